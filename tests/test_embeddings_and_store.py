@@ -1,0 +1,96 @@
+"""The packaged embedders (real models) and the persistent Chroma store with content-hash ids."""
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from lessons.embeddings import E5Embeddings, USEEmbeddings, get_embeddings
+from lessons.vectorstore import chroma_client, content_id, index_documents, open_store
+
+DOCS = [
+    "Employees in Rotterdam get 27 days of annual leave.",
+    "鹿特丹的员工每年有 27 天年假。",
+    "Atlas Server listens on port 7420 by default.",
+    "Atlas Server 默认监听 7420 端口。",
+]
+
+
+@pytest.fixture(scope="module", params=["e5", "use"])
+def embedder(request):
+    return get_embeddings(request.param)
+
+
+def test_vectors_have_the_declared_size_and_unit_length(embedder):
+    vectors = np.array(embedder.embed_documents(DOCS))
+    assert vectors.shape == (4, embedder.dim)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-3)
+    assert embedder.embed_documents([]) == []
+
+
+@pytest.mark.parametrize(("query", "expected"), [("how much holiday do staff get", 0), ("年假有几天", 1), ("默认端口", 3)])
+def test_queries_rank_the_matching_passage_of_their_language_first(query, expected):
+    # E5 is the default because it ranks in-language best on our probes (USE is stronger across languages).
+    embedder = get_embeddings("e5")
+    scores = np.array(embedder.embed_documents(DOCS)) @ np.array(embedder.embed_query(query))
+    assert int(np.argmax(scores)) == expected, scores
+
+
+def test_e5_adds_its_prefixes():
+    e5 = get_embeddings("e5")
+    assert isinstance(e5, E5Embeddings)
+    # A query and the same text as a passage differ: the prefixes are applied.
+    assert not np.allclose(e5.embed_query("port 7420"), e5.embed_documents(["port 7420"])[0])
+
+
+def test_use_threads_are_capped_for_small_machines():
+    assert USEEmbeddings(threads=8).threads == 2
+
+
+class CountingEmbeddings(Embeddings):
+    """Wraps an embedder and counts the texts it was asked to embed."""
+
+    name = "counting-e5"
+
+    def __init__(self):
+        self.inner, self.embedded = get_embeddings("e5"), 0
+
+    def embed_documents(self, texts):
+        self.embedded += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+def test_unchanged_chunks_are_never_embedded_twice(tmp_path):
+    embeddings = CountingEmbeddings()
+    docs = [Document(text, metadata={"source": f"d{i}"}) for i, text in enumerate(DOCS)]
+    store = open_store("kb", embeddings, client=chroma_client(tmp_path))
+    assert str(index_documents(store, docs)) == "4 chunks embedded, 0 already indexed, 0 removed"
+    reopened = open_store("kb", embeddings, client=chroma_client(tmp_path))
+    stats = index_documents(reopened, docs + [Document("A new chunk.", metadata={"source": "d9"})])
+    assert (stats.added, stats.already_indexed) == (1, 4)
+    assert embeddings.embedded == 5
+    hits = reopened.similarity_search_with_relevance_scores("年假", k=1)
+    assert hits[0][0].metadata["source"] == "d1" and 0 < hits[0][1] <= 1
+
+
+def test_prune_removes_chunks_that_are_gone(tmp_path):
+    docs = [Document(text) for text in DOCS]
+    store = open_store("kb", get_embeddings("e5"), client=chroma_client(tmp_path))
+    index_documents(store, docs)
+    stats = index_documents(store, docs[:1], prune=True)
+    assert stats.removed == 3 and store._collection.count() == 1
+
+
+def test_ids_depend_on_text_and_metadata():
+    a = Document("same", metadata={"source": "x"})
+    assert content_id(a) == content_id(Document("same", metadata={"source": "x"}))
+    assert content_id(a) != content_id(Document("same", metadata={"source": "y"}))
+
+
+def test_collections_are_kept_apart_per_embedder(tmp_path):
+    client = chroma_client(tmp_path)
+    e5, use = open_store("kb", get_embeddings("e5"), client=client), open_store("kb", get_embeddings("use"), client=client)
+    assert e5._collection.name != use._collection.name

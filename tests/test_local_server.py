@@ -1,0 +1,79 @@
+"""The shared local server: start, reuse, stop, and clear errors when it cannot run."""
+
+import socket
+import sys
+
+import pytest
+
+from lessons import local_server
+from lessons.local_server import ServerError, ensure_server, server_status, stop_server
+
+
+@pytest.fixture
+def fake_model(fresh_settings, monkeypatch, tmp_path):
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"not really a model")
+    monkeypatch.setenv("AGENTIC_RAG_GGUF", str(gguf))
+    fresh_settings()
+    yield
+    stop_server()
+
+
+def _command(monkeypatch, code):
+    monkeypatch.setattr(local_server, "server_command", lambda model, alias, port: [sys.executable, "-c", code])
+
+
+def test_a_server_that_dies_at_start_shows_its_log(fake_model, monkeypatch):
+    _command(monkeypatch, "import sys; print('boom: unknown model architecture'); sys.exit(3)")
+    with pytest.raises(ServerError, match="(?s)exited with code 3.*boom: unknown model architecture"):
+        ensure_server(timeout=20)
+
+
+def test_a_server_that_never_answers_is_stopped_and_reported(fake_model, monkeypatch):
+    _command(monkeypatch, "import time; time.sleep(60)")
+    with pytest.raises(ServerError, match="did not become healthy within 1 s") as error:
+        ensure_server(timeout=1)
+    pid = int(str(error.value).split("(pid ")[1].split(",")[0])
+    assert not local_server._pid_alive(pid)
+
+
+def test_a_port_in_use_is_named_with_the_fix(fake_model, monkeypatch):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        monkeypatch.setenv("AGENTIC_RAG_PORT", str(busy.getsockname()[1]))
+        with pytest.raises(ServerError, match="already in use.*unset AGENTIC_RAG_PORT"):
+            ensure_server(timeout=5)
+
+
+def test_an_external_server_that_does_not_answer_is_an_error(fresh_settings, monkeypatch):
+    monkeypatch.setenv("AGENTIC_RAG_SERVER_URL", f"http://127.0.0.1:{local_server.free_port()}")
+    fresh_settings()
+    with pytest.raises(ServerError, match="does not answer"):
+        ensure_server()
+
+
+FAKE_OPENAI_SERVER = """
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"data": [{"id": sys.argv[2]}]}).encode()
+        self.send_response(200); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_a_healthy_server_is_shared_and_stopped_cleanly(fake_model, monkeypatch):
+    monkeypatch.setattr(
+        local_server, "server_command",
+        lambda model, alias, port: [sys.executable, "-c", FAKE_OPENAI_SERVER, str(port), alias],
+    )
+    first = ensure_server(timeout=20)
+    again = ensure_server(timeout=20)
+    assert again.pid == first.pid and again.url == first.url
+    assert "healthy" in server_status() and "tiny-18" in server_status()
+    assert stop_server() is True
+    assert not local_server._pid_alive(first.pid)
+    assert server_status() == "no local server running"

@@ -1,0 +1,38 @@
+"""Every notebook runs top to bottom offline, and every exercise check fails blank and passes solved."""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from checks.exercises import count_exercises, sync
+from lessons.notebook_runner import execute_notebook
+from lessons.settings import PROJECT_ROOT
+
+pytestmark = pytest.mark.notebook
+
+SOLUTIONS = sorted((PROJECT_ROOT / "solutions").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert SOLUTIONS, "no notebooks found in solutions/"
+
+
+def test_learner_notebooks_are_generated_from_the_solutions():
+    stale = sync(PROJECT_ROOT / "solutions", PROJECT_ROOT / "notebooks", check_only=True)
+    assert not stale, f"notebooks/ out of date for {stale}: run `python -m checks.exercises`"
+
+
+@pytest.mark.parametrize("path", [*SOLUTIONS, *[PROJECT_ROOT / "notebooks" / p.name for p in SOLUTIONS]],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_notebook_runs_and_its_checks_behave(path: Path):
+    exercises = count_exercises(nbformat.read(path, as_version=4))
+    run = execute_notebook(path, quick=True)
+    assert run.passed, f"{run.notebook} failed:\n{run.error}"
+    assert len(run.checks) == exercises, f"expected {exercises} check results, got {run.checks}"
+    if path.parent.name == "solutions":
+        failed = [c for c in run.checks if not c["passed"]]
+        assert not failed, f"a check fails on the solution: {failed}"
+    else:
+        passed = [c for c in run.checks if c["passed"]]
+        assert not passed, f"a check passes on the blank exercise, so it cannot fail: {passed}"
