@@ -27,7 +27,7 @@ class E5Embeddings(Embeddings):
     name = "e5-small-q4"
     dim = 384
 
-    def __init__(self, threads: int | None = None, batch_size: int = 32):
+    def __init__(self, threads: int | None = None, batch_size: int = 128):
         threads = threads or get_settings().threads
         # libgomp reads OMP_NUM_THREADS when the engine loads; its default would oversubscribe.
         os.environ["OMP_NUM_THREADS"] = str(threads)

@@ -1,0 +1,578 @@
+"""Tests of `lessons.ingest` (and `lessons.pdf_headings`): every input is generated in a temporary folder."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+
+from lessons import ingest
+from lessons.ingest import (
+    CorruptFile,
+    DuplicateContent,
+    EmptyFile,
+    FileTooLarge,
+    IngestError,
+    IngestLimits,
+    NotUtf8,
+    TotalSizeExceeded,
+    UnsupportedFileType,
+    convert_file,
+    dedupe,
+    detect_language,
+    normalise_for_match,
+    split_sections,
+    to_documents,
+    validate_file,
+)
+from lessons.pdf_headings import join_wrapped_lines
+from lessons.settings import get_settings
+
+LONG_PARAGRAPH = (
+    "Atlas Server listens on port 7420 by default and serves the hybrid search API to every client in the "
+    "network. The configuration lives in the file atlas.yaml, and the setting config_file points to it. "
+    "Every answer cites the passages it was built from, so a reader can check each statement in seconds."
+)
+SECOND_PARAGRAPH = "A short closing paragraph."
+PAGE_TWO_TEXT = "The Team tier costs 45 euros per user per month, billed monthly."
+
+HTML_PAGE = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>Support FAQ</title><style>body {color: black}</style></head>
+<body>
+<nav class="site-nav"><a href="/">Home</a> <a href="/docs">Documentation</a></nav>
+<header><p>Tidewell Support Portal</p></header>
+<div class="breadcrumb">Home / Support / FAQ</div>
+<div class="cookie-banner">We use cookies to improve your experience. Accept all</div>
+<h1>Support FAQ</h1>
+<p>How do I reset my_password? Use the sign-in page.</p>
+<h2>Billing</h2>
+<p>Annual billing gives a 15% discount.</p>
+<footer>Copyright 2026 Tidewell Analytics</footer>
+<script>console.log("tracking")</script>
+</body></html>
+"""
+
+MARKDOWN_WITH_CODE = """# Admin Guide
+
+Intro paragraph about the_config_key.
+
+## Configuration
+
+Edit the file below.
+
+```yaml
+# atlas.yaml: main settings
+# Second comment line
+server:
+  port: 7420
+```
+
+## Backups
+
+Run backups nightly.
+"""
+
+
+def make_pdf(path: Path) -> Path:
+    """A two-page PDF: bold 22 pt title, 16 pt headings, a wrapping paragraph, code, a table, a page footer."""
+    from fpdf import FPDF
+
+    class PdfWithFooter(FPDF):
+        def footer(self):
+            self.set_y(-12)
+            self.set_font("Helvetica", "", 8)
+            self.cell(0, 6, f"Atlas White Paper  |  page {self.page_no()}", align="C")
+
+    pdf = PdfWithFooter(format="A4")
+    pdf.set_auto_page_break(True, margin=20)
+    pdf.add_page()
+    pdf.set_font("Helvetica", "B", 22)
+    pdf.multi_cell(0, 11, "Atlas White Paper", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Helvetica", "B", 16)
+    pdf.multi_cell(0, 8, "Architecture", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Helvetica", "", 11)
+    pdf.multi_cell(0, 6, LONG_PARAGRAPH, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(3)
+    pdf.multi_cell(0, 6, SECOND_PARAGRAPH, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(3)
+    pdf.set_font("Courier", "", 9)
+    pdf.multi_cell(0, 4.5, "# atlas.yaml\nserver:\n  port: 7420", new_x="LMARGIN", new_y="NEXT")
+    pdf.add_page()
+    pdf.set_font("Helvetica", "B", 16)
+    pdf.multi_cell(0, 8, "Pricing", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Helvetica", "", 11)
+    pdf.multi_cell(0, 6, PAGE_TWO_TEXT, new_x="LMARGIN", new_y="NEXT")
+    pdf.ln(3)
+    pdf.set_font("Helvetica", "", 9)
+    with pdf.table(text_align="LEFT") as table:
+        for cells in (("Tier", "Price"), ("Team", "45 euros"), ("Business", "89 euros")):
+            table.row(cells)
+    pdf.output(str(path))
+    return path
+
+
+def make_docx(path: Path) -> Path:
+    """A DOCX with a title, headings, an underscore, an image and a table."""
+    import docx
+    from docx.shared import Inches
+    from PIL import Image
+
+    image = path.with_suffix(".png")
+    Image.new("RGB", (8, 8), "red").save(image)
+    document = docx.Document()
+    document.add_heading("Employee Handbook", 0)
+    document.add_heading("Annual leave", 1)
+    document.add_paragraph("Employees get 28 days of annual_leave per year.")
+    document.add_picture(str(image), width=Inches(0.3))
+    document.add_heading("Carry over", 2)
+    document.add_paragraph("Up to five days carry over into the next year.")
+    table = document.add_table(rows=2, cols=2)
+    for (row, column), text in {(0, 0): "Tier", (0, 1): "Price", (1, 0): "Team", (1, 1): "45"}.items():
+        table.cell(row, column).text = text
+    document.save(path)
+    return path
+
+
+def make_pptx(path: Path) -> Path:
+    """A three-slide deck: title slide, bullet slide, table slide."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[0])
+    slide.shapes.title.text = "Q3 Business Review"
+    slide.placeholders[1].text = "Tidewell Analytics"
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Highlights"
+    slide.placeholders[1].text = "ARR reached 18.4 million euros"
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Metrics"
+    table = slide.shapes.add_table(2, 2, Inches(1), Inches(2), Inches(4), Inches(1)).table
+    for (row, column), text in {(0, 0): "Metric", (0, 1): "Value", (1, 0): "NPS", (1, 1): "47"}.items():
+        table.cell(row, column).text = text
+    deck.save(path)
+    return path
+
+
+def make_xlsx(path: Path) -> Path:
+    """A one-sheet workbook."""
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.append(["tier", "price"])
+    sheet.append(["Business", 89])
+    workbook.save(path)
+    return path
+
+
+def write(path: Path, content: str | bytes) -> Path:
+    """Write text (UTF-8) or bytes to a file and return its path."""
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory) -> dict[str, Path]:
+    """One generated file per supported format."""
+    folder = tmp_path_factory.mktemp("samples")
+    return {
+        "pdf": make_pdf(folder / "atlas_whitepaper.pdf"),
+        "docx": make_docx(folder / "employee_handbook.docx"),
+        "pptx": make_pptx(folder / "business_review.pptx"),
+        "xlsx": make_xlsx(folder / "prices.xlsx"),
+        "html": write(folder / "support_faq.html", HTML_PAGE),
+        "htm": write(folder / "legacy_page.htm", HTML_PAGE.replace("Support FAQ", "Legacy FAQ")),
+        "md": write(folder / "admin_guide.md", MARKDOWN_WITH_CODE),
+        "txt": write(folder / "meeting_notes.txt", "Meeting notes\n\nThe team agreed to ship 4.2.1 on Tuesday.\n"),
+        "csv": write(folder / "tiers.csv", "tier,price\nTeam,45\nBusiness,89\n"),
+    }
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    """A fresh conversion cache for every test."""
+    monkeypatch.setenv("AGENTIC_RAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("DOCLING_ARTIFACTS_PATH", raising=False)
+    get_settings.cache_clear()
+    yield tmp_path / "cache"
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def converted(samples) -> dict[str, ingest.ConvertedDocument]:
+    """Every sample converted once, without the cache."""
+    return {kind: convert_file(path, cache=False) for kind, path in samples.items()}
+
+
+EXPECTED_TEXT = {
+    "pdf": ["# Atlas White Paper", "## Architecture", "## Pricing", "config_file"],
+    "docx": ["# Employee Handbook", "## Annual leave", "### Carry over", "annual_leave", "| Team"],
+    "pptx": ["# Q3 Business Review", "## Highlights", "ARR reached 18.4 million euros", "| NPS"],
+    "xlsx": ["Business", "89"],
+    "html": ["# Support FAQ", "## Billing", "my_password"],
+    "htm": ["# Legacy FAQ", "## Billing"],
+    "md": ["# Admin Guide", "## Configuration", "# atlas.yaml: main settings", "the_config_key"],
+    "txt": ["Meeting notes", "ship 4.2.1 on Tuesday"],
+    "csv": ["| Team", "89"],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(EXPECTED_TEXT))
+def test_each_format_converts_with_its_headings_and_text(converted, samples, kind):
+    document = converted[kind]
+    assert document.format == ("html" if kind == "htm" else kind)
+    assert document.source == samples[kind].name
+    assert Path(document.path).is_absolute()
+    assert document.language == "en"
+    assert len(document.sha256) == 64
+    assert document.from_cache is False
+    for text in EXPECTED_TEXT[kind]:
+        assert text in document.markdown, f"{text!r} missing from {kind} Markdown:\n{document.markdown}"
+
+
+def test_converter_names(converted):
+    assert converted["pdf"].converter.endswith("/native-pdf+font-headings")
+    assert converted["docx"].converter.startswith("docling-") and converted["docx"].converter.endswith("/standard")
+    assert converted["txt"].converter == "plain-text"
+
+
+def test_pdf_headings_recovered_by_font_size_and_pages_numbered(converted):
+    pdf = converted["pdf"]
+    assert [page for page, _text in pdf.pages] == [1, 2]
+    page_one, page_two = (text for _page, text in pdf.pages)
+    assert page_one.startswith("# Atlas White Paper\n\n## Architecture\n\n")
+    assert page_two.startswith("## Pricing\n\n")
+    sections = split_sections(to_documents([pdf]))
+    assert [(chunk.metadata["page"], chunk.metadata["section_path"]) for chunk in sections] == [
+        (1, "Atlas White Paper > Architecture"),
+        (2, "Atlas White Paper > Pricing"),
+    ]
+
+
+def test_pdf_wrapped_paragraph_is_joined_into_one_line(converted):
+    page_one = converted["pdf"].pages[0][1]
+    assert LONG_PARAGRAPH in page_one.splitlines()
+    assert SECOND_PARAGRAPH in page_one.splitlines()
+
+
+def test_pdf_code_block_and_table_recovered(converted):
+    pdf = converted["pdf"]
+    assert "```\n# atlas.yaml\nserver:\n  port: 7420\n```" in pdf.pages[0][1]
+    assert "| Tier | Price |\n| --- | --- |\n| Team | 45 euros |\n| Business | 89 euros |" in pdf.pages[1][1]
+
+
+def test_pdf_running_footer_is_dropped(converted):
+    assert "page 1" not in converted["pdf"].markdown and "page 2" not in converted["pdf"].markdown
+
+
+def test_underscores_are_not_escaped(converted):
+    for kind in ("pdf", "docx", "html", "md"):
+        assert "\\_" not in converted[kind].markdown, kind
+
+
+def test_image_placeholders_are_removed(converted):
+    assert "<!-- image -->" not in converted["docx"].markdown
+    assert "\n\n\n" not in converted["docx"].markdown
+
+
+def test_html_site_chrome_is_stripped(converted):
+    markdown = converted["html"].markdown
+    for chrome in ("Documentation", "Tidewell Support Portal", "Home / Support", "cookies", "Copyright", "tracking"):
+        assert chrome not in markdown
+    assert "Annual billing gives a 15% discount." in markdown
+
+
+def test_strip_html_chrome_keeps_main_content():
+    stripped = ingest.strip_html_chrome(HTML_PAGE)
+    assert "cookie-banner" not in stripped and "<nav" not in stripped and "<footer" not in stripped
+    assert "How do I reset my_password?" in stripped
+
+
+def test_fenced_code_comments_are_not_split_as_headings(converted):
+    chunks = split_sections(to_documents([converted["md"]]))
+    assert [chunk.metadata["section_path"] for chunk in chunks] == [
+        "Admin Guide",
+        "Admin Guide > Configuration",
+        "Admin Guide > Backups",
+    ]
+    configuration = chunks[1].page_content
+    assert "# atlas.yaml: main settings\n# Second comment line\nserver:\n  port: 7420" in configuration
+    assert all("atlas.yaml" not in chunk.metadata["section"] for chunk in chunks)
+
+
+def test_split_sections_on_raw_markdown_with_tilde_fence_and_blank_lines():
+    text = "# Title\n\n## Part\n\nFirst paragraph.\n\nSecond paragraph.\n\n~~~\n## not a heading\n~~~\n"
+    chunks = split_sections([Document(page_content=text, metadata={"source": "a.md", "page": None})])
+    assert len(chunks) == 1
+    assert chunks[0].metadata["section_path"] == "Title > Part"
+    assert chunks[0].metadata["section"] == "Part"
+    assert chunks[0].page_content == (
+        "# Title\n\n## Part\n\nFirst paragraph.\n\nSecond paragraph.\n\n~~~\n## not a heading\n~~~"
+    )
+
+
+def test_split_sections_carries_the_section_across_pdf_pages():
+    pages = [
+        Document(page_content="# Guide\n\n## Setup\n\nStep one.", metadata={"source": "g.pdf", "page": 1}),
+        Document(page_content="Step two continues.\n\n### Detail\n\nMore.", metadata={"source": "g.pdf", "page": 2}),
+    ]
+    chunks = split_sections(pages)
+    assert [(chunk.metadata["page"], chunk.metadata["section_path"]) for chunk in chunks] == [
+        (1, "Guide > Setup"),
+        (2, "Guide > Setup"),
+        (2, "Guide > Setup > Detail"),
+    ]
+    assert chunks[1].metadata["section"] == "Setup"
+
+
+def test_to_documents_pages_for_pdf_and_pptx_only(converted):
+    documents = to_documents([converted["pdf"], converted["pptx"], converted["docx"]])
+    pages = [(document.metadata["source"], document.metadata["page"]) for document in documents]
+    assert pages == [
+        ("atlas_whitepaper.pdf", 1),
+        ("atlas_whitepaper.pdf", 2),
+        ("business_review.pptx", 1),
+        ("business_review.pptx", 2),
+        ("business_review.pptx", 3),
+        ("employee_handbook.docx", None),
+    ]
+    assert set(documents[0].metadata) == {"source", "page", "format", "language", "sha256"}
+
+
+def test_unsupported_file_type_names_file_and_supported_suffixes(tmp_path):
+    path = write(tmp_path / "notes.rtf", "{\\rtf1 hello}")
+    with pytest.raises(UnsupportedFileType) as error:
+        validate_file(path)
+    assert str(error.value).startswith("'notes.rtf' — supported: .pdf .docx .pptx .html .md .txt .xlsx .csv")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "error_type", "fix"),
+    [
+        ("empty.md", b"", EmptyFile, "add content"),
+        ("blank.txt", b"  \n\n ", EmptyFile, "add content"),
+        ("latin1.txt", "caf\u00e9 au lait".encode("latin-1"), NotUtf8, "offset 3"),
+        ("broken.docx", b"this is not a zip archive", CorruptFile, "save it again"),
+        ("broken.pdf", b"hello, I am not a PDF", CorruptFile, "export it again"),
+        ("truncated.pdf", b"%PDF-1.7\n1 0 obj\n<<", CorruptFile, "save it again"),
+    ],
+)
+def test_each_error_names_the_file_and_the_fix(tmp_path, name, content, error_type, fix):
+    path = write(tmp_path / name, content)
+    with pytest.raises(error_type) as error:
+        convert_file(path, cache=False)
+    assert f"'{name}'" in str(error.value)
+    assert fix in str(error.value)
+
+
+def test_not_utf8_message_says_how_to_resave(tmp_path):
+    path = write(tmp_path / "notes.csv", b"name,city\nJos\xe9,Lisboa\n")
+    with pytest.raises(NotUtf8) as error:
+        validate_file(path)
+    message = str(error.value)
+    assert "'notes.csv'" in message and "offset 13" in message and "UTF-8" in message and "iconv" in message
+
+
+def test_file_too_large_names_size_limit_and_how_to_raise_it(tmp_path):
+    path = write(tmp_path / "big.txt", "x" * 3000)
+    with pytest.raises(FileTooLarge) as error:
+        validate_file(path, IngestLimits(max_file_bytes=1000))
+    message = str(error.value)
+    assert "'big.txt'" in message and "limit" in message and "IngestLimits(max_file_bytes=" in message
+
+
+def test_missing_file_is_an_ingest_error(tmp_path):
+    with pytest.raises(IngestError, match="'gone.pdf' does not exist"):
+        validate_file(tmp_path / "gone.pdf")
+
+
+def test_one_bad_file_does_not_stop_the_others(tmp_path, samples):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for kind in ("docx", "md", "txt"):
+        (folder / samples[kind].name).write_bytes(samples[kind].read_bytes())
+    write(folder / "corrupt.pptx", b"PK not really a zip")
+    write(folder / "notes.rtf", "{\\rtf1}")
+    write(folder / ".hidden.txt", "hidden files are ignored")
+    result = ingest.ingest(folder, progress=False)
+    assert sorted(document.source for document in result.documents) == [
+        "admin_guide.md",
+        "employee_handbook.docx",
+        "meeting_notes.txt",
+    ]
+    reasons = {Path(item.path).name: item.reason for item in result.skipped}
+    assert set(reasons) == {"corrupt.pptx", "notes.rtf"}
+    assert reasons["corrupt.pptx"].startswith("CorruptFile: 'corrupt.pptx'")
+    assert reasons["notes.rtf"].startswith("UnsupportedFileType: 'notes.rtf'")
+    summary = result.summary()
+    assert "Converted 3 file(s) (0 from cache)" in summary and "Skipped 2 file(s)" in summary
+    assert "corrupt.pptx: CorruptFile" in summary
+
+
+def test_duplicate_content_keeps_the_first_name_and_names_both(tmp_path):
+    write(tmp_path / "b_copy.md", "# Same\n\nIdentical bytes.\n")
+    write(tmp_path / "a_original.md", "# Same\n\nIdentical bytes.\n")
+    result = ingest.ingest(tmp_path, progress=False, cache=False)
+    assert [document.source for document in result.documents] == ["a_original.md"]
+    (skipped,) = result.skipped
+    assert Path(skipped.path).name == "b_copy.md"
+    assert skipped.reason.startswith(DuplicateContent.__name__)
+    assert "'b_copy.md'" in skipped.reason and "'a_original.md'" in skipped.reason
+
+
+def test_total_size_limit_skips_the_files_past_it(tmp_path):
+    for name in ("a.txt", "b.txt", "c.txt"):
+        write(tmp_path / name, f"{name} " * 100)
+    result = ingest.ingest(tmp_path, progress=False, cache=False, limits=IngestLimits(max_total_bytes=1200))
+    assert [document.source for document in result.documents] == ["a.txt", "b.txt"]
+    (skipped,) = result.skipped
+    assert skipped.reason.startswith(TotalSizeExceeded.__name__) and "'c.txt'" in skipped.reason
+    assert "IngestLimits(max_total_bytes=" in skipped.reason
+
+
+def test_ingest_accepts_a_list_of_paths(samples):
+    result = ingest.ingest([samples["txt"], samples["csv"]], progress=False, cache=False)
+    assert [document.source for document in result.documents] == ["meeting_notes.txt", "tiers.csv"]
+
+
+def test_second_conversion_comes_from_the_cache(samples, cache_dir):
+    first = convert_file(samples["docx"])
+    second = convert_file(samples["docx"])
+    assert (first.from_cache, second.from_cache) == (False, True)
+    assert second.seconds == 0.0 and first.seconds > 0
+    assert (second.markdown, second.pages, second.converter) == (first.markdown, first.pages, first.converter)
+    (entry,) = (cache_dir / "docling").glob("*.json")
+    assert json.loads(entry.read_text(encoding="utf-8"))["markdown"] == first.markdown
+    assert not list((cache_dir / "docling").glob("*.tmp"))
+
+
+def test_paged_document_round_trips_through_the_cache(samples):
+    first = convert_file(samples["pdf"])
+    second = convert_file(samples["pdf"])
+    assert second.from_cache and second.pages == first.pages
+
+
+def test_changed_bytes_miss_the_cache(tmp_path):
+    path = write(tmp_path / "notes.md", "# Notes\n\nFirst version.\n")
+    assert convert_file(path).from_cache is False
+    write(path, "# Notes\n\nSecond version.\n")
+    changed = convert_file(path)
+    assert changed.from_cache is False and "Second version." in changed.markdown
+
+
+def test_corrupt_cache_file_is_ignored_and_rewritten(tmp_path, cache_dir, caplog):
+    path = write(tmp_path / "notes.md", "# Notes\n\nCached text.\n")
+    first = convert_file(path)
+    (entry,) = (cache_dir / "docling").glob("*.json")
+    entry.write_text("{ this is not json", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="lessons.ingest"):
+        recovered = convert_file(path)
+    assert recovered.from_cache is False and recovered.markdown == first.markdown
+    assert "corrupt cache file" in caplog.text
+    assert json.loads(entry.read_text(encoding="utf-8"))["markdown"] == first.markdown
+    assert convert_file(path).from_cache is True
+
+
+def test_expired_cache_entry_is_converted_again(tmp_path, cache_dir):
+    path = write(tmp_path / "notes.md", "# Notes\n\nSome text.\n")
+    convert_file(path)
+    (entry,) = (cache_dir / "docling").glob("*.json")
+    payload = json.loads(entry.read_text(encoding="utf-8"))
+    payload["created"] -= 31 * 86400
+    entry.write_text(json.dumps(payload), encoding="utf-8")
+    assert convert_file(path).from_cache is False
+    assert convert_file(path).from_cache is True
+    assert convert_file(path, cache_max_age_days=0).from_cache is False
+
+
+def test_cache_disabled_writes_nothing(samples, cache_dir):
+    convert_file(samples["txt"], cache=False)
+    assert not (cache_dir / "docling").exists()
+
+
+def test_layout_pipeline_failure_falls_back_to_native_pdf(samples, tmp_path, monkeypatch):
+    artifacts = tmp_path / "models"
+    artifacts.mkdir()
+    (artifacts / "README").write_text("no weights here")
+    monkeypatch.setenv("DOCLING_ARTIFACTS_PATH", str(artifacts))
+    assert ingest.layout_artifacts_path() == artifacts
+    document = convert_file(samples["pdf"], cache=False)
+    assert document.converter.endswith("/native-pdf+font-headings")
+    assert "## Pricing" in document.markdown
+
+
+def test_dedupe_drops_repeated_chunks_across_files():
+    documents = [
+        Document(page_content="Atlas  listens on\nport 7420.", metadata={"source": "a.md"}),
+        Document(page_content="Something else.", metadata={"source": "a.md"}),
+        Document(page_content="Atlas listens on port 7420.", metadata={"source": "b.docx"}),
+    ]
+    kept, dropped = dedupe(documents)
+    assert dropped == 1
+    assert [document.metadata["source"] for document in kept] == ["a.md", "a.md"]
+    assert all(len(document.metadata["chunk_id"]) == 16 for document in kept)
+    assert "chunk_id" not in documents[0].metadata
+
+
+def test_detect_language():
+    assert detect_language("Tidewell Atlas is a self-hosted search platform.") == "en"
+    assert detect_language("潮汐 Atlas 是潮汐分析推出的企业知识检索平台，支持 BM25 和向量检索。") == "zh"
+    assert detect_language("Atlas Server 默认端口 7420") == "zh"
+    assert detect_language("") == "en"
+
+
+def test_chinese_documents_are_detected(tmp_path):
+    path = write(tmp_path / "faq_zh.md", "# 常见问题\n\n潮汐 Atlas 是企业知识检索与检索增强生成平台。\n")
+    assert convert_file(path, cache=False).language == "zh"
+
+
+def test_normalise_for_match():
+    markdown = (
+        "The **Team** tier costs \\_€45\\_ per *user*:\n| Team | `config_file` | [docs](http://x) |\n|---|---|---|"
+    )
+    assert normalise_for_match(markdown) == "The Team tier costs _€45_ per user: Team config_file docs"
+    assert normalise_for_match("## Annual  leave\n\nsnake_case_word") == "Annual leave snake_case_word"
+    assert normalise_for_match("ＡＴＬＡＳ\u00a04.2") == "ATLAS 4.2"
+
+
+def test_normalise_for_match_keeps_underscores_inside_identifiers():
+    quote = "For example, ATLAS__RETRIEVAL__TOP_N=10 overrides retrieval.top_n."
+    document = "For example, `ATLAS__RETRIEVAL__TOP_N=10` overrides `retrieval.top_n`."
+    assert normalise_for_match(quote) == normalise_for_match(document) == quote
+
+
+def test_docling_inline_spacing_is_tidied():
+    docling_style = "Run `atlasctl reload` . Then **bold** , see [docs](http://x/) . Also ( `c` )."
+    assert ingest.tidy_inline_spacing(docling_style) == "Run `atlasctl reload`. Then **bold**, see [docs](http://x/). Also (`c`)."
+    code = "```\nf( `x` ) .\n```"
+    assert ingest.tidy_inline_spacing(code) == code
+
+
+def test_markdown_is_kept_as_written(tmp_path):
+    source = "# Title\n\n```yaml\n# a comment\nport: 7420\n```\n\n$$\nRRF(d) = \\sum_r 1 / (k + r(d))\n$$\n\nA_b & c.\n"
+    converted = convert_file(write(tmp_path / "kept.md", source), cache=False)
+    assert converted.markdown == source.strip()
+    assert converted.converter == "markdown-as-is"
+
+
+def test_join_wrapped_lines():
+    assert join_wrapped_lines(["a self-", "hosted platform"]) == "a self-hosted platform"
+    assert join_wrapped_lines(["检索增强", "生成平台"]) == "检索增强生成平台"
+    assert join_wrapped_lines(["port 7420 by", "default"]) == "port 7420 by default"
+
+
+def test_cache_dir_follows_settings(tmp_path, samples, monkeypatch):
+    other = tmp_path / "elsewhere"
+    monkeypatch.setenv("AGENTIC_RAG_CACHE_DIR", str(other))
+    get_settings.cache_clear()
+    convert_file(samples["csv"])
+    assert len(list((other / "docling").glob("*.json"))) == 1
+    assert os.environ["AGENTIC_RAG_CACHE_DIR"] == str(other)
