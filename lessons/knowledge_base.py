@@ -1,0 +1,66 @@
+"""The course knowledge base as chunks and as a persistent Chroma index, shared by notebooks 01–07.
+
+Introduced in notebook 01 (chunking). The pipeline: Docling conversion (cached) → one Document per
+page or file → Markdown sections → a chunking strategy → numbered, de-duplicated chunks → Chroma.
+Every chunk carries: source, page, format, language, section_path, section, chunk_id (content
+hash), chunk_index (its position within its source, for neighbour expansion).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+from langchain_core.documents import Document
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+from lessons.corpus import CORPUS_DIR, load_corpus
+from lessons.ingest import dedupe, split_sections, to_documents
+from lessons.vectorstore import index_documents, open_store
+
+Chunker = Callable[[Sequence[Document]], list[Document]]
+
+# Paragraphs, lines, then sentence and clause ends in both languages; the separator stays with the
+# sentence it ends, so no chunk starts with "。" and no Chinese sentence is cut while a boundary exists.
+BILINGUAL_SEPARATORS = ["\n\n", "\n", "。", "！", "？", "；", ". ", "! ", "? ", "; ", "，", ", ", " ", ""]
+DEFAULT_CHUNK_SIZE = 800
+DEFAULT_CHUNK_OVERLAP = 100
+
+
+def default_chunker(chunk_size: int = DEFAULT_CHUNK_SIZE, chunk_overlap: int = DEFAULT_CHUNK_OVERLAP) -> Chunker:
+    """Sections first, then recursive splitting with bilingual separators: the course's baseline."""
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, separators=BILINGUAL_SEPARATORS, keep_separator="end"
+    )
+    return splitter.split_documents
+
+
+def load_sections(folder=CORPUS_DIR) -> list[Document]:
+    """The knowledge base split at its Markdown headings (one Document per section and page)."""
+    return split_sections(to_documents(load_corpus(folder).documents))
+
+
+def number_chunks(chunks: Sequence[Document]) -> list[Document]:
+    """De-duplicate, give each chunk its position within its source, and drop metadata Chroma cannot store."""
+    kept, _ = dedupe(chunks)
+    positions: dict[str, int] = defaultdict(int)
+    numbered = []
+    for chunk in kept:
+        source = str(chunk.metadata.get("source", ""))
+        metadata = {k: v for k, v in chunk.metadata.items() if isinstance(v, (str, int, float, bool))}
+        metadata["chunk_index"] = positions[source]
+        positions[source] += 1
+        numbered.append(Document(page_content=chunk.page_content, metadata=metadata))
+    return numbered
+
+
+def chunk_knowledge_base(chunker: Chunker | None = None, folder=CORPUS_DIR) -> list[Document]:
+    """Every chunk of the knowledge base under `chunker` (default: sections + bilingual recursive)."""
+    return number_chunks((chunker or default_chunker())(load_sections(folder)))
+
+
+def build_index(chunks: Sequence[Document], name: str = "kb"):
+    """The persistent Chroma collection `name` holding exactly `chunks` (only new ones are embedded)."""
+    store = open_store(name)
+    index_documents(store, list(chunks), prune=True)
+    return store
