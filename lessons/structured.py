@@ -70,11 +70,29 @@ def _repair_request(error: Exception | None) -> HumanMessage:
     )
 
 
-def _outcome(result: dict[str, Any], schema: type[S]) -> tuple[S | None, Exception | None]:
-    parsed, error = result.get("parsed"), result.get("parsing_error")
-    if isinstance(parsed, schema):
-        return parsed, None
-    return None, error or ValueError("the model called no function")
+class _Attempts:
+    """The conversation of one structured request: the prompt, plus a repair note after a failed reply."""
+
+    def __init__(self, schema: type[S], prompt: LanguageModelInput):
+        self.schema = schema
+        self.original = self.messages = _as_messages(prompt)
+        self.raw: Any = None
+        self.error: Exception | None = None
+        self.count = 0
+
+    def record(self, result: dict[str, Any]) -> S | None:
+        """The parsed answer, or None after preparing the next attempt's messages."""
+        self.count += 1
+        parsed = result.get("parsed")
+        if isinstance(parsed, self.schema):
+            return parsed
+        self.raw = result.get("raw")
+        self.error = result.get("parsing_error") or ValueError("the model called no function")
+        self.messages = [*self.original, _repair_request(self.error)]
+        return None
+
+    def failure(self) -> StructuredOutputError:
+        return StructuredOutputError(self.schema, self.count, self.raw, self.error)
 
 
 def invoke_structured(
@@ -86,17 +104,11 @@ def invoke_structured(
     config: RunnableConfig | None = None,
 ) -> S:
     """Ask `model` for a `schema` instance; retry up to `retries` times on a parse failure, then raise."""
-    runnable = structured_model(model, schema)
-    original = messages = _as_messages(prompt)
-    result: dict[str, Any] = {}
-    error: Exception | None = None
+    runnable, attempts = structured_model(model, schema), _Attempts(schema, prompt)
     for _ in range(retries + 1):
-        result = runnable.invoke(messages, config=config)
-        parsed, error = _outcome(result, schema)
-        if parsed is not None:
+        if (parsed := attempts.record(runnable.invoke(attempts.messages, config=config))) is not None:
             return parsed
-        messages = [*original, _repair_request(error)]
-    raise StructuredOutputError(schema, retries + 1, result.get("raw"), error)
+    raise attempts.failure()
 
 
 async def ainvoke_structured(
@@ -108,14 +120,8 @@ async def ainvoke_structured(
     config: RunnableConfig | None = None,
 ) -> S:
     """Async `invoke_structured`."""
-    runnable = structured_model(model, schema)
-    original = messages = _as_messages(prompt)
-    result: dict[str, Any] = {}
-    error: Exception | None = None
+    runnable, attempts = structured_model(model, schema), _Attempts(schema, prompt)
     for _ in range(retries + 1):
-        result = await runnable.ainvoke(messages, config=config)
-        parsed, error = _outcome(result, schema)
-        if parsed is not None:
+        if (parsed := attempts.record(await runnable.ainvoke(attempts.messages, config=config))) is not None:
             return parsed
-        messages = [*original, _repair_request(error)]
-    raise StructuredOutputError(schema, retries + 1, result.get("raw"), error)
+    raise attempts.failure()
