@@ -162,12 +162,38 @@ def ensure_server(timeout: float = 180.0) -> ServerInfo:
 
     model = resolve_local_model()
     with _lock():
+        _register_client()
         state = _read_state()
         if state and _pid_alive(state.pid):
             if state.alias == model.alias and served_models(state.url) is not None:
                 return state
             _terminate(state.pid)  # another model, or hung: replace it
         return _start(model.path, model.alias, timeout)
+
+
+def _clients_dir() -> Path:
+    path = _state_dir() / "clients"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def _register_client() -> None:
+    """Record this process as a user of the shared server (a kernel, a test session, a script)."""
+    (_clients_dir() / str(os.getpid())).touch()
+
+
+def other_clients() -> list[int]:
+    """Live processes other than this one that use the shared server; stale records are removed."""
+    alive = []
+    for record in _clients_dir().iterdir():
+        pid = int(record.name) if record.name.isdigit() else 0
+        if pid == os.getpid():
+            continue
+        if _pid_alive(pid):
+            alive.append(pid)
+        else:
+            record.unlink(missing_ok=True)
+    return alive
 
 
 def _start(model_path: Path, alias: str, timeout: float) -> ServerInfo:
@@ -241,14 +267,24 @@ def _terminate(pid: int | None, grace: float = 10.0) -> None:
 
 
 def stop_server() -> bool:
-    """Stop the shared local server if this project started one; True when one was stopped."""
+    """Stop the shared local server, whoever uses it; True when one was stopped."""
     with _lock():
         state = _read_state()
         _state_file().unlink(missing_ok=True)
+        for record in _clients_dir().iterdir():
+            record.unlink(missing_ok=True)
         if state is None or not _pid_alive(state.pid):
             return False
         _terminate(state.pid)
         return True
+
+
+def release_server() -> bool:
+    """This process is done with the server: stop it unless another live process still uses it."""
+    (_clients_dir() / str(os.getpid())).unlink(missing_ok=True)
+    if other_clients():
+        return False
+    return stop_server()
 
 
 def server_status() -> str:

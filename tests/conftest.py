@@ -27,11 +27,12 @@ def fresh_settings(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session", autouse=True)
 def stop_local_server_we_started():
-    """Tests may start the shared local server; stop it afterwards unless it was running before."""
-    from lessons.local_server import _read_state, _pid_alive, stop_server
+    """Tests may start the shared local server; afterwards stop it unless it was running before or
+    another process (a notebook kernel, another test session) still uses it."""
+    from lessons.local_server import _pid_alive, _read_state, release_server
 
     before = _read_state()
     running_before = before is not None and _pid_alive(before.pid)
     yield
     if not running_before:
-        stop_server()
+        release_server()

@@ -77,3 +77,24 @@ def test_a_healthy_server_is_shared_and_stopped_cleanly(fake_model, monkeypatch)
     assert stop_server() is True
     assert not local_server._pid_alive(first.pid)
     assert server_status() == "no local server running"
+
+
+def test_release_keeps_the_server_while_another_process_uses_it(fake_model, monkeypatch):
+    import subprocess
+
+    monkeypatch.setattr(
+        local_server, "server_command",
+        lambda model, alias, port: [sys.executable, "-c", FAKE_OPENAI_SERVER, str(port), alias],
+    )
+    first = ensure_server(timeout=20)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (local_server._clients_dir() / str(other.pid)).touch()  # as ensure_server() in that process would
+        assert local_server.other_clients() == [other.pid]
+        assert local_server.release_server() is False
+        assert local_server._pid_alive(first.pid)
+    finally:
+        other.kill()
+        other.wait()
+    assert local_server.release_server() is True
+    assert not local_server._pid_alive(first.pid)
