@@ -98,7 +98,9 @@ def free_port() -> int:
 
 
 def port_in_use(port: int) -> bool:
+    """True when something listens on the port (a socket of a closed server lingering in TIME_WAIT does not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((HOST, port))
         except OSError:
@@ -213,13 +215,16 @@ def _start(model_path: Path, alias: str, timeout: float) -> ServerInfo:
     info = ServerInfo(f"http://{HOST}:{port}", alias, process.pid, str(model_path), str(log_path))
     _wait_healthy(process, info, log_path, timeout)
     _state_file().write_text(json.dumps(asdict(info), indent=2))
+    (_state_dir() / "last_port").write_text(str(port))
     return info
 
 
 def _choose_port() -> int:
+    """AGENTIC_RAG_PORT if set; else the port the last server used, when free (so open clients reconnect)."""
     wanted = os.environ.get("AGENTIC_RAG_PORT", "").strip()
     if not wanted:
-        return free_port()
+        last = _last_port()
+        return last if last and not port_in_use(last) else free_port()
     port = int(wanted)
     if port_in_use(port):
         raise ServerError(
@@ -227,6 +232,13 @@ def _choose_port() -> int:
             f"(`lsof -i :{port}`), pick another port, or unset AGENTIC_RAG_PORT to let the course choose a free one."
         )
     return port
+
+
+def _last_port() -> int | None:
+    try:
+        return int((_state_dir() / "last_port").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _wait_healthy(process: subprocess.Popen, info: ServerInfo, log_path: Path, timeout: float) -> None:

@@ -65,8 +65,26 @@ class CourseChatModel(ChatDeepSeek):
     def _generate(self, *args: Any, **kwargs: Any):
         try:
             return super()._generate(*args, **kwargs)
+        except openai.APIConnectionError as error:
+            if not self._server_restarted():
+                raise self._explain(error) from error
         except openai.OpenAIError as error:
             raise self._explain(error) from error
+        try:
+            return super()._generate(*args, **kwargs)
+        except openai.OpenAIError as error:
+            raise self._explain(error) from error
+
+    def _server_restarted(self) -> bool:
+        """After a lost connection to the local server: start it again on the same address, if possible."""
+        if self.provider != "local":
+            return False
+        from lessons.local_server import ServerError, ensure_server
+
+        try:
+            return ensure_server().api_base == self.api_base
+        except ServerError:
+            return False
 
     async def _agenerate(self, *args: Any, **kwargs: Any):
         try:

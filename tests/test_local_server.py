@@ -98,3 +98,14 @@ def test_release_keeps_the_server_while_another_process_uses_it(fake_model, monk
         other.wait()
     assert local_server.release_server() is True
     assert not local_server._pid_alive(first.pid)
+
+
+def test_a_restarted_server_comes_back_on_the_same_port(fake_model, monkeypatch):
+    monkeypatch.setattr(
+        local_server, "server_command",
+        lambda model, alias, port: [sys.executable, "-c", FAKE_OPENAI_SERVER, str(port), alias],
+    )
+    first = ensure_server(timeout=20)
+    local_server._terminate(first.pid)  # the server dies (or someone stops it)
+    second = ensure_server(timeout=20)
+    assert second.pid != first.pid and second.url == first.url

@@ -92,10 +92,12 @@ def test_a_timeout_says_so(fake_api):
         _model(url, timeout=0.5).invoke("hi")
 
 
-def test_an_unreachable_local_server_says_how_to_restart_it():
+def test_an_unreachable_local_server_says_how_to_restart_it(fresh_settings, monkeypatch):
     from lessons.local_server import free_port
 
-    model = CourseChatModel(model="m", api_base=f"http://127.0.0.1:{free_port()}/v1", api_key="x",
-                            provider="local", max_retries=0, cache=False)
+    dead = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("AGENTIC_RAG_SERVER_URL", dead)  # so the automatic restart cannot succeed either
+    fresh_settings()
+    model = CourseChatModel(model="m", api_base=f"{dead}/v1", api_key="x", provider="local", max_retries=0, cache=False)
     with pytest.raises(ModelError, match="python -m lessons.local_server start"):
         model.invoke("hi")
