@@ -34,7 +34,23 @@ def _log(exercise: str, passed: bool, message: str) -> None:
             handle.write(json.dumps({"exercise": exercise, "passed": passed, "message": message}) + "\n")
 
 
-def run_check(exercise: str, check: Callable[[], Any]) -> bool:
+class CheckResult:
+    """Whether a check passed; true or false like a bool, and silent as a notebook cell's value."""
+
+    def __init__(self, passed: bool):
+        self.passed = passed
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __repr__(self) -> str:
+        return f"CheckResult(passed={self.passed})"
+
+    def _ipython_display_(self) -> None:
+        """Show nothing: the check has already printed its ✅ or ❌ line."""
+
+
+def run_check(exercise: str, check: Callable[[], Any]) -> CheckResult:
     """Run `check`; print ✅ or ❌ with the hint; return whether it passed."""
     try:
         check()
@@ -42,12 +58,12 @@ def run_check(exercise: str, check: Callable[[], Any]) -> bool:
         message = str(hint)
         print(f"❌ {exercise}: not yet.\n   Hint: {message}")
         _log(exercise, False, message)
-        return False
+        return CheckResult(False)
     except Exception as error:  # the learner's code raised: show it as feedback, not a traceback
         message = f"your code raised {type(error).__name__}: {error}"
         print(f"❌ {exercise}: {message}")
         _log(exercise, False, message)
-        return False
+        return CheckResult(False)
     print(f"✅ {exercise}: passed.")
     _log(exercise, True, "")
-    return True
+    return CheckResult(True)

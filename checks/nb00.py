@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from checks import Hint, expect, run_check
+from checks import CheckResult, Hint, expect, run_check
 
 
-def check_grade_schema(schema) -> bool:
+def check_grade_schema(schema) -> CheckResult:
     """Exercise 1: a Pydantic schema with one typed field `binary_score` that only allows "yes" or "no"."""
 
     def check():
@@ -42,7 +42,7 @@ def check_grade_schema(schema) -> bool:
     return run_check("Exercise 1 (grade schema)", check)
 
 
-def check_cosine_similarity(cosine_similarity) -> bool:
+def check_cosine_similarity(cosine_similarity) -> CheckResult:
     """Exercise 2: cosine similarity of two vectors, by hand with numpy."""
 
     def check():

@@ -215,7 +215,7 @@ class LoopResult:
 def _usage_snapshot() -> tuple[int, int]:
     from lessons.usage import USAGE
 
-    return USAGE.totals.total_tokens, USAGE.totals.calls + USAGE.totals.cached_calls
+    return USAGE.totals.pipeline_tokens, USAGE.totals.calls + USAGE.totals.cached_calls
 
 
 def run_question(loop, ungated: Callable[[str], LoopState], question) -> LoopResult:

@@ -29,12 +29,18 @@ class UsageTotals:
     cached_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_tokens: int = 0  # tokens of answers served from the cache (what a pipeline uses, at no cost)
     cost_usd: float = 0.0
     by_model: dict[str, int] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def pipeline_tokens(self) -> int:
+        """Tokens the calls involved, whether the model was asked or the cache answered."""
+        return self.total_tokens + self.cached_tokens
 
 
 def _price(kind: str) -> float:
@@ -79,6 +85,7 @@ class UsageTracker(BaseCallbackHandler):
             totals = self.totals
             if cached:
                 totals.cached_calls += 1
+                totals.cached_tokens += inputs + outputs
             else:
                 totals.calls += 1
                 totals.input_tokens += inputs

@@ -20,6 +20,7 @@ def test_cache_hits_are_counted_apart_and_cost_nothing(tmp_path):
     assert len(model.calls) == 1
     assert tracker.totals.calls == 1 and tracker.totals.cached_calls == 1
     assert tracker.totals.input_tokens == 2 and tracker.totals.output_tokens == 2
+    assert tracker.totals.cached_tokens == 4 and tracker.totals.pipeline_tokens == 8
     written = json.loads((tmp_path / "usage.json").read_text())
     assert written["calls"] == 1 and written["cached_calls"] == 1
     assert "LLM calls: 1 (+1 from cache)" in tracker.report()
