@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from lessons.corpus import CORPUS_DIR, load_corpus
@@ -35,9 +36,17 @@ def default_chunker(chunk_size: int = DEFAULT_CHUNK_SIZE, chunk_overlap: int = D
     return splitter.split_documents
 
 
+def load_documents(folder=CORPUS_DIR) -> list[Document]:
+    """The knowledge base before any splitting: one Document per page (PDF, PPTX) or per file.
+
+    Introduced in notebook 01 (chunking).
+    """
+    return to_documents(load_corpus(folder).documents)
+
+
 def load_sections(folder=CORPUS_DIR) -> list[Document]:
     """The knowledge base split at its Markdown headings (one Document per section and page)."""
-    return split_sections(to_documents(load_corpus(folder).documents))
+    return split_sections(load_documents(folder))
 
 
 def number_chunks(chunks: Sequence[Document]) -> list[Document]:
@@ -59,8 +68,12 @@ def chunk_knowledge_base(chunker: Chunker | None = None, folder=CORPUS_DIR) -> l
     return number_chunks((chunker or default_chunker())(load_sections(folder)))
 
 
-def build_index(chunks: Sequence[Document], name: str = "kb"):
-    """The persistent Chroma collection `name` holding exactly `chunks` (only new ones are embedded)."""
-    store = open_store(name)
+def build_index(chunks: Sequence[Document], name: str = "kb", embeddings: Embeddings | None = None):
+    """The persistent Chroma collection `name` holding exactly `chunks` (only new ones are embedded).
+
+    `embeddings` defaults to the course embedder; pass `lessons.chunking.cached_embeddings()` to reuse
+    the vectors of texts that another collection already embedded.
+    """
+    store = open_store(name, embeddings)
     index_documents(store, list(chunks), prune=True)
     return store

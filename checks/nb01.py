@@ -1,0 +1,121 @@
+"""Checks for notebook 01 (chunking)."""
+
+from __future__ import annotations
+
+import re
+
+from langchain_core.documents import Document
+
+from checks import Hint, expect, run_check
+
+CHINESE_PARAGRAPH = (
+    "分块是检索增强生成的第一步。块太大，检索时混进无关内容；块太小，答案所需的上下文被切断。"
+    "中文没有空格，默认分隔符只能按字符硬切！所以要先按句号、问号和感叹号断开；"
+    "实在太长的句子，再按逗号退一步。这样每一块都以完整的句子结尾。"
+)
+SENTENCE_END = "。！？；"
+CLAUSE_END = "，"
+
+
+def check_chinese_splitter(make_splitter) -> bool:
+    """Exercise 1: a splitter that cuts Chinese at sentence ends, keeping each mark with its sentence."""
+
+    def check():
+        expect(callable(make_splitter), "define a function `chinese_sentence_splitter(chunk_size, chunk_overlap=0)`")
+        splitter = make_splitter(40, 0)
+        expect(splitter is not None, "your function returns None — return the splitter you built")
+        expect(
+            hasattr(splitter, "split_text"),
+            "return a LangChain text splitter, e.g. RecursiveCharacterTextSplitter(...)",
+        )
+        chunks = splitter.split_text(CHINESE_PARAGRAPH)
+        expect(
+            re.sub(r"\s", "", "".join(chunks)) == re.sub(r"\s", "", CHINESE_PARAGRAPH),
+            "with chunk_overlap=0 the chunks must join back into the paragraph: nothing lost, nothing repeated",
+        )
+        expect(all(len(chunk) <= 40 for chunk in chunks), "a chunk is longer than chunk_size=40: pass chunk_size on")
+        for chunk in chunks:
+            if chunk[:1] in tuple(SENTENCE_END + CLAUSE_END):
+                raise Hint(
+                    f"a chunk starts with a punctuation mark ({chunk[:8]!r}…): keep the mark with the sentence it "
+                    'ends — keep_separator="end"'
+                )
+        for chunk in chunks[:-1]:
+            if chunk[-1:] not in tuple(SENTENCE_END + CLAUSE_END):
+                raise Hint(
+                    f"this chunk ends mid-sentence: {chunk[-12:]!r} — list Chinese punctuation (。！？；，) as "
+                    'separators, before the last resort ""'
+                )
+            if chunk[-1:] == CLAUSE_END:
+                raise Hint(
+                    f"a chunk ends at a comma ({chunk[-12:]!r}) although every sentence here fits in 40 "
+                    "characters: put the sentence ends 。！？； before ， in the separators, so a comma is only "
+                    "the fallback"
+                )
+
+    return run_check("Exercise 1 (Chinese sentence-aware splitter)", check)
+
+
+def check_pack_blocks(pack_blocks) -> bool:
+    """Exercise 2: pack whole Markdown blocks greedily into chunks of at most max_chars, never cutting one."""
+
+    def check():
+        from lessons.markdown_blocks import pack_greedily
+
+        expect(callable(pack_blocks), "define a function `pack_blocks(blocks, max_chars)`")
+        table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * i} |" for i in range(12))
+        blocks = ["## Title", "Short paragraph.", table, "Another paragraph here.", "Last one."]
+        chunks = pack_blocks(blocks, 60)
+        expect(chunks is not None, "your function returns None — did you forget `return`?")
+        chunks = list(chunks)
+        expect(chunks and all(isinstance(chunk, str) for chunk in chunks), "return a list of chunk texts (strings)")
+        expect(
+            "\n\n".join(chunks) == "\n\n".join(blocks),
+            'join the blocks of a chunk with a blank line ("\\n\\n"), in order, and lose none',
+        )
+        expect(
+            sum(table in chunk for chunk in chunks) == 1,
+            "the table was cut: a block must stay whole in one chunk, even when it is longer than max_chars",
+        )
+        for chunk in chunks:
+            if len(chunk) > 60 and chunk not in blocks:
+                raise Hint(
+                    f"a chunk of several blocks is {len(chunk)} characters, over 60: start a new chunk when the "
+                    "next block would not fit"
+                )
+        expected = ["\n\n".join(blocks[start:end]) for start, end in pack_greedily([len(b) for b in blocks], 60)]
+        expect(
+            chunks == expected,
+            f"pack greedily: add blocks to the current chunk while they fit (counting the blank line between "
+            f"them), so neighbours share a chunk — expected {len(expected)} chunks, got {len(chunks)}",
+        )
+
+    return run_check("Exercise 2 (pack whole blocks)", check)
+
+
+def check_parents_for(parents_for) -> bool:
+    """Exercise 3: map ranked child hits to their parents, best first, each parent once, at most k."""
+
+    def check():
+        from lessons.chunking import parents_of
+
+        expect(callable(parents_for), "define a function `parents_for(child_hits, parents_by_id, k)`")
+        parents = {name: Document(page_content=f"parent {name}", metadata={"chunk_id": name}) for name in "ABCD"}
+        hits = [Document(page_content=f"child {i}", metadata={"parent_id": p}) for i, p in enumerate("BABCD")]
+        result = parents_for(hits, parents, 3)
+        expect(result is not None, "your function returns None — did you forget `return`?")
+        result = list(result)
+        expect(
+            all(isinstance(item, Document) for item in result),
+            "return the parent Documents themselves (look them up in parents_by_id by the child's "
+            "metadata['parent_id']), not ids or children",
+        )
+        names = [item.metadata.get("chunk_id") for item in result]
+        expect(len(names) == len(set(names)), f"a parent appears twice ({names}): keep each parent only once")
+        expect(names[:1] == ["B"], f"the best child's parent must come first; you returned {names}")
+        expect(len(names) <= 3, f"k=3 but you returned {len(names)} parents: stop at k")
+        expected = [parent.metadata["chunk_id"] for parent in parents_of(hits, parents, 3)]
+        expect(names == expected, f"for children of B, A, B, C, D and k=3 expected parents {expected}, got {names}")
+        expect(list(parents_for([], parents, 3)) == [], "no child hits means no parents: return an empty list")
+
+    return run_check("Exercise 3 (child hits to parents)", check)

@@ -1,0 +1,48 @@
+"""The chunk explorer renders boundaries and overlaps, and re-chunks when a control changes."""
+
+from langchain_core.documents import Document
+
+from lessons.chunk_explorer import (
+    boundaries_html,
+    chunk_explorer,
+    explorer_strategies,
+    length_histogram_png,
+    shared_prefix,
+)
+
+TEXT = "# Guide\n\n" + " ".join(f"Sentence number {i} says something short." for i in range(40))
+
+
+def test_shared_prefix_is_the_overlap():
+    assert shared_prefix("abcdef", "defgh") == 3
+    assert shared_prefix("abc", "xyz") == 0
+    assert shared_prefix("", "abc") == 0
+
+
+def test_boundaries_html_alternates_backgrounds_escapes_and_underlines_overlap():
+    page = boundaries_html(["a <b> c d", "c d e f", "g"])
+    assert page.count("background:#fde9b8") == 2 and page.count("background:#cfe8fb") == 1
+    assert "&lt;b&gt;" in page and "<b>" not in page
+    assert 'text-decoration-color: #c0392b; text-decoration-thickness: 2px">c d</span> e f' in page
+
+
+def test_every_explorer_strategy_chunks_a_document():
+    document = Document(page_content=TEXT, metadata={"source": "guide.md", "language": "en"})
+    for name, make in explorer_strategies().items():
+        chunks = make(300, 50)([document])
+        assert len(chunks) > 1, name
+
+
+def test_chunk_explorer_updates_when_the_size_changes():
+    document = Document(page_content=TEXT, metadata={"source": "guide.md", "language": "en", "page": None})
+    box = chunk_explorer([document])
+    controls, sliders, summary, histogram = box.children[:4]
+    before, before_png = summary.value, histogram.value
+    sliders.children[0].value = 1500
+    assert summary.value != before and "chunks" in summary.value
+    assert bytes(histogram.value) != bytes(before_png) and bytes(histogram.value).startswith(b"\x89PNG")
+    assert controls.children[0].options == ("guide.md",)
+
+
+def test_length_histogram_is_a_png():
+    assert length_histogram_png(["a" * 10, "b" * 300], 200).startswith(b"\x89PNG")
