@@ -6,7 +6,7 @@ import re
 
 from langchain_core.documents import Document
 
-from checks import Hint, expect, run_check
+from checks import CheckResult, Hint, expect, run_check
 
 CHINESE_PARAGRAPH = (
     "分块是检索增强生成的第一步。块太大，检索时混进无关内容；块太小，答案所需的上下文被切断。"
@@ -17,7 +17,7 @@ SENTENCE_END = "。！？；"
 CLAUSE_END = "，"
 
 
-def check_chinese_splitter(make_splitter) -> bool:
+def check_chinese_splitter(make_splitter) -> CheckResult:
     """Exercise 1: a splitter that cuts Chinese at sentence ends, keeping each mark with its sentence."""
 
     def check():
@@ -56,7 +56,7 @@ def check_chinese_splitter(make_splitter) -> bool:
     return run_check("Exercise 1 (Chinese sentence-aware splitter)", check)
 
 
-def check_pack_blocks(pack_blocks) -> bool:
+def check_pack_blocks(pack_blocks) -> CheckResult:
     """Exercise 2: pack whole Markdown blocks greedily into chunks of at most max_chars, never cutting one."""
 
     def check():
@@ -93,7 +93,7 @@ def check_pack_blocks(pack_blocks) -> bool:
     return run_check("Exercise 2 (pack whole blocks)", check)
 
 
-def check_parents_for(parents_for) -> bool:
+def check_parents_for(parents_for) -> CheckResult:
     """Exercise 3: map ranked child hits to their parents, best first, each parent once, at most k."""
 
     def check():

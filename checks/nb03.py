@@ -6,7 +6,7 @@ from datetime import date
 
 from langchain_core.documents import Document
 
-from checks import Hint, expect, run_check
+from checks import CheckResult, Hint, expect, run_check
 
 
 def _structured_failure(count: int):
@@ -33,7 +33,7 @@ def _scripted_ask(works_from: int | None, error: Exception | None = None):
     return ask, asked
 
 
-def check_fewer_pairs(first_valid_pairs) -> bool:
+def check_fewer_pairs(first_valid_pairs) -> CheckResult:
     """Exercise 1: ask for max_pairs, then half as many, down to 1; [] when every answer failed."""
 
     def check():
@@ -78,7 +78,7 @@ def check_fewer_pairs(first_valid_pairs) -> bool:
     return run_check("Exercise 1 (retry with fewer pairs)", check)
 
 
-def check_chinese_date(parse_chinese_date) -> bool:
+def check_chinese_date(parse_chinese_date) -> CheckResult:
     """Exercise 3: the first full Chinese date (年月日, spaces allowed) in a text, as a `datetime.date`."""
 
     cases = {
@@ -118,7 +118,7 @@ def _hit(text: str, chunk_id: str, doc_type: str) -> Document:
     return Document(page_content=text, metadata={"chunk_id": chunk_id, "doc_type": doc_type})
 
 
-def check_hits_to_chunks(hits_to_chunks) -> bool:
+def check_hits_to_chunks(hits_to_chunks) -> CheckResult:
     """Exercise 2: map ranked hits (chunks and QA documents) to the first k distinct source chunks."""
 
     def check():
