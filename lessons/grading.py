@@ -51,10 +51,15 @@ class RewrittenQuery(BaseModel):
 
 
 class DraftAnswer(BaseModel):
-    """An answer written only from the given documents."""
+    """An answer written only from the given documents.
 
+    Field order matters to a small model: asked for `found` first, Qwen2.5-1.5B said "no" to nearly
+    every question; asked for the answer first, it answers nearly everything — out-of-KB questions
+    included. The ungated baseline shows the second behaviour; the grader is what stops it.
+    """
+
+    answer: str = Field(description="the answer, from the documents only; empty if they do not contain it")
     found: Literal["yes", "no"] = Field(description="'yes' if the documents contain the answer, otherwise 'no'")
-    answer: str = Field(description="the answer, from the documents only; empty if found is 'no'")
 
 
 GRADE_PROMPT = """You judge search results. Does the document contain information that answers the question?
