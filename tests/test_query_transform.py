@@ -1,0 +1,56 @@
+"""HyDE, multi-query and step-back retrievers, against a scripted model and a recording retriever."""
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+from lessons.fakes import ScriptedChatModel
+from lessons.query_transform import hyde_retriever, multi_query_retriever, step_back_retriever
+from lessons.retrieval import SCORE
+
+
+class RecordingRetriever(BaseRetriever):
+    """Returns a fixed ranked list per query (or a default list) and records every query."""
+
+    results: dict[str, list[str]] = {}
+    queries: list[str] = []
+
+    def _get_relevant_documents(self, query, *, run_manager):
+        self.queries.append(query)
+        texts = self.results.get(query, ["default"])
+        return [Document(page_content=t, metadata={"chunk_id": t}) for t in texts]
+
+
+def test_hyde_searches_with_the_hypothetical_answer_not_the_question():
+    llm = ScriptedChatModel(responses=["Atlas listens on port 7420."])
+    retriever = RecordingRetriever(results={"Atlas listens on port 7420.": ["port chunk"]})
+    results = hyde_retriever(llm, retriever).invoke("Which port?")
+    assert retriever.queries == ["Atlas listens on port 7420."]
+    assert [d.page_content for d in results] == ["port chunk"]
+    assert "Which port?" in llm.calls[0]["messages"][-1].content
+
+
+def test_multi_query_searches_the_question_and_three_rewrites_and_fuses_them():
+    llm = ScriptedChatModel(responses=[{"queries": ["rewrite one", "rewrite two", "rewrite three"]}])
+    retriever = RecordingRetriever(
+        results={"q": ["a", "b"], "rewrite one": ["b", "c"], "rewrite two": ["b"], "rewrite three": ["d"]}
+    )
+    results = multi_query_retriever(llm, retriever).invoke("q")
+    assert retriever.queries == ["q", "rewrite one", "rewrite two", "rewrite three"]
+    assert results[0].page_content == "b"  # found by three of the four queries
+    assert {d.page_content for d in results} == {"a", "b", "c", "d"}
+    assert all(SCORE in d.metadata for d in results)
+
+
+def test_multi_query_drops_empty_and_repeated_rewrites():
+    llm = ScriptedChatModel(responses=[{"queries": ["q", " ", "other"]}])
+    retriever = RecordingRetriever()
+    multi_query_retriever(llm, retriever).invoke("q")
+    assert retriever.queries == ["q", "other"]
+
+
+def test_step_back_searches_the_question_and_the_general_question():
+    llm = ScriptedChatModel(responses=[{"question": "What can each role do?"}])
+    retriever = RecordingRetriever(results={"Can a Curator see the audit log?": ["x"], "What can each role do?": ["roles"]})
+    results = step_back_retriever(llm, retriever).invoke("Can a Curator see the audit log?")
+    assert retriever.queries == ["Can a Curator see the audit log?", "What can each role do?"]
+    assert [d.page_content for d in results] == ["x", "roles"]

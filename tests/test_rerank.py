@@ -1,0 +1,127 @@
+"""The LLM reranker: yes/no probabilities from log-probabilities, scoring, ordering, fallbacks."""
+
+import math
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage
+
+from lessons.fakes import ScriptedChatModel
+from lessons.rerank import (
+    LLMRelevanceScorer,
+    ScoredCrossEncoderReranker,
+    cross_encoder_reranker,
+    listwise_reranker,
+    llm_reranker,
+    yes_probability,
+)
+from lessons.retrieval import SCORE
+
+
+def alternatives(**probabilities):
+    return [{"token": token, "logprob": math.log(p)} for token, p in probabilities.items()]
+
+
+def judged(p_yes, p_no=None, first="yes"):
+    """An AI message as the server returns it: one token and its top alternatives."""
+    p_no = 1 - p_yes if p_no is None else p_no
+    top = [{"token": "Yes", "logprob": math.log(p_yes)}, {"token": " no", "logprob": math.log(p_no)}]
+    return AIMessage(first, response_metadata={"logprobs": {"content": [{"token": first, "logprob": -0.1, "top_logprobs": top}]}})
+
+
+def judge_by_passage(probabilities):
+    """A scripted judge whose P(yes) depends on which passage it reads (calls may run in any order)."""
+
+    def reply(messages, tool_names):
+        prompt = messages[-1].content
+        passage = prompt.split("Search result:\n", 1)[1].split("\n", 1)[0]
+        return judged(probabilities[passage]) if isinstance(probabilities[passage], float) else probabilities[passage]
+
+    return ScriptedChatModel(default=reply)
+
+
+def test_yes_probability_normalises_yes_against_no():
+    assert yes_probability(alternatives(yes=0.6, no=0.2)) == pytest.approx(0.75)
+
+
+def test_yes_probability_adds_up_spellings_and_ignores_other_tokens():
+    top = alternatives(Yes=0.3, yes=0.1, **{" No": 0.2, "maybe": 0.3})
+    assert yes_probability(top) == pytest.approx(0.4 / 0.6)
+
+
+def test_yes_probability_reads_chinese_answers():
+    assert yes_probability(alternatives(是=0.8, 否=0.2)) == pytest.approx(0.8)
+
+
+def test_yes_probability_is_none_when_neither_answer_is_listed():
+    assert yes_probability(alternatives(maybe=0.5, perhaps=0.2)) is None
+    assert yes_probability([]) is None
+
+
+def test_scorer_asks_once_per_passage_question_first_and_reads_the_probability():
+    llm = judge_by_passage({"Port 7420 Port 7420 ": 0.9, "Leave days": 0.2})
+    scores = LLMRelevanceScorer(llm, max_chars=20).score([("Which port?", "Port 7420 " * 10), ("Which port?", "Leave days")])
+    assert scores == pytest.approx([0.9, 0.2])
+    assert len(llm.calls) == 2
+    prompt = llm.calls[0]["messages"][-1].content
+    assert prompt.index("Which port?") < prompt.index("Search result:")
+
+
+def test_scorer_falls_back_to_the_reply_text_and_warns_once():
+    llm = judge_by_passage({"a": "Yes", "b": "no", "c": "yes"})
+    scorer = LLMRelevanceScorer(llm)
+    with pytest.warns(UserWarning, match="no log-probabilities"):
+        scores = scorer.score([("q", "a"), ("q", "b"), ("q", "c")])
+    assert scores == [1.0, 0.0, 1.0]
+
+
+def docs(*texts):
+    return [Document(page_content=t, metadata={"chunk_id": t}) for t in texts]
+
+
+def test_reranker_orders_by_score_keeps_scores_and_cuts_to_top_n():
+    llm = judge_by_passage({"a": 0.1, "b": 0.8, "c": 0.5})
+    reranked = llm_reranker(llm, top_n=2).compress_documents(docs("a", "b", "c"), "question")
+    assert [d.page_content for d in reranked] == ["b", "c"]
+    assert [d.metadata[SCORE] for d in reranked] == pytest.approx([0.8, 0.5])
+
+
+def test_reranker_keeps_the_first_stage_order_on_ties():
+    llm = judge_by_passage({"a": "no", "b": "yes", "c": "yes"})
+    with pytest.warns(UserWarning):
+        reranked = llm_reranker(llm, top_n=3).compress_documents(docs("a", "b", "c"), "question")
+    assert [d.page_content for d in reranked] == ["b", "c", "a"]
+
+
+class ConstantCrossEncoder:
+    def score(self, text_pairs):
+        return [len(passage) for _, passage in text_pairs]
+
+
+def test_any_cross_encoder_plugs_into_the_scored_reranker():
+    from lessons.rerank import BaseCrossEncoder
+
+    class Lengths(ConstantCrossEncoder, BaseCrossEncoder):
+        pass
+
+    reranked = ScoredCrossEncoderReranker(model=Lengths(), top_n=2).compress_documents(docs("aa", "a", "aaa"), "q")
+    assert [d.page_content for d in reranked] == ["aaa", "aa"]
+
+
+def test_cross_encoder_path_explains_what_is_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="huggingface-cli download"):
+        cross_encoder_reranker(tmp_path / "no-such-model")
+    with pytest.raises(ImportError, match="sentence-transformers"):
+        cross_encoder_reranker(tmp_path)
+
+
+def test_listwise_reranker_ignores_ids_that_do_not_exist_or_repeat():
+    llm = ScriptedChatModel(responses=[{"ranked_document_ids": [7, 1, 1]}])
+    reranked = listwise_reranker(llm, top_n=3).compress_documents(docs("a", "b", "c"), "question")
+    assert [d.page_content for d in reranked] == ["b", "a", "c"]
+
+
+def test_listwise_reranker_orders_by_the_returned_ids():
+    llm = ScriptedChatModel(responses=[{"ranked_document_ids": [2, 0, 1]}])
+    reranked = listwise_reranker(llm, top_n=2).compress_documents(docs("a", "b", "c"), "question")
+    assert [d.page_content for d in reranked] == ["c", "a"]

@@ -1,0 +1,176 @@
+"""The evaluation loop: sampling, metrics per question, LLM cost metering (cache included), summaries."""
+
+import math
+
+import pandas as pd
+import pytest
+from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_core.caches import InMemoryCache
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import RunnableLambda
+
+from lessons.corpus import GoldQuestion, load_gold
+from lessons.fakes import ScriptedChatModel, always
+from lessons.rerank import llm_reranker
+from lessons.retrieval_evaluation import (
+    LLMCallMeter,
+    Technique,
+    breakdown,
+    evaluate_question,
+    evaluate_techniques,
+    relevant_chunk_counts,
+    score_ranking,
+    stratified_sample,
+    summarise,
+)
+
+
+def gold(qid, language="en", kind="fact", evidence=("port 7420",)):
+    return GoldQuestion(
+        id=qid, question=f"question {qid}", language=language, type=kind, answer="a",
+        sources=[{"file": "x.md"}], evidence=list(evidence),
+    )  # fmt: skip
+
+
+def doc(text):
+    return Document(page_content=text, metadata={"chunk_id": text})
+
+
+class Fixed(BaseRetriever):
+    texts: list[str]
+
+    def _get_relevant_documents(self, query, *, run_manager):
+        return [doc(t) for t in self.texts]
+
+
+def test_sample_is_balanced_by_language_covers_every_type_and_is_repeatable():
+    questions = load_gold()
+    sample = stratified_sample(questions, 24, seed=7)
+    assert len(sample) == 24 and len({q.id for q in sample}) == 24
+    assert sum(q.language == "en" for q in sample) == 12
+    assert all(q.answerable for q in sample)
+    kinds = {q.type for q in sample}
+    assert {"paraphrase", "multi_hop", "fact", "table"} <= kinds
+    assert [q.id for q in stratified_sample(questions, 24, seed=7)] == [q.id for q in sample]
+    assert [q.id for q in stratified_sample(questions, 24, seed=8)] != [q.id for q in sample]
+
+
+def test_small_samples_still_mix_languages():
+    sample = stratified_sample(load_gold(), 3, seed=0)
+    assert sorted(q.language for q in sample) == ["en", "en", "zh"]
+
+
+def test_included_questions_are_always_in_the_sample():
+    sample = stratified_sample(load_gold(), 4, seed=0, include=["en-041", "zh-023"])
+    assert {"en-041", "zh-023"} <= {q.id for q in sample}
+    assert sorted(q.language for q in sample) == ["en", "en", "zh", "zh"] and len({q.id for q in sample}) == 4
+
+
+def test_metrics_of_one_ranking():
+    question = gold("q1", evidence=["port 7420", "audit log"])
+    ranking = [doc("nothing"), doc("it uses port 7420"), doc("more"), doc("the audit log"), doc("x"), doc("y")]
+    scores = score_ranking(ranking, question, n_relevant=2)
+    assert scores["hit@5"] == 1.0 and scores["recall@5"] == 1.0
+    assert scores["MRR@10"] == 0.5
+    assert scores["nDCG@10"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(5)) / (1 + 1 / math.log2(3)))
+    assert scores["chars@5"] == sum(len(d.page_content) for d in ranking[:5])
+
+
+def test_relevant_chunk_counts_use_the_evidence_quotes():
+    chunks = [doc("port 7420 here"), doc("again port 7420"), doc("other")]
+    assert relevant_chunk_counts(chunks, [gold("q1"), gold("q2", evidence=["missing"])]) == {"q1": 2, "q2": 0}
+
+
+def judged_yes(p):
+    top = [{"token": "yes", "logprob": math.log(p)}, {"token": "no", "logprob": math.log(1 - p)}]
+    return AIMessage("yes", response_metadata={"logprobs": {"content": [{"token": "yes", "logprob": 0.0, "top_logprobs": top}]}})
+
+
+def test_the_meter_counts_llm_calls_made_deep_inside_a_technique_and_cached_ones_too():
+    llm = ScriptedChatModel(default=always(judged_yes(0.7)), cache=InMemoryCache())
+    technique = Technique(
+        "rerank",
+        ContextualCompressionRetriever(base_retriever=Fixed(texts=["a", "b", "c"]), base_compressor=llm_reranker(llm)),
+        uses_llm=True,
+    )
+    first = evaluate_question(technique, gold("q1"), n_relevant=1)
+    again = evaluate_question(technique, gold("q1"), n_relevant=1)
+    assert first["llm_calls"] == 3 and first["cached_calls"] == 0 and first["tokens"] > 0
+    assert again["llm_calls"] == 3 and again["cached_calls"] == 3 and again["tokens"] == first["tokens"]
+    assert len(llm.calls) == 3  # the second run was served from the cache
+
+
+def test_meter_counts_tokens_from_usage_metadata():
+    meter = LLMCallMeter()
+    ScriptedChatModel(responses=["one two three"]).invoke("a b", config={"callbacks": [meter]})
+    assert (meter.calls, meter.cached_calls, meter.input_tokens, meter.output_tokens) == (1, 0, 2, 3)
+
+
+def test_a_failing_question_is_recorded_not_raised():
+    def broken(question):
+        raise RuntimeError("server gone")
+
+    row = evaluate_question(Technique("broken", RunnableLambda(broken)), gold("q1"), n_relevant=1)
+    assert row["error"] == "RuntimeError: server gone" and row["hit@5"] == 0.0
+
+
+def results_table():
+    questions = [gold("e1"), gold("e2"), gold("z1", "zh", "paraphrase"), gold("z2", "zh", "multi_hop")]
+    good = Technique("good", Fixed(texts=["port 7420"]))
+    bad = Technique("bad", Fixed(texts=["nothing"]))
+    rows = evaluate_techniques([bad, good], questions, {q.id: 1 for q in questions}, progress=False)
+    sample = evaluate_techniques([Technique("sampled", Fixed(texts=["port 7420"]))], questions[:1], progress=False)
+    return pd.concat([rows, sample], ignore_index=True)
+
+
+def test_summary_compares_each_technique_with_the_baseline_on_the_same_questions():
+    table = summarise(results_table(), baseline="bad")
+    assert list(table.index) == ["bad", "good", "sampled"]
+    assert table.loc["good", "hit@5"] == 1.0 and table.loc["good", "Δ hit@5"] == 1.0
+    assert table.loc["sampled", "questions"] == 1 and table.loc["sampled", "Δ recall@5"] == 1.0
+    assert table.loc["bad", "Δ hit@5"] == 0.0
+
+
+def test_summary_can_be_restricted_to_a_sample_of_questions():
+    table = summarise(results_table(), baseline="bad", question_ids=["e1", "z1"])
+    assert table.loc["good", "questions"] == 2 and table.loc["sampled", "questions"] == 1
+
+
+def test_breakdown_averages_per_group_and_names_the_group_sizes():
+    table = breakdown(results_table(), "hit@5", by="language", question_ids=["e1", "e2", "z1"])
+    assert list(table.columns) == ["en (n=2)", "zh (n=1)"]
+    assert table.loc["good", "zh (n=1)"] == 1.0 and table.loc["bad", "en (n=2)"] == 0.0
+    types = breakdown(results_table(), "hit@5", by="type", groups=["paraphrase", "multi_hop"])
+    assert list(types.columns) == ["paraphrase (n=1)", "multi_hop (n=1)"]
+
+
+def scripted_everything(messages, tool_names):
+    """One scripted model for every technique: rewrites, step-back questions, passages and yes/no judgements."""
+    if "SearchQueries" in tool_names:
+        return {"queries": ["backup schedule", "nightly backup", "when do backups run"]}
+    if "StepBackQuestion" in tool_names:
+        return {"question": "How are backups organised?"}
+    return judged_yes(0.6)
+
+
+def test_every_technique_runs_end_to_end_and_returns_documents(fresh_settings):
+    from tests.test_retrieval import CHUNKS, memory_store
+
+    from lessons.retrieval_evaluation import BASELINE, build_techniques
+
+    store = memory_store()
+    store.add_documents(CHUNKS)
+    techniques = build_techniques(CHUNKS, store, ScriptedChatModel(default=scripted_everything), k=3, candidates=4, hits=2)
+    names = [t.name for t in techniques]
+    assert names[0] == BASELINE and len(set(names)) == len(names)
+    assert [t.name for t in techniques if t.uses_llm] == [
+        "hybrid → LLM rerank", "HyDE", "multi-query", "step-back", "context expansion + rerank"]
+    question = gold("q", evidence=["every night"])
+    for technique in techniques:
+        row = evaluate_question(technique, question, n_relevant=1)
+        assert row["error"] is None, (technique.name, row["error"])
+        assert row["hit@5"] == 1.0, technique.name
+        assert (row["llm_calls"] > 0) == technique.uses_llm, technique.name
+    assert [t.name for t in build_techniques(CHUNKS, store)] == names[:5]
