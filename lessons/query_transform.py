@@ -8,7 +8,8 @@ question to ranked `Document`s, so it is evaluated exactly like a plain retrieve
   wording and vocabulary are used.
 - Multi-query: the model rewrites the question three ways; each rewrite and the original are
   searched and the lists are fused by reciprocal rank fusion (LangChain's `MultiQueryRetriever`
-  only concatenates them, which lets the first rewrite decide the top of the list).
+  only concatenates them, which lets the first rewrite decide the top of the list). Rewrites in
+  another language than the question are dropped, and the original keeps half the weight.
 - Step-back: the model asks the more general question behind a specific one; both are searched
   and fused, so the passage that explains the principle can come back too.
 """
@@ -25,6 +26,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
+from lessons.ingest import detect_language
 from lessons.retrieval import reciprocal_rank_fusion
 from lessons.structured import invoke_structured
 
@@ -47,8 +49,13 @@ MULTI_QUERY_PROMPT = ChatPromptTemplate.from_messages(
             "system",
             "You help a search engine. Rewrite the user's question as three different search queries that could "
             "match the passage answering it: use other words, synonyms and the technical terms a manual would use. "
-            "Write them in the language of the question.",
+            "Write them in the language of the question: a Chinese question gets Chinese queries.",
         ),
+        ("human", "How long do I have to finish the security training after I start?"),
+        ("ai", "security awareness training deadline for new employees\n"
+               "onboarding security course completion period\nmandatory training within days of joining"),
+        ("human", "新员工入职后多久要完成安全培训？"),
+        ("ai", "新员工 安全培训 完成期限\n入职 数据安全培训 时间要求\n安全意识培训 入职后 天数"),
         ("human", "{question}"),
     ]
 )
@@ -112,17 +119,44 @@ def step_back_question(llm: BaseChatModel) -> Runnable:
     return RunnableLambda(step_back, name="step_back_question")
 
 
+def usable_rewrites(question: str, rewrites: list[str]) -> list[str]:
+    """The rewrites worth searching: not empty, not the question again, and in the question's language.
+
+    A small model often answers a Chinese question's rewrite request in English; an English query
+    against Chinese passages finds little, and it would outvote the original in the fusion.
+    """
+    language = detect_language(question)
+    kept: list[str] = []
+    for rewrite in (r.strip() for r in rewrites):
+        if rewrite and rewrite != question.strip() and rewrite not in kept and detect_language(rewrite) == language:
+            kept.append(rewrite)
+    return kept
+
+
 class FusedMultiQueryRetriever(MultiQueryRetriever):
-    """`MultiQueryRetriever` that searches the original question too and fuses the lists by RRF."""
+    """`MultiQueryRetriever` that also searches the original question and fuses the lists by RRF.
+
+    The original question gets `original_weight` of the fusion (it is the one query known to be
+    right); the usable rewrites share the rest.
+    """
 
     include_original: bool = True
+    original_weight: float = 0.5
     verbose: bool = False
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        queries = [query] if self.include_original else []
-        queries += [q for q in self.generate_queries(query, run_manager) if q.strip() and q not in queries]
+        rewrites = usable_rewrites(query, self.generate_queries(query, run_manager))
+        queries = [query, *rewrites] if self.include_original else rewrites or [query]
+        weights = _fusion_weights(len(rewrites), self.original_weight) if self.include_original else None
         ranked_lists = [self.retriever.invoke(q, config={"callbacks": run_manager.get_child()}) for q in queries]
-        return reciprocal_rank_fusion(ranked_lists)
+        return reciprocal_rank_fusion(ranked_lists, weights)
+
+
+def _fusion_weights(n_rewrites: int, original_weight: float) -> list[float]:
+    """The original's weight, then an equal share of the rest for each rewrite (all of it when there are none)."""
+    if n_rewrites == 0:
+        return [1.0]
+    return [original_weight] + [(1 - original_weight) / n_rewrites] * n_rewrites
 
 
 def multi_query_retriever(llm: BaseChatModel, retriever: BaseRetriever) -> FusedMultiQueryRetriever:

@@ -33,7 +33,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
-from lessons.retrieval import with_score
+from lessons.retrieval import reciprocal_rank_fusion, with_score
 from lessons.structured import invoke_structured
 
 YES, NO = "yes", "no"
@@ -128,20 +128,32 @@ def score_pairs(model: BaseCrossEncoder, text_pairs: list[tuple[str, str]], call
 class ScoredCrossEncoderReranker(CrossEncoderReranker):
     """LangChain's `CrossEncoderReranker` whose results keep their relevance score in metadata.
 
-    Python's sort is stable: candidates with equal scores keep the first stage's order.
+    With `first_stage_weight` > 0 the final order is a reciprocal rank fusion of the incoming order
+    (that weight) and the reranker's order (the rest), and `score` holds the fused score: a weak
+    reranker then adjusts the first stage instead of overruling it. Python's sort is stable:
+    candidates with equal scores keep the incoming order.
     """
+
+    first_stage_weight: float = 0.0
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         scores = score_pairs(self.model, [(query, document.page_content) for document in documents], callbacks)
-        ranked = sorted(zip(documents, scores), key=lambda pair: pair[1], reverse=True)
-        return [with_score(document, score) for document, score in ranked[: self.top_n]]
+        ranked = [with_score(d, s) for d, s in sorted(zip(documents, scores), key=lambda pair: pair[1], reverse=True)]
+        if self.first_stage_weight > 0:
+            weights = [self.first_stage_weight, 1 - self.first_stage_weight]
+            ranked = reciprocal_rank_fusion([list(documents), ranked], weights, id_key=None)
+        return ranked[: self.top_n]
 
 
-def llm_reranker(llm: BaseChatModel, top_n: int = 10, max_chars: int = 1500) -> ScoredCrossEncoderReranker:
-    """Pointwise reranking by the chat model's P(yes), keeping the best `top_n`."""
-    return ScoredCrossEncoderReranker(model=LLMRelevanceScorer(llm, max_chars=max_chars), top_n=top_n)
+def llm_reranker(
+    llm: BaseChatModel, top_n: int = 10, max_chars: int = 1500, first_stage_weight: float = 0.0
+) -> ScoredCrossEncoderReranker:
+    """Pointwise reranking by the chat model's P(yes), keeping the best `top_n` (optionally blended, see above)."""
+    return ScoredCrossEncoderReranker(
+        model=LLMRelevanceScorer(llm, max_chars=max_chars), top_n=top_n, first_stage_weight=first_stage_weight
+    )
 
 
 def cross_encoder_reranker(model_folder: str | Path, top_n: int = 10) -> ScoredCrossEncoderReranker:

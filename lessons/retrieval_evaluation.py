@@ -40,6 +40,7 @@ HIT_K = 5
 RANK_K = 10
 METRICS = [f"hit@{HIT_K}", f"recall@{HIT_K}", f"MRR@{RANK_K}", f"nDCG@{RANK_K}"]
 BASELINE = "dense (baseline)"
+BLEND_WEIGHT = 0.5  # share of the first stage's order when a reranker's order is blended with it
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,8 @@ def build_techniques(
     """Every technique of notebook 02, baseline first; the LLM-based ones only when `llm` is given.
 
     `candidates` first-stage results are reranked; the best `hits` are expanded with neighbours
-    into blocks of at most `max_block_chars` characters.
+    into blocks of at most `max_block_chars` characters. The context-expansion pipeline uses the
+    blended reranker (the LLM's order fused with the incoming order) in both of its rerank stages.
     """
 
     def hybrid(size: int):
@@ -98,14 +100,17 @@ def build_techniques(
     if llm is None:
         return techniques
     reranker = llm_reranker(llm, top_n=k, max_chars=max_block_chars)
+    blended = llm_reranker(llm, top_n=k, max_chars=max_block_chars, first_stage_weight=BLEND_WEIGHT)
     return techniques + [
         Technique("hybrid → LLM rerank", ContextualCompressionRetriever(
             base_retriever=hybrid(candidates), base_compressor=reranker), uses_llm=True),
+        Technique("hybrid → LLM rerank, blended", ContextualCompressionRetriever(
+            base_retriever=hybrid(candidates), base_compressor=blended), uses_llm=True),
         Technique("HyDE", hyde_retriever(llm, dense_retriever(store, k)), uses_llm=True),
         Technique("multi-query", multi_query_retriever(llm, dense_retriever(store, k)), uses_llm=True),
         Technique("step-back", step_back_retriever(llm, dense_retriever(store, k)), uses_llm=True),
         Technique("context expansion + rerank", ContextExpansionRetriever(
-            first_stage=hybrid(candidates), neighbours=neighbours, reranker=reranker, block_reranker=reranker,
+            first_stage=hybrid(candidates), neighbours=neighbours, reranker=blended, block_reranker=blended,
             hits=hits, max_block_chars=max_block_chars), uses_llm=True),
     ]  # fmt: skip
 

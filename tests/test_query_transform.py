@@ -54,3 +54,18 @@ def test_step_back_searches_the_question_and_the_general_question():
     results = step_back_retriever(llm, retriever).invoke("Can a Curator see the audit log?")
     assert retriever.queries == ["Can a Curator see the audit log?", "What can each role do?"]
     assert [d.page_content for d in results] == ["x", "roles"]
+
+
+def test_rewrites_in_another_language_or_repeating_the_question_are_not_searched():
+    from lessons.query_transform import usable_rewrites
+
+    question = "新员工入职后多久要完成安全培训？"
+    rewrites = ["How long is the training deadline?", "安全培训 完成期限", question, "安全培训 完成期限", ""]
+    assert usable_rewrites(question, rewrites) == ["安全培训 完成期限"]
+
+
+def test_the_original_question_keeps_half_the_weight_against_the_rewrites():
+    llm = ScriptedChatModel(responses=[{"queries": ["r1", "r2", "r3"]}])
+    retriever = RecordingRetriever(results={"q": ["a"], "r1": ["b"], "r2": ["b"], "r3": ["c"]})
+    results = multi_query_retriever(llm, retriever).invoke("q")
+    assert [d.page_content for d in results] == ["a", "b", "c"]  # 0.5/61 beats 2 × (0.5/3)/61

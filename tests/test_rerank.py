@@ -125,3 +125,19 @@ def test_listwise_reranker_orders_by_the_returned_ids():
     llm = ScriptedChatModel(responses=[{"ranked_document_ids": [2, 0, 1]}])
     reranked = listwise_reranker(llm, top_n=2).compress_documents(docs("a", "b", "c"), "question")
     assert [d.page_content for d in reranked] == ["c", "a"]
+
+
+def test_a_blended_reranker_fuses_the_incoming_order_with_its_own():
+    llm = judge_by_passage({"a": 0.1, "b": 0.2, "c": 0.9})
+    pure = llm_reranker(llm, top_n=3).compress_documents(docs("a", "b", "c"), "question")
+    blended = llm_reranker(llm, top_n=3, first_stage_weight=0.5).compress_documents(docs("a", "b", "c"), "question")
+    assert [d.page_content for d in pure] == ["c", "b", "a"]
+    # a: (1/61 + 1/63) / 2 ties with c and beats b's 1/62; the incoming order breaks the tie
+    assert [d.page_content for d in blended] == ["a", "c", "b"]
+    assert blended[0].metadata[SCORE] == pytest.approx(0.5 / 61 + 0.5 / 63)
+
+
+def test_a_reranker_trusted_more_than_the_first_stage_can_still_reorder():
+    llm = judge_by_passage({"a": 0.1, "b": 0.2, "c": 0.9})
+    blended = llm_reranker(llm, top_n=3, first_stage_weight=0.3).compress_documents(docs("a", "b", "c"), "question")
+    assert [d.page_content for d in blended][0] == "c"

@@ -166,7 +166,8 @@ def test_every_technique_runs_end_to_end_and_returns_documents(fresh_settings):
     names = [t.name for t in techniques]
     assert names[0] == BASELINE and len(set(names)) == len(names)
     assert [t.name for t in techniques if t.uses_llm] == [
-        "hybrid → LLM rerank", "HyDE", "multi-query", "step-back", "context expansion + rerank"]
+        "hybrid → LLM rerank", "hybrid → LLM rerank, blended", "HyDE", "multi-query", "step-back",
+        "context expansion + rerank"]
     question = gold("q", evidence=["every night"])
     for technique in techniques:
         row = evaluate_question(technique, question, n_relevant=1)

@@ -23,14 +23,15 @@ dense retrieval from the Chroma index.
 | small-to-big | match small pieces, return their whole chunk | 0 | `ParentDocumentRetriever` |
 | hybrid + neighbours | each hit widened with the chunks around it | 0 | — |
 | LLM rerank | the model judges each of the top 20: P(yes) | 20 (one token each) | `CrossEncoderReranker` |
+| LLM rerank, blended | the model's order fused with the first stage's | 20 (the same) | `CrossEncoderReranker` |
 | listwise rerank | the model orders all candidates in one answer (shown, not compared) | 1 | `LLMListwiseRerank` |
 | HyDE | search with a hypothetical answer | 1 | a Runnable chain |
 | multi-query | search three rewrites too, fuse | 1 | `MultiQueryRetriever` |
 | step-back | search the more general question too, fuse | 1 | `MultiQueryRetriever` |
-| context expansion + rerank | rerank, widen the best hits, judge the blocks | ≈ 30 | — |
+| context expansion + rerank | rerank (blended), widen the best hits, judge the blocks | ≈ 30 | — |
 
 The techniques without an LLM run on every answerable gold question; the ones that call the model
-run on a fixed, seeded sample (half English, half Chinese, every question type) because the local
+run on a fixed, seeded sample (half English, half Chinese, every answerable question type) because the local
 model needs a few seconds per call.
 """),
 ("code", r"""
@@ -115,15 +116,16 @@ tokenizer_results = evaluate_techniques(
 breakdown(tokenizer_results, "hit@5", by="language")
 """),
 ("md", r"""
-Whitespace splitting is useless for Chinese; bigrams do at least as well as jieba here, and they
+Whitespace splitting only finds Chinese chunks through the Latin words a question happens to
+contain (Atlas, BM25, 4.2); bigrams do at least as well as jieba here, and they
 cannot miss a product name jieba's dictionary does not know (jieba cuts 年假, "annual leave", into
 年 / 假 — bigrams keep 年假 whole). The course uses bigrams for Chinese and lower-cased words for
 everything else: `tokenize_bilingual`.
 
 ## 3. Hybrid search: reciprocal rank fusion
 
-Dense and BM25 scores live on different scales (a cosine around 0.85 against a BM25 score of 12),
-so they cannot be added. **Reciprocal rank fusion** uses ranks instead: a document earns
+Dense and BM25 scores live on different scales (compare their score columns below: cosines just
+under 1, BM25 scores that grow with the number of matching words), so they cannot be added. **Reciprocal rank fusion** uses ranks instead: a document earns
 $\dfrac{w_i}{c + \text{rank}_i}$ from every list $i$ it appears in, with $c = 60$, and the sums
 decide the order. A chunk ranked well by *both* retrievers beats one ranked first by only one.
 LangChain's `EnsembleRetriever` does exactly this.
@@ -156,7 +158,7 @@ check_rrf(rrf)
 The course version, `lessons.retrieval.reciprocal_rank_fusion`, identifies chunks by their
 `chunk_id` and keeps the fused score in each result's metadata. `hybrid_retriever` is LangChain's
 `EnsembleRetriever` with that fusion, so its results carry their scores too. Look at the scores
-below: RRF scores are tiny (around 1/61) and only their order matters.
+below: RRF scores are tiny (at most 1/61 with two lists weighted 0.5) and only their order matters.
 """),
 ("code", r"""
 from lessons.retrieval import hybrid_retriever
@@ -270,6 +272,19 @@ pd.DataFrame({
 }, index=pd.RangeIndex(1, len(reranked) + 1, name="new rank"))
 """),
 ("md", r"""
+Look at the P(yes) column: the 1.5B model says "rather yes" to almost every candidate, and the
+differences between candidates are small. A judge this weak can push a good first-stage ranking
+*down*. A common remedy is to **blend** instead of replace: fuse the reranker's order with the
+first stage's order by reciprocal rank fusion (`llm_reranker(..., first_stage_weight=0.5)`), so
+the model adjusts the ranking rather than overruling it. The same judgements, no extra calls:
+"""),
+("code", r"""
+blended = llm_reranker(llm, top_n=10, max_chars=MAX_BLOCK_CHARS, first_stage_weight=0.5)
+blended_order = blended.compress_documents(candidates, example.question)
+print("hybrid ranks, pure rerank:   ", [first_rank[d.metadata["chunk_id"]] for d in reranked])
+print("hybrid ranks, blended rerank:", [first_rank[d.metadata["chunk_id"]] for d in blended_order])
+"""),
+("md", r"""
 **With a real cross-encoder.** If you have a reranker model on disk (e.g. `BAAI/bge-reranker-v2-m3`,
 downloaded while online) and `pip install sentence-transformers`, set `CROSS_ENCODER_FOLDER` in
 the parameters cell: `cross_encoder_reranker` builds LangChain's `HuggingFaceCrossEncoder` inside
@@ -341,11 +356,16 @@ check_hyde(make_hyde)
 """),
 ("md", r"""
 **Multi-query** asks for three rewrites of the question (a typed list, so nothing needs parsing),
-searches each and the original, and fuses the four lists by RRF — LangChain's
+searches each and the original, and fuses the lists by RRF — LangChain's
 `MultiQueryRetriever` only concatenates them, which lets the first rewrite decide the top of the
-list. **Step-back** asks for the more general question behind a specific one ("what can each role
-do?" behind "can a Curator see the audit log?") and fuses both searches, so the passage that
-explains the principle can come back too.
+list. Two guards, both added after a first run where multi-query did far worse than the baseline:
+the 1.5B model often rewrites a *Chinese* question in *English*, and an English query finds little
+among Chinese passages — so rewrites in another language are dropped (`usable_rewrites`); and the
+original question keeps half the fusion weight, the rewrites share the other half.
+
+**Step-back** asks for the more general question behind a specific one ("what can each role do?"
+behind "can a Curator see the audit log?") and fuses both searches, so the passage that explains
+the principle can come back too.
 """),
 ("code", r"""
 from lessons.query_transform import rewrite_queries, step_back_question
@@ -363,7 +383,8 @@ the best hit, one fewer per rank, 1 from rank 10 on, nearest first and alternate
 after, capped at `MAX_BLOCK_CHARS` characters so the model can read it. A chunk joins only the
 first block that claims it, and the overlap between neighbouring chunks is removed. The blocks are
 then **reranked as whole passages**, so "the two are complementary" is judged with the paragraphs
-that say what the two are.
+that say what the two are. Both rerank stages use the blended reranker from section 5. First the
+chunk alone and widened (up to 1,500 characters here):
 """),
 ("code", r"""
 from lessons.context_expansion import ChunkNeighbours, expand_hits, neighbour_budget
@@ -478,28 +499,59 @@ print(f"Without an LLM, on {len(cheap_questions)} questions:")
 display(recall_by_group(results[results["technique"].isin([t.name for t in cheap])], [q.id for q in cheap_questions]))
 """),
 ("md", r"""
+### What the LLM step adds
+
+Each LLM technique extends a pipeline that also runs without the model. Compare it with that
+pipeline, not only with the baseline — this is what the LLM calls bought (differences of means on
+the sample; positive = the LLM step helped):
+"""),
+("code", r"""
+without_llm = {
+    "hybrid → LLM rerank": "hybrid (RRF)",
+    "hybrid → LLM rerank, blended": "hybrid (RRF)",
+    "context expansion + rerank": "hybrid + neighbours",
+    "HyDE": BASELINE,
+    "multi-query": BASELINE,
+    "step-back": BASELINE,
+}
+metrics = ["hit@5", "recall@5", "MRR@10", "nDCG@10"]
+gains = pd.DataFrame({name: comparison.loc[name, metrics] - comparison.loc[reference, metrics]
+                      for name, reference in without_llm.items()}).T
+gains.insert(0, "compared with", list(without_llm.values()))
+gains["tokens/query"] = comparison.loc[list(without_llm), "tokens/query"]
+gains
+"""),
+("md", r"""
 ### What helped, and what did not
 
-Read the tables above, not this paragraph, for the numbers of your run; this is what the full run
-on the course machine showed, and why.
+Read the tables above for the numbers of your run; this is what the full run on the course
+machine showed (Qwen2.5-Coder-1.5B, 24 sampled questions for the LLM techniques), and why.
 
-- **Hybrid search is the cheap win.** BM25 and dense retrieval fail on different questions; fusing
-  their ranks beats either alone at no LLM cost. BM25 alone is weaker than dense on paraphrase
-  questions (by design: it needs shared words), stronger on exact names and numbers.
-- **Small-to-big** barely moves the numbers here: our chunks are already small (≈ 400 characters),
-  so their embeddings are not very blurred to begin with.
-- **The 1.5B model as a reranker** is the expensive part of this notebook, and with a model this small
-  its judgement is noisy: it fixes some rankings and breaks others. A bigger model (DeepSeek) or a
-  real cross-encoder is where reranking pays off; measure before you pay for it.
-- **Listwise reranking** with a 1.5B model is close to no reranking at all: the model tends to
-  return the ids in the order it was given them.
-- **HyDE, multi-query and step-back** trade one generation per question for a different query.
-  With a small model that invents facts, HyDE's passage can pull the search away from the answer;
-  the fused variants (multi-query, step-back) are safer because the original question is always
-  searched too.
-- **Context expansion** raises recall the most — but look at `chars@5`: its top five results hold
-  about three times as much text as the baseline's. Part of the gain is simply *more text*, which
-  costs tokens downstream. The contextual rerank decides which blocks come first.
+- **Hybrid search is the cheap win.** BM25 and dense retrieval fail on different questions, so
+  fusing their ranks beats both on every metric over all questions, at no LLM cost. BM25 alone is
+  much weaker than dense on paraphrase questions (it needs shared words), and a little better on
+  Chinese and on multi-hop questions, where names and numbers carry the question.
+- **Small-to-big** helps a little, mostly in ranking (MRR): our chunks are already short, so their
+  embeddings are not very blurred to begin with.
+- **Widening hits with their neighbours raises recall the most — but look at `chars@5`:** the top
+  five results hold about twice the text of the baseline's. Part of the gain is simply *more
+  text*, which the answer generator pays for in tokens. Compare techniques at equal `chars@5`
+  before you conclude.
+- **The 1.5B model is not a good reranker.** Its P(yes) hardly separates relevant from irrelevant
+  candidates, and replacing the hybrid order with its order made every metric *worse* than the
+  hybrid order it started from — at about 20 calls per question. Blending its order with the
+  first stage's limits the damage, but it still does not beat plain hybrid search. The same
+  holds for the contextual rerank: context expansion *without* any LLM did better than with it.
+  The "two are complementary" chunk scored no higher with its neighbour than alone: this judge
+  does not make use of the extra context. A stronger judge (DeepSeek, or a real cross-encoder)
+  is where reranking and contextual rerank can pay off — measure before you pay for it.
+- **Listwise reranking** needs a model that can produce a sensible permutation; ours returns the
+  ids nearly in the order it read them, or skips some.
+- **HyDE, multi-query and step-back** did not help on this knowledge base. Our reading: E5 already
+  matches these questions to their passages well, and the small model's hypothetical answers and
+  rewrites mostly restate the question (or drift away from it). Multi-query lost hits on English
+  questions, where the rewrites drifted; its first version also rewrote Chinese questions in
+  English, which is why rewrites in another language are now dropped.
 
 ## 9. Explore: one question, several techniques side by side
 
