@@ -1,0 +1,406 @@
+"""Three agents that check each other: a relevance checker, a research agent and a verification agent.
+
+Introduced in notebook 05 (three-agent verification). A LangGraph graph over a retriever:
+
+    retrieve → check_relevance ─ NO_MATCH ──────────────────────────→ not_in_documents → END
+                   │ CAN_ANSWER / PARTIAL
+                   ↓
+               research ─ the agent says it cannot answer ───────────→ not_in_documents → END
+                   ↓
+                verify ─ supported and relevant ─────────────────────→ finish → END
+                   │    ─ not, at the cap ──────────────────────────→ finish (unverified) → END
+                   └──── not, rounds left: re-research with the verifier's feedback ↺
+
+Every decision is a typed field (Pydantic `Literal`s and lists through `invoke_structured`), never a
+sentence searched for a word. The research round counter lives in the state and is advanced by the
+`research` step; `decide_after_verification` cannot pick `re_research` once the cap is reached, so
+the loop ends by construction. The verifier is shown the **question**, the draft and the context.
+
+`run_three_agents(question, retriever=..., llm=...)` runs the graph once and returns a
+`ThreeAgentResult` (answer, abstained, citations, context, verification, trace) — the interface
+notebook 06 evaluates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, Field
+
+from lessons.ingest import detect_language
+from lessons.structured import invoke_structured
+
+Retriever = Callable[[str], Sequence[Document]]
+
+DEFAULT_MAX_RESEARCH_ROUNDS = 2
+CONTEXT_CHARS = 900  # each chunk is cut to this many characters in the prompts (reading is most of the cost)
+NOT_IN_DOCUMENTS = {
+    "en": "These documents do not contain the answer to this question.",
+    "zh": "这些文档中没有这个问题的答案。",
+}
+
+Outcome = Literal["answered", "unverified", "not_in_documents", "cannot_answer"]
+
+
+# ---------------------------------------------------------------- the three agents' typed answers
+
+
+class RelevanceCheck(BaseModel):
+    """How well the retrieved chunks, taken together, cover the question."""
+
+    label: Literal["CAN_ANSWER", "PARTIAL", "NO_MATCH"] = Field(
+        description="CAN_ANSWER: the chunks contain the answer; PARTIAL: they mention the topic; NO_MATCH: unrelated"
+    )
+
+
+class ResearchDraft(BaseModel):
+    """An answer from the numbered context chunks only, with the numbers of the chunks it used.
+
+    The answer comes before `found` for the reason given at `lessons.grading.DraftAnswer`.
+    """
+
+    answer: str = Field(description="the answer, from the context only; empty if the context does not contain it")
+    cited_chunks: list[int] = Field(max_length=4, description="numbers of the context chunks the answer uses, e.g. [1, 3]")
+    found: Literal["yes", "no"] = Field(description="'yes' if the context contains the answer, otherwise 'no'")
+
+
+class Verification(BaseModel):
+    """The verifier's typed verdict on a draft answer.
+
+    The lists come before the yes/no fields: the model writes down what it found before it decides.
+    """
+
+    unsupported_claims: list[str] = Field(
+        max_length=5, description="statements in the draft that the context does not state (names, figures, facts)"
+    )
+    contradictions: list[str] = Field(
+        max_length=5, description="statements in the draft that the context contradicts"
+    )
+    supported: Literal["yes", "no"] = Field(description="'yes' only if every statement in the draft is stated in the context")
+    relevant: Literal["yes", "no"] = Field(description="'yes' if the draft answers the question that was asked")
+
+    @property
+    def passed(self) -> bool:
+        """Supported, relevant, and nothing listed against it."""
+        return (
+            self.supported == "yes"
+            and self.relevant == "yes"
+            and not self.unsupported_claims
+            and not self.contradictions
+        )
+
+
+RELEVANCE_PROMPT = """You check search results before anyone answers. Read the question and the numbered chunks.
+CAN_ANSWER: the chunks contain the answer. PARTIAL: the chunks mention the question's topic (any mention counts)
+but may not answer it. NO_MATCH: the chunks are about something else.
+
+Question: {question}
+
+Chunks:
+{context}"""
+
+RESEARCH_PROMPT = """Answer the question using ONLY the numbered context chunks. Do not use anything you know from
+elsewhere. Cite the numbers of the chunks you used. If the chunks disagree, say so and give each source's value.
+If the context does not contain the answer, set found to "no". Answer in the question's language, in one to three
+sentences.{feedback}
+
+Question: {question}
+
+Context:
+{context}"""
+
+FEEDBACK_NOTE = """
+A checker rejected your previous answer: "{draft}". Problems: {problems}. Write a new answer that states only what
+the context says."""
+
+VERIFY_PROMPT = """You check an answer against its sources. List every statement in the draft answer that the
+context does not state (unsupported) and every statement the context contradicts. A changed number, date or name
+counts. Then say whether the draft is supported by the context and whether it answers the question.
+
+Question: {question}
+
+Context:
+{context}
+
+Draft answer: {draft}"""
+
+
+# ---------------------------------------------------------------- results and trace
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A chunk the research agent used: its file, page (None for unpaged formats) and chunk id."""
+
+    source: str
+    page: int | None
+    chunk_id: str
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One step of the workflow: which agent, in which research round, what it decided, and how long it took."""
+
+    step: str
+    round: int
+    decision: str
+    detail: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class ThreeAgentResult:
+    """What `run_three_agents` returns (the interface notebook 06 evaluates)."""
+
+    question: str
+    answer: str
+    abstained: bool
+    outcome: str
+    citations: list[Citation] = field(default_factory=list)
+    context: list[Document] = field(default_factory=list)
+    verification: Verification | None = None
+    relevance: str = ""
+    research_rounds: int = 0
+    trace: list[TraceStep] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class ThreeAgentState(TypedDict, total=False):
+    question: str
+    documents: list[Document]
+    relevance: str
+    research_round: int
+    draft: ResearchDraft
+    verification: Verification
+    outcome: str
+    answer: str
+    citations: list[Citation]
+    trace: list[TraceStep]
+
+
+# ---------------------------------------------------------------- the agents, one function each
+
+
+def format_context(documents: Sequence[Document], max_chars: int = CONTEXT_CHARS) -> str:
+    """Numbered chunks, each with its source and page, cut to `max_chars` characters."""
+    blocks = []
+    for number, doc in enumerate(documents, 1):
+        where = doc.metadata.get("source", "?")
+        if doc.metadata.get("page") is not None:
+            where += f", page {doc.metadata['page']}"
+        blocks.append(f"[{number}] ({where}) {doc.page_content[:max_chars]}")
+    return "\n\n".join(blocks)
+
+
+def check_relevance(model: BaseChatModel, question: str, documents: Sequence[Document]) -> str:
+    """The relevance checker: CAN_ANSWER, PARTIAL or NO_MATCH for the top-k chunks together."""
+    if not documents:
+        return "NO_MATCH"
+    prompt = RELEVANCE_PROMPT.format(question=question, context=format_context(documents))
+    return invoke_structured(model, RelevanceCheck, prompt).label
+
+
+def feedback_from(draft: ResearchDraft, verification: Verification) -> str:
+    """The verifier's findings as a note for the next research round."""
+    problems = [f"unsupported: {claim}" for claim in verification.unsupported_claims]
+    problems += [f"contradicted by the context: {claim}" for claim in verification.contradictions]
+    if verification.relevant == "no":
+        problems.append("it does not answer the question asked")
+    if verification.supported == "no" and not problems:
+        problems.append("it is not supported by the context")
+    return FEEDBACK_NOTE.format(draft=draft.answer, problems="; ".join(problems) or "none listed")
+
+
+def research(
+    model: BaseChatModel, question: str, documents: Sequence[Document], feedback: str = ""
+) -> ResearchDraft:
+    """The research agent: an answer from the context only, citing chunk numbers, or found = 'no'."""
+    prompt = RESEARCH_PROMPT.format(question=question, context=format_context(documents), feedback=feedback)
+    return invoke_structured(model, ResearchDraft, prompt)
+
+
+def verify(model: BaseChatModel, question: str, draft: str, documents: Sequence[Document]) -> Verification:
+    """The verification agent: sees the question, the draft and the context; returns a typed verdict."""
+    prompt = VERIFY_PROMPT.format(question=question, context=format_context(documents), draft=draft)
+    return invoke_structured(model, Verification, prompt)
+
+
+def decide_after_relevance(label: str) -> str:
+    """NO_MATCH goes straight to the honest answer; CAN_ANSWER and PARTIAL go to the research agent."""
+    return "not_in_documents" if label == "NO_MATCH" else "research"
+
+
+def decide_after_research(draft: ResearchDraft) -> str:
+    """A draft the research agent itself could not find is not verified: it is the honest answer."""
+    return "verify" if draft.found == "yes" and draft.answer.strip() else "cannot_answer"
+
+
+def decide_after_verification(verification: Verification, research_round: int, max_rounds: int) -> str:
+    """The routing rule: accept a passed draft; otherwise re-research while rounds remain, else give up."""
+    if verification.passed:
+        return "accept"
+    if research_round >= max_rounds:
+        return "give_up"
+    return "re_research"
+
+
+def citations_for(cited: Sequence[int], documents: Sequence[Document]) -> list[Citation]:
+    """The chunks behind the cited numbers (1-based); numbers outside the context are dropped."""
+    citations, seen = [], set()
+    for number in cited:
+        if 1 <= number <= len(documents) and number not in seen:
+            seen.add(number)
+            meta = documents[number - 1].metadata
+            citations.append(Citation(str(meta.get("source", "")), meta.get("page"), str(meta.get("chunk_id", ""))))
+    return citations
+
+
+def not_in_documents_answer(question: str) -> str:
+    """The honest answer when the documents do not hold one, in the question's language."""
+    return NOT_IN_DOCUMENTS[detect_language(question)]
+
+
+def _verification_detail(verification: Verification) -> str:
+    parts = [f"supported={verification.supported}", f"relevant={verification.relevant}"]
+    if verification.unsupported_claims:
+        parts.append("unsupported: " + " | ".join(verification.unsupported_claims))
+    if verification.contradictions:
+        parts.append("contradictions: " + " | ".join(verification.contradictions))
+    return "; ".join(parts)
+
+
+# ---------------------------------------------------------------- the workflow
+
+
+def build_three_agent_graph(
+    model: BaseChatModel, retriever: Retriever, max_research_rounds: int = DEFAULT_MAX_RESEARCH_ROUNDS
+):
+    """A compiled LangGraph graph; invoke it with `{"question": ...}`.
+
+    `max_research_rounds` counts every research round, the first included: 2 means one draft and at
+    most one re-research with the verifier's feedback.
+    """
+    if max_research_rounds < 1:
+        raise ValueError(f"max_research_rounds must be at least 1, got {max_research_rounds}")
+
+    def timed(fn):
+        def step(state: ThreeAgentState) -> dict[str, Any]:
+            started = time.perf_counter()
+            update, trace_step = fn(state)
+            trace_step = dataclasses.replace(trace_step, seconds=time.perf_counter() - started)
+            return {**update, "trace": [*state.get("trace", []), trace_step]}
+
+        return step
+
+    @timed
+    def retrieve(state):
+        documents = list(retriever(state["question"]))
+        sources = ", ".join(dict.fromkeys(str(d.metadata.get("source", "?")) for d in documents))
+        return {"documents": documents, "research_round": 0}, TraceStep(
+            "retrieve", 0, f"{len(documents)} chunks", sources
+        )
+
+    @timed
+    def relevance(state):
+        label = check_relevance(model, state["question"], state["documents"])
+        return {"relevance": label}, TraceStep("relevance_checker", 0, label)
+
+    @timed
+    def research_step(state):
+        round_number = state.get("research_round", 0) + 1
+        previous = state.get("verification")
+        feedback = feedback_from(state["draft"], previous) if previous is not None else ""
+        draft = research(model, state["question"], state["documents"], feedback)
+        detail = f"cites {draft.cited_chunks}: {draft.answer}" if draft.found == "yes" else "cannot answer from the context"
+        return {"draft": draft, "research_round": round_number}, TraceStep(
+            "research_agent", round_number, f"found={draft.found}", detail
+        )
+
+    @timed
+    def verify_step(state):
+        verification = verify(model, state["question"], state["draft"].answer, state["documents"])
+        decision = decide_after_verification(verification, state["research_round"], max_research_rounds)
+        return {"verification": verification}, TraceStep(
+            "verification_agent", state["research_round"], decision, _verification_detail(verification)
+        )
+
+    @timed
+    def finish(state):
+        passed = state["verification"].passed
+        draft = state["draft"]
+        outcome = "answered" if passed else "unverified"
+        update = {"outcome": outcome, "answer": draft.answer.strip(),
+                  "citations": citations_for(draft.cited_chunks, state["documents"])}
+        return update, TraceStep("finish", state["research_round"], outcome)
+
+    @timed
+    def not_in_documents(state):
+        outcome = "not_in_documents" if state.get("relevance") == "NO_MATCH" else "cannot_answer"
+        update = {"outcome": outcome, "answer": not_in_documents_answer(state["question"]), "citations": []}
+        return update, TraceStep("not_in_documents", state.get("research_round", 0), outcome)
+
+    def route_relevance(state):
+        return decide_after_relevance(state["relevance"])
+
+    def route_research(state):
+        return "verify" if decide_after_research(state["draft"]) == "verify" else "not_in_documents"
+
+    def route_verification(state):
+        return {"accept": "finish", "give_up": "finish", "re_research": "research"}[state["trace"][-1].decision]
+
+    graph = StateGraph(ThreeAgentState)
+    for name, step in [("retrieve", retrieve), ("check_relevance", relevance), ("research", research_step),
+                       ("verify", verify_step), ("finish", finish), ("not_in_documents", not_in_documents)]:
+        graph.add_node(name, step)
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "check_relevance")
+    graph.add_conditional_edges("check_relevance", route_relevance, ["research", "not_in_documents"])
+    graph.add_conditional_edges("research", route_research, ["verify", "not_in_documents"])
+    graph.add_conditional_edges("verify", route_verification, ["finish", "research"])
+    graph.add_edge("finish", END)
+    graph.add_edge("not_in_documents", END)
+    return graph.compile()
+
+
+def result_from_state(state: ThreeAgentState, seconds: float = 0.0) -> ThreeAgentResult:
+    """A `ThreeAgentResult` from the graph's final state."""
+    outcome = state["outcome"]
+    return ThreeAgentResult(
+        question=state["question"],
+        answer=state["answer"],
+        abstained=outcome in ("not_in_documents", "cannot_answer"),
+        outcome=outcome,
+        citations=list(state.get("citations", [])),
+        context=list(state.get("documents", [])),
+        verification=state.get("verification"),
+        relevance=state.get("relevance", ""),
+        research_rounds=state.get("research_round", 0),
+        trace=list(state.get("trace", [])),
+        seconds=seconds,
+    )
+
+
+def run_three_agents(
+    question: str,
+    *,
+    retriever: Retriever,
+    llm: BaseChatModel,
+    max_research_rounds: int = DEFAULT_MAX_RESEARCH_ROUNDS,
+) -> ThreeAgentResult:
+    """Relevance checker → research agent → verification agent (re-research capped) for one question.
+
+    Introduced in notebook 05 (three-agent verification). `retriever` maps a question to ranked
+    chunks (the hybrid retriever of the document processor, or any callable); `llm` comes from
+    `lessons.models.get_chat_model()`.
+    """
+    graph = build_three_agent_graph(llm, retriever, max_research_rounds)
+    started = time.perf_counter()
+    state = graph.invoke({"question": question}, config={"recursion_limit": 25})
+    return result_from_state(state, time.perf_counter() - started)

@@ -1,0 +1,156 @@
+"""The three-agent workflow with a scripted model: typed routes, re-research with feedback, a loop that ends."""
+
+import pytest
+from langchain_core.documents import Document
+
+from lessons.fakes import ScriptedChatModel
+from lessons.three_agents import (
+    NOT_IN_DOCUMENTS,
+    Citation,
+    ResearchDraft,
+    Verification,
+    build_three_agent_graph,
+    citations_for,
+    decide_after_relevance,
+    decide_after_verification,
+    feedback_from,
+    format_context,
+    run_three_agents,
+)
+
+OK = {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"}
+BAD = {"unsupported_claims": ["the port is 9999"], "contradictions": [], "supported": "no", "relevant": "yes"}
+
+
+def scripted(relevance="CAN_ANSWER", drafts=None, verdicts=None):
+    """A model that answers by the tool it is asked for; drafts and verdicts are consumed in order."""
+    drafts = list(drafts or [{"answer": "Port 7420.", "cited_chunks": [1], "found": "yes"}])
+    verdicts = list(verdicts or [OK])
+    prompts = {"RelevanceCheck": [], "ResearchDraft": [], "Verification": []}
+
+    def reply(messages, tools):
+        prompts[tools[0]].append(messages[0].content)
+        if tools == ["RelevanceCheck"]:
+            return {"label": relevance}
+        if tools == ["ResearchDraft"]:
+            return drafts.pop(0) if len(drafts) > 1 else drafts[0]
+        if tools == ["Verification"]:
+            return verdicts.pop(0) if len(verdicts) > 1 else verdicts[0]
+        raise AssertionError(f"unexpected call with tools {tools}")
+
+    model = ScriptedChatModel(default=reply)
+    object.__setattr__(model, "prompts", prompts)
+    return model
+
+
+def retriever(question):
+    return [
+        Document("The gateway listens on port 7420.", metadata={"source": "guide.md", "page": None, "chunk_id": "c1"}),
+        Document("Leave policy: 25 days.", metadata={"source": "handbook.pdf", "page": 3, "chunk_id": "c2"}),
+    ]
+
+
+def test_a_supported_draft_is_answered_with_its_citations():
+    model = scripted()
+    result = run_three_agents("Which port?", retriever=retriever, llm=model)
+    assert result.outcome == "answered" and not result.abstained and result.answer == "Port 7420."
+    assert result.citations == [Citation("guide.md", None, "c1")]
+    assert [d.metadata["chunk_id"] for d in result.context] == ["c1", "c2"]
+    assert result.verification.passed and result.research_rounds == 1
+    assert [s.step for s in result.trace] == ["retrieve", "relevance_checker", "research_agent", "verification_agent", "finish"]
+
+
+def test_no_match_goes_straight_to_the_honest_answer_without_research():
+    model = scripted(relevance="NO_MATCH")
+    result = run_three_agents("Who is the CFO?", retriever=retriever, llm=model)
+    assert result.abstained and result.outcome == "not_in_documents" and result.answer == NOT_IN_DOCUMENTS["en"]
+    assert result.verification is None and result.citations == []
+    assert not model.prompts["ResearchDraft"] and not model.prompts["Verification"]
+
+
+def test_partial_still_goes_to_research():
+    assert decide_after_relevance("PARTIAL") == "research"
+    assert decide_after_relevance("CAN_ANSWER") == "research"
+    assert decide_after_relevance("NO_MATCH") == "not_in_documents"
+
+
+def test_a_research_agent_that_cannot_answer_abstains_in_the_question_language():
+    model = scripted(relevance="PARTIAL", drafts=[{"answer": "", "cited_chunks": [], "found": "no"}])
+    result = run_three_agents("首席财务官是谁？", retriever=retriever, llm=model)
+    assert result.abstained and result.outcome == "cannot_answer" and result.answer == NOT_IN_DOCUMENTS["zh"]
+    assert not model.prompts["Verification"], "a draft the researcher could not find is not verified"
+
+
+def test_an_unsupported_draft_is_re_researched_with_the_verifier_feedback():
+    drafts = [{"answer": "Port 9999.", "cited_chunks": [1], "found": "yes"},
+              {"answer": "Port 7420.", "cited_chunks": [1], "found": "yes"}]
+    model = scripted(drafts=drafts, verdicts=[BAD, OK])
+    result = run_three_agents("Which port?", retriever=retriever, llm=model)
+    assert result.outcome == "answered" and result.answer == "Port 7420." and result.research_rounds == 2
+    assert [s.decision for s in result.trace if s.step == "verification_agent"] == ["re_research", "accept"]
+    second_prompt = model.prompts["ResearchDraft"][1]
+    assert "Port 9999." in second_prompt and "the port is 9999" in second_prompt
+    assert "rejected" not in model.prompts["ResearchDraft"][0]
+
+
+def test_an_irrelevant_draft_is_re_researched():
+    irrelevant = {**OK, "relevant": "no"}
+    model = scripted(verdicts=[irrelevant, OK])
+    result = run_three_agents("Which port?", retriever=retriever, llm=model)
+    assert result.research_rounds == 2 and result.outcome == "answered"
+    assert "does not answer the question" in model.prompts["ResearchDraft"][1]
+
+
+@pytest.mark.parametrize("cap", [1, 2, 3])
+def test_a_verifier_that_always_rejects_ends_at_the_cap(cap):
+    model = scripted(verdicts=[BAD])
+    result = run_three_agents("Which port?", retriever=retriever, llm=model, max_research_rounds=cap)
+    assert result.research_rounds == cap and len(model.prompts["ResearchDraft"]) == cap
+    assert result.outcome == "unverified" and not result.abstained
+    assert result.verification.unsupported_claims == ["the port is 9999"]
+    decisions = [s.decision for s in result.trace if s.step == "verification_agent"]
+    assert decisions == ["re_research"] * (cap - 1) + ["give_up"]
+
+
+def test_the_verifier_is_shown_the_question_the_draft_and_the_context():
+    model = scripted()
+    run_three_agents("Which port does the gateway use?", retriever=retriever, llm=model)
+    prompt = model.prompts["Verification"][0]
+    assert "Which port does the gateway use?" in prompt and "Port 7420." in prompt and "listens on port 7420" in prompt
+
+
+def test_a_zero_cap_is_rejected():
+    with pytest.raises(ValueError, match="at least 1"):
+        build_three_agent_graph(scripted(), retriever, max_research_rounds=0)
+
+
+def test_an_empty_retrieval_is_no_match_without_a_model_call():
+    model = scripted()
+    result = run_three_agents("Which port?", retriever=lambda q: [], llm=model)
+    assert result.outcome == "not_in_documents" and not model.calls
+
+
+def test_the_routing_rule():
+    bad, ok = Verification(**BAD), Verification(**OK)
+    assert decide_after_verification(ok, 1, 2) == "accept"
+    assert decide_after_verification(ok, 2, 2) == "accept"
+    assert decide_after_verification(bad, 1, 2) == "re_research"
+    assert decide_after_verification(bad, 2, 2) == "give_up"
+    listed = Verification(**{**OK, "contradictions": ["says 54, the context says 45"]})
+    assert not listed.passed and decide_after_verification(listed, 1, 2) == "re_research"
+
+
+def test_citations_keep_valid_numbers_once():
+    docs = retriever("q")
+    assert citations_for([2, 2, 0, 5, 1], docs) == [Citation("handbook.pdf", 3, "c2"), Citation("guide.md", None, "c1")]
+
+
+def test_feedback_names_every_problem():
+    draft = ResearchDraft(answer="Port 9999.", cited_chunks=[1], found="yes")
+    note = feedback_from(draft, Verification(**{**BAD, "contradictions": ["9999 vs 7420"], "relevant": "no"}))
+    assert "Port 9999." in note and "the port is 9999" in note and "9999 vs 7420" in note and "does not answer" in note
+
+
+def test_context_is_numbered_with_source_and_page_and_cut():
+    text = format_context(retriever("q"), max_chars=10)
+    assert text.startswith("[1] (guide.md) The gatewa") and "[2] (handbook.pdf, page 3) Leave poli" in text
