@@ -16,6 +16,7 @@ environment variable (or a line in `.env` at the project root):
 | `AGENTIC_RAG_EMBEDDER` | `e5` (multilingual-e5-small) or `use` (USE-multilingual) | `e5` |
 | `AGENTIC_RAG_CACHE_DIR` | where caches, indexes and the LLM cache live | `<project>/.cache` |
 | `AGENTIC_RAG_MODEL_DIR` | where the assembled GGUF lives (shared by all checkouts) | `~/.cache/agentic-rag/models` |
+| `AGENTIC_RAG_CHROMA_URL` | a Chroma server (`chroma run`), e.g. `http://127.0.0.1:8000`, instead of the embedded store | unset |
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from urllib.parse import urlparse
 
 from dotenv import load_dotenv
 
@@ -68,6 +70,23 @@ def _flag(name: str, default: bool) -> bool:
     raise SettingsError(f"{name}={raw!r} is not a switch — use 1 or 0")
 
 
+def _chroma_url(name: str) -> str | None:
+    raw = os.environ.get(name, "").strip().rstrip("/")
+    if not raw:
+        return None
+    parsed = urlparse(raw)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or port is None:
+        raise SettingsError(
+            f"{name}={raw!r} is not a Chroma server address — use http://HOST:PORT, e.g. {name}=http://127.0.0.1:8000 "
+            "(start one with `chroma run --host 127.0.0.1 --port 8000 --path ./chroma-data`)"
+        )
+    return raw
+
+
 @dataclass(frozen=True)
 class Settings:
     model: str
@@ -81,6 +100,7 @@ class Settings:
     embedder: str
     cache_dir: Path
     model_dir: Path
+    chroma_url: str | None = None
 
     @property
     def uses_deepseek(self) -> bool:
@@ -110,6 +130,7 @@ def load_settings(env_file: Path | None = None) -> Settings:
         model_dir=Path(
             os.environ.get("AGENTIC_RAG_MODEL_DIR", "") or Path.home() / ".cache" / "agentic-rag" / "models"
         ).expanduser(),
+        chroma_url=_chroma_url("AGENTIC_RAG_CHROMA_URL"),
     )
 
 

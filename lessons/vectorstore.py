@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from urllib.parse import urlparse
 
 import chromadb
 from langchain_chroma import Chroma
@@ -30,9 +31,42 @@ def content_id(document: Document) -> str:
 
 
 def chroma_client(path=None) -> chromadb.ClientAPI:
-    """The embedded, persistent Chroma client (telemetry off) in the course cache folder."""
-    path = path or get_settings().cache_dir / "chroma"
+    """The Chroma client (telemetry off): the embedded, persistent store in the course cache folder,
+    or the Chroma server named by `AGENTIC_RAG_CHROMA_URL` (the server path is introduced in notebook 06
+    (evaluation)). An explicit `path` always means the embedded store there."""
+    settings = get_settings()
+    if path is None and settings.chroma_url:
+        return chroma_server_client(settings.chroma_url)
+    path = path or settings.cache_dir / "chroma"
     return chromadb.PersistentClient(path=str(path), settings=chromadb.Settings(anonymized_telemetry=False))
+
+
+def chroma_server_client(url: str) -> chromadb.ClientAPI:
+    """A client of the Chroma server at `url` (http://HOST:PORT); a clear error when none answers there.
+
+    Introduced in notebook 06 (evaluation).
+    """
+    parsed = urlparse(url)
+    try:
+        return chromadb.HttpClient(
+            host=parsed.hostname, port=parsed.port, ssl=parsed.scheme == "https",
+            settings=chromadb.Settings(anonymized_telemetry=False),
+        )  # fmt: skip
+    except Exception as error:  # chromadb raises ValueError("Could not connect …") and others
+        raise ConnectionError(
+            f"no Chroma server answers at {url} (AGENTIC_RAG_CHROMA_URL): {error}. Start one with "
+            f"`chroma run --host {parsed.hostname} --port {parsed.port} --path ./chroma-data`, or unset "
+            "AGENTIC_RAG_CHROMA_URL to use the embedded store."
+        ) from error
+
+
+def store_location() -> str:
+    """Where `open_store` keeps collections: the Chroma server's URL or the embedded store's folder.
+
+    Introduced in notebook 06 (evaluation).
+    """
+    settings = get_settings()
+    return f"Chroma server {settings.chroma_url}" if settings.chroma_url else f"embedded Chroma in {settings.cache_dir / 'chroma'}"
 
 
 def _collection_name(name: str, embeddings: Embeddings) -> str:
