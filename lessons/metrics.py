@@ -51,3 +51,14 @@ def evidence_recall_at_k(texts: Sequence[str], evidence: Sequence[str], k: int) 
     if not evidence:
         return 0.0
     return len(quotes_found(texts[:k], evidence)) / len(evidence)
+
+
+def chunk_recall_at_k(ranked_ids: Sequence[str], relevant_ids: Sequence[str], k: int) -> float:
+    """Share of the relevant chunk ids found among the first k ranked ids (0.0 when there are none).
+
+    Introduced in notebook 06 (evaluation), for test sets whose evidence is a list of chunk ids.
+    """
+    relevant = set(relevant_ids)
+    if not relevant:
+        return 0.0
+    return len(relevant & set(ranked_ids[:k])) / len(relevant)

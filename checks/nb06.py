@@ -1,0 +1,69 @@
+"""Checks for notebook 06 (evaluation)."""
+
+from __future__ import annotations
+
+import random
+import typing
+
+from checks import CheckResult, expect, run_check
+
+
+def check_mrr(mrr) -> CheckResult:
+    """Exercise 1: mean reciprocal rank of one ranked list, compared with `lessons.metrics.mrr_at_k`."""
+
+    def check():
+        from lessons.metrics import mrr_at_k
+
+        expect(callable(mrr), "define a function `mrr(labels, k)`")
+        got = mrr([False, True, False], 10)
+        expect(got is not None, "your function returns None — did you forget `return`?")
+        expect(abs(got - 0.5) < 1e-9, f"mrr([False, True, False], 10) returned {got!r}: the first relevant chunk is at rank 2, so 1/2")
+        expect(mrr([True, True], 10) == 1.0, "only the FIRST relevant chunk counts: [True, True] gives 1/1, not 1 + 1/2")
+        expect(mrr([False, False, False], 10) == 0.0, "no relevant chunk at all: return 0.0")
+        expect(mrr([], 10) == 0.0, "an empty ranking has no relevant chunk: return 0.0")
+        expect(mrr([False, False, True], 2) == 0.0, "look at the first k chunks only: a hit at rank 3 does not count for k=2")
+        expect(abs(mrr([False, False, False, True], 10) - 0.25) < 1e-9, "ranks start at 1: a hit at the 4th position gives 1/4")
+        rng = random.Random(6)
+        for _ in range(200):
+            labels = [rng.random() < 0.25 for _ in range(rng.randint(0, 12))]
+            k = rng.randint(1, 12)
+            expect(abs(mrr(labels, k) - mrr_at_k(labels, k)) < 1e-9,
+                   f"mrr({labels}, {k}) returned {mrr(labels, k)}, expected {mrr_at_k(labels, k)}")  # fmt: skip
+
+    return run_check("Exercise 1 (MRR)", check)
+
+
+def check_completeness_schema(schema) -> CheckResult:
+    """Exercise 2: a typed completeness verdict — a reason first, then a yes/no field named `complete`."""
+
+    def check():
+        from pydantic import BaseModel
+
+        from lessons.fakes import ScriptedChatModel
+        from lessons.structured import invoke_structured
+
+        expect(isinstance(schema, type) and issubclass(schema, BaseModel), "write a Pydantic model: `class CompletenessVerdict(BaseModel):`")
+        fields = schema.model_fields
+        expect("reason" in fields and "complete" in fields,
+               f"your schema has the fields {list(fields)}: it needs `reason` and `complete`")  # fmt: skip
+        expect(list(fields)[:2] == ["reason", "complete"],
+               "put `reason` before `complete`: the model writes fields in order, and a reason written first "
+               "is one it can still follow — a verdict written first is one it can only justify")  # fmt: skip
+        expect(fields["reason"].annotation is str, "`reason` is free text: annotate it `str`")
+        complete = fields["complete"].annotation
+        expect(typing.get_origin(complete) is typing.Literal and set(typing.get_args(complete)) == {"yes", "no"},
+               "make `complete` a `Literal[\"yes\", \"no\"]`: the model must choose one of two values, "
+               "never write a sentence we would have to parse")  # fmt: skip
+        for name in ("reason", "complete"):
+            expect(bool(fields[name].description),
+                   f"give `{name}` a Field(description=...): the description is what the model reads")  # fmt: skip
+        expect(bool(schema.__doc__) and "Pydantic" not in (schema.__doc__ or ""),
+               "give the class a docstring: it becomes the function's description the model sees")  # fmt: skip
+        extra = [n for n, f in fields.items() if n not in ("reason", "complete") and f.is_required()]
+        expect(not extra, f"keep it to two fields; {extra} would be required too")
+        model = ScriptedChatModel(responses=[{"reason": "the figure differs", "complete": "no"}])
+        verdict = invoke_structured(model, schema, "Does the answer state every key fact?")
+        expect(verdict.complete == "no" and verdict.reason == "the figure differs",
+               "a model's function call should parse into your schema")  # fmt: skip
+
+    return run_check("Exercise 2 (completeness verdict)", check)

@@ -1,0 +1,589 @@
+"""Evaluate whole RAG pipelines on one test set: retrieval metrics, LLM-judged answers, and cost.
+
+Introduced in notebook 06 (evaluation). The pieces:
+
+- A **pipeline** is a function `question -> PipelineResult` (answer, abstained, the chunks it
+  retrieved, the chunks it answered from). `PIPELINES` names the pipelines of the earlier notebooks;
+  `build_pipelines(names, resources)` makes them. The retrieval-only ones (dense, hybrid, hybrid +
+  rerank, QA-hybrid) share ONE answer step — notebook 04's ungated answer (`answer_without_grading`)
+  over their top `k` chunks — so they differ only in what they retrieve.
+- **Retrieval metrics** are deterministic (no LLM): hit@k, recall@k, MRR and nDCG from
+  `lessons.metrics`, where a chunk is relevant when it is one of the item's evidence chunks or
+  contains one of its evidence quotes.
+- **Answer metrics** come from an LLM judge with a typed verdict and a reason: 0/1 *factual
+  consistency* (every fact of the answer is in the context it was written from) and 0/1
+  *completeness* (the answer holds the reference answer's facts). A judge that fails is recorded as
+  a failure with its cause — the row stays, its score is `None` and its status says why — and the
+  table counts them. Out-of-KB questions are scored by whether the pipeline abstained; no judge.
+- **Cost** per question: wall-clock seconds, LLM calls and tokens (answers served from the LLM cache
+  are counted with the tokens they cost when first asked), and what those tokens cost on DeepSeek at
+  list price. Everything except the seconds is the same on a re-run with the same inputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tracers.context import register_configure_hook
+from pydantic import BaseModel, Field
+
+from lessons.metrics import chunk_recall_at_k, evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k
+from lessons.qa_transform import chunk_id_of
+from lessons.retrieval_evaluation import LLMCallMeter
+from lessons.structured import invoke_structured
+from lessons.testset import TestItem
+from lessons.usage import _price
+
+K = 3  # chunks an answer step reads; hit@k and recall@k are measured at this depth
+RANK_K = 10  # depth of MRR and nDCG
+MAX_CONTEXT_CHARS = 6000  # a faithfulness judge reads at most this much context (the local window is small)
+
+# --- measuring LLM calls ---------------------------------------------------------------------------
+
+_meter_var: ContextVar[LLMCallMeter | None] = ContextVar("agentic_rag_eval_meter", default=None)
+register_configure_hook(_meter_var, inheritable=True)
+
+
+@contextlib.contextmanager
+def metered() -> Iterator[LLMCallMeter]:
+    """Count every chat-model call made inside the block (also in threads LangChain starts, also
+    calls made without passing callbacks) with notebook 02's `LLMCallMeter`."""
+    meter = LLMCallMeter()
+    token = _meter_var.set(meter)
+    try:
+        yield meter
+    finally:
+        _meter_var.reset(token)
+
+
+def deepseek_cost_usd(input_tokens: int, output_tokens: int) -> float:
+    """What these tokens cost on DeepSeek at list price (cache-miss input), in US$."""
+    return (input_tokens * _price("input") + output_tokens * _price("output")) / 1e6
+
+
+# --- pipelines ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class PipelineResult:
+    """What one pipeline did with one question."""
+
+    answer: str
+    abstained: bool
+    retrieved: list[Document]  # the ranked chunks retrieval metrics are computed on
+    context: list[Document]  # the chunks the answer was written from (what faithfulness is judged against)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+Pipeline = Callable[[str], PipelineResult]
+
+
+@dataclass
+class Resources:
+    """What pipelines are built from: the chunks, their Chroma store, the chat model, and sizes."""
+
+    chunks: list[Document]
+    store: Any  # a langchain_chroma.Chroma holding `chunks`
+    llm: BaseChatModel
+    k: int = K
+    rank_k: int = RANK_K
+    rerank_candidates: int = 8
+    rerank_max_chars: int = 600
+    max_rounds: int = 3
+    qa_chunks: Sequence[Document] | None = None  # chunks that get QA pairs (default: all of them)
+    qa_max_pairs: int = 3
+    qa_store_name: str = "eval-qa-hybrid"
+    progress: bool = True
+
+
+def answer_from(llm: BaseChatModel, question: str, ranked: Sequence[Document], k: int) -> PipelineResult:
+    """The shared answer step of the retrieval-only pipelines: notebook 04's ungated answer over the top `k`."""
+    from lessons.grading import answer_without_grading
+
+    state = answer_without_grading(llm, lambda _query: list(ranked[:k]), question)
+    abstained = state["outcome"] == "not_in_kb"
+    return PipelineResult(state["answer"], abstained, list(ranked), [] if abstained else list(state["documents"]))
+
+
+def _retrieval_pipeline(retrieve: Callable[[str], list[Document]], r: Resources) -> Pipeline:
+    return lambda question: answer_from(r.llm, question, retrieve(question), r.k)
+
+
+def _hybrid(r: Resources, size: int):
+    from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
+
+    return hybrid_retriever(dense_retriever(r.store, size), bm25_retriever(r.chunks, size), k=size)
+
+
+def build_dense(r: Resources) -> Pipeline:
+    from lessons.retrieval import dense_retriever
+
+    return _retrieval_pipeline(dense_retriever(r.store, r.rank_k).invoke, r)
+
+
+def build_hybrid(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(_hybrid(r, r.rank_k).invoke, r)
+
+
+def build_hybrid_rerank(r: Resources) -> Pipeline:
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+
+    from lessons.rerank import llm_reranker
+    from lessons.retrieval_evaluation import BLEND_WEIGHT
+
+    reranker = llm_reranker(r.llm, top_n=r.rank_k, max_chars=r.rerank_max_chars, first_stage_weight=BLEND_WEIGHT)
+    retriever = ContextualCompressionRetriever(base_retriever=_hybrid(r, r.rerank_candidates), base_compressor=reranker)
+    return _retrieval_pipeline(retriever.invoke, r)
+
+
+def build_qa_hybrid(r: Resources) -> Pipeline:
+    from lessons.chunking import cached_embeddings
+    from lessons.qa_transform import DOC_TYPE_CHUNK, QATransformer, mark_doc_type, search_source_chunks
+    from lessons.vectorstore import index_documents, open_store
+
+    qa_chunks = list(r.qa_chunks if r.qa_chunks is not None else r.chunks)
+    qa_docs = QATransformer(r.llm, max_pairs=r.qa_max_pairs, progress=r.progress).transform_documents(qa_chunks)
+    chunk_docs = mark_doc_type(r.chunks, DOC_TYPE_CHUNK)
+    chunks_by_id = {c.metadata["chunk_id"]: c for c in chunk_docs}
+    embeddings = cached_embeddings()  # chunk vectors the main index already computed are reused
+    store = open_store(r.qa_store_name, embeddings)
+    index_documents(store, chunk_docs + qa_docs, prune=True)
+
+    def retrieve(question: str) -> list[Document]:
+        vector = embeddings.embed_query(question)
+        return search_source_chunks(store, vector, "hybrid", chunks_by_id, k=r.rank_k, fetch_k=4 * r.rank_k)
+
+    return _retrieval_pipeline(retrieve, r)
+
+
+def build_grading_loop_pipeline(r: Resources) -> Pipeline:
+    from lessons.grading import build_grading_loop
+    from lessons.retrieval import dense_retriever
+
+    loop = build_grading_loop(r.llm, dense_retriever(r.store, r.k).invoke, max_rounds=r.max_rounds)
+
+    def run(question: str) -> PipelineResult:
+        state = loop.invoke({"question": question}, config={"recursion_limit": 50})
+        abstained = state["outcome"] == "not_in_kb"
+        return PipelineResult(state["answer"], abstained, list(state.get("documents", [])),
+                              [] if abstained else list(state.get("relevant", [])), {"rounds": state.get("round")})  # fmt: skip
+
+    return run
+
+
+def build_three_agents(r: Resources) -> Pipeline:
+    try:
+        from lessons.three_agents import run_three_agents
+    except ImportError as error:
+        raise PipelineUnavailable(
+            "the three-agent pipeline needs lessons/three_agents.py (notebook 05), which this checkout does not "
+            f"have yet ({error}); leave \"three-agents\" out of the pipelines for now"
+        ) from error
+    retriever = _hybrid(r, r.k).invoke  # the same first stage as the hybrid pipeline, top k
+
+    def run(question: str) -> PipelineResult:
+        result = run_three_agents(question, retriever=retriever, llm=r.llm)
+        context = list(result.context)
+        return PipelineResult(result.answer, bool(result.abstained), context, [] if result.abstained else context)
+
+    return run
+
+
+class PipelineUnavailable(RuntimeError):
+    """A pipeline that cannot be built in this checkout; the message says why and what to do."""
+
+
+class UnknownPipeline(ValueError):
+    """A pipeline name that is not in `PIPELINES`; the message lists the names."""
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    name: str
+    notebook: str
+    description: str
+    build: Callable[[Resources], Pipeline]
+
+
+PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
+    PipelineSpec("dense", "01", "nearest chunks by embedding (the baseline), shared answer step", build_dense),
+    PipelineSpec("hybrid", "02", "dense + BM25 fused by reciprocal rank fusion, shared answer step", build_hybrid),
+    PipelineSpec("hybrid+rerank", "02", "hybrid candidates reranked by the LLM's P(yes), blended with the hybrid order",
+                 build_hybrid_rerank),
+    PipelineSpec("qa-hybrid", "03", "chunks and generated questions in one index, hits mapped to chunks", build_qa_hybrid),
+    PipelineSpec("grading-loop", "04", "grade, rewrite up to a cap, answer from relevant chunks or abstain",
+                 build_grading_loop_pipeline),
+    PipelineSpec("three-agents", "05", "researcher, writer and verifier agents", build_three_agents),
+]}  # fmt: skip
+
+
+def check_pipeline_names(names: Sequence[str], where: str = "pipelines") -> list[str]:
+    """`names` if every one is known, else an error that lists the known names."""
+    unknown = [n for n in names if n not in PIPELINES]
+    if unknown:
+        raise UnknownPipeline(f"unknown pipeline(s) {unknown} in {where} — choose from: {', '.join(PIPELINES)}")
+    if not names:
+        raise UnknownPipeline(f"no pipelines in {where} — choose from: {', '.join(PIPELINES)}")
+    return list(names)
+
+
+def build_pipelines(names: Sequence[str], resources: Resources) -> dict[str, Pipeline]:
+    """The named pipelines, in the order given."""
+    return {name: PIPELINES[name].build(resources) for name in check_pipeline_names(names)}
+
+
+# --- retrieval metrics -----------------------------------------------------------------------------
+
+
+def relevance(documents: Sequence[Document], item: TestItem) -> list[bool]:
+    """For each ranked chunk: is it one of the item's evidence chunks, or does it contain an evidence quote?"""
+    from lessons.metrics import relevance_labels
+
+    ids = set(item.evidence_chunk_ids)
+    by_quote = relevance_labels([d.page_content for d in documents], item.evidence) if item.evidence else [False] * len(documents)
+    return [chunk_id_of(d) in ids or quoted for d, quoted in zip(documents, by_quote)]
+
+
+def retrieval_scores(
+    documents: Sequence[Document], item: TestItem, n_relevant: int | None, k: int = K, rank_k: int = RANK_K
+) -> dict[str, float]:
+    """hit@k, recall@k, MRR@rank_k and nDCG@rank_k of one ranked list (recall: of the quotes when the
+    item has them — a multi-hop question needs all — else of the evidence chunks)."""
+    labels = relevance(documents, item)
+    texts = [d.page_content for d in documents]
+    if item.evidence:
+        recall = evidence_recall_at_k(texts, item.evidence, k)
+    else:
+        recall = chunk_recall_at_k([chunk_id_of(d) for d in documents], item.evidence_chunk_ids, k)
+    return {
+        f"hit@{k}": hit_at_k(labels, k),
+        f"recall@{k}": recall,
+        f"MRR@{rank_k}": mrr_at_k(labels, rank_k),
+        f"nDCG@{rank_k}": ndcg_at_k(labels, rank_k, n_relevant),
+    }
+
+
+def relevant_counts(chunks: Sequence[Document], items: Sequence[TestItem]) -> dict[str, int]:
+    """How many chunks of the index are relevant to each item (the ideal ranking of nDCG)."""
+    return {item.id: sum(relevance(chunks, item)) for item in items if item.answerable}
+
+
+# --- the judges --------------------------------------------------------------------------------------
+
+
+class FaithfulnessVerdict(BaseModel):
+    """Whether the answer states only facts that the context states."""
+
+    reason: str = Field(description="one short sentence: the fact you checked and where the context states it, or that it does not")
+    consistent: Literal["yes", "no"] = Field(
+        description="'yes' if every fact in the answer is stated in the context; 'no' if any fact is missing from the context or contradicts it"
+    )
+
+
+class CompletenessVerdict(BaseModel):
+    """Whether the answer contains the key facts of the reference answer."""
+
+    reason: str = Field(description="one short sentence: which key fact of the reference the answer has or misses")
+    complete: Literal["yes", "no"] = Field(
+        description="'yes' if the answer states every key fact of the reference answer (wording and language may differ); otherwise 'no'"
+    )
+
+
+FAITHFULNESS_PROMPT = """You check an answer against the context it was written from. Do not use anything you know
+from elsewhere: a fact counts as supported only if the context states it. Figures, names, dates and units must match.
+
+Question: {question}
+
+Context:
+{context}
+
+Answer: {answer}
+
+Is every fact in the answer stated in the context?"""
+
+COMPLETENESS_PROMPT = """You compare an answer with a reference answer to the same question. The answer is complete
+if it states every key fact of the reference: the figures, names, dates, conditions. Extra details do not matter,
+and wording or language may differ (an English reference can be matched by a Chinese answer and the other way round).
+
+Question: {question}
+
+Reference answer: {reference}
+
+Answer: {answer}
+
+Does the answer state every key fact of the reference answer?"""
+
+Status = Literal["judged", "judge_failed", "abstained", "not_applicable", "pipeline_error"]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A 0/1 score with the judge's reason, or no score and why not (`status`, `cause`)."""
+
+    score: int | None
+    status: Status
+    reason: str = ""
+    cause: str | None = None
+
+
+def run_judge(model: BaseChatModel, schema: type[BaseModel], verdict_field: str, prompt: str) -> Judgement:
+    """Ask the judge; 1 for "yes", 0 for "no"; a failure becomes `judge_failed` with its cause, never a guess."""
+    try:
+        verdict = invoke_structured(model, schema, prompt)
+    except Exception as error:  # an unparseable verdict or an unreachable model is a recorded failure
+        return Judgement(None, "judge_failed", cause=f"{type(error).__name__}: {str(error)[:300]}")
+    return Judgement(int(getattr(verdict, verdict_field) == "yes"), "judged", reason=verdict.reason.strip())
+
+
+def _context_text(context: Sequence[Document], max_chars: int = MAX_CONTEXT_CHARS) -> str:
+    text = "\n\n".join(f"[{i}] {d.page_content}" for i, d in enumerate(context, 1))
+    return text[:max_chars]
+
+
+def judge_faithfulness(model: BaseChatModel, question: str, answer: str, context: Sequence[Document]) -> Judgement:
+    """1 when every fact of `answer` is stated in `context`, 0 otherwise (typed verdict with a reason)."""
+    prompt = FAITHFULNESS_PROMPT.format(question=question, context=_context_text(context), answer=answer)
+    return run_judge(model, FaithfulnessVerdict, "consistent", prompt)
+
+
+def judge_completeness(model: BaseChatModel, question: str, answer: str, reference: str) -> Judgement:
+    """1 when `answer` states every key fact of `reference`, 0 otherwise (typed verdict with a reason)."""
+    prompt = COMPLETENESS_PROMPT.format(question=question, reference=reference, answer=answer)
+    return run_judge(model, CompletenessVerdict, "complete", prompt)
+
+
+def judge_answer(judge: BaseChatModel, item: TestItem, result: PipelineResult) -> tuple[Judgement, Judgement]:
+    """(factual consistency, completeness) of one answer. Abstentions make no claim: they are not
+    judged for consistency, and score 0 for completeness on an answerable question."""
+    if result.abstained:
+        faithful = Judgement(None, "abstained", "no answer, nothing to check")
+        complete = Judgement(0, "abstained", "abstained on an answerable question") if item.answerable else \
+            Judgement(None, "not_applicable", "out-of-KB question")  # fmt: skip
+        return faithful, complete
+    faithful = judge_faithfulness(judge, item.question, result.answer, result.context) if result.context else \
+        Judgement(0, "judged", "answered without any context")  # fmt: skip
+    if not item.answerable:
+        return faithful, Judgement(None, "not_applicable", "out-of-KB question")
+    return faithful, judge_completeness(judge, item.question, result.answer, item.reference)
+
+
+# --- running an evaluation ---------------------------------------------------------------------------
+
+
+def evaluate_item(
+    name: str, pipeline: Pipeline, item: TestItem, judge: BaseChatModel, n_relevant: int | None,
+    k: int = K, rank_k: int = RANK_K,
+) -> dict[str, Any]:  # fmt: skip
+    """One row: the pipeline's answer, retrieval metrics, the two judgements, time, calls, tokens, cost."""
+    row: dict[str, Any] = {"pipeline": name, "question_id": item.id, "language": item.language, "type": item.type,
+                           "origin": item.origin, "answerable": item.answerable}  # fmt: skip
+    error = None
+    with metered() as meter:
+        started = time.perf_counter()
+        try:
+            result = pipeline(item.question)
+        except Exception as exc:  # one failing question must not lose the run; it is recorded
+            result, error = PipelineResult("", False, [], []), f"{type(exc).__name__}: {str(exc)[:300]}"
+        seconds = time.perf_counter() - started
+    row.update({"answer": result.answer, "abstained": result.abstained if error is None else None,
+                "retrieved_ids": [chunk_id_of(d) for d in result.retrieved],
+                "context_ids": [chunk_id_of(d) for d in result.context], "error": error})  # fmt: skip
+    scores = retrieval_scores(result.retrieved, item, n_relevant, k, rank_k) if item.answerable and error is None else {}
+    for metric in (f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"):
+        row[metric] = scores.get(metric)
+    if error is not None:
+        faithful = complete = Judgement(None, "pipeline_error", cause=error)
+    else:
+        faithful, complete = judge_answer(judge, item, result)
+    for prefix, judgement in (("faithful", faithful), ("complete", complete)):
+        row.update({prefix: judgement.score, f"{prefix}_status": judgement.status,
+                    f"{prefix}_reason": judgement.reason, f"{prefix}_cause": judgement.cause})  # fmt: skip
+    row["correct_abstention"] = None if item.answerable or error is not None else int(result.abstained)
+    row.update({
+        "seconds": seconds,
+        "llm_calls": meter.calls,
+        "cached_calls": meter.cached_calls,
+        "input_tokens": meter.input_tokens,
+        "output_tokens": meter.output_tokens,
+        "tokens": meter.input_tokens + meter.output_tokens,
+        "deepseek_usd": deepseek_cost_usd(meter.input_tokens, meter.output_tokens),
+    })  # fmt: skip
+    return row
+
+
+def evaluate(
+    pipelines: Mapping[str, Pipeline],
+    items: Sequence[TestItem],
+    judge: BaseChatModel,
+    chunks: Sequence[Document],
+    *,
+    k: int = K,
+    rank_k: int = RANK_K,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """One row per (pipeline, question), pipelines in the given order, questions in test-set order.
+
+    The cost columns count the pipeline's own calls, not the judge's: what the pipeline costs in use.
+    """
+    from tqdm.auto import tqdm
+
+    counts = relevant_counts(chunks, items)
+    pairs = [(name, item) for name in pipelines for item in items]
+    rows = [
+        evaluate_item(name, pipelines[name], item, judge, counts.get(item.id), k, rank_k)
+        for name, item in tqdm(pairs, desc="pipeline × question", disable=not progress)
+    ]
+    return pd.DataFrame(rows)
+
+
+def _mean(series: pd.Series) -> float | None:
+    values = series.dropna()
+    return float(values.astype(float).mean()) if len(values) else None
+
+
+def compare(rows: pd.DataFrame, k: int = K, rank_k: int = RANK_K, timing: bool = True) -> pd.DataFrame:
+    """One row per pipeline. Retrieval metrics and completeness over answerable questions; factual
+    consistency over answers that were judged; abstention over out-of-KB questions; judge failures
+    and pipeline errors counted; cost per question. `timing=False` leaves out the seconds (the only
+    column that changes on a re-run)."""
+    table = []
+    for name, group in rows.groupby("pipeline", sort=False):
+        in_kb, out_kb = group[group["answerable"]], group[~group["answerable"]]
+        answered = in_kb[in_kb["abstained"] == False]  # noqa: E712 (None = pipeline error stays out)
+        row: dict[str, Any] = {"pipeline": name, "questions": len(group)}
+        for metric in (f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"):
+            row[metric] = _mean(in_kb[metric])
+        row.update({
+            "answered (in-KB)": len(answered) / len(in_kb) if len(in_kb) else None,
+            "factual consistency": _mean(group["faithful"]),
+            "judged answers": int((group["faithful_status"] == "judged").sum()),
+            "completeness": _mean(in_kb["complete"]),
+            "abstained (out-of-KB)": _mean(out_kb["correct_abstention"]) if len(out_kb) else None,
+            "judge failures": int(((group["faithful_status"] == "judge_failed") | (group["complete_status"] == "judge_failed")).sum()),
+            "pipeline errors": int(group["error"].notna().sum()),
+            "LLM calls/question": group["llm_calls"].mean(),
+            "tokens/question": group["tokens"].mean(),
+            "DeepSeek $/question": group["deepseek_usd"].mean(),
+        })  # fmt: skip
+        if timing:
+            row["s/question"] = group["seconds"].mean()
+        table.append(row)
+    return pd.DataFrame(table).set_index("pipeline")
+
+
+def judge_failures(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every judge failure: pipeline, question, which judge, and the cause."""
+    failures = []
+    for _, r in rows.iterrows():
+        for prefix, judge_name in (("faithful", "factual consistency"), ("complete", "completeness")):
+            if r[f"{prefix}_status"] == "judge_failed":
+                failures.append({"pipeline": r["pipeline"], "question_id": r["question_id"], "judge": judge_name,
+                                 "cause": r[f"{prefix}_cause"]})  # fmt: skip
+    return pd.DataFrame(failures, columns=["pipeline", "question_id", "judge", "cause"])
+
+
+# --- saving ------------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: NaN becomes null (explicit), numpy scalars become Python numbers."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        return _plain(value.item())
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def results_json(rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[TestItem], meta: Mapping[str, Any]) -> dict:
+    """Everything a report needs, JSON-ready: settings, test set, per-question rows, the table."""
+    return _plain({
+        "meta": dict(meta),
+        "test_set": [i.model_dump() for i in items],
+        "table": [{"pipeline": name, **values} for name, values in table.to_dict(orient="index").items()],
+        "rows": rows.to_dict(orient="records"),
+    })  # fmt: skip
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 0.01 and value else f"{value:.2f}"
+    return str(value)
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """A pipe table of `compare`'s output, pipelines as rows."""
+    header = ["pipeline", *table.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for name, values in table.iterrows():
+        lines.append("| " + " | ".join([str(name), *(_fmt(v) for v in values)]) + " |")
+    return "\n".join(lines)
+
+
+def report_markdown(rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[TestItem], meta: Mapping[str, Any]) -> str:
+    """The human-readable report: settings, the comparison table, judge failures, pipeline errors."""
+    from lessons.testset import describe
+
+    lines = ["# RAG evaluation report", ""]
+    lines += [f"- **{key}**: {value}" for key, value in meta.items()]
+    lines += ["", "## Test set", "", "| " + " | ".join(describe(items)) + " |", "|" + "---|" * len(describe(items)),
+              "| " + " | ".join(_fmt(v) for v in describe(items).values()) + " |", ""]  # fmt: skip
+    lines += ["## Pipelines compared", "", markdown_table(table), "",
+              "Retrieval metrics and completeness: answerable questions. Factual consistency: answers that were "
+              "judged (abstentions make no claim). Abstained: out-of-KB questions. Cost columns count the pipeline's "
+              "own calls (not the judge's); DeepSeek $ is the list price of those tokens.", ""]  # fmt: skip
+    failures = judge_failures(rows)
+    lines += ["## Judge failures", ""]
+    lines += [f"- {r.pipeline} · {r.question_id} · {r.judge}: {r.cause}" for r in failures.itertuples()] or ["None."]
+    errors = rows[rows["error"].notna()]
+    lines += ["", "## Pipeline errors", ""]
+    lines += [f"- {r.pipeline} · {r.question_id}: {r.error}" for r in errors.itertuples()] or ["None."]
+    return "\n".join(lines) + "\n"
+
+
+def save_report(
+    out_dir: str | Path, rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[TestItem], meta: Mapping[str, Any]
+) -> tuple[Path, Path]:
+    """Write `results.json` and `report.md` into `out_dir`; returns both paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out / "results.json", out / "report.md"
+    json_path.write_text(json.dumps(results_json(rows, table, items, meta), ensure_ascii=False, indent=1), encoding="utf-8")
+    md_path.write_text(report_markdown(rows, table, items, meta), encoding="utf-8")
+    return json_path, md_path
+
+
+def plot_comparison(table: pd.DataFrame, k: int = K, rank_k: int = RANK_K):
+    """Three panels: retrieval metrics, answer metrics, and cost per question (LLM calls, seconds)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [1.2, 1.2, 1]})
+    retrieval = [f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"]
+    answers = [c for c in ("answered (in-KB)", "factual consistency", "completeness", "abstained (out-of-KB)") if c in table]
+    table[retrieval].astype(float).plot.barh(ax=axes[0], xlim=(0, 1.05), title="Retrieval (answerable questions)")
+    table[answers].astype(float).plot.barh(ax=axes[1], xlim=(0, 1.05), title="Answers (LLM judge)")
+    cost = table[["LLM calls/question"] + (["s/question"] if "s/question" in table else [])].astype(float)
+    cost.plot.barh(ax=axes[2], title="Cost per question")
+    for ax in axes:
+        ax.invert_yaxis()
+        ax.legend(fontsize=8, loc="lower right")
+    for ax in axes[1:]:
+        ax.set_ylabel("")
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,240 @@
+"""The evaluation command line: config errors, a run on a small folder of documents, and the scale-out path —
+the same command against a Chroma server (`chroma run`, started here) and with DeepSeek selected by settings."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from lessons.evaluate import ConfigError, load_config, main
+from lessons.fakes import ScriptedChatModel
+from lessons.settings import SettingsError
+
+DOCS = {
+    "atlas.md": "# Atlas Server\n\nAtlas Server exposes its REST API on port 7420 by default. "
+                "The admin console needs a licence key from the Tidewell portal.\n",
+    "leave_zh.md": "# 年假\n\n鹿特丹的员工每年有 27 天年假，未用完的假期最多可结转 5 天。\n",
+}
+QUESTIONS = [
+    {"id": "q1", "question": "Which port does Atlas Server use by default?", "language": "en", "type": "fact",
+     "reference": "Port 7420.", "evidence": ["port 7420 by default"]},
+    {"id": "q2", "question": "鹿特丹员工每年有几天年假？", "language": "zh", "type": "fact",
+     "reference": "27 天。", "evidence": ["每年有 27 天年假"]},
+    {"id": "q3", "question": "Who is the chief financial officer?", "language": "en", "type": "out_of_kb"},
+]
+
+
+def scripted_model():
+    """Answers every structured request of the pipelines and judges, deterministically, from the prompt."""
+
+    def reply(messages, tools):
+        prompt = messages[-1].content if tools else messages[0].content
+        if tools == ["GradeDocuments"]:
+            return {"binary_score": "no" if "financial" in prompt else "yes"}
+        if tools == ["RewrittenQuery"]:
+            return {"query": "CFO name", "new_keywords": ["finance"]}
+        if tools == ["DraftAnswer"]:
+            if "financial" in prompt:
+                return {"answer": "", "found": "no"}
+            return {"answer": "27 天。" if "年假" in prompt else "Port 7420.", "found": "yes"}
+        if tools == ["FaithfulnessVerdict"]:
+            return {"reason": "stated in the context", "consistent": "yes"}
+        if tools == ["CompletenessVerdict"]:
+            return {"reason": "same fact", "complete": "yes"}
+        raise AssertionError(f"unexpected request {tools}")
+
+    return ScriptedChatModel(default=reply)
+
+
+@pytest.fixture
+def project(tmp_path, fresh_settings, monkeypatch):
+    """A documents folder, a questions file and a config; chat models come from a scripted fake."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    (tmp_path / "questions.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in QUESTIONS))
+    config = tmp_path / "eval.toml"
+    config.write_text('documents = "docs"\nquestions = "questions.jsonl"\npipelines = ["dense", "hybrid", "grading-loop"]\n'
+                      'output = "out"\n\n[retrieval]\nk = 2\nmax_rounds = 2\n')  # fmt: skip
+    made = []
+
+    def fake_get_chat_model(*args, **kwargs):
+        from lessons.models import active_model_info
+
+        made.append(active_model_info())  # what the settings select; the calls go to the fake
+        return scripted_model()
+
+    monkeypatch.setattr("lessons.models.get_chat_model", fake_get_chat_model)
+    return {"root": tmp_path, "config": config, "models": made, "settings": fresh_settings}
+
+
+def read_table(out: Path) -> pd.DataFrame:
+    data = json.loads((out / "results.json").read_text())
+    return pd.DataFrame(data["table"]).drop(columns=["s/question"]).set_index("pipeline")
+
+
+def test_the_command_writes_json_markdown_and_a_chart(project, capsys):
+    assert main([str(project["config"]), "--no-progress"]) == 0
+    out = project["root"] / "out"
+    for name in ("results.json", "report.md", "comparison.png", "test_set.jsonl"):
+        assert (out / name).is_file(), name
+    table = read_table(out)
+    assert list(table.index) == ["dense", "hybrid", "grading-loop"]
+    assert (table["hit@2"] == 1.0).all() and (table["abstained (out-of-KB)"] == 1.0).all()
+    assert (table["judge failures"] == 0).all() and (table["completeness"] == 1.0).all()
+    assert "| dense |" in capsys.readouterr().out
+    assert project["models"][0].provider == "local"
+
+
+def test_the_same_config_gives_the_same_table(project):
+    main([str(project["config"]), "--no-progress"])
+    first = read_table(project["root"] / "out")
+    main([str(project["config"]), "--no-progress"])
+    pd.testing.assert_frame_equal(first, read_table(project["root"] / "out"))
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ('documents = "docs"\nquestions = "gold"\npipelines = ["dense", "colbert"]\n', "unknown pipeline(s) ['colbert']"),
+        ('documents = "nowhere"\nquestions = "gold"\npipelines = ["dense"]\n', "documents folder"),
+        ('documents = "docs"\nquestions = "missing.jsonl"\npipelines = ["dense"]\n', "questions file"),
+        ('documents = "docs"\nquestions = "gold"\n', "missing 'pipelines'"),
+        ('documents = "docs"\nquestions = "gold"\npipelines = ["dense"]\nmodel = "gpt"\n', "unknown key 'model'"),
+        ('documents = "docs"\nquestions = "gold"\npipelines = ["dense"]\n[retrieval]\nk = "three"\n', "must be a whole number"),
+        ('documents = "docs\nquestions = 1\n', "not valid TOML"),
+    ],
+)
+def test_a_bad_config_names_the_file_and_the_fix(project, content, fragment):
+    path = project["root"] / "bad.toml"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match="bad.toml") as error:
+        load_config(path)
+    assert fragment in str(error.value)
+
+
+def test_a_bad_config_is_an_error_message_not_a_traceback(project, capsys):
+    assert main([str(project["root"] / "absent.toml")]) == 2
+    assert "--example" in capsys.readouterr().err
+
+
+def test_the_example_config_is_valid(project, capsys, monkeypatch):
+    main(["--example"])
+    example = project["root"] / "example.toml"
+    example.write_text(capsys.readouterr().out.replace('"data/corpus"', '"docs"'))
+    config = load_config(example)
+    assert config.questions == "generate" and "qa-hybrid" in config.pipelines
+
+
+# --- the scale-out path: settings only ------------------------------------------------------------
+
+
+def chroma_executable() -> str | None:
+    beside_python = Path(sys.executable).parent / "chroma"
+    return str(beside_python) if beside_python.exists() else shutil.which("chroma")
+
+
+@pytest.fixture
+def chroma_server(tmp_path):
+    """`chroma run` on a free port of 127.0.0.1, stopped at the end."""
+    executable = chroma_executable()
+    if executable is None:
+        pytest.skip("the `chroma` command is not installed (it comes with `pip install chromadb`)")
+    import chromadb
+
+    from lessons.local_server import free_port
+
+    port = free_port()
+    log = (tmp_path / "chroma.log").open("w")
+    process = subprocess.Popen([executable, "run", "--host", "127.0.0.1", "--port", str(port), "--path", str(tmp_path / "chroma-data")],
+                               stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                chromadb.HttpClient(host="127.0.0.1", port=port, settings=chromadb.Settings(anonymized_telemetry=False)).heartbeat()
+                break
+            except Exception:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"chroma run did not start: {(tmp_path / 'chroma.log').read_text()[-2000:]}") from None
+                time.sleep(0.3)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def test_the_same_command_runs_against_a_chroma_server(project, chroma_server, monkeypatch):
+    import chromadb
+
+    main([str(project["config"]), "--no-progress"])
+    embedded = read_table(project["root"] / "out")
+
+    monkeypatch.setenv("AGENTIC_RAG_CHROMA_URL", chroma_server)
+    project["settings"].cache_clear()
+    main([str(project["config"]), "--no-progress"])
+    served = read_table(project["root"] / "out")
+
+    port = int(chroma_server.rsplit(":", 1)[1])
+    client = chromadb.HttpClient(host="127.0.0.1", port=port, settings=chromadb.Settings(anonymized_telemetry=False))
+    (collection,) = client.list_collections()
+    assert collection.name.startswith("eval-") and collection.count() == 2  # the two documents' chunks, on the server
+    report = (project["root"] / "out" / "report.md").read_text()
+    assert f"Chroma server {chroma_server}" in report
+    pd.testing.assert_frame_equal(embedded, served)
+
+
+def test_a_chroma_url_with_no_server_behind_it_says_how_to_start_one(fresh_settings, monkeypatch):
+    from lessons.local_server import free_port
+    from lessons.vectorstore import chroma_client
+
+    monkeypatch.setenv("AGENTIC_RAG_CHROMA_URL", f"http://127.0.0.1:{free_port()}")
+    fresh_settings.cache_clear()
+    with pytest.raises(ConnectionError, match="chroma run --host 127.0.0.1"):
+        chroma_client()
+
+
+def test_a_malformed_chroma_url_is_a_settings_error(fresh_settings, monkeypatch):
+    monkeypatch.setenv("AGENTIC_RAG_CHROMA_URL", "127.0.0.1:8000")
+    with pytest.raises(SettingsError, match="AGENTIC_RAG_CHROMA_URL.*http://HOST:PORT"):
+        fresh_settings()
+
+
+def test_deepseek_is_selected_by_settings_alone_never_silently_replaced(project, monkeypatch, capsys):
+    """No internet here: the command is run with DeepSeek settings and the model it asked for is
+    inspected (the calls themselves go to the scripted fake)."""
+    monkeypatch.setenv("AGENTIC_RAG_MODEL", "deepseek")
+    project["settings"].cache_clear()
+    assert main([str(project["config"]), "--no-progress"]) == 2  # no key: an error, not the local model
+    assert "DEEPSEEK_API_KEY is not set" in capsys.readouterr().err
+    assert project["models"] == []
+
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-used")
+    project["settings"].cache_clear()
+    assert main([str(project["config"]), "--no-progress"]) == 0
+    assert project["models"][-1].provider == "deepseek" and "deepseek.com" in project["models"][-1].endpoint
+    report = (project["root"] / "out" / "report.md").read_text()
+    assert "DeepSeek API" in report  # the report names the model that the settings chose
+
+
+def test_the_real_get_chat_model_points_at_deepseek_when_settings_say_so(fresh_settings, monkeypatch):
+    from lessons import models
+
+    monkeypatch.setenv("AGENTIC_RAG_MODEL", "deepseek")
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-used")
+    fresh_settings.cache_clear()
+    model = models.get_chat_model()  # constructs the client; nothing is sent
+    assert model.provider == "deepseek" and "api.deepseek.com" in str(model.api_base)

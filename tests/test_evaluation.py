@@ -1,0 +1,227 @@
+"""The evaluation module with scripted models: metrics, typed judges that fail loudly, the run and its report."""
+
+import json
+import sys
+
+import pandas as pd
+import pytest
+from langchain_core.documents import Document
+
+from lessons.evaluation import (
+    PIPELINES,
+    CompletenessVerdict,
+    FaithfulnessVerdict,
+    Judgement,
+    PipelineResult,
+    PipelineUnavailable,
+    Resources,
+    UnknownPipeline,
+    answer_from,
+    build_pipelines,
+    check_pipeline_names,
+    compare,
+    deepseek_cost_usd,
+    evaluate,
+    judge_answer,
+    judge_failures,
+    metered,
+    retrieval_scores,
+    run_judge,
+    save_report,
+)
+from lessons.fakes import ScriptedChatModel
+from lessons.metrics import chunk_recall_at_k
+from lessons.testset import TestItem
+
+
+def chunk(text, chunk_id, **meta):
+    return Document(page_content=text, metadata={"chunk_id": chunk_id, **meta})
+
+
+PORT = chunk("Atlas Server exposes its APIs on port 7420 by default.", "c-port")
+LEAVE = chunk("Employees in Rotterdam get 27 days of annual leave.", "c-leave")
+OCR = chunk("Scanned PDFs pass through an OCR stage.", "c-ocr")
+ZH = chunk("Atlas Server 默认在 7420 端口提供 API。", "c-zh")
+CHUNKS = [PORT, LEAVE, OCR, ZH]
+
+ITEMS = [
+    TestItem(id="q-en", question="Which port does Atlas Server use?", language="en", type="fact",
+             reference="Port 7420.", evidence=["on port 7420 by default"], evidence_chunk_ids=["c-port"], origin="gold"),
+    TestItem(id="q-zh", question="Atlas Server 默认用哪个端口？", language="zh", type="generated",
+             reference="7420 端口。", evidence_chunk_ids=["c-zh"], origin="generated"),
+    TestItem(id="q-out", question="Who is the CFO?", language="en", type="out_of_kb", origin="gold"),
+]
+
+
+def judge_model(faithful="yes", complete="yes", answer="Port 7420.", found="yes"):
+    """A scripted model that answers DraftAnswer and both judges, by the tool it is asked for."""
+
+    def reply(messages, tools):
+        if tools == ["FaithfulnessVerdict"]:
+            return {"reason": "the context states port 7420", "consistent": faithful}
+        if tools == ["CompletenessVerdict"]:
+            return {"reason": "same port as the reference", "complete": complete}
+        if tools == ["DraftAnswer"]:
+            return {"answer": answer, "found": found}
+        raise AssertionError(f"unexpected call with tools {tools}")
+
+    return ScriptedChatModel(default=reply)
+
+
+def test_metered_counts_calls_inside_the_block_only_also_from_threads():
+    model = ScriptedChatModel(default="hi")
+    with metered() as meter:
+        model.invoke("one two three")
+        model.batch(["a", "b"], config={"max_concurrency": 2})
+    model.invoke("outside the block")
+    assert meter.calls == 3
+    assert meter.input_tokens == 5 and meter.output_tokens == 3
+
+
+def test_deepseek_cost_uses_the_list_price(monkeypatch):
+    monkeypatch.setenv("DEEPSEEK_PRICE_INPUT", "1.0")
+    monkeypatch.setenv("DEEPSEEK_PRICE_OUTPUT", "2.0")
+    assert deepseek_cost_usd(1_000_000, 500_000) == pytest.approx(2.0)
+
+
+def test_chunk_recall_counts_relevant_ids_in_the_first_k():
+    assert chunk_recall_at_k(["a", "b", "c"], ["c", "x"], 2) == 0.0
+    assert chunk_recall_at_k(["a", "b", "c"], ["c", "x"], 3) == 0.5
+    assert chunk_recall_at_k(["a"], [], 3) == 0.0
+
+
+def test_retrieval_scores_by_quote_and_by_chunk_id():
+    by_quote = retrieval_scores([LEAVE, PORT, OCR], ITEMS[0], n_relevant=1, k=3, rank_k=10)
+    assert by_quote == {"hit@3": 1.0, "recall@3": 1.0, "MRR@10": 0.5, "nDCG@10": pytest.approx(1 / 1.5849625)}
+    by_id = retrieval_scores([ZH, PORT], ITEMS[1], n_relevant=1, k=1, rank_k=10)
+    assert by_id["hit@1"] == 1.0 and by_id["recall@1"] == 1.0 and by_id["MRR@10"] == 1.0
+    missed = retrieval_scores([LEAVE, OCR], ITEMS[1], n_relevant=1, k=3, rank_k=10)
+    assert missed == {"hit@3": 0.0, "recall@3": 0.0, "MRR@10": 0.0, "nDCG@10": 0.0}
+
+
+def test_a_judge_gives_a_typed_verdict_with_its_reason():
+    judgement = run_judge(judge_model(faithful="no"), FaithfulnessVerdict, "consistent", "check this")
+    assert judgement == Judgement(0, "judged", "the context states port 7420", None)
+    assert run_judge(judge_model(), CompletenessVerdict, "complete", "compare").score == 1
+
+
+def test_a_judge_that_fails_is_recorded_with_its_cause_never_a_score():
+    broken = ScriptedChatModel(default="I think the answer is fine")  # never calls the function
+    judgement = run_judge(broken, FaithfulnessVerdict, "consistent", "check this")
+    assert judgement.score is None and judgement.status == "judge_failed"
+    assert "StructuredOutputError" in judgement.cause and "FaithfulnessVerdict" in judgement.cause
+
+
+def test_abstentions_are_not_judged_and_out_of_kb_has_no_completeness():
+    model = ScriptedChatModel()  # any call would fail: nothing may be asked
+    abstained = PipelineResult("not in the KB", True, [PORT], [])
+    faithful, complete = judge_answer(model, ITEMS[0], abstained)
+    assert (faithful.status, faithful.score) == ("abstained", None)
+    assert (complete.status, complete.score) == ("abstained", 0)
+    faithful, complete = judge_answer(model, ITEMS[2], abstained)
+    assert complete.status == "not_applicable" and complete.score is None
+    assert model.calls == []
+
+
+def test_an_answer_without_context_is_not_faithful_and_is_not_sent_to_the_judge():
+    model = judge_model()
+    faithful, complete = judge_answer(model, ITEMS[2], PipelineResult("The CFO is Ann.", False, [], []))
+    assert faithful.score == 0 and complete.status == "not_applicable"
+    assert model.calls == []
+
+
+def test_the_shared_answer_step_reads_the_top_k_and_can_abstain():
+    model = judge_model(found="no", answer="")
+    result = answer_from(model, "Who is the CFO?", [PORT, LEAVE, OCR], k=2)
+    assert result.abstained and result.context == [] and result.retrieved == [PORT, LEAVE, OCR]
+    prompt = model.calls[0]["messages"][0].content
+    assert "7420" in prompt and "27 days" in prompt and "OCR" not in prompt
+    answered = answer_from(judge_model(), "Which port?", [PORT, LEAVE], k=1)
+    assert not answered.abstained and answered.answer == "Port 7420." and answered.context == [PORT]
+
+
+def fake_pipelines():
+    def good(question):
+        if "CFO" in question:
+            return PipelineResult("not in the KB", True, [LEAVE], [])
+        ranked = [ZH, PORT] if "端口" in question else [PORT, LEAVE]
+        return PipelineResult("Port 7420.", False, ranked, ranked[:1])
+
+    def broken(question):
+        raise RuntimeError("index unavailable")
+
+    return {"good": good, "broken": broken}
+
+
+def test_evaluate_keeps_every_row_and_counts_errors_and_judge_failures():
+    def flaky(messages, tools):  # the completeness judge never gives a valid verdict on the Chinese question
+        if tools == ["CompletenessVerdict"]:
+            return "not a function call" if "端口" in messages[0].content else {"reason": "ok", "complete": "yes"}
+        return {"reason": "supported", "consistent": "yes"}
+
+    rows = evaluate(fake_pipelines(), ITEMS, ScriptedChatModel(default=flaky), CHUNKS, k=2, progress=False)
+    assert len(rows) == 6 and list(rows["pipeline"].unique()) == ["good", "broken"]
+    table = compare(rows, k=2)
+    good, broken = table.loc["good"], table.loc["broken"]
+    assert good["hit@2"] == 1.0 and good["MRR@10"] == 1.0
+    assert good["abstained (out-of-KB)"] == 1.0 and good["answered (in-KB)"] == 1.0
+    assert good["judge failures"] == 1 and good["completeness"] == 1.0  # the failed one is not counted as 0 or 1
+    assert broken["pipeline errors"] == 3 and broken["judge failures"] == 0
+    failures = judge_failures(rows)
+    assert failures[["pipeline", "judge"]].values.tolist() == [["good", "completeness"]]
+    assert "StructuredOutputError" in failures["cause"].iloc[0]
+    errors = rows[rows["pipeline"] == "broken"]
+    assert errors["error"].str.contains("index unavailable").all()
+    assert (errors["faithful_status"] == "pipeline_error").all()
+
+
+def test_the_same_inputs_give_the_same_table():
+    def run():
+        rows = evaluate(fake_pipelines(), ITEMS, judge_model(), CHUNKS, k=2, progress=False)
+        return compare(rows, k=2, timing=False)
+
+    first, second = run(), run()
+    pd.testing.assert_frame_equal(first, second)
+    assert "s/question" not in first.columns
+
+
+def test_chinese_questions_go_through_the_same_judges():
+    model = judge_model(answer="7420 端口。")
+    rows = evaluate({"good": fake_pipelines()["good"]}, [ITEMS[1]], model, CHUNKS, k=2, progress=False)
+    row = rows.iloc[0]
+    assert row["faithful"] == 1 and row["complete"] == 1 and row["hit@2"] == 1.0
+    judged_prompts = [c["messages"][0].content for c in model.calls]
+    assert any("Atlas Server 默认用哪个端口？" in p and "7420 端口" in p for p in judged_prompts)
+
+
+def test_the_report_is_json_without_nan_and_markdown_lists_failures(tmp_path):
+    rows = evaluate(fake_pipelines(), ITEMS, ScriptedChatModel(default="no function call"), CHUNKS, k=2, progress=False)
+    table = compare(rows, k=2)
+    json_path, md_path = save_report(tmp_path, rows, table, ITEMS, {"model": "scripted"})
+    text = json_path.read_text()
+    assert "NaN" not in text
+    data = json.loads(text)
+    assert len(data["rows"]) == 6 and {r["pipeline"] for r in data["table"]} == {"good", "broken"}
+    assert data["rows"][0]["faithful"] is None and data["rows"][0]["faithful_status"] == "judge_failed"
+    report = md_path.read_text()
+    assert "## Judge failures" in report and "good · q-en · factual consistency" in report
+    assert "broken · q-en: RuntimeError: index unavailable" in report
+
+
+def test_unknown_pipeline_names_list_the_known_ones():
+    assert check_pipeline_names(["dense", "hybrid"]) == ["dense", "hybrid"]
+    with pytest.raises(UnknownPipeline, match="choose from: dense, hybrid, hybrid\\+rerank"):
+        check_pipeline_names(["dense", "colbert"], where="my.toml")
+    with pytest.raises(UnknownPipeline, match="no pipelines"):
+        check_pipeline_names([])
+
+
+def test_the_registry_covers_the_earlier_notebooks():
+    assert list(PIPELINES) == ["dense", "hybrid", "hybrid+rerank", "qa-hybrid", "grading-loop", "three-agents"]
+
+
+def test_three_agents_without_its_module_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "lessons.three_agents", None)  # makes the import fail
+    resources = Resources(chunks=CHUNKS, store=None, llm=judge_model())
+    with pytest.raises(PipelineUnavailable, match="lessons/three_agents.py"):
+        build_pipelines(["three-agents"], resources)
