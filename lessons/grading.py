@@ -10,20 +10,29 @@ Introduced in notebook 04 (grading loop). A small LangGraph graph:
 
 The round counter lives in the state and is advanced by the `retrieve` step, never in a router, and
 the router cannot choose `rewrite` once the cap is reached: the loop ends by construction.
+
+Two graders return the same typed verdict (`GradeDocuments`):
+- `StructuredGrader`: the model fills `GradeDocuments` through `invoke_structured` (function calling).
+- `CalibratedGrader`: the model answers yes/no in one token; P(yes) is read from its log-probabilities
+  (the reranker of notebook 02) and compared with a threshold chosen on held-out questions. A small
+  model's forced yes/no is a coin with a bias; its probability ranks far better, and the threshold
+  sets the trade-off between answering and abstaining explicitly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
+from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
 from lessons.ingest import detect_language
+from lessons.rerank import RELEVANCE_PROMPT, LLMRelevanceScorer
 from lessons.structured import invoke_structured
 
 Retriever = Callable[[str], Sequence[Document]]
@@ -71,11 +80,17 @@ Question: {question}
 Document:
 {document}"""
 
-REWRITE_PROMPT = """A search for the question below found nothing useful. Write a different search query for the
-same question: use other keywords and synonyms, in the question's language, and keep it short.
+REWRITE_PROMPT = """A search for the question below found nothing useful. Write a NEW search query for the same
+question. Do not repeat the question or a query already tried: use other keywords, synonyms and the terms a
+manual or policy would use, in the question's language. Keep it short (a few keywords are fine).
 
 Question: {question}
-Queries already tried: {tried}"""
+Queries already tried (do not repeat them): {tried}"""
+
+# Per-language thresholds for P(yes) chosen in notebook 04 on held-out gold questions with the offline
+# model (Qwen2.5-Coder-1.5B Q4_K_M) and RELEVANCE_PROMPT: the lowest that abstains on ≥ 95% of the
+# out-of-KB calibration questions. Another model or prompt needs its own: run `choose_threshold`.
+DEFAULT_THRESHOLDS = {"en": 0.714, "zh": 0.848}
 
 ANSWER_PROMPT = """Answer the question using ONLY the documents below. Do not use anything you know from elsewhere.
 If the documents do not contain the answer, set found to "no". Answer in the question's language, in one to
@@ -89,12 +104,98 @@ Documents:
 
 @dataclass(frozen=True)
 class RoundTrace:
-    """What one round did: the query, each document's grade, and the decision taken after grading."""
+    """What one round did: the query, each document's grade (and P(yes) when the grader reads one), the decision."""
 
     round: int
     query: str
     grades: tuple[str, ...]
     decision: str
+    p_yes: tuple[float | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A typed verdict for one document, with the probability behind it when the grader has one."""
+
+    verdict: GradeDocuments
+    p_yes: float | None = None
+
+    @property
+    def binary_score(self) -> str:
+        return self.verdict.binary_score
+
+
+Grader = Callable[[str, Sequence[Document]], list[Grade]]
+
+
+class StructuredGrader:
+    """Grades with `GradeDocuments` filled by the model through `invoke_structured` (introduced in notebook 04)."""
+
+    def __init__(self, model: BaseChatModel, prompt: str | None = None):
+        self.model, self.prompt = model, prompt or GRADE_PROMPT
+
+    def __call__(self, question: str, documents: Sequence[Document]) -> list[Grade]:
+        return [
+            Grade(invoke_structured(self.model, GradeDocuments, self.prompt.format(question=question, document=d.page_content)))
+            for d in documents
+        ]
+
+
+class CalibratedGrader:
+    """Grades by P(yes) from the model's log-probabilities against a threshold (introduced in notebook 04).
+
+    The judge is notebook 02's reranker (`RELEVANCE_PROMPT`, one token). The verdict is still a typed
+    `GradeDocuments`; `p_yes` keeps the evidence. `thresholds` is one probability or one per language
+    ("en", "zh"): a small model's P(yes) sits on a different scale in each language. Choose them on
+    questions you do not evaluate on (`choose_threshold`). Providers without log-probabilities fall
+    back to the reply's yes/no (see `lessons.rerank.LLMRelevanceScorer`).
+    """
+
+    def __init__(self, model: BaseChatModel, thresholds: float | Mapping[str, float] = DEFAULT_THRESHOLDS,
+                 max_chars: int = 1500, prompt: ChatPromptTemplate = RELEVANCE_PROMPT):
+        self.thresholds = dict(thresholds) if isinstance(thresholds, Mapping) else {"en": thresholds, "zh": thresholds}
+        for language, threshold in self.thresholds.items():
+            if not 0.0 <= threshold <= 1.0:
+                raise ValueError(f"threshold ({language}) is a probability between 0 and 1, got {threshold}")
+        missing = {"en", "zh"} - set(self.thresholds)
+        if missing:
+            raise ValueError(f"no threshold for {sorted(missing)}: give one per language, e.g. {{'en': 0.7, 'zh': 0.8}}")
+        self.scorer = LLMRelevanceScorer(model, prompt=prompt, max_chars=max_chars, max_concurrency=1)
+
+    def threshold_for(self, question: str) -> float:
+        """The threshold that applies to `question` (by its language)."""
+        return self.thresholds[detect_language(question)]
+
+    def probabilities(self, question: str, documents: Sequence[Document]) -> list[float]:
+        """P(yes) for each document, in order."""
+        return self.scorer.score([(question, d.page_content) for d in documents])
+
+    def __call__(self, question: str, documents: Sequence[Document]) -> list[Grade]:
+        threshold = self.threshold_for(question)
+        return [
+            Grade(GradeDocuments(binary_score="yes" if p >= threshold else "no"), p)
+            for p in self.probabilities(question, documents)
+        ]
+
+
+def choose_threshold(in_kb_scores: Sequence[float], out_of_kb_scores: Sequence[float], min_abstention: float = 0.95) -> float:
+    """The lowest threshold that still abstains on `min_abstention` of the out-of-KB questions.
+
+    Each score is a question's best P(yes) among its retrieved documents: a question is answered when
+    its best document reaches the threshold. Lower thresholds answer more in-KB questions, so the
+    lowest one that keeps abstention at the goal is the best trade-off. Candidates lie halfway between
+    neighbouring scores, not on a score, so a new question scoring a hair above a calibration
+    question is not decided by chance (introduced in notebook 04).
+    """
+    if not out_of_kb_scores:
+        raise ValueError("choose_threshold needs scores of out-of-KB questions: abstention cannot be measured without them")
+    scores = sorted({*in_kb_scores, *out_of_kb_scores})
+    candidates = [0.0, *[(a + b) / 2 for a, b in zip(scores, scores[1:])], (scores[-1] + 1.0) / 2, 1.0]
+    for threshold in candidates:
+        abstained = sum(s < threshold for s in out_of_kb_scores) / len(out_of_kb_scores)
+        if abstained >= min_abstention:
+            return threshold
+    return 1.0
 
 
 class LoopState(TypedDict, total=False):
@@ -110,11 +211,26 @@ class LoopState(TypedDict, total=False):
 
 
 def grade_documents(model: BaseChatModel, question: str, documents: Sequence[Document]) -> list[str]:
-    """'yes' or 'no' for every document, in order (introduced in notebook 04)."""
-    return [
-        invoke_structured(model, GradeDocuments, GRADE_PROMPT.format(question=question, document=doc.page_content)).binary_score
-        for doc in documents
-    ]
+    """'yes' or 'no' for every document, in order, from the structured grader (introduced in notebook 04)."""
+    return [grade.binary_score for grade in StructuredGrader(model)(question, documents)]
+
+
+def _normalise(query: str) -> str:
+    return " ".join(query.casefold().split()).strip(" ?？。.!！")
+
+
+def new_query(rewritten: RewrittenQuery, question: str, tried: Sequence[str]) -> str:
+    """The rewrite's query if it is new; else the question plus the keywords not searched yet.
+
+    Small models often hand the question back unchanged; searching it again would return the same
+    documents and waste a round (introduced in notebook 04).
+    """
+    seen = {_normalise(q) for q in [question, *tried]}
+    if rewritten.query.strip() and _normalise(rewritten.query) not in seen:
+        return rewritten.query.strip()
+    searched = " ".join(seen)
+    fresh = [k.strip() for k in rewritten.new_keywords if k.strip() and _normalise(k) not in searched]
+    return f"{question} {' '.join(fresh)}" if fresh else question
 
 
 def decide_after_grading(grades: Sequence[str], round_number: int, max_rounds: int) -> str:
@@ -135,19 +251,26 @@ def _format_documents(documents: Sequence[Document]) -> str:
     return "\n\n".join(f"[{i}] {doc.page_content}" for i, doc in enumerate(documents, 1))
 
 
-def build_grading_loop(model: BaseChatModel, retriever: Retriever, max_rounds: int = DEFAULT_MAX_ROUNDS):
-    """A compiled LangGraph graph; invoke it with `{"question": ...}` (introduced in notebook 04)."""
+def build_grading_loop(
+    model: BaseChatModel, retriever: Retriever, max_rounds: int = DEFAULT_MAX_ROUNDS, grader: Grader | None = None
+):
+    """A compiled LangGraph graph; invoke it with `{"question": ...}` (introduced in notebook 04).
+
+    `grader` defaults to `StructuredGrader(model)`; pass a `CalibratedGrader` to grade by P(yes).
+    """
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
+    grader = grader or StructuredGrader(model)
 
     def retrieve(state: LoopState) -> dict[str, Any]:
         query = state.get("query") or state["question"]
         return {"query": query, "round": state.get("round", 0) + 1, "documents": list(retriever(query))}
 
     def grade(state: LoopState) -> dict[str, Any]:
-        grades = grade_documents(model, state["question"], state["documents"])
+        graded = grader(state["question"], state["documents"])
+        grades = [g.binary_score for g in graded]
         decision = decide_after_grading(grades, state["round"], max_rounds)
-        step = RoundTrace(state["round"], state["query"], tuple(grades), decision)
+        step = RoundTrace(state["round"], state["query"], tuple(grades), decision, tuple(g.p_yes for g in graded))
         relevant = [doc for doc, g in zip(state["documents"], grades) if g == "yes"]
         return {"grades": grades, "relevant": relevant, "trace": [*state.get("trace", []), step]}
 
@@ -157,7 +280,7 @@ def build_grading_loop(model: BaseChatModel, retriever: Retriever, max_rounds: i
     def rewrite(state: LoopState) -> dict[str, Any]:
         tried = [step.query for step in state["trace"]]
         prompt = REWRITE_PROMPT.format(question=state["question"], tried="; ".join(tried))
-        return {"query": invoke_structured(model, RewrittenQuery, prompt).query}
+        return {"query": new_query(invoke_structured(model, RewrittenQuery, prompt), state["question"], tried)}
 
     def generate(state: LoopState) -> dict[str, Any]:
         prompt = ANSWER_PROMPT.format(question=state["question"], documents=_format_documents(state["relevant"]))

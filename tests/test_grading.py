@@ -125,3 +125,93 @@ def test_results_are_summarised_per_language():
     assert overall["language"] == "all" and overall["questions"] == 2
     assert overall["abstention (out-of-KB), gated"] == 0.0 and overall["answer rate (in-KB), gated"] == 1.0
     assert summarise(results)[1]["questions"] == 0 and summarise(results)[1]["rounds per question"] is None
+
+
+def judged_by_passage(probabilities):
+    """A scripted one-token judge whose P(yes) depends on the document it reads (as the local server returns it)."""
+    import math
+
+    from langchain_core.messages import AIMessage
+
+    def reply(messages, tools):
+        passage = messages[-1].content.split("Search result:\n", 1)[1].split("\n", 1)[0]
+        p = probabilities[passage]
+        top = [{"token": "yes", "logprob": math.log(p)}, {"token": "no", "logprob": math.log(1 - p)}]
+        first = "yes" if p >= 0.5 else "no"
+        return AIMessage(first, response_metadata={"logprobs": {"content": [{"token": first, "logprob": 0.0, "top_logprobs": top}]}})
+
+    return ScriptedChatModel(default=reply)
+
+
+def test_the_calibrated_grader_returns_typed_verdicts_from_p_yes_and_a_threshold():
+    from lessons.grading import CalibratedGrader, GradeDocuments
+
+    judge = judged_by_passage({"a": 0.95, "b": 0.7, "c": 0.2})
+    grades = CalibratedGrader(judge, thresholds=0.8)("q", [Document("a"), Document("b"), Document("c")])
+    assert [g.binary_score for g in grades] == ["yes", "no", "no"]
+    assert all(isinstance(g.verdict, GradeDocuments) for g in grades)
+    assert [round(g.p_yes, 2) for g in grades] == [0.95, 0.7, 0.2]
+    assert [g.binary_score for g in CalibratedGrader(judge, thresholds=0.5)("q", [Document("b")])] == ["yes"]
+
+
+def test_each_language_gets_its_own_threshold():
+    from lessons.grading import CalibratedGrader
+
+    grader = CalibratedGrader(judged_by_passage({"b": 0.7}), thresholds={"en": 0.6, "zh": 0.8})
+    assert grader("Which port?", [Document("b")])[0].binary_score == "yes"
+    assert grader("哪个端口？", [Document("b")])[0].binary_score == "no"
+    with pytest.raises(ValueError, match="one per language"):
+        CalibratedGrader(judged_by_passage({}), thresholds={"en": 0.6})
+
+
+def test_a_threshold_outside_zero_to_one_is_rejected():
+    from lessons.grading import CalibratedGrader
+
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        CalibratedGrader(judged_by_passage({}), thresholds=80)
+
+
+def test_the_loop_records_each_documents_p_yes_in_the_trace():
+    from lessons.grading import CalibratedGrader
+
+    judge = judged_by_passage({"port 7420": 0.9, "leave policy": 0.1})
+    model = scripted(lambda doc: "no", answer="Port 7420.")
+    loop = build_grading_loop(model, Retriever([["port 7420", "leave policy"]]),
+                              grader=CalibratedGrader(judge, thresholds=0.5))
+    state = loop.invoke({"question": "Which port?"})
+    assert state["outcome"] == "answered" and state["trace"][0].grades == ("yes", "no")
+    assert [round(p, 2) for p in state["trace"][0].p_yes] == [0.9, 0.1]
+
+
+def test_the_threshold_is_the_lowest_that_keeps_abstention_at_the_goal():
+    from lessons.grading import choose_threshold
+
+    out_of_kb = [0.1, 0.3, 0.6, 0.2]
+    threshold = choose_threshold(in_kb_scores=[0.9, 0.7, 0.5], out_of_kb_scores=out_of_kb, min_abstention=0.75)
+    assert 0.3 < threshold <= 0.5  # abstains on 0.1, 0.2, 0.3 (75%) and answers the in-KB 0.5
+    assert choose_threshold([0.9], out_of_kb, min_abstention=1.0) > 0.6
+    with pytest.raises(ValueError, match="out-of-KB"):
+        choose_threshold([0.9], [])
+
+
+def test_a_rewrite_that_repeats_the_question_is_replaced_by_new_keywords():
+    from lessons.grading import RewrittenQuery, new_query
+
+    echoed = RewrittenQuery(query="Which port does Atlas use?", new_keywords=["gRPC", "port", "listener"])
+    assert new_query(echoed, "Which port does Atlas use?", ["Which port does Atlas use?"]) == \
+        "Which port does Atlas use? gRPC listener"
+    fresh = RewrittenQuery(query="Atlas gRPC listener default", new_keywords=["gRPC"])
+    assert new_query(fresh, "Which port does Atlas use?", ["Which port does Atlas use?"]) == "Atlas gRPC listener default"
+    tried_before = RewrittenQuery(query="atlas grpc listener default ", new_keywords=["port"])
+    assert new_query(tried_before, "Which port?", ["Which port?", "Atlas gRPC listener default"]) == "Which port?"
+
+
+def test_the_loop_never_searches_an_echoed_rewrite_twice():
+    def reply(messages, tools):
+        if tools == ["GradeDocuments"]:
+            return {"binary_score": "no"}
+        return {"query": "q", "new_keywords": ["k1", "k2"]}  # the model echoes the question
+
+    retriever = Retriever([["a"], ["b"], ["c"]])
+    build_grading_loop(ScriptedChatModel(default=reply), retriever, max_rounds=2).invoke({"question": "q"})
+    assert retriever.queries == ["q", "q k1 k2"]
