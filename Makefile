@@ -1,5 +1,5 @@
 # Agentic RAG, hands-on. Each target installs what it needs first (once; fast the second time).
-.PHONY: course test run-notebooks benchmarks corpus learner-notebooks clean-cache
+.PHONY: course test prewarm run-notebooks benchmarks corpus learner-notebooks clean-cache
 
 # Run the course: set up, start the offline model (unless DeepSeek is configured), open JupyterLab.
 course:
@@ -10,6 +10,12 @@ course:
 test:
 	@scripts/setup.sh dev
 	.venv/bin/python -m pytest
+
+# Before a workshop (docs/FACILITATOR.md): do every slow thing once — install, model, knowledge base, indexes,
+# every notebook at full size into the LLM cache; a second run does nothing. PREWARM_ARGS="--skip-notebooks" etc.
+prewarm:
+	@.venv/bin/python -c "import lessons.prewarm" 2>/dev/null || scripts/setup.sh
+	.venv/bin/python -m lessons.prewarm $(PREWARM_ARGS)
 
 # Execute every notebook headless at full size; executed copies and summary.md go to runs/<time>/.
 run-notebooks:

