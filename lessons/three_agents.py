@@ -34,13 +34,13 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
-from lessons.ingest import detect_language
+from lessons.ingest import detect_language, normalise_for_match
 from lessons.structured import invoke_structured
 
 Retriever = Callable[[str], Sequence[Document]]
 
 DEFAULT_MAX_RESEARCH_ROUNDS = 2
-CONTEXT_CHARS = 900  # each chunk is cut to this many characters in the prompts (reading is most of the cost)
+CONTEXT_CHARS = 700  # each chunk is cut to this many characters in the prompts (reading is most of the cost)
 NOT_IN_DOCUMENTS = {
     "en": "These documents do not contain the answer to this question.",
     "zh": "这些文档中没有这个问题的答案。",
@@ -55,16 +55,20 @@ Outcome = Literal["answered", "unverified", "not_in_documents", "cannot_answer"]
 class RelevanceCheck(BaseModel):
     """How well the retrieved chunks, taken together, cover the question."""
 
+    topic_words_found: list[str] = Field(
+        max_length=5, description="words or short phrases of the question's subject that appear in the chunks"
+    )
     label: Literal["CAN_ANSWER", "PARTIAL", "NO_MATCH"] = Field(
         description="CAN_ANSWER: the chunks contain the answer; PARTIAL: they mention the topic; NO_MATCH: unrelated"
     )
 
 
 class ResearchDraft(BaseModel):
-    """An answer from the numbered context chunks only, with the numbers of the chunks it used.
+    """An answer from the numbered context chunks only, with the numbers of the chunks it used."""
 
-    The answer comes before `found` for the reason given at `lessons.grading.DraftAnswer`.
-    """
+    # (Introduced in notebook 05. A schema's docstring is sent to the model as the function's
+    # description, so course notes go in comments.) The answer comes before `found` for the reason
+    # given at `lessons.grading.DraftAnswer`.
 
     answer: str = Field(description="the answer, from the context only; empty if the context does not contain it")
     cited_chunks: list[int] = Field(max_length=4, description="numbers of the context chunks the answer uses, e.g. [1, 3]")
@@ -72,10 +76,10 @@ class ResearchDraft(BaseModel):
 
 
 class Verification(BaseModel):
-    """The verifier's typed verdict on a draft answer.
+    """The verifier's typed verdict on a draft answer."""
 
-    The lists come before the yes/no fields: the model writes down what it found before it decides.
-    """
+    # (Introduced in notebook 05.) The lists come before the yes/no fields: the model writes down what
+    # it found before it decides.
 
     unsupported_claims: list[str] = Field(
         max_length=5, description="statements in the draft that the context does not state (names, figures, facts)"
@@ -137,7 +141,7 @@ Draft answer: {draft}"""
 
 @dataclass(frozen=True)
 class Citation:
-    """A chunk the research agent used: its file, page (None for unpaged formats) and chunk id."""
+    """A chunk the research agent used: its file, page (None for unpaged formats) and chunk id. Introduced in notebook 05 (three-agent verification)."""
 
     source: str
     page: int | None
@@ -146,7 +150,7 @@ class Citation:
 
 @dataclass(frozen=True)
 class TraceStep:
-    """One step of the workflow: which agent, in which research round, what it decided, and how long it took."""
+    """One step of the workflow: which agent, in which research round, what it decided, and how long it took. Introduced in notebook 05 (three-agent verification)."""
 
     step: str
     round: int
@@ -157,7 +161,7 @@ class TraceStep:
 
 @dataclass
 class ThreeAgentResult:
-    """What `run_three_agents` returns (the interface notebook 06 evaluates)."""
+    """What `run_three_agents` returns (the interface notebook 06 evaluates). Introduced in notebook 05 (three-agent verification)."""
 
     question: str
     answer: str
@@ -173,6 +177,8 @@ class ThreeAgentResult:
 
 
 class ThreeAgentState(TypedDict, total=False):
+    """The graph's state (introduced in notebook 05); `research_round` is advanced by the research step only."""
+
     question: str
     documents: list[Document]
     relevance: str
@@ -189,7 +195,7 @@ class ThreeAgentState(TypedDict, total=False):
 
 
 def format_context(documents: Sequence[Document], max_chars: int = CONTEXT_CHARS) -> str:
-    """Numbered chunks, each with its source and page, cut to `max_chars` characters."""
+    """Numbered chunks, each with its source and page, cut to `max_chars` characters. Introduced in notebook 05 (three-agent verification)."""
     blocks = []
     for number, doc in enumerate(documents, 1):
         where = doc.metadata.get("source", "?")
@@ -199,16 +205,48 @@ def format_context(documents: Sequence[Document], max_chars: int = CONTEXT_CHARS
     return "\n\n".join(blocks)
 
 
+def appears_in(phrase: str, documents: Sequence[Document]) -> bool:
+    """Whether `phrase` occurs in one of the documents (compared after `normalise_for_match`, case-insensitive)."""
+    needle = normalise_for_match(phrase).lower()
+    return bool(needle) and any(needle in normalise_for_match(doc.page_content).lower() for doc in documents)
+
+
+def grounded_relevance(check: RelevanceCheck, documents: Sequence[Document]) -> str:
+    """The checker's label, unless none of the topic words it listed is really in the chunks: then NO_MATCH.
+
+    Introduced in notebook 05 (three-agent verification). Asked for the label alone, the small model
+    said NO_MATCH to questions the chunks answer; asked to list the topic words it found first, it
+    stopped saying NO_MATCH at all — listing words of the *question*, present in the chunks or not.
+    Checking its typed list against the chunks keeps the early exit for unrelated questions.
+    """
+    if not any(appears_in(word, documents) for word in check.topic_words_found):
+        return "NO_MATCH"
+    return check.label
+
+
 def check_relevance(model: BaseChatModel, question: str, documents: Sequence[Document]) -> str:
-    """The relevance checker: CAN_ANSWER, PARTIAL or NO_MATCH for the top-k chunks together."""
+    """The relevance checker: CAN_ANSWER, PARTIAL or NO_MATCH for the top-k chunks together. Introduced in notebook 05 (three-agent verification)."""
     if not documents:
         return "NO_MATCH"
     prompt = RELEVANCE_PROMPT.format(question=question, context=format_context(documents))
-    return invoke_structured(model, RelevanceCheck, prompt).label
+    return grounded_relevance(invoke_structured(model, RelevanceCheck, prompt), documents)
+
+
+def ground_verification(verification: Verification, documents: Sequence[Document]) -> Verification:
+    """The verdict without listed "unsupported" or "contradicted" claims that the context states word for word.
+
+    Introduced in notebook 05 (three-agent verification). The small verifier sometimes fills its
+    lists with phrases copied from the context; a phrase the context contains cannot be unsupported
+    by it.
+    """
+    return verification.model_copy(update={
+        "unsupported_claims": [c for c in verification.unsupported_claims if not appears_in(c, documents)],
+        "contradictions": [c for c in verification.contradictions if not appears_in(c, documents)],
+    })
 
 
 def feedback_from(draft: ResearchDraft, verification: Verification) -> str:
-    """The verifier's findings as a note for the next research round."""
+    """The verifier's findings as a note for the next research round. Introduced in notebook 05 (three-agent verification)."""
     problems = [f"unsupported: {claim}" for claim in verification.unsupported_claims]
     problems += [f"contradicted by the context: {claim}" for claim in verification.contradictions]
     if verification.relevant == "no":
@@ -221,29 +259,29 @@ def feedback_from(draft: ResearchDraft, verification: Verification) -> str:
 def research(
     model: BaseChatModel, question: str, documents: Sequence[Document], feedback: str = ""
 ) -> ResearchDraft:
-    """The research agent: an answer from the context only, citing chunk numbers, or found = 'no'."""
+    """The research agent: an answer from the context only, citing chunk numbers, or found = 'no' (introduced in notebook 05)."""
     prompt = RESEARCH_PROMPT.format(question=question, context=format_context(documents), feedback=feedback)
     return invoke_structured(model, ResearchDraft, prompt)
 
 
 def verify(model: BaseChatModel, question: str, draft: str, documents: Sequence[Document]) -> Verification:
-    """The verification agent: sees the question, the draft and the context; returns a typed verdict."""
+    """The verification agent: sees the question, the draft and the context; returns a typed, grounded verdict. Introduced in notebook 05 (three-agent verification)."""
     prompt = VERIFY_PROMPT.format(question=question, context=format_context(documents), draft=draft)
-    return invoke_structured(model, Verification, prompt)
+    return ground_verification(invoke_structured(model, Verification, prompt), documents)
 
 
 def decide_after_relevance(label: str) -> str:
-    """NO_MATCH goes straight to the honest answer; CAN_ANSWER and PARTIAL go to the research agent."""
+    """NO_MATCH goes straight to the honest answer; CAN_ANSWER and PARTIAL go to the research agent. Introduced in notebook 05 (three-agent verification)."""
     return "not_in_documents" if label == "NO_MATCH" else "research"
 
 
 def decide_after_research(draft: ResearchDraft) -> str:
-    """A draft the research agent itself could not find is not verified: it is the honest answer."""
+    """A draft the research agent itself could not find is not verified: it is the honest answer. Introduced in notebook 05 (three-agent verification)."""
     return "verify" if draft.found == "yes" and draft.answer.strip() else "cannot_answer"
 
 
 def decide_after_verification(verification: Verification, research_round: int, max_rounds: int) -> str:
-    """The routing rule: accept a passed draft; otherwise re-research while rounds remain, else give up."""
+    """The routing rule: accept a passed draft; otherwise re-research while rounds remain, else give up. Introduced in notebook 05 (three-agent verification)."""
     if verification.passed:
         return "accept"
     if research_round >= max_rounds:
@@ -252,7 +290,7 @@ def decide_after_verification(verification: Verification, research_round: int, m
 
 
 def citations_for(cited: Sequence[int], documents: Sequence[Document]) -> list[Citation]:
-    """The chunks behind the cited numbers (1-based); numbers outside the context are dropped."""
+    """The chunks behind the cited numbers (1-based); numbers outside the context are dropped. Introduced in notebook 05 (three-agent verification)."""
     citations, seen = [], set()
     for number in cited:
         if 1 <= number <= len(documents) and number not in seen:
@@ -263,7 +301,7 @@ def citations_for(cited: Sequence[int], documents: Sequence[Document]) -> list[C
 
 
 def not_in_documents_answer(question: str) -> str:
-    """The honest answer when the documents do not hold one, in the question's language."""
+    """The honest answer when the documents do not hold one, in the question's language. Introduced in notebook 05 (three-agent verification)."""
     return NOT_IN_DOCUMENTS[detect_language(question)]
 
 
@@ -282,7 +320,7 @@ def _verification_detail(verification: Verification) -> str:
 def build_three_agent_graph(
     model: BaseChatModel, retriever: Retriever, max_research_rounds: int = DEFAULT_MAX_RESEARCH_ROUNDS
 ):
-    """A compiled LangGraph graph; invoke it with `{"question": ...}`.
+    """A compiled LangGraph graph; invoke it with `{"question": ...}` (introduced in notebook 05).
 
     `max_research_rounds` counts every research round, the first included: 2 means one draft and at
     most one re-research with the verifier's feedback.
@@ -370,7 +408,7 @@ def build_three_agent_graph(
 
 
 def result_from_state(state: ThreeAgentState, seconds: float = 0.0) -> ThreeAgentResult:
-    """A `ThreeAgentResult` from the graph's final state."""
+    """A `ThreeAgentResult` from the graph's final state. Introduced in notebook 05 (three-agent verification)."""
     outcome = state["outcome"]
     return ThreeAgentResult(
         question=state["question"],

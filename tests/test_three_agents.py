@@ -7,6 +7,9 @@ from lessons.fakes import ScriptedChatModel
 from lessons.three_agents import (
     NOT_IN_DOCUMENTS,
     Citation,
+    RelevanceCheck,
+    ground_verification,
+    grounded_relevance,
     ResearchDraft,
     Verification,
     build_three_agent_graph,
@@ -22,7 +25,7 @@ OK = {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relev
 BAD = {"unsupported_claims": ["the port is 9999"], "contradictions": [], "supported": "no", "relevant": "yes"}
 
 
-def scripted(relevance="CAN_ANSWER", drafts=None, verdicts=None):
+def scripted(relevance="CAN_ANSWER", drafts=None, verdicts=None, topic_words=("gateway",)):
     """A model that answers by the tool it is asked for; drafts and verdicts are consumed in order."""
     drafts = list(drafts or [{"answer": "Port 7420.", "cited_chunks": [1], "found": "yes"}])
     verdicts = list(verdicts or [OK])
@@ -31,7 +34,7 @@ def scripted(relevance="CAN_ANSWER", drafts=None, verdicts=None):
     def reply(messages, tools):
         prompts[tools[0]].append(messages[0].content)
         if tools == ["RelevanceCheck"]:
-            return {"label": relevance}
+            return {"topic_words_found": list(topic_words), "label": relevance}
         if tools == ["ResearchDraft"]:
             return drafts.pop(0) if len(drafts) > 1 else drafts[0]
         if tools == ["Verification"]:
@@ -154,3 +157,25 @@ def test_feedback_names_every_problem():
 def test_context_is_numbered_with_source_and_page_and_cut():
     text = format_context(retriever("q"), max_chars=10)
     assert text.startswith("[1] (guide.md) The gatewa") and "[2] (handbook.pdf, page 3) Leave poli" in text
+
+
+def test_a_label_whose_topic_words_are_not_in_the_chunks_becomes_no_match():
+    model = scripted(relevance="CAN_ANSWER", topic_words=["boiling point", "ethanol"])
+    result = run_three_agents("What is the boiling point of ethanol?", retriever=retriever, llm=model)
+    assert result.outcome == "not_in_documents" and result.relevance == "NO_MATCH"
+    assert not model.prompts["ResearchDraft"]
+
+
+def test_topic_words_are_matched_case_insensitively_after_normalising():
+    docs = retriever("q")
+    assert grounded_relevance(RelevanceCheck(topic_words_found=["PORT 7420"], label="PARTIAL"), docs) == "PARTIAL"
+    assert grounded_relevance(RelevanceCheck(topic_words_found=[], label="CAN_ANSWER"), docs) == "NO_MATCH"
+
+
+def test_claims_copied_from_the_context_are_not_unsupported():
+    docs = retriever("q")
+    verdict = Verification(unsupported_claims=["listens on port 7420", "CFO Marcus Lindqvist"],
+                           contradictions=["Leave policy"], supported="yes", relevant="yes")
+    grounded = ground_verification(verdict, docs)
+    assert grounded.unsupported_claims == ["CFO Marcus Lindqvist"] and grounded.contradictions == []
+    assert verdict.unsupported_claims == ["listens on port 7420", "CFO Marcus Lindqvist"], "the original is untouched"

@@ -1,0 +1,369 @@
+import sys; from pathlib import Path; sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from scripts.nbbuild import build
+cells = [
+("md", r"""
+# 05 · Three agents that check each other: relevance, research, verification
+
+| | |
+|---|---|
+| **You will learn** | how a document processor (Docling, header chunks, hybrid BM25 + dense search) feeds three agents with typed decisions: a **relevance checker** that can stop before anything is written, a **research agent** that answers from the context only and cites its chunks, and a **verification agent** that sees the question, the draft and the context and sends unsupported drafts back — capped; how to *test* a verifier by planting false claims; what all this costs per question |
+| **Prerequisites** | notebook 00 (structured output), 01 (the knowledge base and its gold set), 02 (hybrid retrieval), 04 (the grading loop) |
+| **Time** | ≈ 15 min offline on a 2-core laptop the first time (≈ 150 small model calls), ≈ 1 min on a re-run (cached); ≈ 3 min with DeepSeek |
+| **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit); every number below is computed by the cell above it |
+
+Notebook 04 put a grader *before* the generator. This one also puts a checker *after* it:
+
+```
+question → document processor (hybrid retriever) → relevance checker ─ NO_MATCH → "not in these documents"
+                                                          │ CAN_ANSWER / PARTIAL
+                                                          ↓
+                                              research agent ─ cannot answer → "not in these documents"
+                                                          ↓ draft + cited chunks
+                                              verification agent ─ supported and relevant → answer
+                                                          └─ not: re-research with the verifier's feedback (capped)
+```
+
+Every arrow is chosen by a **typed field** — a Pydantic `Literal` or list that the model must fill —
+never by searching the model's prose for "supported". The round counter lives in the graph's state
+and is advanced by the research step, and the router cannot re-research at the cap, so the loop ends
+by construction.
+"""),
+("code", r"""
+# Parameters (the test suite runs this notebook with smaller values)
+N_IN_KB = 10              # answerable gold questions in the evaluation (balanced en/zh)
+N_OUT_OF_KB = 4           # questions whose answer is in no document (balanced en/zh)
+N_DRILL = 6               # gold questions whose reference answers become drill drafts (balanced en/zh)
+K = 4                     # chunks the hybrid retriever hands to the agents
+MAX_RESEARCH_ROUNDS = 2   # research rounds per question, the first included
+MAX_TOKENS = 400          # cap on every reply of the chat model
+SEED = 5
+""", ["parameters"]),
+("code", r"""
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import Markdown, display
+
+from lessons.corpus import CORPUS_DIR, load_gold
+from lessons.models import get_chat_model, model_banner
+from lessons.usage import USAGE
+
+pd.set_option("display.max_colwidth", 90)
+print(model_banner())
+llm = get_chat_model(max_tokens=MAX_TOKENS)
+gold = load_gold()
+"""),
+("md", r"""
+## 1. The document processor
+
+`lessons.document_processor.process_documents` chains what notebooks 01 and 02 built, for *any* set
+of files: Docling conversion with validation and the content-hash JSON cache
+(`lessons.ingest.ingest`), chunks cut at the Markdown headings and capped in size, de-duplicated
+by content hash, and a hybrid retriever — dense (Chroma) and BM25 fused by reciprocal rank fusion.
+On the course knowledge base it rebuilds exactly the chunks of the `kb` index, so nothing is
+embedded again.
+"""),
+("code", r"""
+from lessons.document_processor import process_documents
+
+kb = process_documents(CORPUS_DIR, index_name="kb", k=K)
+print(kb.summary())
+pd.Series([c.metadata["source"] for c in kb.chunks]).value_counts().rename("chunks").to_frame().T
+"""),
+("md", r"""
+Bad input is skipped with a reason that names the file and the fix — an unsupported type, an empty
+file, a second copy of the same bytes. If *no* file is readable, `process_documents` raises
+`NoDocumentsError` listing every reason (the chat panel below shows that message instead of a
+traceback).
+"""),
+("code", r"""
+from lessons.document_processor import NoDocumentsError
+
+with tempfile.TemporaryDirectory() as folder:
+    folder = Path(folder)
+    (folder / "notes.rtf").write_text("{\\rtf1 hello}")
+    (folder / "empty.txt").write_text("")
+    try:
+        process_documents(folder)
+    except NoDocumentsError as error:
+        print(f"{type(error).__name__}: {error}")
+"""),
+("code", r"""
+example = next(q for q in gold if q.id == "en-052")  # the Team-plan price: the Q3 deck disagrees with the rest
+print(example.question)
+pd.DataFrame([{"source": d.metadata["source"], "page": d.metadata.get("page"), "fused score": round(d.metadata["score"], 4),
+               "chunk": d.page_content[:110].replace("\n", " ")} for d in kb.retrieve(example.question)])
+"""),
+("md", r"""
+## 2. The relevance checker
+
+`RelevanceCheck` has one field, `label: Literal["CAN_ANSWER", "PARTIAL", "NO_MATCH"]`, given for
+the top-k chunks **together**. The prompt says that *any* mention of the question's topic is
+`PARTIAL`: the checker is a cheap early exit for questions the documents do not touch at all, not a
+judge of whether the answer is there — that is the research agent's and the verifier's job.
+`NO_MATCH` goes straight to the honest "not in these documents" answer; nothing is written.
+"""),
+("code", r"""
+from lessons.three_agents import RelevanceCheck, check_relevance
+
+print(RelevanceCheck.model_json_schema()["properties"]["label"])
+probes = {
+    "in the documents": next(q for q in gold if q.id == "en-001").question,
+    "same company, not in the documents": next(q for q in gold if q.type == "out_of_kb" and q.language == "en").question,
+    "unrelated": "What is the boiling point of ethanol at sea level?",
+}
+pd.DataFrame([{"question": text, "kind": kind, "label": check_relevance(llm, text, kb.retrieve(text))}
+              for kind, text in probes.items()])
+"""),
+("md", r"""
+## 3. The research agent
+
+`ResearchDraft` asks for the `answer` first, then `cited_chunks` (numbers of the context chunks it
+used), then `found` — the order notebook 04 found to matter for a small model. The context is
+numbered and each chunk carries its source and page, so a cited number maps back to a `Citation`
+(source, page, chunk id). A draft with `found = "no"` is never verified: it becomes the honest
+answer.
+"""),
+("code", r"""
+from lessons.three_agents import citations_for, research
+
+question = next(q for q in gold if q.id == "en-001")
+context = kb.retrieve(question.question)
+draft = research(llm, question.question, context)
+print(question.question)
+print(draft)
+citations_for(draft.cited_chunks, context)
+"""),
+("md", r"""
+## 4. The verification agent
+
+The verifier sees the **question**, the draft and the same context. A verifier that is not shown the
+question cannot tell a true answer to a different question from a good one — a known bug in popular
+tutorials. Its verdict is typed: two lists (claims the context does not state, claims it
+contradicts), then `supported` and `relevant` as `Literal["yes", "no"]`. The lists come first so the
+model writes down what it found before it decides; a draft passes only when both answers are yes
+**and** both lists are empty.
+
+### Exercise 1 — write the verdict schema
+
+Write `MyVerdict`, a Pydantic model with `unsupported_claims` and `contradictions` (lists of
+strings, each with a `Field(description=...)`), then `supported` and `relevant`, each
+`Literal["yes", "no"]`. The check parses a scripted model reply into it.
+"""),
+("code", r"""
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class MyVerdict(BaseModel):
+    ### BEGIN SOLUTION
+    unsupported_claims: list[str] = Field(description="statements in the draft that the context does not state")
+    contradictions: list[str] = Field(description="statements in the draft that the context contradicts")
+    supported: Literal["yes", "no"] = Field(description="'yes' only if every statement is stated in the context")
+    relevant: Literal["yes", "no"] = Field(description="'yes' if the draft answers the question asked")
+    ### END SOLUTION
+""", ["exercise"]),
+("code", r"""
+from checks.nb05 import check_verdict_schema
+
+check_verdict_schema(MyVerdict)
+"""),
+("md", r"""
+The course's version is `lessons.three_agents.Verification`. Here it judges the draft above, and
+the same draft with its first figure changed (`plant_changed_figure`, section 6 uses it at scale):
+"""),
+("code", r"""
+from lessons.three_agent_eval import plant_changed_figure
+from lessons.three_agents import verify
+
+tampered = plant_changed_figure(draft.answer) or draft.answer + " It was approved by Marcus Lindqvist."
+pd.DataFrame([{"draft": text, **verify(llm, question.question, text, context).model_dump()}
+              for text in [draft.answer, tampered]])
+"""),
+("md", r"""
+## 5. The workflow, and the rule after verification
+
+After the verifier, three things can happen: **accept** (the draft passed), **re-research** (it did
+not, and rounds remain — the research agent gets the rejected draft and the verifier's findings),
+or **give up** at the cap (the last draft is returned, marked *unverified*, with the verification
+report, so a reader sees what was not supported).
+
+### Exercise 2 — write the routing rule
+
+Return `"accept"` when the verdict passed (both yes, nothing listed); otherwise `"re_research"`
+while `research_round < max_rounds`, and `"give_up"` at (or past) the cap.
+"""),
+("code", r"""
+def route_after_verification(verification, research_round, max_rounds):
+    ### BEGIN SOLUTION
+    passed = (verification.supported == "yes" and verification.relevant == "yes"
+              and not verification.unsupported_claims and not verification.contradictions)
+    if passed:
+        return "accept"
+    return "give_up" if research_round >= max_rounds else "re_research"
+    ### END SOLUTION
+""", ["exercise"]),
+("code", r"""
+from checks.nb05 import check_routing_rule
+
+check_routing_rule(route_after_verification)
+"""),
+("md", r"""
+`lessons.three_agents.build_three_agent_graph` wires the steps into a LangGraph graph with
+`decide_after_verification` as the rule; `run_three_agents(question, retriever=..., llm=...)` runs
+it and returns a `ThreeAgentResult`: answer, abstained, citations, the context the research agent
+read, the verification report and a trace of every step (notebook 06 evaluates it). The unit tests
+(`tests/test_three_agents.py`) run it with a scripted model: a rejected draft is re-researched with
+the feedback in the prompt, and a verifier that always rejects ends at the cap.
+"""),
+("code", r"""
+from lessons.three_agents import build_three_agent_graph, run_three_agents
+
+graph = build_three_agent_graph(llm, kb.retrieve, MAX_RESEARCH_ROUNDS)
+display(Markdown("```mermaid\n" + graph.get_graph().draw_mermaid() + "\n```"))
+
+
+def show(result):
+    display(pd.DataFrame([{"step": s.step, "round": s.round, "decision": s.decision, "detail": s.detail[:140],
+                           "seconds": round(s.seconds, 1)} for s in result.trace]))
+    print(f"→ {result.outcome}: {result.answer}")
+    for c in result.citations:
+        print(f"   cites {c.source}" + ("" if c.page is None else f", page {c.page}") + f" [{c.chunk_id}]")
+
+
+show(run_three_agents(example.question, retriever=kb.retrieve, llm=llm, max_research_rounds=MAX_RESEARCH_ROUNDS))
+"""),
+("md", r"""
+## 6. Does the verifier catch anything? A hallucination drill
+
+A verifier that says "supported" to everything looks fine on good answers. To test it, give it
+drafts whose truth we *know*: for each drill question, the context is the chunks that hold its gold
+evidence, and the drafts are
+
+- the **reference answer** (correct: a flag here is a *false alarm*);
+- the reference with its first figure raised by about 20% (`plant_changed_figure`: €45 → €54);
+- the reference plus a sentence crediting an invented person (`plant_invented_name`).
+
+A planted draft the verifier flags is a **catch**.
+"""),
+("code", r"""
+from lessons.three_agent_eval import drill_summary, run_drill
+from lessons.document_processor import chunk_files
+
+
+def balanced_sample(questions, n, seed):
+    rng = random.Random(seed)
+    by_language = [[q for q in questions if q.language == lang] for lang in ("en", "zh")]
+    half = n // 2
+    return rng.sample(by_language[0], min(n - half, len(by_language[0]))) + rng.sample(by_language[1], min(half, len(by_language[1])))
+
+
+drill_questions = balanced_sample([q for q in gold if q.type in ("fact", "table")], N_DRILL, SEED)
+cases = run_drill(llm, drill_questions, kb.chunks)
+drill = pd.DataFrame(drill_summary(cases)).set_index("draft")
+drill
+"""),
+("code", r"""
+catch_rate = drill.loc[["changed figure", "invented name"], "flagged"]
+false_alarms = drill.loc["correct", "flagged"]
+ax = drill["flagged"].plot.barh(color=["tab:green", "tab:green", "tab:red"], figsize=(7, 2.5), xlim=(0, 1.05))
+ax.set_xlabel("share of drafts the verifier flagged")
+ax.set_title("Hallucination drill: catches (green) and false alarms (red)")
+plt.tight_layout()
+plt.show()
+print(f"Catch rate: changed figure {catch_rate['changed figure']:.0%}, invented name {catch_rate['invented name']:.0%}; "
+      f"false alarms on correct drafts {false_alarms:.0%} ({len(cases)} verifier calls).")
+"""),
+("code", r"""
+pd.DataFrame([{"id": c.id, "draft": c.kind, "flagged": c.flagged, "unsupported": " | ".join(c.unsupported)[:100],
+               "text": c.draft[:90]} for c in cases])
+"""),
+("md", r"""
+## 7. The whole workflow on the gold set
+
+A seeded sample, balanced between English and Chinese, of answerable questions and out-of-KB
+questions, plus the **contradiction** question (the Q3 deck says the Team plan costs €54, the white
+paper and the FAQ say €45). Per question: the outcome, whether the answer is **correct** (judged
+against the reference answer by the same model, a typed yes/no — a 1.5B judge is lenient, read the
+table), whether the final draft was **fully supported** by the verifier, abstention on out-of-KB
+questions, research rounds, latency and tokens (the judge's tokens excluded).
+"""),
+("code", r"""
+from tqdm.auto import tqdm
+
+from lessons.three_agent_eval import evaluate_question, summarise_runs
+
+sample = balanced_sample([q for q in gold if q.answerable and q.type != "contradiction"], N_IN_KB, SEED) + \
+         balanced_sample([q for q in gold if not q.answerable], N_OUT_OF_KB, SEED) + \
+         [q for q in gold if q.type == "contradiction"]
+start = time.perf_counter()
+runs = [evaluate_question(q, retriever=kb.retrieve, llm=llm, max_research_rounds=MAX_RESEARCH_ROUNDS) for q in tqdm(sample)]
+seconds = time.perf_counter() - start
+print(f"{len(runs)} questions in {seconds:.0f} s")
+summary = pd.DataFrame(summarise_runs(runs)).set_index("language")
+summary.round(2).T
+"""),
+("code", r"""
+metrics = ["correct (in-KB)", "answered (in-KB)", "fully supported (of answered)", "abstention (out-of-KB)", "re-researched"]
+fig, (ax, ax_time) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [3, 1.4]})
+summary.loc[["en", "zh"], metrics].T.plot.barh(ax=ax)
+ax.set_xlim(0, 1.05)
+ax.set_xlabel("share of questions")
+ax.set_title("Three agents on the gold sample, by language")
+pd.DataFrame({"seconds": [r.seconds for r in runs], "outcome": [r.outcome for r in runs]}).boxplot(
+    column="seconds", by="outcome", ax=ax_time, rot=20)
+ax_time.set_title("Latency per question")
+fig.suptitle("")
+plt.tight_layout()
+plt.show()
+overall = summary.loc["all"]
+print(f"Correct: {overall['correct (in-KB)']:.0%} of in-KB questions; fully supported: "
+      f"{overall['fully supported (of answered)']:.0%} of answered; abstention on out-of-KB: {overall['abstention (out-of-KB)']:.0%}.")
+print(f"Cost: {overall['seconds per question']:.0f} s, {overall['tokens per question']:.0f} tokens and "
+      f"{overall['LLM calls per question']:.1f} LLM calls per question (cached calls count their tokens).")
+"""),
+("code", r"""
+pd.DataFrame([{"id": r.id, "type": r.type, "outcome": r.outcome, "correct": r.correct, "supported": r.supported,
+               "rounds": r.research_rounds, "answer": r.answer[:110]} for r in runs])
+"""),
+("md", r"""
+### The contradiction case
+
+Two sources disagree on a price. An acceptable answer states the conflict or follows the sources
+that agree with each other (€45); an answer that quotes only the Q3 deck's €54 is wrong.
+`contradiction_handling` reads which of these the answer did.
+"""),
+("code", r"""
+from lessons.three_agent_eval import contradiction_handling
+
+contradiction = next(r for r in runs if r.type == "contradiction")
+show(contradiction.result)
+print("\nContradiction handling:", contradiction_handling(contradiction.answer))
+"""),
+("md", r"""
+## 8. The chat panel
+
+Upload your own files (PDF, DOCX, PPTX, HTML, Markdown, text, XLSX, CSV) or ask about the course
+knowledge base. The panel shows the answer, its citations, the verification report and the agent
+trace; a bad file or a failing model shows up as a message in the panel. The callbacks are
+`lessons.chat_panel.ChatPanel.on_upload` / `on_ask`, tested without a browser in
+`tests/test_chat_panel.py`.
+"""),
+("code", r"""
+from lessons.chat_panel import ChatPanel
+
+panel = ChatPanel(llm, retriever=kb.retrieve, max_research_rounds=MAX_RESEARCH_ROUNDS)
+panel.question.value = example.question
+panel
+"""),
+("code", r"""
+print(USAGE.report())
+"""),
+]
+build(str(Path(__file__).resolve().parents[2] / "solutions/05_three_agent_verification.ipynb"), cells,
+      quick={"N_IN_KB": 1, "N_OUT_OF_KB": 1, "N_DRILL": 1})

@@ -1,0 +1,108 @@
+"""The chat panel's callbacks, driven without a browser: a simulated upload and button clicks."""
+
+from datetime import datetime, timezone
+
+from langchain_core.documents import Document
+
+from lessons.chat_panel import ChatPanel, render_result_html, save_uploads
+from lessons.document_processor import process_documents
+from lessons.fakes import ScriptedChatModel
+from lessons.three_agents import Citation, ThreeAgentResult, TraceStep, Verification
+
+OK = Verification(unsupported_claims=[], contradictions=[], supported="yes", relevant="yes")
+
+
+def fake_result(question, **_):
+    return ThreeAgentResult(
+        question=question, answer="Port 7420 <b>", abstained=False, outcome="answered",
+        citations=[Citation("guide.md", 2, "abc123")], verification=OK, research_rounds=1,
+        trace=[TraceStep("retrieve", 0, "2 chunks"), TraceStep("verification_agent", 1, "accept", "supported=yes")],
+        seconds=1.5,
+    )
+
+
+def upload_item(name, content):
+    return {"name": name, "type": "", "size": len(content), "content": memoryview(content), "last_modified": datetime.now(timezone.utc)}
+
+
+def panel(tmp_path, **kwargs):
+    return ChatPanel(ScriptedChatModel(), upload_dir=tmp_path, **kwargs)
+
+
+def test_asking_shows_answer_citations_verification_and_trace(tmp_path):
+    calls = []
+    chat = panel(tmp_path, retriever=lambda q: [], run=lambda q, **kw: calls.append((q, kw)) or fake_result(q))
+    chat.question.value = "Which port?"
+    chat.ask.click()
+    out = chat.output.value
+    assert calls[0][0] == "Which port?" and calls[0][1]["max_research_rounds"] == 2
+    assert "Port 7420 &lt;b&gt;" in out, "answers are escaped"
+    assert "guide.md, page 2" in out and "abc123" in out
+    assert "Verification report" in out and "verification_agent" in out and "accept" in out
+    assert chat.last_result.answer == "Port 7420 <b>"
+
+
+def test_an_empty_question_or_no_documents_is_reported_in_the_panel(tmp_path):
+    chat = panel(tmp_path, run=lambda *a, **k: (_ for _ in ()).throw(AssertionError("must not run")))
+    chat.ask.click()
+    assert "Type a question" in chat.status.value
+    chat.question.value = "Which port?"
+    chat.ask.click()
+    assert "upload at least one file" in chat.status.value
+
+
+def test_an_error_in_the_workflow_is_shown_not_raised(tmp_path):
+    def broken(question, **_):
+        raise RuntimeError("the model server is not reachable")
+
+    chat = panel(tmp_path, retriever=lambda q: [], run=broken)
+    chat.question.value = "Which port?"
+    chat.ask.click()
+    assert "RuntimeError" in chat.status.value and "not reachable" in chat.status.value
+    assert chat.output.value == ""
+
+
+def test_an_upload_is_saved_processed_and_used_for_the_next_question(tmp_path):
+    seen = {}
+
+    class Processed:
+        skipped = []
+
+        def retrieve(self, question):
+            return [Document("from the upload")]
+
+        def summary(self):
+            return "1 file(s) → 1 chunks."
+
+    def process(paths):
+        seen["paths"] = paths
+        return Processed()
+
+    chat = panel(tmp_path, process=process, run=lambda q, retriever, **kw: seen.update(docs=retriever(q)) or fake_result(q))
+    chat.upload.value = (upload_item("notes.md", b"# Notes\n\nThe port is 7420."),)
+    assert seen["paths"][0].name == "notes.md" and seen["paths"][0].read_bytes().startswith(b"# Notes")
+    assert "1 chunks" in chat.status.value
+    chat.question.value = "Which port?"
+    chat.ask.click()
+    assert seen["docs"][0].page_content == "from the upload"
+
+
+def test_a_bad_upload_names_the_file_and_the_fix_in_the_panel(tmp_path, monkeypatch):
+    monkeypatch.setattr("lessons.document_processor.build_index", lambda chunks, name: None)
+    chat = panel(tmp_path, process=process_documents)
+    chat.upload.value = (upload_item("slides.key", b"not supported"), upload_item("empty.txt", b""))
+    status = chat.status.value
+    assert "NoDocumentsError" in status and "slides.key" in status and "supported:" in status
+    assert "empty.txt" in status and chat.retriever is None
+
+
+def test_upload_names_cannot_escape_the_upload_folder(tmp_path):
+    paths = save_uploads([upload_item("../../evil.md", b"x")], tmp_path)
+    assert paths[0].parent.parent == tmp_path and paths[0].name == "evil.md"
+
+
+def test_abstentions_render_without_citations_or_verification():
+    result = ThreeAgentResult(question="q", answer="These documents do not contain the answer to this question.",
+                              abstained=True, outcome="not_in_documents", trace=[TraceStep("relevance_checker", 0, "NO_MATCH")])
+    out = render_result_html(result)
+    assert "not in these documents" in out and "Verification report" not in out and "Citations" not in out

@@ -1,0 +1,61 @@
+"""The document processor: files → header chunks → hybrid retriever, with bad files skipped by name."""
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+
+from lessons.document_processor import NoDocumentsError, chunk_files, hybrid_over, process_documents
+from lessons.ingest import ingest
+from lessons.vectorstore import chroma_client, open_store
+
+
+def docs(tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def write(folder, name, text):
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_markdown_is_chunked_at_headers_with_ids(tmp_path, fresh_settings):
+    write(docs(tmp_path), "guide.md", "# Guide\n\n## Ports\n\nThe gateway listens on port 7420.\n\n## Leave\n\nStaff get 25 days.")
+    chunks = chunk_files(ingest(tmp_path / "docs", progress=False).documents)
+    assert len(chunks) == 2 and chunks[0].metadata["section"] and all(c.metadata["chunk_id"] for c in chunks)
+    assert "7420" in chunks[0].page_content and "25 days" in chunks[1].page_content
+
+
+def test_the_hybrid_retriever_finds_a_keyword_match(tmp_path, fresh_settings):
+    write(docs(tmp_path), "guide.md", "# Guide\n\n## Ports\n\nThe gateway listens on port 7420.\n\n## Leave\n\n"
+          "Staff get 25 days.\n\n## Travel\n\nBook trains.")
+    chunks = chunk_files(ingest(tmp_path / "docs", progress=False).documents)
+    store = open_store("test-nb05-hybrid", DeterministicFakeEmbedding(size=16), client=chroma_client(tmp_path / "chroma"))
+    store.add_documents(chunks)
+    top = hybrid_over(chunks, store, k=2).invoke("port 7420")
+    # random embeddings: BM25's first place alone keeps the chunk in the fused top 2 of 3
+    assert len(top) == 2 and any("7420" in doc.page_content for doc in top)
+
+
+def test_bad_files_are_skipped_and_named(tmp_path, monkeypatch, fresh_settings):
+    def fake_index(chunks, name):
+        store = open_store(name, DeterministicFakeEmbedding(size=16), client=chroma_client(tmp_path / "chroma"))
+        store.add_documents(list(chunks))
+        return store
+
+    monkeypatch.setattr("lessons.document_processor.build_index", fake_index)
+    write(docs(tmp_path), "guide.md", "# Guide\n\nThe gateway listens on port 7420.")
+    write(docs(tmp_path), "copy.md", "# Guide\n\nThe gateway listens on port 7420.")
+    write(docs(tmp_path), "slides.key", "x")
+    processed = process_documents(tmp_path / "docs", index_name="test-nb05-skip")
+    assert processed.files == ["copy.md"]
+    reasons = {s.path.rsplit("/", 1)[-1]: s.reason for s in processed.skipped}
+    assert "DuplicateContent" in reasons["guide.md"] and "UnsupportedFileType" in reasons["slides.key"]
+    assert "Skipped slides.key" in processed.summary()
+
+
+def test_no_readable_file_raises_a_clear_error(tmp_path, fresh_settings):
+    write(docs(tmp_path), "empty.txt", "")
+    with pytest.raises(NoDocumentsError, match="empty.txt.*upload a supported"):
+        process_documents(tmp_path / "docs")
