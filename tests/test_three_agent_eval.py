@@ -1,0 +1,89 @@
+"""The measurement helpers of notebook 05: planted claims, the drill, the gold-set summary, the contradiction case."""
+
+from langchain_core.documents import Document
+
+from lessons.corpus import GoldQuestion
+from lessons.fakes import ScriptedChatModel
+from lessons.three_agent_eval import (
+    INVENTED_NAME,
+    DrillCase,
+    contradiction_handling,
+    drill_drafts,
+    drill_summary,
+    evaluate_question,
+    evidence_context,
+    plant_changed_figure,
+    plant_invented_name,
+    run_drill,
+    summarise_runs,
+)
+
+QUESTION = GoldQuestion(id="en-9", question="How much is Team?", language="en", type="fact",
+                        answer="Team costs €45 per user per month since 2026.",
+                        sources=[{"file": "faq.html"}], evidence=["€45 per user per month"])
+CHUNKS = [Document("Unrelated."), Document("Pricing: Team costs €45 per user per month.")]
+
+
+def test_a_changed_figure_skips_years_and_changes_the_first_figure():
+    assert plant_changed_figure("Team costs €45 per user per month since 2026.") == "Team costs €54 per user per month since 2026."
+    assert plant_changed_figure("In 2026 the port is 7420.") == "In 2026 the port is 8904."
+    assert plant_changed_figure("Since 2026.") == "Since 2431."
+    assert plant_changed_figure("No figure here.") is None
+
+
+def test_an_invented_name_is_added_in_the_text_language():
+    assert plant_invented_name("Port 7420.").endswith(INVENTED_NAME["en"])
+    assert plant_invented_name("端口是 7420。").endswith(INVENTED_NAME["zh"])
+
+
+def test_drill_drafts_and_evidence_context():
+    kinds = [kind for kind, _ in drill_drafts(QUESTION)]
+    assert kinds == ["correct", "changed figure", "invented name"]
+    assert evidence_context(QUESTION, CHUNKS) == [CHUNKS[1]]
+
+
+def test_the_drill_flags_what_the_verifier_rejects_and_skips_questions_without_evidence():
+    def reply(messages, tools):
+        draft = messages[0].content.rsplit("Draft answer: ", 1)[1]
+        bad = "54" in draft or "Lindqvist" in draft
+        return {"unsupported_claims": [draft] if bad else [], "contradictions": [], "supported": "no" if bad else "yes",
+                "relevant": "yes"}
+
+    no_evidence = QUESTION.model_copy(update={"id": "en-10", "evidence": ["not in any chunk"]})
+    cases = run_drill(ScriptedChatModel(default=reply), [QUESTION, no_evidence], CHUNKS, progress=False)
+    assert [(c.kind, c.flagged) for c in cases] == [("correct", False), ("changed figure", True), ("invented name", True)]
+    summary = {row["draft"]: row["flagged"] for row in drill_summary(cases)}
+    assert summary == {"changed figure": 1.0, "invented name": 1.0, "correct": 0.0}
+
+
+def test_drill_summary_of_nothing_is_none():
+    assert all(row["flagged"] is None for row in drill_summary([]))
+    case = DrillCase("x", "en", "correct", "d", True, (), ())
+    assert drill_summary([case])[2]["flagged"] == 1.0
+
+
+def test_contradiction_handling():
+    assert contradiction_handling("€45 in the FAQ, but the Q3 deck says €54.") == "states the conflict"
+    assert contradiction_handling("Team costs €45.") == "follows the consistent sources (€45)"
+    assert contradiction_handling("Team costs €54.") == "follows the Q3 deck only (€54)"
+    assert contradiction_handling("I do not know.") == "gives neither price"
+
+
+def test_a_gold_question_is_run_judged_and_summarised():
+    def reply(messages, tools):
+        return {
+            "RelevanceCheck": {"topic_words_found": ["Team"], "label": "CAN_ANSWER"},
+            "ResearchDraft": {"answer": "€45 per user per month.", "cited_chunks": [2], "found": "yes"},
+            "Verification": {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"},
+            "AnswerJudgement": {"correct": "yes"},
+        }[tools[0]]
+
+    model = ScriptedChatModel(default=reply)
+    run = evaluate_question(QUESTION, retriever=lambda q: CHUNKS, llm=model)
+    assert run.correct and run.supported and not run.abstained and run.citations == 1 and run.research_rounds == 1
+    out = GoldQuestion(id="en-11", question="Who is the CFO?", language="en", type="out_of_kb", answer="")
+    refusal = evaluate_question(out, retriever=lambda q: [Document("Leave policy.")], llm=model)
+    assert refusal.abstained and refusal.correct is None and refusal.outcome == "not_in_documents"
+    rows = {row["language"]: row for row in summarise_runs([run, refusal])}
+    assert rows["all"]["correct (in-KB)"] == 1.0 and rows["all"]["abstention (out-of-KB)"] == 1.0
+    assert rows["zh"]["questions"] == 0 and rows["zh"]["correct (in-KB)"] is None
