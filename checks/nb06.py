@@ -34,7 +34,7 @@ def check_mrr(mrr) -> CheckResult:
 
 
 def check_completeness_schema(schema) -> CheckResult:
-    """Exercise 2: a typed completeness verdict — a reason first, then a yes/no field named `complete`."""
+    """Exercise 2: a typed completeness verdict — copy the reference's key fact, copy what the answer says, then decide."""
 
     def check():
         from pydantic import BaseModel
@@ -44,26 +44,25 @@ def check_completeness_schema(schema) -> CheckResult:
 
         expect(isinstance(schema, type) and issubclass(schema, BaseModel), "write a Pydantic model: `class CompletenessVerdict(BaseModel):`")
         fields = schema.model_fields
-        expect("reason" in fields and "complete" in fields,
-               f"your schema has the fields {list(fields)}: it needs `reason` and `complete`")  # fmt: skip
-        expect(list(fields)[:2] == ["reason", "complete"],
-               "put `reason` before `complete`: the model writes fields in order, and a reason written first "
-               "is one it can still follow — a verdict written first is one it can only justify")  # fmt: skip
-        expect(fields["reason"].annotation is str, "`reason` is free text: annotate it `str`")
+        wanted = ["reference_key_fact", "answer_says", "complete"]
+        expect(all(name in fields for name in wanted), f"your schema has the fields {list(fields)}: it needs {wanted}")
+        expect([n for n in fields if n in wanted] == wanted,
+               "keep the order reference_key_fact → answer_says → complete: the model writes fields in order, and a "
+               "verdict written after both sides were copied is a comparison; written first, it is a guess")  # fmt: skip
+        for name in ("reference_key_fact", "answer_says"):
+            expect(fields[name].annotation is str, f"`{name}` holds copied text: annotate it `str`")
         complete = fields["complete"].annotation
         expect(typing.get_origin(complete) is typing.Literal and set(typing.get_args(complete)) == {"yes", "no"},
                "make `complete` a `Literal[\"yes\", \"no\"]`: the model must choose one of two values, "
                "never write a sentence we would have to parse")  # fmt: skip
-        for name in ("reason", "complete"):
+        for name in wanted:
             expect(bool(fields[name].description),
                    f"give `{name}` a Field(description=...): the description is what the model reads")  # fmt: skip
-        expect(bool(schema.__doc__) and "Pydantic" not in (schema.__doc__ or ""),
-               "give the class a docstring: it becomes the function's description the model sees")  # fmt: skip
-        extra = [n for n, f in fields.items() if n not in ("reason", "complete") and f.is_required()]
-        expect(not extra, f"keep it to two fields; {extra} would be required too")
-        model = ScriptedChatModel(responses=[{"reason": "the figure differs", "complete": "no"}])
-        verdict = invoke_structured(model, schema, "Does the answer state every key fact?")
-        expect(verdict.complete == "no" and verdict.reason == "the figure differs",
+        extra = [n for n, f in fields.items() if n not in wanted and f.is_required()]
+        expect(not extra, f"keep it to the three fields; {extra} would be required too")
+        reply = {"reference_key_fact": "port 7420", "answer_says": "port 8080", "complete": "no"}
+        verdict = invoke_structured(ScriptedChatModel(responses=[reply]), schema, "Does the answer state the key fact?")
+        expect(verdict.complete == "no" and verdict.answer_says == "port 8080",
                "a model's function call should parse into your schema")  # fmt: skip
 
     return run_check("Exercise 2 (completeness verdict)", check)

@@ -162,7 +162,8 @@ def question_set(config: EvalConfig, chunks, llm, progress: bool = True):
                                    seed=config.generate["seed"], progress=progress)  # fmt: skip
         print(report)
         if not report.items:
-            raise RuntimeError(f"no usable questions were generated from {config.documents}: {report.rejected}")
+            raise RuntimeError(f"no usable questions were generated from {config.documents} ({report}; generation "
+                               "uses chunks of at least 200 characters): give a questions file instead")
         return report.items
     if config.questions == "gold":
         from lessons.corpus import load_gold

@@ -11,8 +11,11 @@ Introduced in notebook 06 (evaluation). The pieces:
   `lessons.metrics`, where a chunk is relevant when it is one of the item's evidence chunks or
   contains one of its evidence quotes.
 - **Answer metrics** come from an LLM judge with a typed verdict and a reason: 0/1 *factual
-  consistency* (every fact of the answer is in the context it was written from) and 0/1
-  *completeness* (the answer holds the reference answer's facts). A judge that fails is recorded as
+  consistency* (the answer's main claim is stated in the context it was written from) and 0/1
+  *completeness* (the answer states the reference answer's key fact). Each verdict first copies
+  both sides (e.g. the reference's key fact and what the answer says about it), then decides: asked
+  for a reason and a verdict only, Qwen2.5-1.5B called almost any answer complete — "2026年2月" and
+  "version 5.2" included — while copy-then-decide got 8 of 8 probe cases right. A judge that fails is recorded as
   a failure with its cause — the row stays, its score is `None` and its status says why — and the
   table counts them. Out-of-KB questions are scored by whether the pipeline abstained; no judge.
 - **Cost** per question: wall-clock seconds, LLM calls and tokens (answers served from the LLM cache
@@ -283,46 +286,43 @@ def relevant_counts(chunks: Sequence[Document], items: Sequence[TestItem]) -> di
 
 
 class FaithfulnessVerdict(BaseModel):
-    """Whether the answer states only facts that the context states."""
+    """Whether the answer's main claim is stated in the context: copy both sides, then decide."""
 
-    reason: str = Field(description="one short sentence: the fact you checked and where the context states it, or that it does not")
+    answer_claim: str = Field(description="the main fact the answer states (a figure, name, date, version…), copied from the answer")
+    context_says: str = Field(description="what the context says about that fact, copied from the context; empty if it says nothing")
     consistent: Literal["yes", "no"] = Field(
-        description="'yes' if every fact in the answer is stated in the context; 'no' if any fact is missing from the context or contradicts it"
+        description="'yes' if context_says states the same fact with the same figures and names; otherwise 'no'"
     )
 
 
 class CompletenessVerdict(BaseModel):
-    """Whether the answer contains the key facts of the reference answer."""
+    """Whether the answer states the reference answer's key fact: copy both sides, then decide."""
 
-    reason: str = Field(description="one short sentence: which key fact of the reference the answer has or misses")
+    reference_key_fact: str = Field(description="the most important fact of the reference answer, copied")
+    answer_says: str = Field(description="what the answer says about that fact, copied from the answer; empty if it does not say")
     complete: Literal["yes", "no"] = Field(
-        description="'yes' if the answer states every key fact of the reference answer (wording and language may differ); otherwise 'no'"
+        description="'yes' if answer_says states the same fact with the same figures and names; otherwise 'no'"
     )
 
 
-FAITHFULNESS_PROMPT = """You check an answer against the context it was written from. Do not use anything you know
-from elsewhere: a fact counts as supported only if the context states it. Figures, names, dates and units must match.
+FAITHFULNESS_PROMPT = """Check an answer against the context it was written from. Find the main fact the answer states,
+then what the context says about it. Use only the context, nothing you know from elsewhere: a fact is supported only
+if the context states it, and a different number, name or date is a different fact. Wording and language may differ.
 
 Question: {question}
 
 Context:
 {context}
 
-Answer: {answer}
+Answer: {answer}"""
 
-Is every fact in the answer stated in the context?"""
-
-COMPLETENESS_PROMPT = """You compare an answer with a reference answer to the same question. The answer is complete
-if it states every key fact of the reference: the figures, names, dates, conditions. Extra details do not matter,
-and wording or language may differ (an English reference can be matched by a Chinese answer and the other way round).
+COMPLETENESS_PROMPT = """Compare an answer with the reference answer to the same question. Find the reference's most
+important fact (a figure, name, date, version), then what the answer says about it. A different number is a
+different fact. Wording and language may differ (an English reference can be matched by a Chinese answer).
 
 Question: {question}
-
 Reference answer: {reference}
-
-Answer: {answer}
-
-Does the answer state every key fact of the reference answer?"""
+Answer: {answer}"""
 
 Status = Literal["judged", "judge_failed", "abstained", "not_applicable", "pipeline_error"]
 
@@ -343,7 +343,9 @@ def run_judge(model: BaseChatModel, schema: type[BaseModel], verdict_field: str,
         verdict = invoke_structured(model, schema, prompt)
     except Exception as error:  # an unparseable verdict or an unreachable model is a recorded failure
         return Judgement(None, "judge_failed", cause=f"{type(error).__name__}: {str(error)[:300]}")
-    return Judgement(int(getattr(verdict, verdict_field) == "yes"), "judged", reason=verdict.reason.strip())
+    notes = [f"{name}: {value.strip()}" for name, value in verdict.model_dump().items()
+             if name != verdict_field and isinstance(value, str)]  # fmt: skip
+    return Judgement(int(getattr(verdict, verdict_field) == "yes"), "judged", reason=" · ".join(notes))
 
 
 def _context_text(context: Sequence[Document], max_chars: int = MAX_CONTEXT_CHARS) -> str:

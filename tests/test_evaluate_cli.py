@@ -19,8 +19,8 @@ from lessons.settings import SettingsError
 
 DOCS = {
     "atlas.md": "# Atlas Server\n\nAtlas Server exposes its REST API on port 7420 by default. "
-                "The admin console needs a licence key from the Tidewell portal.\n",
-    "leave_zh.md": "# 年假\n\n鹿特丹的员工每年有 27 天年假，未用完的假期最多可结转 5 天。\n",
+                "The admin console needs a licence key from the Tidewell portal. " * 2 + "\n",
+    "leave_zh.md": "# 年假\n\n" + "鹿特丹的员工每年有 27 天年假，未用完的假期最多可结转 5 天，须在次年 4 月 30 日前用完。" * 5 + "\n",
 }
 QUESTIONS = [
     {"id": "q1", "question": "Which port does Atlas Server use by default?", "language": "en", "type": "fact",
@@ -44,10 +44,17 @@ def scripted_model():
             if "financial" in prompt:
                 return {"answer": "", "found": "no"}
             return {"answer": "27 天。" if "年假" in prompt else "Port 7420.", "found": "yes"}
+        if tools == ["GeneratedQuestion"]:
+            if "Text A" in prompt:
+                return {"question": "Which port does Atlas use, and how many days of leave are there?",
+                        "answer": "port 7420; 27 天年假"}
+            if "7420" in prompt:
+                return {"question": "Which port does Atlas Server use by default?", "answer": "port 7420 by default"}
+            return {"question": "鹿特丹员工每年有几天年假？", "answer": "27 天年假"}
         if tools == ["FaithfulnessVerdict"]:
-            return {"reason": "stated in the context", "consistent": "yes"}
+            return {"answer_claim": "the fact", "context_says": "the fact", "consistent": "yes"}
         if tools == ["CompletenessVerdict"]:
-            return {"reason": "same fact", "complete": "yes"}
+            return {"reference_key_fact": "the fact", "answer_says": "the fact", "complete": "yes"}
         raise AssertionError(f"unexpected request {tools}")
 
     return ScriptedChatModel(default=reply)
@@ -99,6 +106,18 @@ def test_the_same_config_gives_the_same_table(project):
     first = read_table(project["root"] / "out")
     main([str(project["config"]), "--no-progress"])
     pd.testing.assert_frame_equal(first, read_table(project["root"] / "out"))
+
+
+def test_generate_makes_the_questions_and_saves_them_with_their_evidence(project):
+    config = project["root"] / "generate.toml"
+    config.write_text('documents = "docs"\nquestions = "generate"\npipelines = ["dense"]\noutput = "gen"\n\n'
+                      '[generate]\nsingle = 2\nmulti = 1\n\n[retrieval]\nk = 2\n')  # fmt: skip
+    assert main([str(config), "--no-progress"]) == 0
+    saved = [json.loads(line) for line in (project["root"] / "gen" / "test_set.jsonl").read_text().splitlines()]
+    assert {q["language"] for q in saved} == {"en", "zh"}
+    assert all(q["origin"] == "generated" and q["evidence_chunk_ids"] for q in saved)
+    table = read_table(project["root"] / "gen")
+    assert table.loc["dense", "questions"] == len(saved) and table.loc["dense", "hit@2"] == 1.0
 
 
 @pytest.mark.parametrize(

@@ -58,9 +58,9 @@ def judge_model(faithful="yes", complete="yes", answer="Port 7420.", found="yes"
 
     def reply(messages, tools):
         if tools == ["FaithfulnessVerdict"]:
-            return {"reason": "the context states port 7420", "consistent": faithful}
+            return {"answer_claim": "port 7420", "context_says": "port 7420 by default", "consistent": faithful}
         if tools == ["CompletenessVerdict"]:
-            return {"reason": "same port as the reference", "complete": complete}
+            return {"reference_key_fact": "port 7420", "answer_says": "Port 7420", "complete": complete}
         if tools == ["DraftAnswer"]:
             return {"answer": answer, "found": found}
         raise AssertionError(f"unexpected call with tools {tools}")
@@ -101,7 +101,7 @@ def test_retrieval_scores_by_quote_and_by_chunk_id():
 
 def test_a_judge_gives_a_typed_verdict_with_its_reason():
     judgement = run_judge(judge_model(faithful="no"), FaithfulnessVerdict, "consistent", "check this")
-    assert judgement == Judgement(0, "judged", "the context states port 7420", None)
+    assert judgement == Judgement(0, "judged", "answer_claim: port 7420 · context_says: port 7420 by default", None)
     assert run_judge(judge_model(), CompletenessVerdict, "complete", "compare").score == 1
 
 
@@ -156,8 +156,10 @@ def fake_pipelines():
 def test_evaluate_keeps_every_row_and_counts_errors_and_judge_failures():
     def flaky(messages, tools):  # the completeness judge never gives a valid verdict on the Chinese question
         if tools == ["CompletenessVerdict"]:
-            return "not a function call" if "端口" in messages[0].content else {"reason": "ok", "complete": "yes"}
-        return {"reason": "supported", "consistent": "yes"}
+            if "端口" in messages[0].content:
+                return "not a function call"
+            return {"reference_key_fact": "7420", "answer_says": "7420", "complete": "yes"}
+        return {"answer_claim": "7420", "context_says": "7420", "consistent": "yes"}
 
     rows = evaluate(fake_pipelines(), ITEMS, ScriptedChatModel(default=flaky), CHUNKS, k=2, progress=False)
     assert len(rows) == 6 and list(rows["pipeline"].unique()) == ["good", "broken"]
