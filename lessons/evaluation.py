@@ -288,8 +288,10 @@ def relevant_counts(chunks: Sequence[Document], items: Sequence[TestItem]) -> di
 class FaithfulnessVerdict(BaseModel):
     """Whether the answer's main claim is stated in the context: copy both sides, then decide."""
 
-    answer_claim: str = Field(description="the main fact the answer states (a figure, name, date, version…), copied from the answer")
-    context_says: str = Field(description="what the context says about that fact, copied from the context; empty if it says nothing")
+    answer_claim: str = Field(description="the main fact the answer states (a figure, name, date, version…), copied: one short sentence")
+    context_says: str = Field(
+        description="the ONE sentence or table row of the context that states that fact, copied (not the whole context); empty if none does"
+    )
     consistent: Literal["yes", "no"] = Field(
         description="'yes' if context_says states the same fact with the same figures and names; otherwise 'no'"
     )
