@@ -371,7 +371,7 @@ def install_step(root: Path = PROJECT_ROOT) -> Step:
 
     def run() -> str:
         process = subprocess.run(["bash", str(root / "scripts" / "setup.sh")], cwd=root, text=True,
-                                 capture_output=True)
+                                 capture_output=True, check=False)
         if process.returncode != 0:
             raise PrewarmError(f"scripts/setup.sh failed (exit {process.returncode}):\n"
                                f"{(process.stdout + process.stderr)[-2000:]}")

@@ -141,7 +141,10 @@ def test_a_corrupt_stamp_names_the_file_and_the_fix(tmp_path):
 
 def test_select_steps_only_skip_and_unknown_names(tmp_path):
     steps = [counting_step(n, tmp_path)[0] for n in ["install", "corpus", "notebook:00_setup", "notebook:01_chunking"]]
-    names = lambda chosen: [s.name for s in chosen]  # noqa: E731
+
+    def names(chosen):
+        return [s.name for s in chosen]
+
     assert names(pw.select_steps(steps, skip_notebooks=True)) == ["install", "corpus"]
     assert names(pw.select_steps(steps, ["notebooks"])) == ["notebook:00_setup", "notebook:01_chunking"]
     assert names(pw.select_steps(steps, ["01_chunking", "install"])) == ["install", "notebook:01_chunking"]
