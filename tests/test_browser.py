@@ -17,6 +17,7 @@ chromium is absent.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -44,6 +45,26 @@ CHROMIUM_FLAGS = [
 ]
 ARTIFACTS = PROJECT_ROOT / "test-artifacts" / "browser"
 THREE_AGENTS = "05_three_agent_verification.ipynb"
+PANEL_SMOKE = "chat_panel_scripted.ipynb"
+# A notebook that shows lessons.chat_panel.ChatPanel with a scripted workflow instead of the model: the
+# widget round trip (typing, the Ask button, the kernel's reply rendered as HTML) without any LLM call.
+PANEL_SMOKE_CELLS = [
+    """from lessons.chat_panel import ChatPanel
+from lessons.fakes import ScriptedChatModel
+from lessons.three_agents import Citation, ThreeAgentResult, TraceStep, Verification
+
+
+def scripted_run(question, *, retriever, llm, max_research_rounds):
+    return ThreeAgentResult(
+        question=question, answer=f"Scripted answer to: {question}", abstained=False, outcome="answered",
+        citations=[Citation("atlas_whitepaper.pdf", 2, "chunk-0042")],
+        verification=Verification(unsupported_claims=[], contradictions=[], supported="yes", relevant="yes"),
+        research_rounds=1, trace=[TraceStep("research", 1, "answered", "scripted")], seconds=0.1)
+
+
+panel = ChatPanel(ScriptedChatModel(), retriever=lambda question: [], run=scripted_run)
+panel""",
+]
 RUN_ALL_TIMEOUT_S = int(os.environ.get("AGENTIC_RAG_BROWSER_TIMEOUT", "1500"))
 
 if not CHROMIUM.exists():
@@ -98,6 +119,9 @@ def lab():
     for name in ("00_setup.ipynb", THREE_AGENTS):
         if (PROJECT_ROOT / "notebooks" / name).exists():
             quick_copy(PROJECT_ROOT / "notebooks" / name, workspace / "notebooks")
+    smoke = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in PANEL_SMOKE_CELLS])
+    smoke.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(smoke, workspace / "notebooks" / PANEL_SMOKE)
     state = Path(tempfile.mkdtemp(prefix="agentic-rag-lab-"))
     _write_lab_settings(state / "user-settings")
     port, token = _free_port(), secrets.token_hex(16)
@@ -161,10 +185,11 @@ def open_notebook(context, lab, name: str):
     page.set_default_timeout(60_000)
     page.goto(f"{lab['base']}/lab/tree/notebooks/{name}?token={lab['token']}")
     page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(state="visible", timeout=120_000)
-    # the kernel has started when the status bar's kernel name is shown and it is idle
+    # The kernel is ready when the status bar reads "Python 3 (ipykernel) | Idle" (before that it says
+    # "Starting" or "Connecting"; the toolbar's execution indicator reads idle even before a kernel exists).
     page.wait_for_function(
-        "() => { const el = document.querySelector('.jp-NotebookPanel .jp-Notebook-ExecutionIndicator');"
-        " return el && el.getAttribute('data-status') === 'idle'; }", timeout=180_000)
+        "() => [...document.querySelectorAll('.jp-StatusBar-TextItem')].some(e => /\\|\\s*Idle/.test(e.textContent))",
+        timeout=180_000, polling=500)
     return page
 
 
@@ -174,6 +199,10 @@ def run_all_cells(page, timeout_s: int = RUN_ALL_TIMEOUT_S) -> float:
     started = time.monotonic()
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+    # the first prompt turns to [*] or [1] once the kernel has the cells
+    page.wait_for_function(
+        "() => { const p = document.querySelector('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt');"
+        " return p && /\\[(\\*|\\d+)\\]/.test(p.textContent); }", timeout=60_000, polling=250)
     page.wait_for_function(
         """() => {
             const prompts = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];
@@ -211,6 +240,21 @@ def assert_banner_and_figure(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}-2-figure.png"))
 
 
+def ask_chat_panel(page, question_text: str, timeout_s: int):
+    """Type into the panel's question box, click Ask, and return the answer area once it shows the trace."""
+    expect = sync_api.expect
+    question = page.get_by_placeholder("Ask a question about the documents")
+    expect(question).to_be_visible()
+    question.scroll_into_view_if_needed()
+    question.fill(question_text)
+    page.get_by_role("button", name="Ask", exact=True).click()
+    panel = question.locator("xpath=ancestor::div[contains(@class, 'widget-vbox')][1]")
+    answer = panel.locator(".widget-html", has_text="Agent trace")
+    expect(answer).to_be_visible(timeout=timeout_s * 1000)
+    answer.scroll_into_view_if_needed()
+    return answer
+
+
 # --- the tests --------------------------------------------------------------------------------------------
 
 def test_setup_notebook_renders_banner_and_figure(lab, browser_context):
@@ -229,19 +273,25 @@ def test_three_agent_notebook_chat_panel_answers(lab, browser_context):
     assert not tracebacks(page), f"{THREE_AGENTS} raised in the browser:\n{tracebacks(page)}"
     assert_banner_and_figure(page, THREE_AGENTS)
 
-    expect = sync_api.expect
-    question = page.get_by_placeholder("Ask a question about the documents")
-    expect(question).to_be_visible()
-    question.scroll_into_view_if_needed()
-    question.fill("On which port does Atlas Server expose its APIs by default?")
-    page.get_by_role("button", name="Ask", exact=True).click()
-    panel = question.locator("xpath=ancestor::div[contains(@class, 'widget-vbox')][1]")
-    answer = panel.locator(".widget-html", has_text="Agent trace")
-    expect(answer).to_be_visible(timeout=RUN_ALL_TIMEOUT_S * 1000)
-    answer.scroll_into_view_if_needed()
+    answer = ask_chat_panel(page, "On which port does Atlas Server expose its APIs by default?", RUN_ALL_TIMEOUT_S)
     page.screenshot(path=str(ARTIFACTS / "05_three_agent_verification-3-chat-panel.png"))
     text = answer.inner_text()
     assert re.search(r"answered", text), f"the panel did not answer the question:\n{text[:1500]}"
     assert "Citations" in text and "7420" in text, f"no citations or no answer in the panel:\n{text[:1500]}"
     assert "Verification report" in text, f"no verification report in the panel:\n{text[:1500]}"
     print(f"{THREE_AGENTS}: Run All Cells took {seconds:.0f} s in the browser")
+
+
+def test_chat_panel_round_trip_with_a_scripted_workflow(lab, browser_context):
+    """The panel's widgets in a real browser: the typed question reaches the kernel and the reply renders."""
+    if importlib.util.find_spec("lessons.chat_panel") is None:
+        pytest.skip("lessons/chat_panel.py is not in this checkout yet")
+    page = open_notebook(browser_context, lab, PANEL_SMOKE)
+    run_all_cells(page, timeout_s=300)
+    assert not tracebacks(page), f"the chat panel notebook raised:\n{tracebacks(page)}"
+    answer = ask_chat_panel(page, "Which port does Atlas Server use?", timeout_s=60)
+    page.screenshot(path=str(ARTIFACTS / "chat_panel_scripted.png"))
+    text = answer.inner_text()
+    assert "Scripted answer to: Which port does Atlas Server use?" in text, f"the typed question did not reach the kernel:\n{text}"
+    assert "answered" in text and "atlas_whitepaper.pdf, page 2" in text, f"no outcome or citation rendered:\n{text}"
+    assert "Verification report" in text, f"no verification report rendered:\n{text}"
