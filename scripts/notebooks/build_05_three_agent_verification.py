@@ -30,9 +30,9 @@ by construction.
 """),
 ("code", r"""
 # Parameters (the test suite runs this notebook with smaller values)
-N_IN_KB = 10              # answerable gold questions in the evaluation (balanced en/zh)
+N_IN_KB = 8               # answerable gold questions in the evaluation (balanced en/zh)
 N_OUT_OF_KB = 4           # questions whose answer is in no document (balanced en/zh)
-N_DRILL = 6               # gold questions whose reference answers become drill drafts (balanced en/zh)
+N_DRILL = 4               # gold questions whose reference answers become drill drafts (balanced en/zh)
 K = 4                     # chunks the hybrid retriever hands to the agents
 MAX_RESEARCH_ROUNDS = 2   # research rounds per question, the first included
 MAX_TOKENS = 400          # cap on every reply of the chat model
