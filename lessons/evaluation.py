@@ -14,8 +14,8 @@ Introduced in notebook 06 (evaluation). The pieces:
   consistency* (the answer's main claim is stated in the context it was written from) and 0/1
   *completeness* (the answer states the reference answer's key fact). Each verdict first copies
   both sides (e.g. the reference's key fact and what the answer says about it), then decides: asked
-  for a reason and a verdict only, Qwen2.5-1.5B called almost any answer complete — "2026年2月" and
-  "version 5.2" included — while copy-then-decide got 8 of 8 probe cases right. A judge that fails is recorded as
+  for a reason and a verdict only, Qwen2.5-1.5B called every probe answer complete — "2026年2月" and
+  "version 5.2" included. Copy-then-decide is better but still lenient with a small model. A judge that fails is recorded as
   a failure with its cause — the row stays, its score is `None` and its status says why — and the
   table counts them. Out-of-KB questions are scored by whether the pipeline abstained; no judge.
 - **Cost** per question: wall-clock seconds, LLM calls and tokens (answers served from the LLM cache
@@ -577,7 +577,7 @@ def plot_comparison(table: pd.DataFrame, k: int = K, rank_k: int = RANK_K):
     """Three panels: retrieval metrics, answer metrics, and cost per question (LLM calls, seconds)."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2), gridspec_kw={"width_ratios": [1.2, 1.2, 1]})
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5), gridspec_kw={"width_ratios": [1.2, 1.2, 1]})
     retrieval = [f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"]
     answers = [c for c in ("answered (in-KB)", "factual consistency", "completeness", "abstained (out-of-KB)") if c in table]
     table[retrieval].astype(float).plot.barh(ax=axes[0], xlim=(0, 1.05), title="Retrieval (answerable questions)")
@@ -586,7 +586,7 @@ def plot_comparison(table: pd.DataFrame, k: int = K, rank_k: int = RANK_K):
     cost.plot.barh(ax=axes[2], title="Cost per question")
     for ax in axes:
         ax.invert_yaxis()
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
     for ax in axes[1:]:
         ax.set_ylabel("")
     fig.tight_layout()
