@@ -535,8 +535,11 @@ def markdown_table(table: pd.DataFrame) -> str:
     """A pipe table of `compare`'s output, pipelines as rows."""
     header = ["pipeline", *table.columns]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    counts = {"questions", "judged answers", "judge failures", "pipeline errors"}
     for name, values in table.iterrows():
-        lines.append("| " + " | ".join([str(name), *(_fmt(v) for v in values)]) + " |")
+        cells = [str(int(v)) if column in counts and v is not None and not pd.isna(v) else _fmt(v)
+                 for column, v in values.items()]  # fmt: skip
+        lines.append("| " + " | ".join([str(name), *cells]) + " |")
     return "\n".join(lines)
 
 
