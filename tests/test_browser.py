@@ -232,7 +232,7 @@ def assert_banner_and_figure(page, name: str) -> None:
     assert active_model_info().name in banner.inner_text(), f"{name}: the banner names another model"
     banner.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / f"{Path(name).stem}-1-banner.png"))
-    figure = page.locator(".jp-OutputArea-output img").first
+    figure = page.locator(".jp-RenderedImage img").first  # an image/png output (matplotlib), not any <img>
     expect(figure).to_be_visible()
     figure.scroll_into_view_if_needed()
     width = figure.evaluate("img => img.naturalWidth")
