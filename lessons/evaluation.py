@@ -416,11 +416,7 @@ def evaluate_item(
     row["correct_abstention"] = None if item.answerable or error is not None else int(result.abstained)
     row.update({
         "seconds": seconds,
-        "llm_calls": meter.calls,
-        "cached_calls": meter.cached_calls,
-        "input_tokens": meter.input_tokens,
-        "output_tokens": meter.output_tokens,
-        "tokens": meter.input_tokens + meter.output_tokens,
+        **meter.counts(),
         "deepseek_usd": deepseek_cost_usd(meter.input_tokens, meter.output_tokens),
     })  # fmt: skip
     return row

@@ -67,6 +67,11 @@ class LLMCallMeter(BaseCallbackHandler):
             self.input_tokens += inputs
             self.output_tokens += outputs
 
+    def counts(self) -> dict[str, int]:
+        """The counts as result-table columns: llm_calls, cached_calls, input/output tokens and their sum."""
+        return {"llm_calls": self.calls, "cached_calls": self.cached_calls, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "tokens": self.input_tokens + self.output_tokens}
+
 
 def build_techniques(
     chunks: Sequence[Document],
@@ -189,11 +194,7 @@ def evaluate_question(technique: Technique, question: GoldQuestion, n_relevant: 
         "type": question.type,
         **score_ranking(documents, question, n_relevant),
         "seconds": seconds,
-        "llm_calls": meter.calls,
-        "cached_calls": meter.cached_calls,
-        "input_tokens": meter.input_tokens,
-        "output_tokens": meter.output_tokens,
-        "tokens": meter.input_tokens + meter.output_tokens,
+        **meter.counts(),
         "error": error,
     }
 
