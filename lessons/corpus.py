@@ -8,7 +8,9 @@ and validated. `find_evidence()` locates a gold quote in any text, whatever the 
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -67,6 +69,20 @@ def load_gold(folder: Path = GOLD_DIR) -> list[GoldQuestion]:
     if duplicates:
         raise ValueError(f"duplicate gold question ids: {duplicates}")
     return questions
+
+
+def sample_by_language(questions: Sequence[GoldQuestion], n: int, seed: int) -> list[GoldQuestion]:
+    """A seeded sample of `n` gold questions, half English (the odd one) and half Chinese.
+
+    Introduced in notebook 04 (the grading loop); notebooks 05 and 07 draw their samples with it.
+    English first, then Chinese, each in the order the seeded draw picked them. A language with
+    fewer questions than its half gives all it has.
+    """
+    rng = random.Random(seed)
+    english = [q for q in questions if q.language == "en"]
+    chinese = [q for q in questions if q.language == "zh"]
+    half = n // 2
+    return rng.sample(english, min(n - half, len(english))) + rng.sample(chinese, min(half, len(chinese)))
 
 
 def load_corpus(folder: Path = CORPUS_DIR, progress: bool = False) -> IngestResult:

@@ -68,3 +68,14 @@ def test_pages_in_the_gold_set_are_where_the_quotes_start(corpus, gold):
             # A quote may start at the foot of its page and run onto the next one.
             page_text = pages[source.page] + " " + pages.get(source.page + 1, "")
             assert any(find_evidence(quote, page_text) for quote in question.evidence), (question.id, source.page)
+
+
+def test_sample_by_language_is_seeded_and_balanced():
+    from lessons.corpus import load_gold, sample_by_language
+
+    gold = load_gold()
+    sample = sample_by_language(gold, 7, seed=3)
+    assert [q.language for q in sample] == ["en"] * 4 + ["zh"] * 3
+    assert sample == sample_by_language(gold, 7, seed=3) and sample != sample_by_language(gold, 7, seed=4)
+    few = [q for q in gold if q.language == "zh"][:2]
+    assert sample_by_language(few, 6, seed=0) == sample_by_language(few, 6, seed=0) and len(sample_by_language(few, 6, 0)) == 2

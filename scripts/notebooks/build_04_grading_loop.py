@@ -34,14 +34,13 @@ K = 3               # chunks retrieved and graded per round
 SEED = 7
 """, ["parameters"]),
 ("code", r"""
-import random
 import time
 
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.corpus import load_gold
+from lessons.corpus import load_gold, sample_by_language
 from lessons.knowledge_base import build_index, chunk_knowledge_base
 from lessons.models import get_chat_model, model_banner
 from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
@@ -59,20 +58,13 @@ def retrieve(query):
     return search.invoke(query)
 
 
-def balanced_sample(questions, n, seed):
-    rng = random.Random(seed)
-    by_language = [[q for q in questions if q.language == lang] for lang in ("en", "zh")]
-    half = n // 2
-    return rng.sample(by_language[0], min(n - half, len(by_language[0]))) + rng.sample(by_language[1], min(half, len(by_language[1])))
-
-
 gold = load_gold()
 in_kb = [q for q in gold if q.answerable]
 out_of_kb = [q for q in gold if not q.answerable]
-sample = balanced_sample(in_kb, N_IN_KB, SEED) + balanced_sample(out_of_kb, N_OUT_OF_KB, SEED)  # evaluated in section 5
+sample = sample_by_language(in_kb, N_IN_KB, SEED) + sample_by_language(out_of_kb, N_OUT_OF_KB, SEED)  # evaluated in section 5
 held_out = [q for q in gold if q not in sample]
-calibration = balanced_sample([q for q in held_out if q.answerable], N_CALIBRATION, SEED) + \
-              balanced_sample([q for q in held_out if not q.answerable], N_CALIBRATION, SEED)
+calibration = sample_by_language([q for q in held_out if q.answerable], N_CALIBRATION, SEED) + \
+              sample_by_language([q for q in held_out if not q.answerable], N_CALIBRATION, SEED)
 print(f"{len(chunks)} chunks indexed; {len(gold)} gold questions: {len(sample)} to evaluate, "
       f"{len(calibration)} others to calibrate the grader")
 """),
