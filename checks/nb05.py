@@ -45,7 +45,7 @@ def check_verdict_schema(schema) -> CheckResult:
 
 
 def check_routing_rule(route) -> CheckResult:
-    """Exercise 2: accept a passed verdict; re-research while rounds remain; give up at the cap."""
+    """Exercise 2: accept a draft nothing stands against; re-research while rounds remain; give up at the cap."""
 
     def check():
         from lessons.three_agents import Verification
@@ -55,16 +55,16 @@ def check_routing_rule(route) -> CheckResult:
                                 supported=supported, relevant=relevant)
 
         cases = [
-            ((verdict(), 1, 2), "accept", "supported, relevant, nothing listed: return \"accept\""),
+            ((verdict(), 1, 2), "accept", "nothing listed against the draft: return \"accept\""),
             ((verdict(), 2, 2), "accept", "a passed verdict at the cap is still accepted: check the verdict first"),
-            ((verdict(supported="no"), 1, 2), "re_research", "unsupported with a round left: \"re_research\""),
-            ((verdict(relevant="no"), 1, 2), "re_research", "an answer to another question is not accepted either"),
+            ((verdict(supported="no"), 1, 2), "accept",
+             "supported='no' with no claim listed is a 'no' without a reason: section 6 measures why it does not reject"),
             ((verdict(unsupported=["CFO Marcus Lindqvist"]), 1, 2), "re_research",
-             "supported='yes' but a claim listed as unsupported: trust the list, not only the yes/no"),
+             "a listed unsupported claim rejects the draft, even with supported='yes': trust the list"),
             ((verdict(contradictions=["54 vs 45"]), 1, 3), "re_research", "a contradicted claim is not accepted"),
-            ((verdict(supported="no"), 2, 2), "give_up", "no rounds left: \"give_up\" so the loop ends"),
-            ((verdict(supported="no"), 3, 2), "give_up", "past the cap: \"give_up\" (use >=, not ==)"),
-            ((verdict(relevant="no"), 1, 1), "give_up", "a cap of one round never re-researches"),
+            ((verdict(unsupported=["x"]), 2, 2), "give_up", "no rounds left: \"give_up\" so the loop ends"),
+            ((verdict(unsupported=["x"]), 3, 2), "give_up", "past the cap: \"give_up\" (use >=, not ==)"),
+            ((verdict(contradictions=["x"]), 1, 1), "give_up", "a cap of one round never re-researches"),
         ]
         for args, expected, hint in cases:
             got = route(*args)

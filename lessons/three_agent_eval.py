@@ -27,7 +27,14 @@ from pydantic import BaseModel, Field
 from lessons.corpus import GoldQuestion, find_evidence
 from lessons.ingest import detect_language
 from lessons.structured import invoke_structured
-from lessons.three_agents import Retriever, ThreeAgentResult, Verification, run_three_agents, verify
+from lessons.three_agents import (
+    Retriever,
+    ThreeAgentResult,
+    Verification,
+    deterministic_findings,
+    run_three_agents,
+    verify,
+)
 
 INVENTED_NAME = {
     "en": " The figure was confirmed by Chief Operating Officer Marcus Lindqvist.",
@@ -100,6 +107,9 @@ class DrillCase:
     flagged: bool
     unsupported: tuple[str, ...]
     contradictions: tuple[str, ...]
+    by_verifier: bool = False  # a claim the verifier listed still stood after the claim checks
+    by_checks: bool = False    # the figure or sentence check found something (no model involved)
+    by_yes_no: bool = False    # the verifier said supported or relevant = "no" (a rule the workflow does not use)
 
 
 def drill_drafts(question: GoldQuestion) -> list[tuple[str, str]]:
@@ -125,18 +135,29 @@ def run_drill(
             continue
         for kind, draft in drill_drafts(question):
             verdict = verify(model, question.question, draft, context)
+            findings = deterministic_findings(draft, context)
+            listed = [c for c in [*verdict.unsupported_claims, *verdict.contradictions] if c not in findings]
             cases.append(DrillCase(question.id, question.language, kind, draft, flags(verdict),
-                                   tuple(verdict.unsupported_claims), tuple(verdict.contradictions)))
+                                   tuple(verdict.unsupported_claims), tuple(verdict.contradictions),
+                                   by_verifier=bool(listed), by_checks=bool(findings),
+                                   by_yes_no="no" in (verdict.supported, verdict.relevant)))
     return cases
 
 
 def drill_summary(cases: Sequence[DrillCase]) -> list[dict[str, Any]]:
-    """Per draft kind: how many drafts and the share the verifier flagged (catch rate, or false alarms). Introduced in notebook 05 (three-agent verification)."""
+    """Per draft kind: how many drafts, the share flagged (catch rate, or false alarms), and by what. Introduced in notebook 05 (three-agent verification).
+
+    A draft can be flagged by both the verifier's standing claims and the string checks, so the two
+    columns can add up to more than "flagged".
+    """
     rows = []
     for kind in ["changed figure", "invented name", "correct"]:
         group = [c for c in cases if c.kind == kind]
         rows.append({"draft": kind, "drafts": len(group),
                      "flagged": _share(group, lambda c: c.flagged),
+                     "by the verifier's list": _share(group, lambda c: c.by_verifier),
+                     "by the string checks": _share(group, lambda c: c.by_checks),
+                     "by the model's yes/no": _share(group, lambda c: c.by_yes_no),
                      "meaning": "false-alarm rate" if kind == "correct" else "catch rate"})
     return rows
 

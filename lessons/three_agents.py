@@ -7,7 +7,7 @@ Introduced in notebook 05 (three-agent verification). A LangGraph graph over a r
                    ↓
                research ─ the agent says it cannot answer ───────────→ not_in_documents → END
                    ↓
-                verify ─ supported and relevant ─────────────────────→ finish → END
+                verify ─ nothing listed against the draft ────────────→ finish → END
                    │    ─ not, at the cap ──────────────────────────→ finish (unverified) → END
                    └──── not, rounds left: re-research with the verifier's feedback ↺
 
@@ -34,6 +34,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
+from lessons.claim_check import claim_in_draft, claim_is_grounded, unsupported_figures, unsupported_sentences
 from lessons.ingest import detect_language, normalise_for_match
 from lessons.structured import invoke_structured
 
@@ -92,13 +93,13 @@ class Verification(BaseModel):
 
     @property
     def passed(self) -> bool:
-        """Supported, relevant, and nothing listed against it."""
-        return (
-            self.supported == "yes"
-            and self.relevant == "yes"
-            and not self.unsupported_claims
-            and not self.contradictions
-        )
+        """Nothing listed against the draft (after `ground_verification`, which adds the deterministic findings).
+
+        The yes/no fields are recorded and shown, but a rejection needs a reason: with the course's
+        1.5B model they were wrong on most known-correct drafts (notebook 05, section 6), while its
+        lists, checked by `lessons.claim_check`, were not.
+        """
+        return not self.unsupported_claims and not self.contradictions
 
 
 RELEVANCE_PROMPT = """You check search results before anyone answers. Read the question and the numbered chunks.
@@ -232,16 +233,37 @@ def check_relevance(model: BaseChatModel, question: str, documents: Sequence[Doc
     return grounded_relevance(invoke_structured(model, RelevanceCheck, prompt), documents)
 
 
-def ground_verification(verification: Verification, documents: Sequence[Document]) -> Verification:
-    """The verdict without listed "unsupported" or "contradicted" claims that the context states word for word.
+def standing_claims(claims: Sequence[str], draft: str, documents: Sequence[Document]) -> list[str]:
+    """The listed claims that the draft says (`claim_in_draft`) and the context does not state (`claim_is_grounded`).
 
-    Introduced in notebook 05 (three-agent verification). The small verifier sometimes fills its
-    lists with phrases copied from the context; a phrase the context contains cannot be unsupported
-    by it.
+    Introduced in notebook 05 (three-agent verification). The small verifier fills its lists with
+    phrases copied from the context, with sentences the draft never said, and with the draft itself
+    when the context says it in other words; none of those is a reason to reject the draft.
     """
+    return [c for c in claims if claim_in_draft(c, draft) and not claim_is_grounded(c, documents)]
+
+
+def deterministic_findings(draft: str, documents: Sequence[Document]) -> list[str]:
+    """What string checks find without a model: figures no chunk contains, sentences that share almost nothing with the context.
+
+    Introduced in notebook 05 (three-agent verification); see `lessons.claim_check`.
+    """
+    findings = [f"the figure {f} is in none of the chunks" for f in unsupported_figures(draft, documents)]
+    return findings + unsupported_sentences(draft, documents)
+
+
+def ground_verification(verification: Verification, draft: str, documents: Sequence[Document]) -> Verification:
+    """The verdict after a second opinion on every listed claim, plus the deterministic findings.
+
+    Introduced in notebook 05 (three-agent verification). Listed claims are kept only if they stand
+    (`standing_claims`); the figure and sentence checks (`deterministic_findings`) are added to the
+    unsupported claims, except a sentence one of the standing claims already names.
+    """
+    claims = standing_claims(verification.unsupported_claims, draft, documents)
+    claims += [f for f in deterministic_findings(draft, documents) if not any(claim_in_draft(c, f) for c in claims)]
     return verification.model_copy(update={
-        "unsupported_claims": [c for c in verification.unsupported_claims if not appears_in(c, documents)],
-        "contradictions": [c for c in verification.contradictions if not appears_in(c, documents)],
+        "unsupported_claims": claims,
+        "contradictions": standing_claims(verification.contradictions, draft, documents),
     })
 
 
@@ -264,10 +286,15 @@ def research(
     return invoke_structured(model, ResearchDraft, prompt)
 
 
-def verify(model: BaseChatModel, question: str, draft: str, documents: Sequence[Document]) -> Verification:
-    """The verification agent: sees the question, the draft and the context; returns a typed, grounded verdict. Introduced in notebook 05 (three-agent verification)."""
+def model_verdict(model: BaseChatModel, question: str, draft: str, documents: Sequence[Document]) -> Verification:
+    """The verification agent's own typed verdict, before any check of its claims. Introduced in notebook 05 (three-agent verification)."""
     prompt = VERIFY_PROMPT.format(question=question, context=format_context(documents), draft=draft)
-    return ground_verification(invoke_structured(model, Verification, prompt), documents)
+    return invoke_structured(model, Verification, prompt)
+
+
+def verify(model: BaseChatModel, question: str, draft: str, documents: Sequence[Document]) -> Verification:
+    """The verification agent: sees the question, the draft and the context; returns the checked verdict (`ground_verification`). Introduced in notebook 05 (three-agent verification)."""
+    return ground_verification(model_verdict(model, question, draft, documents), draft, documents)
 
 
 def decide_after_relevance(label: str) -> str:

@@ -21,7 +21,7 @@ from lessons.three_agent_eval import (
 QUESTION = GoldQuestion(id="en-9", question="How much is Team?", language="en", type="fact",
                         answer="Team costs €45 per user per month since 2026.",
                         sources=[{"file": "faq.html"}], evidence=["€45 per user per month"])
-CHUNKS = [Document("Unrelated."), Document("Pricing: Team costs €45 per user per month.")]
+CHUNKS = [Document("Unrelated."), Document("Pricing: Team costs €45 per user per month since 2026.")]
 
 
 def test_a_changed_figure_skips_years_and_changes_the_first_figure():
@@ -54,6 +54,22 @@ def test_the_drill_flags_what_the_verifier_rejects_and_skips_questions_without_e
     assert [(c.kind, c.flagged) for c in cases] == [("correct", False), ("changed figure", True), ("invented name", True)]
     summary = {row["draft"]: row["flagged"] for row in drill_summary(cases)}
     assert summary == {"changed figure": 1.0, "invented name": 1.0, "correct": 0.0}
+    # who caught it: the verifier listed both planted drafts; the string checks found the figure and the added sentence
+    assert [(c.by_verifier, c.by_checks) for c in cases] == [(False, False), (True, True), (True, True)]
+
+
+def test_the_drill_tells_the_string_checks_from_the_verifier():
+    def never_flags(messages, tools):
+        return {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"}
+
+    cases = run_drill(ScriptedChatModel(default=never_flags), [QUESTION], CHUNKS, progress=False)
+    assert [(c.kind, c.flagged, c.by_verifier, c.by_checks) for c in cases] == [
+        ("correct", False, False, False), ("changed figure", True, False, True), ("invented name", True, False, True)]
+    rows = {row["draft"]: row for row in drill_summary(cases)}
+    assert rows["changed figure"]["by the verifier's list"] == 0.0 and rows["changed figure"]["by the string checks"] == 1.0
+    assert rows["correct"]["by the model's yes/no"] == 0.0
+    assert [c.by_yes_no for c in run_drill(ScriptedChatModel(default=lambda m, t: {**never_flags(m, t), "relevant": "no"}),
+                                           [QUESTION], CHUNKS, progress=False)] == [True, True, True]
 
 
 def test_drill_summary_of_nothing_is_none():

@@ -19,27 +19,26 @@ question → document processor (hybrid retriever) → relevance checker ─ NO_
                                                           ↓
                                               research agent ─ cannot answer → "not in these documents"
                                                           ↓ draft + cited chunks
-                                              verification agent ─ supported and relevant → answer
+                                              verification agent + claim checks ─ nothing stands against it → answer
                                                           └─ not: re-research with the verifier's feedback (capped)
 ```
 
-Every arrow is chosen by a **typed field** — a Pydantic `Literal` or list that the model must fill —
+Every arrow is chosen by a **typed field** — a Pydantic `Literal` or list that the model must fill, its claims checked against the context —
 never by searching the model's prose for "supported". The round counter lives in the graph's state
 and is advanced by the research step, and the router cannot re-research at the cap, so the loop ends
 by construction.
 """),
 ("code", r"""
 # Parameters (the test suite runs this notebook with smaller values)
-N_IN_KB = 8               # answerable gold questions in the evaluation (balanced en/zh)
-N_OUT_OF_KB = 4           # questions whose answer is in no document (balanced en/zh)
-N_DRILL = 4               # gold questions whose reference answers become drill drafts (balanced en/zh)
+N_IN_KB = 10              # answerable gold questions in the evaluation (balanced en/zh)
+N_OUT_OF_KB = 6           # questions whose answer is in no document (balanced en/zh)
+N_DRILL = 12              # gold questions whose reference answers become drill drafts (balanced en/zh)
 K = 4                     # chunks the hybrid retriever hands to the agents
 MAX_RESEARCH_ROUNDS = 2   # research rounds per question, the first included
 MAX_TOKENS = 400          # cap on every reply of the chat model
 SEED = 5
 """, ["parameters"]),
 ("code", r"""
-import random
 import tempfile
 import time
 from pathlib import Path
@@ -48,7 +47,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.corpus import CORPUS_DIR, load_gold
+from lessons.corpus import CORPUS_DIR, load_gold, sample_by_language
 from lessons.models import get_chat_model, model_banner
 from lessons.usage import USAGE
 
@@ -145,8 +144,22 @@ The verifier sees the **question**, the draft and the same context. A verifier t
 question cannot tell a true answer to a different question from a good one — a known bug in popular
 tutorials. Its verdict is typed: two lists (claims the context does not state, claims it
 contradicts), then `supported` and `relevant` as `Literal["yes", "no"]`. The lists come first so the
-model writes down what it found before it decides; a draft passes only when both answers are yes
-**and** both lists are empty.
+model writes down what it found before it decides.
+
+A 1.5B verifier is a noisy witness, though (section 6 measures it): it lists phrases it copied from
+the context, sentences the draft never said, and the draft itself when the context says it in
+other words, and its yes/no fields said "no" to most *known-correct* drafts. So the workflow asks
+for **reasons and checks them** — with string matching, no model (`lessons.claim_check`):
+
+- a listed claim **stands** only if the draft says it and the context does not (a figure of the
+  claim missing from every chunk, or more than one of its words — two Chinese character pairs — missing);
+- every **figure** of the draft must occur in a chunk: a changed number is the most common
+  hallucination, and string matching catches it every time;
+- a draft **sentence** that shares almost nothing with the context (¾ of its words missing) is
+  flagged: a sentence added from elsewhere.
+
+A draft passes when nothing stands against it. `supported` and `relevant` stay in the report, but a
+"no" without a reason that stands does not send a draft back.
 
 ### Exercise 1 — write the verdict schema
 
@@ -176,14 +189,20 @@ check_verdict_schema(MyVerdict)
 ("md", r"""
 The course's version is `lessons.three_agents.Verification`. Here it judges the draft above, and
 the same draft with its first figure changed (`plant_changed_figure`, section 6 uses it at scale):
+what the model listed (`model_verdict`) next to what still stands after the checks (`verify`).
 """),
 ("code", r"""
 from lessons.three_agent_eval import plant_changed_figure
-from lessons.three_agents import verify
+from lessons.three_agents import model_verdict, verify
 
 tampered = plant_changed_figure(draft.answer) or draft.answer + " It was approved by Marcus Lindqvist."
-pd.DataFrame([{"draft": text, **verify(llm, question.question, text, context).model_dump()}
-              for text in [draft.answer, tampered]])
+rows = []
+for text in [draft.answer, tampered]:
+    said, checked = model_verdict(llm, question.question, text, context), verify(llm, question.question, text, context)
+    rows.append({"draft": text, "supported": said.supported, "relevant": said.relevant,
+                 "the model listed": said.unsupported_claims + said.contradictions,
+                 "what stands": checked.unsupported_claims + checked.contradictions, "passed": checked.passed})
+pd.DataFrame(rows)
 """),
 ("md", r"""
 ## 5. The workflow, and the rule after verification
@@ -195,15 +214,15 @@ report, so a reader sees what was not supported).
 
 ### Exercise 2 — write the routing rule
 
-Return `"accept"` when the verdict passed (both yes, nothing listed); otherwise `"re_research"`
-while `research_round < max_rounds`, and `"give_up"` at (or past) the cap.
+`verification` is the checked verdict (what `verify` returns: only claims that stand are left in
+its lists). Return `"accept"` when nothing is listed against the draft — both lists empty, whatever
+`supported` says; otherwise `"re_research"` while `research_round < max_rounds`, and `"give_up"` at
+(or past) the cap.
 """),
 ("code", r"""
 def route_after_verification(verification, research_round, max_rounds):
     ### BEGIN SOLUTION
-    passed = (verification.supported == "yes" and verification.relevant == "yes"
-              and not verification.unsupported_claims and not verification.contradictions)
-    if passed:
+    if not verification.unsupported_claims and not verification.contradictions:
         return "accept"
     return "give_up" if research_round >= max_rounds else "re_research"
     ### END SOLUTION
@@ -249,21 +268,17 @@ evidence, and the drafts are
 - the reference with its first figure raised by about 20% (`plant_changed_figure`: €45 → €54);
 - the reference plus a sentence crediting an invented person (`plant_invented_name`).
 
-A planted draft the verifier flags is a **catch**.
+A planted draft that is flagged is a **catch**. The table says who caught it: a claim the verifier
+listed that still stood after the checks, or the string checks alone (figures, added sentences) —
+and the last column shows what the model's own yes/no would have done (`supported` or `relevant`
+"no"), the rule this notebook does *not* use.
 """),
 ("code", r"""
 from lessons.three_agent_eval import drill_summary, run_drill
 from lessons.document_processor import chunk_files
 
 
-def balanced_sample(questions, n, seed):
-    rng = random.Random(seed)
-    by_language = [[q for q in questions if q.language == lang] for lang in ("en", "zh")]
-    half = n // 2
-    return rng.sample(by_language[0], min(n - half, len(by_language[0]))) + rng.sample(by_language[1], min(half, len(by_language[1])))
-
-
-drill_questions = balanced_sample([q for q in gold if q.type in ("fact", "table")], N_DRILL, SEED)
+drill_questions = sample_by_language([q for q in gold if q.type in ("fact", "table")], N_DRILL, SEED)
 cases = run_drill(llm, drill_questions, kb.chunks)
 drill = pd.DataFrame(drill_summary(cases)).set_index("draft")
 drill
@@ -271,9 +286,10 @@ drill
 ("code", r"""
 catch_rate = drill.loc[["changed figure", "invented name"], "flagged"]
 false_alarms = drill.loc["correct", "flagged"]
-ax = drill["flagged"].plot.barh(color=["tab:green", "tab:green", "tab:red"], figsize=(7, 2.5), xlim=(0, 1.05))
-ax.set_xlabel("share of drafts the verifier flagged")
-ax.set_title("Hallucination drill: catches (green) and false alarms (red)")
+columns = ["flagged", "by the verifier's list", "by the string checks", "by the model's yes/no"]
+ax = drill[columns].plot.barh(figsize=(8, 3.5), xlim=(0, 1.05))
+ax.set_xlabel("share of drafts flagged (correct drafts: false alarms)")
+ax.set_title("Hallucination drill: who catches what")
 plt.tight_layout()
 plt.show()
 print(f"Catch rate: changed figure {catch_rate['changed figure']:.0%}, invented name {catch_rate['invented name']:.0%}; "
@@ -298,8 +314,8 @@ from tqdm.auto import tqdm
 
 from lessons.three_agent_eval import evaluate_question, summarise_runs
 
-sample = balanced_sample([q for q in gold if q.answerable and q.type != "contradiction"], N_IN_KB, SEED) + \
-         balanced_sample([q for q in gold if not q.answerable], N_OUT_OF_KB, SEED) + \
+sample = sample_by_language([q for q in gold if q.answerable and q.type != "contradiction"], N_IN_KB, SEED) + \
+         sample_by_language([q for q in gold if not q.answerable], N_OUT_OF_KB, SEED) + \
          [q for q in gold if q.type == "contradiction"]
 start = time.perf_counter()
 runs = [evaluate_question(q, retriever=kb.retrieve, llm=llm, max_research_rounds=MAX_RESEARCH_ROUNDS) for q in tqdm(sample)]
