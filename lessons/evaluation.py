@@ -171,10 +171,10 @@ def build_qa_hybrid(r: Resources) -> Pipeline:
 
 
 def build_grading_loop_pipeline(r: Resources) -> Pipeline:
-    from lessons.grading import build_grading_loop
-    from lessons.retrieval import dense_retriever
+    from lessons.grading import CalibratedGrader, build_grading_loop
 
-    loop = build_grading_loop(r.llm, dense_retriever(r.store, r.k).invoke, max_rounds=r.max_rounds)
+    # notebook 04's loop as it ended: hybrid retrieval, the calibrated grader with that run's thresholds
+    loop = build_grading_loop(r.llm, _hybrid(r, r.k).invoke, max_rounds=r.max_rounds, grader=CalibratedGrader(r.llm))
 
     def run(question: str) -> PipelineResult:
         state = loop.invoke({"question": question}, config={"recursion_limit": 50})
@@ -225,9 +225,9 @@ PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
     PipelineSpec("hybrid+rerank", "02", "hybrid candidates reranked by the LLM's P(yes), blended with the hybrid order",
                  build_hybrid_rerank),
     PipelineSpec("qa-hybrid", "03", "chunks and generated questions in one index, hits mapped to chunks", build_qa_hybrid),
-    PipelineSpec("grading-loop", "04", "grade, rewrite up to a cap, answer from relevant chunks or abstain",
+    PipelineSpec("grading-loop", "04", "hybrid top k graded by calibrated P(yes), rewrite up to a cap, answer from relevant chunks or abstain",
                  build_grading_loop_pipeline),
-    PipelineSpec("three-agents", "05", "researcher, writer and verifier agents", build_three_agents),
+    PipelineSpec("three-agents", "05", "relevance checker, research agent, verification agent (re-research capped)", build_three_agents),
 ]}  # fmt: skip
 
 

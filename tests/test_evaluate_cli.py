@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from langchain_core.messages import AIMessage
 import pytest
 
 from lessons.evaluate import ConfigError, load_config, main
@@ -36,8 +37,9 @@ def scripted_model():
 
     def reply(messages, tools):
         prompt = messages[-1].content if tools else messages[0].content
-        if tools == ["GradeDocuments"]:
-            return {"binary_score": "no" if "financial" in prompt else "yes"}
+        if not tools and "Search result:" in messages[-1].content:  # the calibrated grader's one-token judge
+            judged = messages[-1].content
+            return AIMessage("no" if "financial" in judged else "yes")  # no log-probabilities: the reply decides
         if tools == ["RewrittenQuery"]:
             return {"query": "CFO name", "new_keywords": ["finance"]}
         if tools == ["DraftAnswer"]:
