@@ -167,10 +167,30 @@ def ensure_server(timeout: float = 180.0) -> ServerInfo:
         _register_client()
         state = _read_state()
         if state and _pid_alive(state.pid):
-            if state.alias == model.alias and served_models(state.url) is not None:
+            if state.alias == model.alias and _answers_within(state, BUSY_GRACE_SECONDS):
                 return state
-            _terminate(state.pid)  # another model, or hung: replace it
+            _terminate(state.pid)  # another model, or hung for the whole grace period: replace it
         return _start(model.path, model.alias, timeout)
+
+
+BUSY_GRACE_SECONDS = 120.0  # how long a running server may take to answer /v1/models before it counts as hung
+
+
+def _answers_within(state: ServerInfo, grace: float) -> bool:
+    """Whether the running server answers /v1/models within `grace` seconds (polled while its process lives).
+
+    A server busy with another process's long prompt on two cores can take more than a few seconds
+    to answer; replacing it then killed that process's request mid-way ("could not reach the local
+    model server"). So a slow answer is waited for, and only a server silent for the whole grace
+    period, or one whose process has died, is replaced.
+    """
+    deadline = time.monotonic() + grace
+    while True:
+        if served_models(state.url, timeout=min(10.0, max(1.0, deadline - time.monotonic()))) is not None:
+            return True
+        if time.monotonic() >= deadline or not _pid_alive(state.pid):
+            return False
+        time.sleep(1.0)
 
 
 def _clients_dir() -> Path:

@@ -109,3 +109,32 @@ def test_a_restarted_server_comes_back_on_the_same_port(fake_model, monkeypatch)
     local_server._terminate(first.pid)  # the server dies (or someone stops it)
     second = ensure_server(timeout=20)
     assert second.pid != first.pid and second.url == first.url
+
+
+SLOW_WHEN_FLAGGED = FAKE_OPENAI_SERVER.replace(
+    "    def do_GET(self):\n",
+    "    def do_GET(self):\n        import os, time\n        if os.path.exists(sys.argv[3]): time.sleep(4)\n",
+)
+
+
+def test_a_busy_server_is_waited_for_not_replaced(fake_model, monkeypatch, tmp_path):
+    # Under load the real server took more than the old 2-second health check to answer, and the next
+    # process to call ensure_server() killed it mid-request for another process.
+    import time
+
+    flag = tmp_path / "busy"
+    slow_if = {"path": str(flag)}  # read when a server starts: the replacement below is not slow
+    monkeypatch.setattr(
+        local_server, "server_command",
+        lambda model, alias, port: [sys.executable, "-c", SLOW_WHEN_FLAGGED, str(port), alias, slow_if["path"]],
+    )
+    first = ensure_server(timeout=20)
+    flag.touch()
+    started = time.monotonic()
+    again = ensure_server(timeout=20)
+    assert again.pid == first.pid and local_server._pid_alive(first.pid)
+    assert time.monotonic() - started >= 3.5, "it waited for the slow answer"
+    monkeypatch.setattr(local_server, "BUSY_GRACE_SECONDS", 1.0)
+    slow_if["path"] = str(tmp_path / "never")
+    replaced = ensure_server(timeout=20)  # silent for the whole (short) grace period: replaced
+    assert replaced.pid != first.pid and not local_server._pid_alive(first.pid)
