@@ -1,0 +1,143 @@
+"""Measuring the deep-research sub-agent against single-shot hybrid RAG on the same gold questions.
+
+Introduced in notebook 07 (deep-research agent). Per question and method: answer correctness (notebook
+06's copy-then-decide completeness judge against the reference answer; an abstention scores 0, a judge
+failure is recorded, never guessed), evidence recall (the share of the gold evidence quotes found in
+what the method *read*: the sub-agent's search snippets and pages, the baseline's top-k chunks), tool
+calls, pages read, LLM calls and tokens (cached answers count with the tokens they cost when first
+asked) and seconds. The judge's own calls are not counted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+from langchain_core.language_models import BaseChatModel
+
+from lessons.corpus import GoldQuestion
+from lessons.deep_research import DeepResearchAgent
+from lessons.evaluation import Pipeline, judge_completeness, metered
+from lessons.metrics import quotes_found
+from lessons.three_agent_eval import contradiction_handling
+
+DEEP = "deep research"
+SINGLE_SHOT = "single-shot hybrid"
+COLUMNS = ["correct", "evidence recall", "tool calls", "pages read", "LLM calls", "tokens", "seconds"]
+
+
+@dataclass(frozen=True)
+class MethodRun:
+    """One gold question through one method, measured. Introduced in notebook 07 (deep-research agent)."""
+
+    id: str
+    type: str
+    language: str
+    method: str
+    answer: str
+    answered: bool
+    correct: float | None  # 1 / 0 from the judge; 0 for an abstention; None when the judge failed
+    judge_status: str
+    evidence_recall: float
+    tool_calls: int
+    pages_read: int
+    llm_calls: int
+    tokens: int
+    seconds: float
+    contradiction: str = ""
+
+
+def measure_sample(questions: Sequence[GoldQuestion], n_multi_hop: int, n_table: int, seed: int = 0,
+                   contradiction: bool = True) -> list[GoldQuestion]:
+    """Multi-hop and table questions, each half English and half Chinese (seeded), then the contradiction case.
+
+    Introduced in notebook 07 (deep-research agent).
+    """
+    import random
+
+    rng = random.Random(seed)
+    sample: list[GoldQuestion] = []
+    for kind, n in (("multi_hop", n_multi_hop), ("table", n_table)):
+        for position, language in enumerate(("en", "zh")):
+            share = n // 2 + (1 if position < n % 2 else 0)
+            pool = [q for q in questions if q.type == kind and q.language == language]
+            sample += rng.sample(pool, min(share, len(pool)))
+    if contradiction:
+        sample += [q for q in questions if q.type == "contradiction"]
+    return sample
+
+
+def evidence_recall(texts: Sequence[str], evidence: Sequence[str]) -> float:
+    """Share of the evidence quotes found in `texts` (all of them: what a method read). Introduced in notebook 07 (deep-research agent)."""
+    return len(quotes_found(texts, evidence)) / len(evidence) if evidence else 0.0
+
+
+def _judged(judge: BaseChatModel, question: GoldQuestion, answer: str, answered: bool) -> tuple[float | None, str]:
+    if not answered:
+        return 0.0, "abstained"
+    judgement = judge_completeness(judge, question.question, answer, question.answer)
+    return (None if judgement.score is None else float(judgement.score)), judgement.status
+
+
+def _run(question: GoldQuestion, method: str, work, judge: BaseChatModel) -> MethodRun:
+    with metered() as meter:
+        started = time.perf_counter()
+        answer, answered, texts, tool_calls, pages_read = work(question.question)
+        seconds = time.perf_counter() - started
+    correct, status = _judged(judge, question, answer, answered)
+    return MethodRun(
+        id=question.id, type=question.type, language=question.language, method=method, answer=answer,
+        answered=answered, correct=correct, judge_status=status,
+        evidence_recall=evidence_recall(texts, question.evidence), tool_calls=tool_calls, pages_read=pages_read,
+        llm_calls=meter.calls, tokens=meter.input_tokens + meter.output_tokens, seconds=seconds,
+        contradiction=contradiction_handling(answer) if question.type == "contradiction" else "",
+    )
+
+
+def run_deep_research(question: GoldQuestion, agent: DeepResearchAgent, judge: BaseChatModel) -> MethodRun:
+    """The sub-agent on one gold question (its standalone question is the gold question). Introduced in notebook 07 (deep-research agent)."""
+
+    def work(text: str):
+        result = agent.research(text)
+        return (result.answer, result.found, [d.page_content for d in result.evidence], result.tool_calls,
+                len(result.pages_read))
+
+    return _run(question, DEEP, work, judge)
+
+
+def run_single_shot(question: GoldQuestion, pipeline: Pipeline, judge: BaseChatModel, k: int) -> MethodRun:
+    """Single-shot hybrid RAG on one gold question: one retrieval, an answer from the top `k` (notebook 06's
+    `hybrid` pipeline). Introduced in notebook 07 (deep-research agent)."""
+
+    def work(text: str):
+        result = pipeline(text)
+        return result.answer, not result.abstained, [d.page_content for d in result.retrieved[:k]], 1, 0
+
+    return _run(question, SINGLE_SHOT, work, judge)
+
+
+def runs_table(runs: Sequence[MethodRun]) -> pd.DataFrame:
+    """One row per (question, method). Introduced in notebook 07 (deep-research agent)."""
+    frame = pd.DataFrame([asdict(r) for r in runs])
+    return frame.rename(columns={"evidence_recall": "evidence recall", "tool_calls": "tool calls",
+                                 "pages_read": "pages read", "llm_calls": "LLM calls"})
+
+
+def compare_methods(runs: Sequence[MethodRun], by: str | None = None) -> pd.DataFrame:
+    """Means per method (and per `by`, e.g. "type"), compared on the same questions: correctness, evidence
+    recall, tool calls, pages read, LLM calls, tokens and seconds per question. Introduced in notebook 07 (deep-research agent)."""
+    table = runs_table(runs)
+    keys = ["method"] + ([by] if by else [])
+    summary = table.groupby(keys, sort=False)[COLUMNS].mean()
+    summary.insert(0, "questions", table.groupby(keys, sort=False).size())
+    failed = table[table["judge_status"] == "judge_failed"].groupby(keys, sort=False).size()
+    summary["judge failures"] = failed.reindex(summary.index, fill_value=0)
+    return summary
+
+
+def summary_rows(runs: Sequence[MethodRun]) -> list[dict[str, Any]]:
+    """`compare_methods` as plain rows (for a test or a report). Introduced in notebook 07 (deep-research agent)."""
+    return compare_methods(runs).reset_index().to_dict("records")

@@ -1,0 +1,109 @@
+"""Measuring the sub-agent against single-shot RAG with scripted models: correctness, evidence recall, cost."""
+
+from langchain_core.documents import Document
+
+from lessons.corpus import GoldQuestion, SourceRef, load_gold
+from lessons.deep_research import DeepResearchAgent, Observation, Page, PageStore
+from lessons.deep_research_eval import (
+    DEEP,
+    SINGLE_SHOT,
+    compare_methods,
+    evidence_recall,
+    measure_sample,
+    run_deep_research,
+    run_single_shot,
+)
+from lessons.evaluation import PipelineResult
+from lessons.fakes import ScriptedChatModel
+
+QUESTION = GoldQuestion(id="en-x", question="Which tiers include Guard, and when was it released?", language="en",
+                        type="multi_hop", answer="Business and Enterprise; Atlas 4.2, 1 July 2026.",
+                        sources=[SourceRef(file="w.pdf", page=4)],
+                        evidence=["Guard is in Business and Enterprise", "Atlas 4.2 was released on 1 July 2026"])
+PAGES = PageStore([Page("w.pdf", 4, "page 4", "Guard is in Business and Enterprise."),
+                   Page("notes.md", 2, "Atlas 4.2", "Atlas 4.2 was released on 1 July 2026. It adds Guard.")])
+
+
+def search(query):
+    if query == "Guard release":
+        hit = Document("Atlas 4.2 was released on 1 July 2026. […]", metadata={"source": "notes.md", "page": 2, "kind": "chunk"})
+    else:
+        hit = Document("Guard is in Business and Enterprise.", metadata={"source": "w.pdf", "page": 4, "kind": "chunk"})
+    return Observation("search", f"search({query!r})", (hit,))
+
+
+def judge_says(verdict):
+    return {"reference_key_fact": "x", "answer_says": "x", "complete": verdict}
+
+
+def model_for(decisions, answer, verdict="yes"):
+    decisions = list(decisions)
+
+    def reply(messages, tools):
+        if tools == ["ResearchDecision"]:
+            return decisions.pop(0)
+        if tools == ["ResearchDraft"]:
+            return answer
+        if tools == ["CompletenessVerdict"]:
+            return judge_says(verdict)
+        raise AssertionError(tools)
+
+    return ScriptedChatModel(default=reply)
+
+
+def test_evidence_recall_counts_quotes_in_everything_read():
+    assert evidence_recall(["Guard is in Business and Enterprise."], QUESTION.evidence) == 0.5
+    assert evidence_recall([], QUESTION.evidence) == 0.0 and evidence_recall(["x"], []) == 0.0
+
+
+def test_a_deep_research_run_is_measured():
+    decision = {"reason": "release date", "action": "search", "query": "Guard release", "source_id": "", "page_index": 0}
+    answer = {"answer": "Business and Enterprise; 1 July 2026.", "cited_chunks": [1, 2], "found": "yes"}
+    model = model_for([decision, {**decision, "action": "answer", "query": ""}], answer)
+    run = run_deep_research(QUESTION, DeepResearchAgent(model, search, PAGES, max_steps=3), model)
+    assert run.method == DEEP and run.answered and run.correct == 1.0 and run.judge_status == "judged"
+    assert run.evidence_recall == 1.0 and run.tool_calls == 2 and run.pages_read == 0
+    assert run.llm_calls == 3, "two decisions and the answer; the judge is not counted"
+    assert run.tokens > 0
+
+
+def test_an_abstention_scores_zero_without_asking_the_judge():
+    model = model_for([{"reason": "nothing", "action": "answer", "query": "", "source_id": "", "page_index": 0}],
+                      {"answer": "", "cited_chunks": [], "found": "no"})
+    run = run_deep_research(QUESTION, DeepResearchAgent(model, search, PAGES), model)
+    assert not run.answered and run.correct == 0.0 and run.judge_status == "abstained"
+    assert not any(c["tools"] == ["CompletenessVerdict"] for c in model.calls)
+
+
+def test_single_shot_reads_only_its_top_k_and_a_judge_failure_is_recorded():
+    retrieved = [Document("Guard is in Business and Enterprise."), Document("x"), Document("Atlas 4.2 was released on 1 July 2026.")]
+    pipeline = lambda question: PipelineResult("Business and Enterprise.", False, retrieved, retrieved[:2])  # noqa: E731
+    broken_judge = ScriptedChatModel(default=lambda messages, tools: "no function call")
+    run = run_single_shot(QUESTION, pipeline, broken_judge, k=2)
+    assert run.method == SINGLE_SHOT and run.evidence_recall == 0.5 and run.tool_calls == 1
+    assert run.correct is None and run.judge_status == "judge_failed"
+    table = compare_methods([run])
+    assert table.loc[SINGLE_SHOT, "judge failures"] == 1 and table.loc[SINGLE_SHOT, "questions"] == 1
+
+
+def test_compare_methods_averages_per_method_and_type():
+    decision = {"reason": "nothing", "action": "answer", "query": "", "source_id": "", "page_index": 0}
+    answer = {"answer": "Business and Enterprise.", "cited_chunks": [1], "found": "yes"}
+    deep = run_deep_research(QUESTION, DeepResearchAgent(model_for([decision], answer, "no"), search, PAGES),
+                             model_for([], answer, "no"))
+    pipeline = lambda question: PipelineResult("x", True, [], [])  # noqa: E731
+    shot = run_single_shot(QUESTION, pipeline, model_for([], answer), k=3)
+    table = compare_methods([deep, shot])
+    assert list(table.index) == [DEEP, SINGLE_SHOT]
+    assert table.loc[DEEP, "correct"] == 0.0 and table.loc[DEEP, "evidence recall"] == 0.5
+    assert table.loc[SINGLE_SHOT, "correct"] == 0.0 and table.loc[SINGLE_SHOT, "evidence recall"] == 0.0
+    assert list(compare_methods([deep, shot], by="type").index) == [(DEEP, "multi_hop"), (SINGLE_SHOT, "multi_hop")]
+
+
+def test_the_measure_sample_is_balanced_seeded_and_ends_with_the_contradiction():
+    gold = load_gold()
+    sample = measure_sample(gold, 4, 2, seed=3)
+    assert [(q.type, q.language) for q in sample] == [("multi_hop", "en")] * 2 + [("multi_hop", "zh")] * 2 + \
+        [("table", "en"), ("table", "zh"), ("contradiction", "en")]
+    assert [q.id for q in sample] == [q.id for q in measure_sample(gold, 4, 2, seed=3)]
+    assert [q.type for q in measure_sample(gold, 1, 0, seed=3)] == ["multi_hop", "contradiction"]
