@@ -133,12 +133,14 @@ def claim_in_draft(claim: str, draft: str) -> bool:
     return sum(t in text for t in tokens) >= IN_DRAFT_SHARE * len(tokens)
 
 
-def claim_is_grounded(claim: str, documents: Sequence[Document]) -> bool:
+def claim_is_grounded(claim: str, documents: Sequence[Document], question: str = "") -> bool:
     """Whether the context states the claim: all its figures occur there, and its words/pairs do (within the budget).
 
     Introduced in notebook 05 (three-agent verification). Each missing English word costs 1, each
-    missing Chinese character pair 0.5; a claim within `MISSING_BUDGET` is grounded. A claim with
-    neither figures nor content words is not grounded (there is nothing to find).
+    missing Chinese character pair 0.5; a claim within `MISSING_BUDGET` is grounded. Words of the
+    `question` count as present: a draft that restates the question ("the update that stopped the
+    server hogging RAM was 4.2.1") makes no claim with them. Figures must be in the context itself.
+    A claim with neither figures nor content words is not grounded (there is nothing to find).
     """
     tokens = content_tokens(claim)
     claim_figures = figures(claim)
@@ -146,7 +148,7 @@ def claim_is_grounded(claim: str, documents: Sequence[Document]) -> bool:
         return False
     if any(f not in _context_figures(documents) for f in claim_figures):
         return False
-    text = " ".join(_normal(d.page_content) for d in documents)
+    text = " ".join(_normal(d.page_content) for d in documents) + " " + _normal(question)
     return _missing_cost(tokens, text) <= MISSING_BUDGET
 
 
@@ -155,14 +157,14 @@ def sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
 
 
-def unsupported_sentences(draft: str, documents: Sequence[Document]) -> list[str]:
+def unsupported_sentences(draft: str, documents: Sequence[Document], question: str = "") -> list[str]:
     """Sentences of the draft that share almost nothing with the context: `NOVEL_SHARE` of their tokens missing.
 
     Introduced in notebook 05 (three-agent verification). It never catches a changed detail inside a
     sentence the context supports (that is what the figure check and the verifier's list are for);
-    it catches a sentence the writer added from elsewhere.
+    it catches a sentence the writer added from elsewhere. Words of the `question` count as present.
     """
-    text = " ".join(_normal(d.page_content) for d in documents)
+    text = " ".join(_normal(d.page_content) for d in documents) + " " + _normal(question)
     flagged = []
     for sentence in sentences(draft):
         tokens = content_tokens(sentence)

@@ -32,8 +32,10 @@ from lessons.three_agents import (
     ThreeAgentResult,
     Verification,
     deterministic_findings,
+    ground_verification,
+    model_verdict,
     run_three_agents,
-    verify,
+    standing_claims,
 )
 
 INVENTED_NAME = {
@@ -134,13 +136,14 @@ def run_drill(
         if not context:  # no chunk holds the evidence word for word: the drill would not be fair
             continue
         for kind, draft in drill_drafts(question):
-            verdict = verify(model, question.question, draft, context)
-            findings = deterministic_findings(draft, context)
-            listed = [c for c in [*verdict.unsupported_claims, *verdict.contradictions] if c not in findings]
+            said = model_verdict(model, question.question, draft, context)
+            verdict = ground_verification(said, draft, context, question.question)  # what `verify` returns
+            standing = standing_claims([*said.unsupported_claims, *said.contradictions], draft, context, question.question)
             cases.append(DrillCase(question.id, question.language, kind, draft, flags(verdict),
                                    tuple(verdict.unsupported_claims), tuple(verdict.contradictions),
-                                   by_verifier=bool(listed), by_checks=bool(findings),
-                                   by_yes_no="no" in (verdict.supported, verdict.relevant)))
+                                   by_verifier=bool(standing),
+                                   by_checks=bool(deterministic_findings(draft, context, question.question)),
+                                   by_yes_no="no" in (said.supported, said.relevant)))
     return cases
 
 

@@ -233,37 +233,41 @@ def check_relevance(model: BaseChatModel, question: str, documents: Sequence[Doc
     return grounded_relevance(invoke_structured(model, RelevanceCheck, prompt), documents)
 
 
-def standing_claims(claims: Sequence[str], draft: str, documents: Sequence[Document]) -> list[str]:
+def standing_claims(claims: Sequence[str], draft: str, documents: Sequence[Document], question: str = "") -> list[str]:
     """The listed claims that the draft says (`claim_in_draft`) and the context does not state (`claim_is_grounded`).
 
     Introduced in notebook 05 (three-agent verification). The small verifier fills its lists with
     phrases copied from the context, with sentences the draft never said, and with the draft itself
-    when the context says it in other words; none of those is a reason to reject the draft.
+    when the context says it in other words or the draft restates the question; none of those is a
+    reason to reject the draft.
     """
-    return [c for c in claims if claim_in_draft(c, draft) and not claim_is_grounded(c, documents)]
+    return [c for c in claims if claim_in_draft(c, draft) and not claim_is_grounded(c, documents, question)]
 
 
-def deterministic_findings(draft: str, documents: Sequence[Document]) -> list[str]:
+def deterministic_findings(draft: str, documents: Sequence[Document], question: str = "") -> list[str]:
     """What string checks find without a model: figures no chunk contains, sentences that share almost nothing with the context.
 
     Introduced in notebook 05 (three-agent verification); see `lessons.claim_check`.
     """
     findings = [f"the figure {f} is in none of the chunks" for f in unsupported_figures(draft, documents)]
-    return findings + unsupported_sentences(draft, documents)
+    return findings + unsupported_sentences(draft, documents, question)
 
 
-def ground_verification(verification: Verification, draft: str, documents: Sequence[Document]) -> Verification:
+def ground_verification(
+    verification: Verification, draft: str, documents: Sequence[Document], question: str = ""
+) -> Verification:
     """The verdict after a second opinion on every listed claim, plus the deterministic findings.
 
     Introduced in notebook 05 (three-agent verification). Listed claims are kept only if they stand
     (`standing_claims`); the figure and sentence checks (`deterministic_findings`) are added to the
     unsupported claims, except a sentence one of the standing claims already names.
     """
-    claims = standing_claims(verification.unsupported_claims, draft, documents)
-    claims += [f for f in deterministic_findings(draft, documents) if not any(claim_in_draft(c, f) for c in claims)]
+    claims = standing_claims(verification.unsupported_claims, draft, documents, question)
+    findings = deterministic_findings(draft, documents, question)
+    claims += [f for f in findings if not any(claim_in_draft(c, f) for c in claims)]
     return verification.model_copy(update={
         "unsupported_claims": claims,
-        "contradictions": standing_claims(verification.contradictions, draft, documents),
+        "contradictions": standing_claims(verification.contradictions, draft, documents, question),
     })
 
 
@@ -294,7 +298,7 @@ def model_verdict(model: BaseChatModel, question: str, draft: str, documents: Se
 
 def verify(model: BaseChatModel, question: str, draft: str, documents: Sequence[Document]) -> Verification:
     """The verification agent: sees the question, the draft and the context; returns the checked verdict (`ground_verification`). Introduced in notebook 05 (three-agent verification)."""
-    return ground_verification(model_verdict(model, question, draft, documents), draft, documents)
+    return ground_verification(model_verdict(model, question, draft, documents), draft, documents, question)
 
 
 def decide_after_relevance(label: str) -> str:

@@ -67,3 +67,11 @@ def test_an_added_sentence_the_context_does_not_hold_is_flagged_not_a_paraphrase
     assert unsupported_sentences("团队版每席位每月 45 欧元。该数据已由首席运营官林志远确认。", CONTEXT) == ["该数据已由首席运营官林志远确认。"]
     assert unsupported_sentences("Atlas Server answers on port 7420 unless configured.", CONTEXT) == []
     assert unsupported_sentences("Yes, 7420.", CONTEXT) == []  # too short to judge
+
+
+def test_words_of_the_question_are_not_claims_but_its_figures_must_be_in_the_context():
+    claim = "The update that stopped the server from hogging RAM was port 7420"
+    question = "Which update stopped the server from hogging RAM?"
+    assert not claim_is_grounded(claim, CONTEXT)
+    assert claim_is_grounded(claim, CONTEXT, question=question)
+    assert not claim_is_grounded("It stopped hogging RAM in 2031", CONTEXT, question="Did it stop hogging RAM in 2031?")

@@ -54,7 +54,8 @@ def test_the_drill_flags_what_the_verifier_rejects_and_skips_questions_without_e
     assert [(c.kind, c.flagged) for c in cases] == [("correct", False), ("changed figure", True), ("invented name", True)]
     summary = {row["draft"]: row["flagged"] for row in drill_summary(cases)}
     assert summary == {"changed figure": 1.0, "invented name": 1.0, "correct": 0.0}
-    # who caught it: the verifier listed both planted drafts; the string checks found the figure and the added sentence
+    # who caught it: the verifier listed both planted drafts (its claim is the whole draft, word for word what the
+    # sentence check finds too); the string checks found the figure and the added sentence
     assert [(c.by_verifier, c.by_checks) for c in cases] == [(False, False), (True, True), (True, True)]
 
 
@@ -103,3 +104,16 @@ def test_a_gold_question_is_run_judged_and_summarised():
     rows = {row["language"]: row for row in summarise_runs([run, refusal])}
     assert rows["all"]["correct (in-KB)"] == 1.0 and rows["all"]["abstention (out-of-KB)"] == 1.0
     assert rows["zh"]["questions"] == 0 and rows["zh"]["correct (in-KB)"] is None
+
+
+def test_a_verifier_that_lists_exactly_the_added_sentence_gets_the_credit():
+    sentence = INVENTED_NAME["en"].strip()
+
+    def lists_the_sentence(messages, tools):
+        draft = messages[0].content.rsplit("Draft answer: ", 1)[1]
+        return {"unsupported_claims": [sentence] if sentence in draft else [], "contradictions": [],
+                "supported": "yes", "relevant": "yes"}
+
+    cases = run_drill(ScriptedChatModel(default=lists_the_sentence), [QUESTION], CHUNKS, progress=False)
+    named = next(c for c in cases if c.kind == "invented name")
+    assert named.by_verifier and named.by_checks and named.unsupported == (sentence,)
