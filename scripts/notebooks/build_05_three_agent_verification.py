@@ -8,7 +8,7 @@ cells = [
 |---|---|
 | **You will learn** | how a document processor (Docling, header chunks, hybrid BM25 + dense search) feeds three agents with typed decisions: a **relevance checker** that can stop before anything is written, a **research agent** that answers from the context only and cites its chunks, and a **verification agent** that sees the question, the draft and the context and sends unsupported drafts back — capped; how to *test* a verifier by planting false claims; what all this costs per question |
 | **Prerequisites** | notebook 00 (structured output), 01 (the knowledge base and its gold set), 02 (hybrid retrieval), 04 (the grading loop) |
-| **Time** | ≈ 15 min offline on a 2-core laptop the first time (≈ 150 small model calls), ≈ 1 min on a re-run (cached); ≈ 3 min with DeepSeek |
+| **Time** | ≈ 20 min offline on a 2-core laptop the first time (104 small model calls; measured 17 min with part of them cached, on a machine shared with another notebook run), ≈ 2 min on a re-run (cached; measured 108 s); with DeepSeek not measured |
 | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit); every number below is computed by the cell above it |
 
 Notebook 04 put a grader *before* the generator. This one also puts a checker *after* it:
@@ -300,6 +300,24 @@ pd.DataFrame([{"id": c.id, "draft": c.kind, "flagged": c.flagged, "unsupported":
                "text": c.draft[:90]} for c in cases])
 """),
 ("md", r"""
+**What our drill says** (12 questions, 6 English and 6 Chinese; 32 verifier calls — 8 of the
+reference answers had a figure to change):
+
+- **No false alarms with the checked lists: 0 of 12 correct drafts flagged.** The model's own
+  yes/no said "no" to 7 of the 12 (58%) — while saying "no" to 5 of 8 changed figures and only 3 of
+  12 invented names. A rule on `supported`/`relevant` would reject more than half of the correct
+  answers and still miss most planted names: no better than a coin.
+- **Changed figures: 6 of 8 caught**, all by the figure check; the verifier's list alone caught 2.
+  The two misses are instructive: 25 → 30 working days (30 occurs elsewhere in the context), and
+  L3/L4 → L4/L4 (a level label, also in the context). A string check knows *that* a figure is in the
+  context, not *where*.
+- **Invented names: 12 of 12 caught** by the sentence check (the added sentence shares almost nothing
+  with the context); the verifier's list named it in 4 of 12, all English — in Chinese never.
+
+The drill tests what it plants. A 1.5B verifier is a weak witness; cheap, deterministic checks on
+the draft carry most of the weight here — and they would stay useful next to a stronger model.
+"""),
+("md", r"""
 ## 7. The whole workflow on the gold set
 
 A seeded sample, balanced between English and Chinese, of answerable questions and out-of-KB
@@ -360,6 +378,31 @@ from lessons.three_agent_eval import contradiction_handling
 contradiction = next(r for r in runs if r.type == "contradiction")
 show(contradiction.result)
 print("\nContradiction handling:", contradiction_handling(contradiction.answer))
+"""),
+("md", r"""
+**What our run says** (17 questions: 10 answerable, 6 out-of-KB, the contradiction; K = 4, two
+research rounds at most):
+
+- **Answerable questions: all answered, 82% correct** (9 of 11 with the contradiction question;
+  English 5 of 6, Chinese 4 of 5 — zh-034 named the edition but not the seats of a two-part
+  question). 91% of the answers passed the checks in the first or second round; one correct English
+  answer ("…which suggests a problem with the clock skew…") stayed *unverified* after two rounds:
+  its reasoning words are in no chunk.
+- **Out-of-KB: English 3 of 3 abstained, Chinese 0 of 3.** The research agent said `found = "no"`
+  to the English ones. The Chinese ones ask about customers the documents *do* describe (明湖银行's
+  upgrade hours, the year 林晓雯 joined, 江南物流's servers) and got "12 小时", "2026" and "1,200" —
+  figures that are in the context but answer other questions. Every check passed: they test that
+  an answer *comes from* the context, not that it *answers the question*, and the verifier's
+  `relevant` said "yes" each time. Notebook 04's grader failed on the same kind of question; a
+  relevance judgement of the question against the evidence is the open problem a stronger model
+  (DeepSeek) or notebook 06's evaluation should watch.
+- **The contradiction**: the answer gave €45 and cited the white paper *and the Q3 deck* — the chunk
+  that says €54 — without a word about the conflict. `contradiction_handling` says it followed the
+  consistent sources; the judge marked it wrong because the reference names the conflict. The
+  figure check passed (45 is in the context), and the verifier listed no contradiction.
+- **Cost**: 2.9 model calls and ≈ 3,200 tokens per question; 1 of 17 re-researched. On a 2-core
+  machine shared with another notebook run, 44 s per question (English 23 s, Chinese 68 s; the
+  Chinese prompts were longer, 3,800 tokens per question against 2,700).
 """),
 ("md", r"""
 ## 8. The chat panel
