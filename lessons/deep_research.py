@@ -244,7 +244,8 @@ class ChunkSearch:
         for hit in self.ranked_hits(query)[: self.shown]:
             text = hit.page_content if len(hit.page_content) <= self.snippet_chars else hit.page_content[: self.snippet_chars] + " […]"
             evidence.append(Document(text, metadata={"source": hit.metadata["source"], "page": self.pages.locate(hit),
-                                                     "title": hit.metadata.get("section_path", ""), "kind": "chunk"}))
+                                                     "title": hit.metadata.get("section_path", ""), "kind": "chunk",
+                                                     FULL_TEXT: hit.page_content}))
         return Observation("search", f"search({query!r})", tuple(evidence))
 
 
@@ -297,6 +298,7 @@ Pages you can read: {readable}
 {steps_left} step(s) left. Choose the next step."""
 
 FORCED_ANSWER_REASON = "step cap reached: answer from the notes"
+FULL_TEXT = "full_text"  # metadata key: the whole chunk behind a search snippet
 REPEATED_SEARCH = "already searched (see the notes above): choose another query or page, or answer"
 FIRST_SEARCH_REASON = "first step: search for the question itself"
 
@@ -357,14 +359,29 @@ def decide(model: BaseChatModel, question: str, observations: Sequence[Observati
     return invoke_structured(model, ResearchDecision, decide_prompt(question, observations, steps_left, notes_chars))
 
 
+def whole_chunk(document: Document) -> Document:
+    """The whole chunk behind a search snippet (the notes show the first `snippet_chars` characters only).
+
+    Introduced in notebook 07 (deep-research agent). Other evidence is returned as it is.
+    """
+    full = document.metadata.get(FULL_TEXT)
+    if full is None:
+        return document
+    return Document(full, metadata={k: v for k, v in document.metadata.items() if k != FULL_TEXT})
+
+
 def answer_context(observations: Sequence[Observation], max_chars: int = 4000) -> list[Document]:
-    """The evidence the final answer is written from: pages read first, then search results not inside a
-    page already read, until `max_chars`. Introduced in notebook 07 (deep-research agent)."""
+    """The evidence the final answer is written from: pages read first, then the whole chunks of the search
+    results not inside a page already read, until `max_chars`. Introduced in notebook 07 (deep-research agent).
+
+    The notes cut each search result short to keep the decision prompt small; the answer reads the whole
+    chunk (the first full run answered table questions from 300-character snippets and missed the rows).
+    """
     evidence = all_evidence(observations)
     pages = [d for d in evidence if d.metadata.get("kind") == "page"]
     read_text = " ".join(_collapse(p.page_content) for p in pages)
-    chunks = [d for d in evidence if d.metadata.get("kind") != "page"
-              and _collapse(d.page_content).removesuffix(" […]") not in read_text]
+    chunks = [whole_chunk(d) for d in evidence if d.metadata.get("kind") != "page"]
+    chunks = [d for d in chunks if _collapse(d.page_content).removesuffix(" […]") not in read_text]
     chosen, used = [], 0
     for document in _unique(pages + chunks):
         if used + len(document.page_content) > max_chars and chosen:

@@ -102,8 +102,8 @@ def run_deep_research(question: GoldQuestion, agent: DeepResearchAgent, judge: B
 
     def work(text: str):
         result = agent.research(text)
-        return (result.answer, result.found, [d.page_content for d in result.evidence], result.tool_calls,
-                len(result.pages_read))
+        read = [d.page_content for d in result.evidence] + [d.page_content for d in result.context]  # notes + answer's context
+        return result.answer, result.found, read, result.tool_calls, len(result.pages_read)
 
     return _run(question, DEEP, work, judge)
 

@@ -148,6 +148,8 @@ def test_chunk_search_shows_each_hit_with_its_page():
     observation = search("anything")
     assert [(d.metadata["source"], d.metadata["page"]) for d in observation.evidence] == [("g.md", 2), ("g.md", 1)]
     assert observation.evidence[0].page_content == "chunk […]"
+    assert [d.page_content for d in answer_context([observation])] == ["chunk 4 of g", "chunk 0 of g"], \
+        "the answer reads the whole chunks behind the snippets"
     assert search("  ").error
 
     class Reverse:
