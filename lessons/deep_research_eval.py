@@ -26,7 +26,7 @@ from lessons.three_agent_eval import contradiction_handling
 
 DEEP = "deep research"
 SINGLE_SHOT = "single-shot hybrid"
-COLUMNS = ["correct", "evidence recall", "tool calls", "pages read", "LLM calls", "tokens", "seconds"]
+COLUMNS = ["correct", "evidence recall", "tool calls", "at the cap", "pages read", "LLM calls", "tokens", "seconds"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class MethodRun:
     tokens: int
     seconds: float
     contradiction: str = ""
+    at_cap: float = float("nan")  # deep research: 1.0 when the step cap, not the model, ended the research
 
 
 def measure_sample(questions: Sequence[GoldQuestion], n_multi_hop: int, n_table: int, seed: int = 0,
@@ -85,7 +86,7 @@ def _judged(judge: BaseChatModel, question: GoldQuestion, answer: str, answered:
 def _run(question: GoldQuestion, method: str, work, judge: BaseChatModel) -> MethodRun:
     with metered() as meter:
         started = time.perf_counter()
-        answer, answered, texts, tool_calls, pages_read = work(question.question)
+        answer, answered, texts, tool_calls, pages_read, *at_cap = work(question.question)
         seconds = time.perf_counter() - started
     correct, status = _judged(judge, question, answer, answered)
     return MethodRun(
@@ -94,6 +95,7 @@ def _run(question: GoldQuestion, method: str, work, judge: BaseChatModel) -> Met
         evidence_recall=evidence_recall(texts, question.evidence), tool_calls=tool_calls, pages_read=pages_read,
         llm_calls=meter.calls, tokens=meter.input_tokens + meter.output_tokens, seconds=seconds,
         contradiction=contradiction_handling(answer) if question.type == "contradiction" else "",
+        at_cap=float(at_cap[0]) if at_cap else float("nan"),
     )
 
 
@@ -103,7 +105,7 @@ def run_deep_research(question: GoldQuestion, agent: DeepResearchAgent, judge: B
     def work(text: str):
         result = agent.research(text)
         read = [d.page_content for d in result.evidence] + [d.page_content for d in result.context]  # notes + answer's context
-        return result.answer, result.found, read, result.tool_calls, len(result.pages_read)
+        return result.answer, result.found, read, result.tool_calls, len(result.pages_read), result.at_cap
 
     return _run(question, DEEP, work, judge)
 
@@ -123,12 +125,13 @@ def runs_table(runs: Sequence[MethodRun]) -> pd.DataFrame:
     """One row per (question, method). Introduced in notebook 07 (deep-research agent)."""
     frame = pd.DataFrame([asdict(r) for r in runs])
     return frame.rename(columns={"evidence_recall": "evidence recall", "tool_calls": "tool calls",
-                                 "pages_read": "pages read", "llm_calls": "LLM calls"})
+                                 "pages_read": "pages read", "llm_calls": "LLM calls", "at_cap": "at the cap"})
 
 
 def compare_methods(runs: Sequence[MethodRun], by: str | None = None) -> pd.DataFrame:
     """Means per method (and per `by`, e.g. "type"), compared on the same questions: correctness, evidence
-    recall, tool calls, pages read, LLM calls, tokens and seconds per question. Introduced in notebook 07 (deep-research agent)."""
+    recall, tool calls, the share ended by the step cap (deep research), pages read, LLM calls, tokens and
+    seconds per question. Introduced in notebook 07 (deep-research agent)."""
     table = runs_table(runs)
     keys = ["method"] + ([by] if by else [])
     summary = table.groupby(keys, sort=False)[COLUMNS].mean()

@@ -1,5 +1,6 @@
 """Measuring the sub-agent against single-shot RAG with scripted models: correctness, evidence recall, cost."""
 
+import pandas as pd
 from langchain_core.documents import Document
 
 from lessons.corpus import GoldQuestion, SourceRef, load_gold
@@ -65,6 +66,13 @@ def test_a_deep_research_run_is_measured():
     assert run.evidence_recall == 1.0 and run.tool_calls == 2 and run.pages_read == 0
     assert run.llm_calls == 3, "two decisions and the answer; the judge is not counted"
     assert run.tokens > 0
+    assert run.at_cap == 0.0, "the model chose to answer before the cap"
+    capped = run_deep_research(QUESTION, DeepResearchAgent(model_for([decision] * 3, answer), search, PAGES, max_steps=2),
+                               model_for([], answer))
+    assert capped.at_cap == 1.0 and capped.tool_calls == 2
+    shot = run_single_shot(QUESTION, lambda q: PipelineResult("x", False, [], []), model_for([], answer), k=3)
+    table = compare_methods([run, capped, shot])
+    assert table.loc[DEEP, "at the cap"] == 0.5 and pd.isna(table.loc[SINGLE_SHOT, "at the cap"])
 
 
 def test_an_abstention_scores_zero_without_asking_the_judge():
