@@ -105,6 +105,19 @@ def test_a_no_without_a_reason_that_stands_does_not_reject_the_draft():
         assert result.research_rounds == 1 and result.outcome == "answered", verdict
 
 
+def test_trusting_the_yes_no_fields_re_researches_an_irrelevant_draft():
+    irrelevant = {**OK, "relevant": "no"}
+    model = scripted(verdicts=[irrelevant, OK])
+    result = run_three_agents("Which port?", retriever=retriever, llm=model, trust_yes_no=True)
+    assert result.research_rounds == 2 and result.outcome == "answered"
+    assert "does not answer the question" in model.prompts["ResearchDraft"][1]
+    always_no = scripted(verdicts=[{**OK, "supported": "no"}])
+    capped = run_three_agents("Which port?", retriever=retriever, llm=always_no, trust_yes_no=True, max_research_rounds=2)
+    assert capped.research_rounds == 2 and capped.outcome == "unverified"
+    assert decide_after_verification(Verification(**{**OK, "supported": "no"}), 1, 2) == "accept"
+    assert decide_after_verification(Verification(**{**OK, "supported": "no"}), 1, 2, trust_yes_no=True) == "re_research"
+
+
 def test_a_figure_the_context_does_not_hold_is_re_researched_with_feedback():
     drafts = [{"answer": "Port 7421.", "cited_chunks": [1], "found": "yes"},
               {"answer": "Port 7420.", "cited_chunks": [1], "found": "yes"}]

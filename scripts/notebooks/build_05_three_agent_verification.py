@@ -217,7 +217,9 @@ report, so a reader sees what was not supported).
 `verification` is the checked verdict (what `verify` returns: only claims that stand are left in
 its lists). Return `"accept"` when nothing is listed against the draft — both lists empty, whatever
 `supported` says; otherwise `"re_research"` while `research_round < max_rounds`, and `"give_up"` at
-(or past) the cap.
+(or past) the cap. (With a verifier you have measured to be reliable — DeepSeek, say — the course's
+`decide_after_verification(..., trust_yes_no=True)` and `run_three_agents(..., trust_yes_no=True)`
+also send back a draft called unsupported or irrelevant without a listed reason.)
 """),
 ("code", r"""
 def route_after_verification(verification, research_round, max_rounds):
