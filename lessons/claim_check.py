@@ -30,6 +30,7 @@ from collections.abc import Iterable, Sequence
 
 from langchain_core.documents import Document
 
+from lessons.cjk import CJK_IDEOGRAPHS
 from lessons.ingest import normalise_for_match
 
 MISSING_BUDGET = 1.0     # what a grounded claim may miss: one English word, or two Chinese character pairs
@@ -38,7 +39,7 @@ IN_DRAFT_SHARE = 0.5     # a listed claim must share at least half its words/pai
 NOVEL_SHARE = 0.75       # a draft sentence with this share of its words/pairs missing from the context is flagged
 NOVEL_MIN_TOKENS = 3     # ... if it has at least this many (a two-word fragment proves nothing)
 
-_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = CJK_IDEOGRAPHS
 _CJK_RUN = re.compile(rf"[{_CJK}]+")
 _WORD = re.compile(r"[^\W\d_]+")
 _FIGURE = re.compile(r"\d+(?:[.,]\d+)*")

@@ -28,6 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 from tqdm.auto import tqdm
 
+from lessons.cjk import CJK_WIDE
 from lessons.structured import StructuredOutputError, invoke_structured
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ _BLOCK_START = re.compile(r"^\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|>|\||```|~~~)")
 # ... and a line that never continues on the next one (a list item or a quote may).
 _SINGLE_LINE_BLOCK = re.compile(r"^\s*(#{1,6}\s|\||```|~~~)")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_CJK_CHAR = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+_CJK_CHAR = re.compile(rf"[{CJK_WIDE}]")
 _SPACES = re.compile(r"[ \t]{2,}")
 _CLOSING_PUNCTUATION = re.compile(r"[.!?:;,。！？：；，)\]\"”’]$")
 

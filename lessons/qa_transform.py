@@ -45,6 +45,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model
 from tqdm.auto import tqdm
 
+from lessons.cjk import CJK_WIDE
 from lessons.ingest import detect_language, normalise_for_match
 from lessons.settings import get_settings
 from lessons.structured import StructuredOutputError, ainvoke_structured, invoke_structured
@@ -321,7 +322,7 @@ class QACache:
 
 # --- the context budget --------------------------------------------------------------------------
 
-_CJK = re.compile(r"[\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+_CJK = re.compile(rf"[{CJK_WIDE}]")
 
 
 def estimate_tokens(text: str) -> int:

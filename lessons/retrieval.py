@@ -30,6 +30,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import InMemoryStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+from lessons.cjk import CJK_IDEOGRAPHS
 from lessons.knowledge_base import BILINGUAL_SEPARATORS
 from lessons.vectorstore import index_documents, open_store
 
@@ -37,7 +38,7 @@ SCORE = "score"
 ID_KEY = "chunk_id"
 RRF_C = 60  # the constant of reciprocal rank fusion, as in EnsembleRetriever and the original paper
 
-_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = CJK_IDEOGRAPHS
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+")
 _IS_CJK = re.compile(rf"[{_CJK}]")
 
