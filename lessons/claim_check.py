@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from langchain_core.documents import Document
 
@@ -86,13 +87,37 @@ def _context_figures(documents: Iterable[Document]) -> set[str]:
     return known
 
 
-def unsupported_figures(draft: str, documents: Sequence[Document]) -> list[str]:
+@dataclass(frozen=True)
+class ClaimContext:
+    """What the checks compare a draft with, built once per draft (introduced in notebook 05).
+
+    `figures`: every figure of the chunks (and number words up to twenty as digits); `text`: the
+    chunks and the question, normalised. Every check accepts this or the chunks themselves.
+    """
+
+    figures: frozenset[str]
+    text: str
+
+    @classmethod
+    def of(cls, documents: Sequence[Document], question: str = "") -> ClaimContext:
+        text = " ".join(_normal(d.page_content) for d in documents) + " " + _normal(question)
+        return cls(frozenset(_context_figures(documents)), text)
+
+
+Context = Sequence[Document] | ClaimContext
+
+
+def _context(context: Context, question: str = "") -> ClaimContext:
+    return context if isinstance(context, ClaimContext) else ClaimContext.of(context, question)
+
+
+def unsupported_figures(draft: str, documents: Context) -> list[str]:
     """Figures of the draft that no context chunk contains, each once, in the draft's order.
 
     Introduced in notebook 05 (three-agent verification). A figure the draft *computed* (a sum of
     two prices) is reported too: the context does not state it, so the draft should show its sources.
     """
-    known = _context_figures(documents)
+    known = _context(documents).figures
     return list(dict.fromkeys(f for f in figures(draft) if f not in known))
 
 
@@ -134,23 +159,24 @@ def claim_in_draft(claim: str, draft: str) -> bool:
     return sum(t in text for t in tokens) >= IN_DRAFT_SHARE * len(tokens)
 
 
-def claim_is_grounded(claim: str, documents: Sequence[Document], question: str = "") -> bool:
+def claim_is_grounded(claim: str, documents: Context, question: str = "") -> bool:
     """Whether the context states the claim: all its figures occur there, and its words/pairs do (within the budget).
 
     Introduced in notebook 05 (three-agent verification). Each missing English word costs 1, each
     missing Chinese character pair 0.5; a claim within `MISSING_BUDGET` is grounded. Words of the
     `question` count as present: a draft that restates the question ("the update that stopped the
     server hogging RAM was 4.2.1") makes no claim with them. Figures must be in the context itself.
-    A claim with neither figures nor content words is not grounded (there is nothing to find).
+    A claim with neither figures nor content words is not grounded (there is nothing to find). Pass a
+    `ClaimContext` (built with the question) to check many claims against the same chunks.
     """
     tokens = content_tokens(claim)
     claim_figures = figures(claim)
     if not tokens and not claim_figures:
         return False
-    if any(f not in _context_figures(documents) for f in claim_figures):
+    context = _context(documents, question)
+    if any(f not in context.figures for f in claim_figures):
         return False
-    text = " ".join(_normal(d.page_content) for d in documents) + " " + _normal(question)
-    return _missing_cost(tokens, text) <= MISSING_BUDGET
+    return _missing_cost(tokens, context.text) <= MISSING_BUDGET
 
 
 def sentences(text: str) -> list[str]:
@@ -158,14 +184,14 @@ def sentences(text: str) -> list[str]:
     return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
 
 
-def unsupported_sentences(draft: str, documents: Sequence[Document], question: str = "") -> list[str]:
+def unsupported_sentences(draft: str, documents: Context, question: str = "") -> list[str]:
     """Sentences of the draft that share almost nothing with the context: `NOVEL_SHARE` of their tokens missing.
 
     Introduced in notebook 05 (three-agent verification). It never catches a changed detail inside a
     sentence the context supports (that is what the figure check and the verifier's list are for);
     it catches a sentence the writer added from elsewhere. Words of the `question` count as present.
     """
-    text = " ".join(_normal(d.page_content) for d in documents) + " " + _normal(question)
+    text = _context(documents, question).text
     flagged = []
     for sentence in sentences(draft):
         tokens = content_tokens(sentence)

@@ -137,12 +137,13 @@ def run_drill(
             continue
         for kind, draft in drill_drafts(question):
             said = model_verdict(model, question.question, draft, context)
-            verdict = ground_verification(said, draft, context, question.question)  # what `verify` returns
+            findings = deterministic_findings(draft, context, question.question)
+            verdict = ground_verification(said, draft, context, question.question, findings)  # what `verify` returns
             standing = standing_claims([*said.unsupported_claims, *said.contradictions], draft, context, question.question)
             cases.append(DrillCase(question.id, question.language, kind, draft, flags(verdict),
                                    tuple(verdict.unsupported_claims), tuple(verdict.contradictions),
                                    by_verifier=bool(standing),
-                                   by_checks=bool(deterministic_findings(draft, context, question.question)),
+                                   by_checks=bool(findings),
                                    by_yes_no="no" in (said.supported, said.relevant)))
     return cases
 

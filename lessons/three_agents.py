@@ -34,7 +34,14 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
-from lessons.claim_check import claim_in_draft, claim_is_grounded, unsupported_figures, unsupported_sentences
+from lessons.claim_check import (
+    ClaimContext,
+    Context,
+    claim_in_draft,
+    claim_is_grounded,
+    unsupported_figures,
+    unsupported_sentences,
+)
 from lessons.ingest import detect_language, normalise_for_match
 from lessons.structured import invoke_structured
 
@@ -233,7 +240,7 @@ def check_relevance(model: BaseChatModel, question: str, documents: Sequence[Doc
     return grounded_relevance(invoke_structured(model, RelevanceCheck, prompt), documents)
 
 
-def standing_claims(claims: Sequence[str], draft: str, documents: Sequence[Document], question: str = "") -> list[str]:
+def standing_claims(claims: Sequence[str], draft: str, documents: Context, question: str = "") -> list[str]:
     """The listed claims that the draft says (`claim_in_draft`) and the context does not state (`claim_is_grounded`).
 
     Introduced in notebook 05 (three-agent verification). The small verifier fills its lists with
@@ -241,33 +248,39 @@ def standing_claims(claims: Sequence[str], draft: str, documents: Sequence[Docum
     when the context says it in other words or the draft restates the question; none of those is a
     reason to reject the draft.
     """
-    return [c for c in claims if claim_in_draft(c, draft) and not claim_is_grounded(c, documents, question)]
+    context = documents if isinstance(documents, ClaimContext) else ClaimContext.of(documents, question)
+    return [c for c in claims if claim_in_draft(c, draft) and not claim_is_grounded(c, context)]
 
 
-def deterministic_findings(draft: str, documents: Sequence[Document], question: str = "") -> list[str]:
+def deterministic_findings(draft: str, documents: Context, question: str = "") -> list[str]:
     """What string checks find without a model: figures no chunk contains, sentences that share almost nothing with the context.
 
     Introduced in notebook 05 (three-agent verification); see `lessons.claim_check`.
     """
-    findings = [f"the figure {f} is in none of the chunks" for f in unsupported_figures(draft, documents)]
-    return findings + unsupported_sentences(draft, documents, question)
+    context = documents if isinstance(documents, ClaimContext) else ClaimContext.of(documents, question)
+    findings = [f"the figure {f} is in none of the chunks" for f in unsupported_figures(draft, context)]
+    return findings + unsupported_sentences(draft, context)
 
 
 def ground_verification(
-    verification: Verification, draft: str, documents: Sequence[Document], question: str = ""
+    verification: Verification, draft: str, documents: Sequence[Document], question: str = "",
+    findings: Sequence[str] | None = None,
 ) -> Verification:
     """The verdict after a second opinion on every listed claim, plus the deterministic findings.
 
     Introduced in notebook 05 (three-agent verification). Listed claims are kept only if they stand
     (`standing_claims`); the figure and sentence checks (`deterministic_findings`) are added to the
-    unsupported claims, except a sentence one of the standing claims already names.
+    unsupported claims, except a sentence one of the standing claims already names. Pass `findings`
+    when you computed them already.
     """
-    claims = standing_claims(verification.unsupported_claims, draft, documents, question)
-    findings = deterministic_findings(draft, documents, question)
+    context = ClaimContext.of(documents, question)
+    claims = standing_claims(verification.unsupported_claims, draft, context)
+    if findings is None:
+        findings = deterministic_findings(draft, context)
     claims += [f for f in findings if not any(claim_in_draft(c, f) for c in claims)]
     return verification.model_copy(update={
         "unsupported_claims": claims,
-        "contradictions": standing_claims(verification.contradictions, draft, documents, question),
+        "contradictions": standing_claims(verification.contradictions, draft, context),
     })
 
 
