@@ -51,6 +51,19 @@ RELEVANCE_PROMPT = ChatPromptTemplate.from_messages(
 )
 
 
+# The same question asked in Chinese, for Chinese questions (introduced in notebook 04). With the 1.5B
+# offline model, the English wording separated answerable from out-of-KB Chinese questions with an AUC
+# of 0.78 (best P(yes) of the top 3 chunks, 48 gold questions); this one with 0.89. It asks whether the
+# passage *states the specific information asked for* — a near miss about the same customer is not enough.
+RELEVANCE_PROMPT_ZH = ChatPromptTemplate.from_messages(
+    [
+        ("system", "你负责评判搜索结果。只回答一个词：yes 或 no。"),
+        ("human", "问题：{question}\n\n搜索结果：\n{passage}\n\n这段搜索结果是否写明了上述问题所问的具体信息？"),
+    ]
+)
+RELEVANCE_PROMPTS = {"en": RELEVANCE_PROMPT, "zh": RELEVANCE_PROMPT_ZH}
+
+
 def yes_probability(top_logprobs: Sequence[Mapping[str, Any]]) -> float | None:
     """P(yes) / (P(yes) + P(no)) from one token's `top_logprobs`; None when neither answer is among them."""
     mass = {YES: 0.0, NO: 0.0}

@@ -134,7 +134,8 @@ def judged_by_passage(probabilities):
     from langchain_core.messages import AIMessage
 
     def reply(messages, tools):
-        passage = messages[-1].content.split("Search result:\n", 1)[1].split("\n", 1)[0]
+        marker = "Search result:\n" if "Search result:\n" in messages[-1].content else "搜索结果：\n"
+        passage = messages[-1].content.split(marker, 1)[1].split("\n", 1)[0]
         p = probabilities[passage]
         top = [{"token": "yes", "logprob": math.log(p)}, {"token": "no", "logprob": math.log(1 - p)}]
         first = "yes" if p >= 0.5 else "no"
@@ -162,6 +163,24 @@ def test_each_language_gets_its_own_threshold():
     assert grader("哪个端口？", [Document("b")])[0].binary_score == "no"
     with pytest.raises(ValueError, match="one per language"):
         CalibratedGrader(judged_by_passage({}), thresholds={"en": 0.6})
+
+
+def test_the_judge_is_asked_in_the_questions_language():
+    from lessons.grading import CalibratedGrader
+    from lessons.rerank import RELEVANCE_PROMPT
+
+    judge = judged_by_passage({"b": 0.7})
+    grader = CalibratedGrader(judge, thresholds=0.5)
+    grader("Which port?", [Document("b")])
+    grader("哪个端口？", [Document("b")])
+    asked = [call["messages"][-1].content for call in judge.calls]
+    assert "Does this search result help answer the question above?" in asked[0]
+    assert "这段搜索结果是否写明了上述问题所问的具体信息？" in asked[1] and "Search result" not in asked[1]
+    one_prompt = judged_by_passage({"b": 0.7})
+    CalibratedGrader(one_prompt, thresholds=0.5, prompts=RELEVANCE_PROMPT)("哪个端口？", [Document("b")])
+    assert "Search result:" in one_prompt.calls[-1]["messages"][-1].content
+    with pytest.raises(ValueError, match="no prompt for"):
+        CalibratedGrader(judge, thresholds=0.5, prompts={"en": RELEVANCE_PROMPT})
 
 
 def test_a_threshold_outside_zero_to_one_is_rejected():
@@ -192,6 +211,16 @@ def test_the_threshold_is_the_lowest_that_keeps_abstention_at_the_goal():
     assert choose_threshold([0.9], out_of_kb, min_abstention=1.0) > 0.6
     with pytest.raises(ValueError, match="out-of-KB"):
         choose_threshold([0.9], [])
+
+
+def test_separation_auc_counts_pairs_ordered_correctly():
+    from lessons.grading import separation_auc
+
+    assert separation_auc([0.9, 0.8], [0.1, 0.2]) == 1.0
+    assert separation_auc([0.1], [0.9]) == 0.0
+    assert separation_auc([0.5, 0.9], [0.5, 0.1]) == 0.875  # 3 pairs won, one tie
+    with pytest.raises(ValueError, match="both"):
+        separation_auc([0.5], [])
 
 
 def test_a_rewrite_that_repeats_the_question_is_replaced_by_new_keywords():
