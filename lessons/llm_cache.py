@@ -23,18 +23,19 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, Generati
 _ALLOWED = [AIMessage, AIMessageChunk, ChatGeneration, ChatGenerationChunk, Generation]
 
 
-class SQLiteLLMCache(BaseCache):
-    """LLM answers keyed by content hash in one SQLite file; safe to share between processes."""
+class SQLiteFile:
+    """A SQLite file with one connection per thread (WAL journal, 30 s busy timeout): safe to share
+    between threads and processes. `_open(path, schema)` creates the folder and the table.
 
-    def __init__(self, path: str | Path):
+    Introduced in notebook 00 (setup) for the LLM cache; notebook 03's QA cache stands on it too.
+    """
+
+    def _open(self, path: Path, schema: str) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS llm_cache ("
-                "key TEXT PRIMARY KEY, llm TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)"
-            )
+            db.execute(schema)
 
     def _connect(self) -> sqlite3.Connection:
         if getattr(self._local, "db", None) is None:
@@ -42,6 +43,14 @@ class SQLiteLLMCache(BaseCache):
             db.execute("PRAGMA journal_mode=WAL")
             self._local.db = db
         return self._local.db
+
+
+class SQLiteLLMCache(BaseCache, SQLiteFile):
+    """LLM answers keyed by content hash in one SQLite file; safe to share between processes."""
+
+    def __init__(self, path: str | Path):
+        self._open(Path(path), "CREATE TABLE IF NOT EXISTS llm_cache ("
+                               "key TEXT PRIMARY KEY, llm TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)")
 
     @staticmethod
     def _key(prompt: str, llm_string: str) -> str:

@@ -26,8 +26,6 @@ import logging
 import math
 import random
 import re
-import sqlite3
-import threading
 import time
 import warnings
 from collections import Counter
@@ -47,6 +45,7 @@ from tqdm.auto import tqdm
 
 from lessons.cjk import CJK_WIDE
 from lessons.ingest import detect_language, normalise_for_match
+from lessons.llm_cache import SQLiteFile
 from lessons.settings import get_settings
 from lessons.structured import StructuredOutputError, ainvoke_structured, invoke_structured
 
@@ -271,27 +270,15 @@ def qa_cache_key(text: str, model_id: str, version: str, max_pairs: int) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-class QACache:
+class QACache(SQLiteFile):
     """Question/answer pairs per chunk in one SQLite file, stored as JSON (never pickle).
 
     Introduced in notebook 03 (QA transformation). Safe to share between threads and processes.
     """
 
     def __init__(self, path: str | Path | None = None):
-        self.path = Path(path) if path else get_settings().cache_dir / "qa-cache.sqlite"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._local = threading.local()
-        with self._connect() as db:
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS qa_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)"
-            )
-
-    def _connect(self) -> sqlite3.Connection:
-        if getattr(self._local, "db", None) is None:
-            db = sqlite3.connect(self.path, timeout=30)
-            db.execute("PRAGMA journal_mode=WAL")
-            self._local.db = db
-        return self._local.db
+        self._open(Path(path) if path else get_settings().cache_dir / "qa-cache.sqlite",
+                   "CREATE TABLE IF NOT EXISTS qa_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored entry for `key`, or None (also for an entry that no longer parses)."""
