@@ -8,7 +8,7 @@ cells = [
 |---|---|
 | **You will learn** | how a document processor (Docling, header chunks, hybrid BM25 + dense search) feeds three agents with typed decisions: a **relevance checker** that can stop before anything is written, a **research agent** that answers from the context only and cites its chunks, and a **verification agent** that sees the question, the draft and the context and sends unsupported drafts back — capped; how to *test* a verifier by planting false claims; what all this costs per question |
 | **Prerequisites** | notebook 00 (structured output), 01 (the knowledge base and its gold set), 02 (hybrid retrieval), 04 (the grading loop) |
-| **Time** | ≈ 20 min offline on a 2-core laptop the first time (104 small model calls; measured 17 min with part of them cached, on a machine shared with another notebook run), ≈ 2 min on a re-run (cached; measured 108 s); with DeepSeek not measured |
+| **Time** | ≈ 18 min offline on a 2-core laptop the first time (104 small model calls; measured 17.6 min with none cached), seconds on a re-run (cached; measured 7.5 s); with DeepSeek not measured |
 | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit); every number below is computed by the cell above it |
 
 Notebook 04 put a grader *before* the generator. This one also puts a checker *after* it:
