@@ -88,8 +88,9 @@ Question: {question}
 Queries already tried (do not repeat them): {tried}"""
 
 # Per-language thresholds for P(yes) chosen in notebook 04 on held-out gold questions with the offline
-# model (Qwen2.5-Coder-1.5B Q4_K_M) and RELEVANCE_PROMPTS (asked in the question's language): the lowest that abstains on ≥ 95% of the
-# out-of-KB calibration questions. Another model or prompt needs its own: run `choose_threshold`.
+# model (Qwen2.5-Coder-1.5B Q4_K_M) and RELEVANCE_PROMPTS (asked in the question's language): the lowest
+# that abstains on ≥ 95% of the out-of-KB calibration questions. Another model or prompt needs its own:
+# run `choose_threshold`.
 DEFAULT_THRESHOLDS = {"en": 0.71, "zh": 0.75}
 
 ANSWER_PROMPT = """Answer the question using ONLY the documents below. Do not use anything you know from elsewhere.
