@@ -107,7 +107,8 @@ class ClaimContext:
 Context = Sequence[Document] | ClaimContext
 
 
-def _context(context: Context, question: str = "") -> ClaimContext:
+def as_claim_context(context: Context, question: str = "") -> ClaimContext:
+    """`context` itself when it is a `ClaimContext`, else one built from the chunks and the question (notebook 05)."""
     return context if isinstance(context, ClaimContext) else ClaimContext.of(context, question)
 
 
@@ -117,7 +118,7 @@ def unsupported_figures(draft: str, documents: Context) -> list[str]:
     Introduced in notebook 05 (three-agent verification). A figure the draft *computed* (a sum of
     two prices) is reported too: the context does not state it, so the draft should show its sources.
     """
-    known = _context(documents).figures
+    known = as_claim_context(documents).figures
     return list(dict.fromkeys(f for f in figures(draft) if f not in known))
 
 
@@ -173,7 +174,7 @@ def claim_is_grounded(claim: str, documents: Context, question: str = "") -> boo
     claim_figures = figures(claim)
     if not tokens and not claim_figures:
         return False
-    context = _context(documents, question)
+    context = as_claim_context(documents, question)
     if any(f not in context.figures for f in claim_figures):
         return False
     return _missing_cost(tokens, context.text) <= MISSING_BUDGET
@@ -191,7 +192,7 @@ def unsupported_sentences(draft: str, documents: Context, question: str = "") ->
     sentence the context supports (that is what the figure check and the verifier's list are for);
     it catches a sentence the writer added from elsewhere. Words of the `question` count as present.
     """
-    text = _context(documents, question).text
+    text = as_claim_context(documents, question).text
     flagged = []
     for sentence in sentences(draft):
         tokens = content_tokens(sentence)

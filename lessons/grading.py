@@ -142,6 +142,15 @@ class StructuredGrader:
         ]
 
 
+def _per_language(value: Any, what: str, fix: str) -> dict[str, Any]:
+    """One value for both languages, or a mapping that must name "en" and "zh"."""
+    per_language = dict(value) if isinstance(value, Mapping) else {"en": value, "zh": value}
+    missing = {"en", "zh"} - set(per_language)
+    if missing:
+        raise ValueError(f"no {what} for {sorted(missing)}: {fix}")
+    return per_language
+
+
 class CalibratedGrader:
     """Grades by P(yes) from the model's log-probabilities against a threshold (introduced in notebook 04).
 
@@ -156,16 +165,11 @@ class CalibratedGrader:
     def __init__(self, model: BaseChatModel, thresholds: float | Mapping[str, float] = DEFAULT_THRESHOLDS,
                  max_chars: int = 1500,
                  prompts: ChatPromptTemplate | Mapping[str, ChatPromptTemplate] = RELEVANCE_PROMPTS):
-        self.thresholds = dict(thresholds) if isinstance(thresholds, Mapping) else {"en": thresholds, "zh": thresholds}
+        self.thresholds = _per_language(thresholds, "threshold", "give one per language, e.g. {'en': 0.7, 'zh': 0.8}")
         for language, threshold in self.thresholds.items():
             if not 0.0 <= threshold <= 1.0:
                 raise ValueError(f"threshold ({language}) is a probability between 0 and 1, got {threshold}")
-        missing = {"en", "zh"} - set(self.thresholds)
-        if missing:
-            raise ValueError(f"no threshold for {sorted(missing)}: give one per language, e.g. {{'en': 0.7, 'zh': 0.8}}")
-        prompts = dict(prompts) if isinstance(prompts, Mapping) else {"en": prompts, "zh": prompts}
-        if {"en", "zh"} - set(prompts):
-            raise ValueError(f"no prompt for {sorted({'en', 'zh'} - set(prompts))}: give one per language or one for both")
+        prompts = _per_language(prompts, "prompt", "give one per language or one for both")
         self.scorers = {language: LLMRelevanceScorer(model, prompt=prompt, max_chars=max_chars, max_concurrency=1)
                         for language, prompt in prompts.items()}
 

@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 from lessons.claim_check import (
     ClaimContext,
     Context,
+    as_claim_context,
     claim_in_draft,
     claim_is_grounded,
     unsupported_figures,
@@ -248,7 +249,7 @@ def standing_claims(claims: Sequence[str], draft: str, documents: Context, quest
     when the context says it in other words or the draft restates the question; none of those is a
     reason to reject the draft.
     """
-    context = documents if isinstance(documents, ClaimContext) else ClaimContext.of(documents, question)
+    context = as_claim_context(documents, question)
     return [c for c in claims if claim_in_draft(c, draft) and not claim_is_grounded(c, context)]
 
 
@@ -257,7 +258,7 @@ def deterministic_findings(draft: str, documents: Context, question: str = "") -
 
     Introduced in notebook 05 (three-agent verification); see `lessons.claim_check`.
     """
-    context = documents if isinstance(documents, ClaimContext) else ClaimContext.of(documents, question)
+    context = as_claim_context(documents, question)
     findings = [f"the figure {f} is in none of the chunks" for f in unsupported_figures(draft, context)]
     return findings + unsupported_sentences(draft, context)
 
