@@ -60,3 +60,27 @@ def test_summary_lists_each_notebook_and_failures():
     text = summary_markdown(runs)
     assert "| notebooks/00.ipynb | passed | 12.3 | qwen | 4 (2) | 100 / 20 | 1/1 |" in text
     assert "### notebooks/01.ipynb failed" in text and "NameError: x" in text
+
+
+def test_a_full_size_run_has_no_cell_limit_and_a_quick_run_has_one(tmp_path, monkeypatch):
+    # A cold full-size cell can run for more than an hour on 2 cores (notebook 02); a quick run must not hang CI.
+    import lessons.notebook_runner as runner
+
+    limits = []
+
+    class RecordingClient:
+        def __init__(self, nb, timeout, **_):
+            limits.append(timeout)
+
+        def execute(self):
+            return None
+
+    monkeypatch.setattr(runner, "NotebookClient", RecordingClient)
+    path = tmp_path / "n.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")]), path)
+    assert runner.execute_notebook(path).passed
+    runner.execute_notebook(path, quick=True)
+    runner.execute_notebook(path, timeout=60)
+    assert limits == [-1, runner.QUICK_CELL_TIMEOUT, 60]
+    runner.main([str(path), "--out", str(tmp_path / "out"), "--cell-timeout", "7"])
+    assert limits[-1] == 7
