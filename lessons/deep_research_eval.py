@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 from langchain_core.language_models import BaseChatModel
 
-from lessons.corpus import GoldQuestion
+from lessons.corpus import GoldQuestion, sample_by_language
 from lessons.deep_research import DeepResearchAgent
 from lessons.evaluation import Pipeline, judge_completeness, metered
 from lessons.metrics import quotes_found
@@ -53,19 +53,14 @@ class MethodRun:
 
 def measure_sample(questions: Sequence[GoldQuestion], n_multi_hop: int, n_table: int, seed: int = 0,
                    contradiction: bool = True) -> list[GoldQuestion]:
-    """Multi-hop and table questions, each half English and half Chinese (seeded), then the contradiction case.
+    """Multi-hop and table questions, each drawn half English and half Chinese by `sample_by_language`
+    (seeded, English first), then the contradiction case.
 
     Introduced in notebook 07 (deep-research agent).
     """
-    import random
-
-    rng = random.Random(seed)
     sample: list[GoldQuestion] = []
     for kind, n in (("multi_hop", n_multi_hop), ("table", n_table)):
-        for position, language in enumerate(("en", "zh")):
-            share = n // 2 + (1 if position < n % 2 else 0)
-            pool = [q for q in questions if q.type == kind and q.language == language]
-            sample += rng.sample(pool, min(share, len(pool)))
+        sample += sample_by_language([q for q in questions if q.type == kind], n, seed)
     if contradiction:
         sample += [q for q in questions if q.type == "contradiction"]
     return sample

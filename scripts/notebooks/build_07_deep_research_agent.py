@@ -8,7 +8,7 @@ cells = [
 |---|---|
 | **You will learn** | how to split a chat assistant into a **main agent** that talks to the user and a **knowledge sub-agent** that researches, with isolated contexts; how the main agent rewrites each turn into a **standalone question**; how the sub-agent loops — search, read a whole **page** around a promising chunk, search again, answer — with every step a **forced structured choice** and a step cap that holds by construction; how to read its trace; what the extra steps buy against single-shot hybrid RAG, and what they cost |
 | **Prerequisites** | notebook 00 (structured output), 02 (hybrid retrieval, neighbour expansion, reranking), 04 (a capped loop), 05 (citations, the contradiction case), 06 (the completeness judge) |
-| **Time** | offline on a 2-core laptop, the first time: ≈ 20 min (67 model calls; measured 17 min with 19 of them cached, on a machine shared with notebook 06's full run); 9 s on a re-run (cached); with DeepSeek: not measured |
+| **Time** | offline on a 2-core laptop, the first time: ≈ 15 min (measured 14.7 min with an empty LLM cache on an idle machine: 68 model calls, 62 of them new, 64k prompt / 2.8k generated tokens); 9 s on a re-run (cached); with DeepSeek: not measured |
 | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit); every number below is computed by the cell above it |
 
 ```
@@ -351,18 +351,20 @@ table[table["type"] == "contradiction"][["method", "contradiction", "answer"]]
 Our run (Qwen2.5-1.5B, 9 questions: 4 multi-hop, 4 table, the contradiction;
 `MAX_STEPS = 3`, no rerank; one question moves a share by 0.11 — read directions, not decimals):
 
-- **Correct: deep research 8 of 9, single-shot hybrid 7 of 9.** The difference is one multi-hop
-  question (en-055), where both read half of its evidence and only the deep-research answer was
-  judged complete. Multi-hop evidence recall 0.75 against 0.62 (en-058: half against none); on tables
-  both read every evidence quote and both got 3 of 4 (en-035 wrong for both).
+- **Correct: deep research 9 of 9, single-shot hybrid 7 of 9.** The difference is two English
+  multi-hop questions: en-058, where single-shot found none of the evidence and abstained while deep
+  research found half of it, and en-055, where both read half of the evidence and only the
+  deep-research answer was judged complete. Multi-hop evidence recall 0.75 against 0.62; on the four
+  table questions both read every evidence quote and both were right — tables did not need the
+  extra steps in this sample.
 - **The model never chose to answer**: every question ran to the cap (3 tool calls, "at the cap" 1.0),
-  and it read a page in 1 of 9 questions. A 1.5B model can fill a forced decision, but it does not
+  and it read a page in 2 of 9 questions. A 1.5B model can fill a forced decision, but it does not
   judge well when its notes suffice — with DeepSeek the same loop may stop earlier (not measured here).
 - **Notes are for deciding, the answer must read whole chunks.** Our first full run wrote the answer
   from the 300-character snippets of the notes: table evidence recall fell to 0.25 (rows cut off),
   against 1.00 for single-shot. `answer_context` now hands the answer step the whole chunks.
-- **Cost**: 3 model calls and ≈ 4,400 tokens per question against 1 call and ≈ 890 tokens — about
-  five times the tokens for one more correct answer in nine.
+- **Cost**: 3 model calls and ≈ 4,360 tokens per question against 1 call and ≈ 890 tokens — about
+  five times the tokens (and four times the seconds: 54 s against 13 s) for two more correct answers in nine.
 - **The contradiction**: both methods answered €45 and neither mentioned the Q3 deck's €54
   (`contradiction_handling`: follows the consistent sources).
 - **The conversation** (section 4): "And when was it first released?" became "When was Atlas Guard
