@@ -336,6 +336,19 @@ table[["id", "type", "language", "method", "correct", "evidence recall", "tool c
        "tokens", "seconds", "answer"]].assign(answer=table["answer"].str[:90]).round(2)
 """),
 ("md", r"""
+The table cuts answers at 90 characters. Where the two methods were judged differently, read the
+whole answers against the reference before you trust the judge:
+"""),
+("code", r"""
+reference = {q.id: q.answer for q in sample}
+disagree = table[table.groupby("id")["correct"].transform("nunique") > 1]
+print(f"{disagree['id'].nunique()} of {len(sample)} questions judged differently for the two methods")
+for qid, rows in disagree.groupby("id", sort=False):
+    print(f"\n{qid}  reference: {reference[qid]}")
+    for method, correct, answer in zip(rows["method"], rows["correct"], rows["answer"]):
+        print(f"  {method} (correct {correct}): {answer}")
+"""),
+("md", r"""
 ### The contradiction case
 
 An acceptable answer states the conflict or follows the sources that agree with each other (€45);
@@ -354,7 +367,8 @@ Our run (Qwen2.5-1.5B, 9 questions: 4 multi-hop, 4 table, the contradiction;
 - **Correct: deep research 9 of 9, single-shot hybrid 7 of 9.** The difference is two English
   multi-hop questions: en-058, where single-shot found none of the evidence and abstained while deep
   research found half of it, and en-055, where both read half of the evidence and only the
-  deep-research answer was judged complete. Multi-hop evidence recall 0.75 against 0.62; on the four
+  deep-research answer was judged complete (the whole answers above: both verdicts hold against the
+  reference). Multi-hop evidence recall 0.75 against 0.62; on the four
   table questions both read every evidence quote and both were right — tables did not need the
   extra steps in this sample.
 - **The model never chose to answer**: every question ran to the cap (3 tool calls, "at the cap" 1.0),
