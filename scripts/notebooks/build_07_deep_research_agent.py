@@ -368,9 +368,8 @@ Our run (Qwen2.5-1.5B, 9 questions: 4 multi-hop, 4 table, the contradiction;
   multi-hop questions: en-058, where single-shot found none of the evidence and abstained while deep
   research found half of it, and en-055, where both read half of the evidence and only the
   deep-research answer was judged complete (the whole answers above: both verdicts hold against the
-  reference). Multi-hop evidence recall 0.75 against 0.62; on the four
-  table questions both read every evidence quote and both were right — tables did not need the
-  extra steps in this sample.
+  reference). Multi-hop evidence recall 0.75 against 0.62; on the four table questions both read
+  every evidence quote and both were right — tables did not need the extra steps in this sample.
 - **The model never chose to answer**: every question ran to the cap (3 tool calls, "at the cap" 1.0),
   and it read a page in 2 of 9 questions. A 1.5B model can fill a forced decision, but it does not
   judge well when its notes suffice — with DeepSeek the same loop may stop earlier (not measured here).
