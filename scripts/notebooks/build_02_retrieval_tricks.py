@@ -8,7 +8,7 @@ cells = [
 |---|---|
 | **You will learn** | keyword search (BM25) that works for Chinese; hybrid search with reciprocal rank fusion; small-to-big retrieval; reranking with the chat model's own yes/no probabilities; HyDE, multi-query and step-back query rewriting; context expansion with a contextual rerank — and how to tell which of them actually helps, on which questions, at what cost |
 | **Prerequisites** | notebook 00 (the stack works); notebook 01 helps (chunks, the gold set, hit@k and recall@k) |
-| **Time** | offline on a 2-core laptop: **≈ 90 min** the first time at full size (1,771 model calls: the model reranks thousands of passages; a run with the LLM cache off had made 1,216 of them after 63 min on an idle machine, ≈ 3.1 s each — the rest is extrapolated), ≈ 1 min again from the LLM cache (measured 36 s); with DeepSeek not measured — run it once before a class (`make prewarm`) |
+| **Time** | offline on a 2-core laptop: **≈ 100 min** the first time at full size (1,772 model calls: the model reranks thousands of passages; measured 102 min with the LLM cache off on an idle machine, ≈ 3.4 s per call), ≈ 1 min again from the LLM cache (measured 36 s); with DeepSeek not measured — run it once before a class (`make prewarm`) |
 | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp) and multilingual-e5-small (4-bit) |
 
 Every technique below is a LangChain retriever — a Runnable from a question to ranked chunks — and
