@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from lessons.ingest import IngestResult, ingest, normalise_for_match
+from lessons.ingest import IngestLimits, IngestResult, ingest, normalise_for_match
 from lessons.settings import PROJECT_ROOT
 
 CORPUS_DIR = PROJECT_ROOT / "data" / "corpus"
@@ -85,9 +85,9 @@ def sample_by_language(questions: Sequence[GoldQuestion], n: int, seed: int) -> 
     return rng.sample(english, min(n - half, len(english))) + rng.sample(chinese, min(half, len(chinese)))
 
 
-def load_corpus(folder: Path = CORPUS_DIR, progress: bool = False) -> IngestResult:
+def load_corpus(folder: Path = CORPUS_DIR, progress: bool = False, limits: IngestLimits = IngestLimits()) -> IngestResult:
     """Convert the knowledge base with Docling (cached by content hash); fails loudly on any skipped file."""
-    result = ingest(folder, progress=progress)
+    result = ingest(folder, progress=progress, limits=limits)
     if result.skipped:
         raise RuntimeError("the course knowledge base has files that did not convert:\n" + result.summary())
     return result

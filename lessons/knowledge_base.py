@@ -16,7 +16,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from lessons.corpus import CORPUS_DIR, load_corpus
-from lessons.ingest import dedupe, split_sections, to_documents
+from lessons.ingest import IngestLimits, dedupe, split_sections, to_documents
 from lessons.vectorstore import index_documents, open_store
 
 Chunker = Callable[[Sequence[Document]], list[Document]]
@@ -36,17 +36,18 @@ def default_chunker(chunk_size: int = DEFAULT_CHUNK_SIZE, chunk_overlap: int = D
     return splitter.split_documents
 
 
-def load_documents(folder=CORPUS_DIR) -> list[Document]:
+def load_documents(folder=CORPUS_DIR, limits: IngestLimits = IngestLimits()) -> list[Document]:
     """The knowledge base before any splitting: one Document per page (PDF, PPTX) or per file.
 
-    Introduced in notebook 01 (chunking).
+    Introduced in notebook 01 (chunking). `limits` are the size limits of `lessons.ingest.IngestLimits`
+    (the ones a `FileTooLarge` message suggests).
     """
-    return to_documents(load_corpus(folder).documents)
+    return to_documents(load_corpus(folder, limits=limits).documents)
 
 
-def load_sections(folder=CORPUS_DIR) -> list[Document]:
+def load_sections(folder=CORPUS_DIR, limits: IngestLimits = IngestLimits()) -> list[Document]:
     """The knowledge base split at its Markdown headings (one Document per section and page)."""
-    return split_sections(load_documents(folder))
+    return split_sections(load_documents(folder, limits))
 
 
 def number_chunks(chunks: Sequence[Document]) -> list[Document]:
@@ -63,9 +64,23 @@ def number_chunks(chunks: Sequence[Document]) -> list[Document]:
     return numbered
 
 
-def chunk_knowledge_base(chunker: Chunker | None = None, folder=CORPUS_DIR) -> list[Document]:
-    """Every chunk of the knowledge base under `chunker` (default: sections + bilingual recursive)."""
-    return number_chunks((chunker or default_chunker())(load_sections(folder)))
+def chunk_knowledge_base(
+    chunker: Chunker | None = None, folder=CORPUS_DIR, limits: IngestLimits = IngestLimits()
+) -> list[Document]:
+    """Every chunk of the knowledge base under `chunker` (default: sections + bilingual recursive).
+
+    `limits` raise or lower the per-file and total size limits (`lessons.ingest.IngestLimits`).
+    """
+    return chunk_converted(load_corpus(folder, limits=limits).documents, chunker)
+
+
+def chunk_converted(converted, chunker: Chunker | None = None) -> list[Document]:
+    """The numbered chunks of converted files (`lessons.ingest.ConvertedDocument`s) under `chunker`.
+
+    Introduced in notebook 06 (evaluation): the evaluation command chunks the files of a folder that did
+    convert, after listing the ones that did not.
+    """
+    return number_chunks((chunker or default_chunker())(split_sections(to_documents(converted))))
 
 
 def build_index(chunks: Sequence[Document], name: str = "kb", embeddings: Embeddings | None = None):
