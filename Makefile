@@ -1,5 +1,5 @@
 # Agentic RAG, hands-on. Each target installs what it needs first (once; fast the second time).
-.PHONY: course test prewarm run-notebooks benchmarks corpus learner-notebooks clean-cache
+.PHONY: course test prewarm run-notebooks benchmarks corpus notebooks learner-notebooks clean-cache
 
 # Run the course: set up, start the offline model (unless DeepSeek is configured), open JupyterLab.
 course:
@@ -31,9 +31,12 @@ corpus:
 	@scripts/setup.sh dev
 	.venv/bin/python data/build_corpus.py
 
-# Regenerate notebooks/ (learner copies) from solutions/ (the masters).
-learner-notebooks:
-	.venv/bin/python -m checks.exercises
+# Regenerate solutions/ (solved) and notebooks/ (learner copies) from masters/NN_*.py (jupytext, dev extra).
+# NOTEBOOKS_ARGS=--check changes nothing and exits 1 naming every stale notebook.
+notebooks:
+	.venv/bin/python -m scripts.notebooks $(NOTEBOOKS_ARGS)
+
+learner-notebooks: notebooks
 
 clean-cache:
 	.venv/bin/python -m lessons.local_server stop || true

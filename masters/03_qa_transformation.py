@@ -1,40 +1,57 @@
-import sys; from pathlib import Path; sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from scripts.nbbuild import build
-cells = [
-("md", r"""
-# 03 · QA transformation: index the questions your chunks answer
+# ---
+# jupyter:
+#   agentic_rag:
+#     quick_parameters:
+#       MAX_PAIRS: 2
+#       N_PROPERTY_CHUNKS: 1
+#       N_QA_CHUNKS: 3
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: agentic_rag,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
 
-| | |
-|---|---|
-| **You will learn** | how to replace LangChain's removed `DoctranQATransformer` with structured output; how to make an LLM document transformer that never crashes, never costs twice and never overflows the context window; whether question/answer documents actually help retrieval (measured, chunks vs QA vs hybrid); the other doctran jobs — cleaning PDF text, extracting dates, extracting properties |
-| **Prerequisites** | notebooks 00 (structured output) and 01 (the knowledge base, chunks, the gold set, hit@k and MRR) |
-| **Time** | offline, the first time: ≈ 10 min on an idle 2-core laptop (≈ 42k prompt and 8k generated tokens at ≈ 180 and ≈ 30 tokens/s), 31 min measured while two other model servers shared the cores; ≈ 2 min on a re-run (everything is cached). DeepSeek: not measured; 8 requests in flight, expect a few minutes |
-| **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit) |
+# %% [markdown]
+# # 03 · QA transformation: index the questions your chunks answer
+#
+# | | |
+# |---|---|
+# | **You will learn** | how to replace LangChain's removed `DoctranQATransformer` with structured output; how to make an LLM document transformer that never crashes, never costs twice and never overflows the context window; whether question/answer documents actually help retrieval (measured, chunks vs QA vs hybrid); the other doctran jobs — cleaning PDF text, extracting dates, extracting properties |
+# | **Prerequisites** | notebooks 00 (structured output) and 01 (the knowledge base, chunks, the gold set, hit@k and MRR) |
+# | **Time** | offline, the first time: ≈ 10 min on an idle 2-core laptop (≈ 42k prompt and 8k generated tokens at ≈ 180 and ≈ 30 tokens/s), 31 min measured while two other model servers shared the cores; ≈ 2 min on a re-run (everything is cached). DeepSeek: not measured; 8 requests in flight, expect a few minutes |
+# | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit) |
+#
+# A user asks *"How long do I have to use my leftover holidays in Lisbon?"*; the handbook says *"Up to 5
+# unused days may be carried over until 30 April of the following year"*. The words barely overlap.
+# **QA transformation** asks a language model, once, at indexing time, which questions each chunk
+# answers, and indexes those questions too: a user's question is then compared with *questions*.
+#
+# LangChain used to ship this as `DoctranQATransformer`. It is gone from LangChain 1.x, and the
+# `doctran` package it wrapped pins `openai<0.28` and `pydantic<2`, so it cannot be installed next to
+# anything current. This notebook builds the replacement the LangChain 1.x way:
+#
+# | doctran job | replacement here | model? |
+# |---|---|---|
+# | `DoctranQATransformer` | `lessons.qa_transform.QATransformer` — structured output into `QAPairList` | yes |
+# | `DoctranTextTranslator` / cleaning | `lessons.doc_transforms.TextCleaner` — PDF hyphenation and hard wraps | no |
+# | date handling | `lessons.doc_transforms.DateExtractor` — patterns + python-dateutil, English and Chinese | no |
+# | `DoctranPropertyExtractor` | `lessons.doc_transforms.PropertyExtractor` — structured output into *your* schema | yes |
 
-A user asks *"How long do I have to use my leftover holidays in Lisbon?"*; the handbook says *"Up to 5
-unused days may be carried over until 30 April of the following year"*. The words barely overlap.
-**QA transformation** asks a language model, once, at indexing time, which questions each chunk
-answers, and indexes those questions too: a user's question is then compared with *questions*.
-
-LangChain used to ship this as `DoctranQATransformer`. It is gone from LangChain 1.x, and the
-`doctran` package it wrapped pins `openai<0.28` and `pydantic<2`, so it cannot be installed next to
-anything current. This notebook builds the replacement the LangChain 1.x way:
-
-| doctran job | replacement here | model? |
-|---|---|---|
-| `DoctranQATransformer` | `lessons.qa_transform.QATransformer` — structured output into `QAPairList` | yes |
-| `DoctranTextTranslator` / cleaning | `lessons.doc_transforms.TextCleaner` — PDF hyphenation and hard wraps | no |
-| date handling | `lessons.doc_transforms.DateExtractor` — patterns + python-dateutil, English and Chinese | no |
-| `DoctranPropertyExtractor` | `lessons.doc_transforms.PropertyExtractor` — structured output into *your* schema | yes |
-"""),
-("code", r"""
+# %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
 N_QA_CHUNKS = 60        # chunks sent to the model: gold-evidence chunks plus a seeded sample of others
 MAX_PAIRS = 3           # question/answer pairs asked for per chunk
 N_PROPERTY_CHUNKS = 6   # release-note chunks for the property extractor
 SEED = 3
-""", ["parameters"]),
-("code", r"""
+
+# %%
 import logging
 import time
 
@@ -50,17 +67,17 @@ pd.set_option("display.max_colwidth", 90)
 timings = {}
 print(model_banner())
 llm = get_chat_model()
-"""),
-("md", r"""
-## 1. The chunks we will transform
 
-Generating pairs costs the local model 10–20 s per chunk, so the notebook does not transform all
-~290 chunks of the knowledge base. `select_chunks` draws a seeded sample: about 70% are chunks that
-hold the evidence of randomly drawn gold questions (so we can measure retrieval on them), the rest are
-other chunks, so retrieval still has to find the right one among distractors. The same sample is used
-for every comparison below.
-"""),
-("code", r"""
+# %% [markdown]
+# ## 1. The chunks we will transform
+#
+# Generating pairs costs the local model 10–20 s per chunk, so the notebook does not transform all
+# ~290 chunks of the knowledge base. `select_chunks` draws a seeded sample: about 70% are chunks that
+# hold the evidence of randomly drawn gold questions (so we can measure retrieval on them), the rest are
+# other chunks, so retrieval still has to find the right one among distractors. The same sample is used
+# for every comparison below.
+
+# %%
 from lessons.corpus import load_gold
 from lessons.knowledge_base import chunk_knowledge_base
 from lessons.qa_transform import evidence_chunk_ids, select_chunks
@@ -76,20 +93,20 @@ composition = pd.crosstab(
 )
 print(f"{len(chunks)} chunks in the knowledge base; {len(sample)} in the sample")
 composition
-"""),
-("md", r"""
-## 2. A schema, a prompt, and one chunk
 
-Structured output is the whole trick: the model must *call a function* whose arguments are a
-`QAPairList` — a list of `QAPair(question, answer)` with `Field(min_length=1, max_length=n)`.
-On DeepSeek the list bound is checked after the reply (a violation is a parse error and a retry); on
-our local llama.cpp server the schema becomes a grammar, so the model *cannot* emit more than `n` pairs.
+# %% [markdown]
+# ## 2. A schema, a prompt, and one chunk
+#
+# Structured output is the whole trick: the model must *call a function* whose arguments are a
+# `QAPairList` — a list of `QAPair(question, answer)` with `Field(min_length=1, max_length=n)`.
+# On DeepSeek the list bound is checked after the reply (a violation is a parse error and a retry); on
+# our local llama.cpp server the schema becomes a grammar, so the model *cannot* emit more than `n` pairs.
+#
+# The prompt forbids anything outside the chunk, asks for the facts people search for (figures,
+# definitions, steps, decisions), lets the model write fewer pairs when the text is thin, and names the
+# chunk's language so Chinese chunks get Chinese questions.
 
-The prompt forbids anything outside the chunk, asks for the facts people search for (figures,
-definitions, steps, decisions), lets the model write fewer pairs when the text is thin, and names the
-chunk's language so Chinese chunks get Chinese questions.
-"""),
-("code", r"""
+# %%
 import json
 
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -101,8 +118,8 @@ print("\n--- the system prompt for this chunk ---")
 example = next(c for c in sample if c.metadata["chunk_id"] in holds_evidence)
 for message in qa_messages(example, MAX_PAIRS):
     print(f"[{message.type}]\n{message.content}\n")
-"""),
-("code", r"""
+
+# %%
 from lessons.qa_transform import QACache, QATransformer
 
 qa = QATransformer(llm, max_pairs=MAX_PAIRS, cache=QACache())
@@ -112,29 +129,29 @@ timings["QA pairs for one chunk"] = time.perf_counter() - start
 print(f"status {one.status!r}, asked for {one.tried or '(from the QA cache)'} pair(s), "
       f"model time when generated {one.generation_seconds:.1f} s")
 pd.DataFrame([pair.model_dump() for pair in one.pairs])
-"""),
-("md", r"""
-## 3. When the reply does not fit: ask for fewer pairs
 
-`invoke_structured` already retries a reply that does not parse, with the parse error in the
-conversation. If it still fails, asking for *fewer* pairs is the cheapest fix: a shorter answer is
-less likely to be cut off or to break the JSON. The transformer asks for `n`, then `n // 2`, … down to
-1 (`fewer_pairs_schedule`). When even one pair fails, the chunk yields **an empty list** — the chunk
-is still indexed as a chunk, the failure is logged and counted in the report. A batch of 300 chunks
-must never die on chunk 217, and code downstream must never receive `None`.
+# %% [markdown]
+# ## 3. When the reply does not fit: ask for fewer pairs
+#
+# `invoke_structured` already retries a reply that does not parse, with the parse error in the
+# conversation. If it still fails, asking for *fewer* pairs is the cheapest fix: a shorter answer is
+# less likely to be cut off or to break the JSON. The transformer asks for `n`, then `n // 2`, … down to
+# 1 (`fewer_pairs_schedule`). When even one pair fails, the chunk yields **an empty list** — the chunk
+# is still indexed as a chunk, the failure is logged and counted in the report. A batch of 300 chunks
+# must never die on chunk 217, and code downstream must never receive `None`.
+#
+# Only a reply that does not fit the schema (`StructuredOutputError`) means "ask for fewer". A server
+# that is down is a different failure: asking again for fewer pairs cannot help.
 
-Only a reply that does not fit the schema (`StructuredOutputError`) means "ask for fewer". A server
-that is down is a different failure: asking again for fewer pairs cannot help.
-"""),
-("md", r"""
-### Exercise 1 — the retry policy
+# %% [markdown]
+# ### Exercise 1 — the retry policy
+#
+# Write `first_valid_pairs(ask, max_pairs)`. `ask(n)` asks the model for at most `n` pairs and returns
+# a list of `QAPair`, or raises `StructuredOutputError`. Call it for each `n` in
+# `fewer_pairs_schedule(max_pairs)` and return the first list you get; return `[]` when every call
+# failed. Let any other exception through.
 
-Write `first_valid_pairs(ask, max_pairs)`. `ask(n)` asks the model for at most `n` pairs and returns
-a list of `QAPair`, or raises `StructuredOutputError`. Call it for each `n` in
-`fewer_pairs_schedule(max_pairs)` and return the first list you get; return `[]` when every call
-failed. Let any other exception through.
-"""),
-("code", r"""
+# %% tags=["exercise"]
 from lessons.qa_transform import fewer_pairs_schedule
 from lessons.structured import StructuredOutputError
 
@@ -150,23 +167,24 @@ def first_valid_pairs(ask, max_pairs):
             continue
     return []
     ### END SOLUTION
-""", ["exercise"]),
-("code", r"""
+
+
+# %%
 from checks.nb03 import check_fewer_pairs
 
 check_fewer_pairs(first_valid_pairs)
-"""),
-("md", r"""
-## 4. Will it fit? The context budget
 
-A QA request holds the rules, the chunk, the function schema, and must leave room for the answer.
-If the total comes close to the context window, llama.cpp shortens the answer to fit and the JSON is
-cut off mid-string — a parse error that no retry fixes. The transformer estimates every request
-before it starts (one token per Chinese character, one per four other characters: conservative,
-no tokenizer needed) and warns when a request needs more than 70% of the window:
-`get_settings().n_ctx` locally (4,096 tokens by default), 64k on DeepSeek.
-"""),
-("code", r"""
+# %% [markdown]
+# ## 4. Will it fit? The context budget
+#
+# A QA request holds the rules, the chunk, the function schema, and must leave room for the answer.
+# If the total comes close to the context window, llama.cpp shortens the answer to fit and the JSON is
+# cut off mid-string — a parse error that no retry fixes. The transformer estimates every request
+# before it starts (one token per Chinese character, one per four other characters: conservative,
+# no tokenizer needed) and warns when a request needs more than 70% of the window:
+# `get_settings().n_ctx` locally (4,096 tokens by default), 64k on DeepSeek.
+
+# %%
 from lessons.qa_transform import ContextBudgetWarning, context_budgets
 
 budgets = context_budgets(chunks, MAX_PAIRS, qa.context_window)
@@ -180,12 +198,12 @@ ax.set_title("Every chunk of the knowledge base against the context budget")
 ax.legend(loc="center right")
 plt.show()
 print(f"largest request ≈ {totals.max()} tokens; limit {budgets[0].limit}; over the limit: {sum(b.exceeded for b in budgets)}")
-"""),
-("md", r"""
-Chunks of ≤ 800 characters are far from the limit. Skip the chunking step and hand the model a whole
-document instead, and the transformer warns before it spends a single call:
-"""),
-("code", r"""
+
+# %% [markdown]
+# Chunks of ≤ 800 characters are far from the limit. Skip the chunking step and hand the model a whole
+# document instead, and the transformer warns before it spends a single call:
+
+# %%
 import warnings
 
 from langchain_core.documents import Document
@@ -200,17 +218,17 @@ with warnings.catch_warnings(record=True) as caught:
 print(f"{len(over)} request over budget")
 for warning in caught:
     print(f"{warning.category.__name__}: {warning.message}")
-"""),
-("md", r"""
-## 5. The whole sample, concurrently
 
-`await qa.agenerate(sample)` runs the chunks under an `asyncio.Semaphore`: at most 2 requests in flight
-on the local server (its two cores gain nothing from more), 8 on DeepSeek. Cached chunks skip the
-queue. In a notebook, `await` it: the kernel already runs an event loop, and the async HTTP client
-behind `ChatDeepSeek` stays bound to the loop it first ran on, so a second `asyncio.run(...)` would fail
-with "Event loop is closed". `qa.transform_documents(...)` does the same work with threads, for scripts.
-"""),
-("code", r"""
+# %% [markdown]
+# ## 5. The whole sample, concurrently
+#
+# `await qa.agenerate(sample)` runs the chunks under an `asyncio.Semaphore`: at most 2 requests in flight
+# on the local server (its two cores gain nothing from more), 8 on DeepSeek. Cached chunks skip the
+# queue. In a notebook, `await` it: the kernel already runs an event loop, and the async HTTP client
+# behind `ChatDeepSeek` stays bound to the loop it first ran on, so a second `asyncio.run(...)` would fail
+# with "Event loop is closed". `qa.transform_documents(...)` does the same work with threads, for scripts.
+
+# %%
 calls_before = USAGE.totals.calls
 start = time.perf_counter()
 results = await qa.agenerate(sample)
@@ -221,8 +239,8 @@ report = qa.report()
 print(report)
 print(f"schema success rate: {report.schema_success_rate:.1%} of chunks got valid pairs "
       f"({report.first_try_rate:.1%} on the first request); LLM calls in this build: {USAGE.totals.calls - calls_before}")
-"""),
-("code", r"""
+
+# %%
 outcomes = pd.DataFrame({
     "language": [c.metadata["language"] for c in sample],
     "status": [r.status for r in results],
@@ -238,33 +256,33 @@ by_language = outcomes.groupby("language").agg(
 print("Pairs per chunk against chunk length: thin chunks get fewer pairs.")
 print(outcomes.groupby(pd.cut(outcomes["chunk characters"], [0, 100, 300, 600, 900]), observed=True)["pairs"].mean().round(2).to_string())
 by_language.style.format({"valid": "{:.0%}", "first_try": "{:.0%}", "pairs_per_chunk": "{:.2f}"})
-"""),
-("code", r"""
+
+# %%
 examples = pd.DataFrame([
     {"source": d.metadata["source"], "page": d.metadata.get("page", ""), "question": d.metadata["question"], "answer": d.metadata["answer"]}
     for language in ("en", "zh")
     for d in [d for d in qa_docs if d.metadata.get("language") == language][:4]
 ])
 examples
-"""),
-("md", r"""
-Every QA document carries its chunk's `chunk_id`, source, page and section, so a hit on a question
-leads straight back to the page it came from:
-"""),
-("code", r"""
-qa_docs[0].metadata if qa_docs else "no QA documents"
-"""),
-("md", r"""
-## 6. The cache: a rebuild costs no LLM calls
 
-The transformer stores each chunk's pairs in SQLite as JSON, keyed by a hash of the chunk's text,
-the model, the prompt (and schema) version and the pair budget. Change the prompt and every chunk is
-asked again; change nothing and rebuilding the index costs nothing — even with LangChain's LLM cache
-turned off (`AGENTIC_RAG_LLM_CACHE=0`), because this cache sits one level higher. Failed chunks are
-cached too (at temperature 0 the model would fail the same way); a server that could not be reached
-is not, so the next build asks again.
-"""),
-("code", r"""
+# %% [markdown]
+# Every QA document carries its chunk's `chunk_id`, source, page and section, so a hit on a question
+# leads straight back to the page it came from:
+
+# %%
+qa_docs[0].metadata if qa_docs else "no QA documents"
+
+# %% [markdown]
+# ## 6. The cache: a rebuild costs no LLM calls
+#
+# The transformer stores each chunk's pairs in SQLite as JSON, keyed by a hash of the chunk's text,
+# the model, the prompt (and schema) version and the pair budget. Change the prompt and every chunk is
+# asked again; change nothing and rebuilding the index costs nothing — even with LangChain's LLM cache
+# turned off (`AGENTIC_RAG_LLM_CACHE=0`), because this cache sits one level higher. Failed chunks are
+# cached too (at temperature 0 the model would fail the same way); a server that could not be reached
+# is not, so the next build asks again.
+
+# %%
 usage_before = (USAGE.totals.calls, USAGE.totals.cached_calls)
 rebuild = QATransformer(llm, max_pairs=MAX_PAIRS, cache=QACache(), progress=False)
 start = time.perf_counter()
@@ -283,8 +301,8 @@ if model_seconds:
 if report.from_cache < report.chunks // 2:
     print(f"build 2 / build 1 (wall clock, build 1 mostly generated) = {second_build_seconds / first_build_seconds:.1e}")
 assert [r.pairs for r in rebuilt] == [r.pairs for r in results]
-"""),
-("code", r"""
+
+# %%
 fig, ax = plt.subplots(figsize=(8, 2.8))
 labels = ["model time when generated\n(sum over chunks)", "build 1, this run", "build 2 (QA cache)"]
 values = [model_seconds, first_build_seconds, second_build_seconds]
@@ -296,52 +314,53 @@ for y, value in enumerate(values):
     ax.text(value, y, f" {value:,.0f} s" if value >= 1 else f" {value * 1000:.1f} ms", va="center")
 ax.set_title(f"Generating QA pairs for {len(sample)} chunks vs reading them from the cache")
 plt.show()
-"""),
-("md", r"""
-The model time is what the pairs cost when they were first made: the sum over chunks of each request's
-duration, recorded in the cache. With two requests in flight on a local server that answers one at a
-time, each request also waits for the other, so the wall-clock time of a first build is lower than
-this sum. On a re-run of this notebook build 1 is served from the cache too — which is the point.
 
-## 7. Coverage: do the pairs cover the facts people ask about?
+# %% [markdown]
+# The model time is what the pairs cost when they were first made: the sum over chunks of each request's
+# duration, recorded in the cache. With two requests in flight on a local server that answers one at a
+# time, each request also waits for the other, so the wall-clock time of a first build is lower than
+# this sum. On a re-run of this notebook build 1 is served from the cache too — which is the point.
+#
+# ## 7. Coverage: do the pairs cover the facts people ask about?
+#
+# Two precise, simple definitions over the gold evidence quotes found in the sample:
+#
+# - **chunk coverage** — the share of quotes for which a chunk that contains the quote produced at
+#   least one pair (so the fact is reachable through QA documents at all);
+# - **answer coverage** — the share of quotes for which one of those pairs (question and answer
+#   together) repeats at least half of the quote's words (Chinese: characters) — the pair is *about* that fact.
 
-Two precise, simple definitions over the gold evidence quotes found in the sample:
-
-- **chunk coverage** — the share of quotes for which a chunk that contains the quote produced at
-  least one pair (so the fact is reachable through QA documents at all);
-- **answer coverage** — the share of quotes for which one of those pairs (question and answer
-  together) repeats at least half of the quote's words (Chinese: characters) — the pair is *about* that fact.
-"""),
-("code", r"""
+# %%
 from lessons.qa_transform import evidence_coverage
 
 coverage = evidence_coverage(sample, results, gold)
 print(f"{coverage.quotes} gold evidence quotes occur in the sample")
 print(f"chunk coverage : {coverage.chunk_covered}/{coverage.quotes} = {coverage.chunk_rate:.1%}")
 print(f"answer coverage: {coverage.answer_covered}/{coverage.quotes} = {coverage.answer_rate:.1%}")
-"""),
-("md", r"""
-Chunk coverage follows the schema success rate: every chunk that got pairs covers its quotes. Answer
-coverage is the honest one: with at most a few pairs per chunk, the model picks *some* facts of a
-chunk, not necessarily the one a user will ask about. That gap is why the hybrid index below keeps
-the raw chunks too.
 
-## 8. A hybrid index: chunks and questions in one Chroma store
 
-Chunks get `metadata["doc_type"] = "chunk"`, QA documents `"qa"`; both go into one persistent Chroma
-collection. A metadata filter then gives three retrievers from one store: chunks only, QA only, and
-both. A QA hit is worth nothing by itself — the answer generator needs the chunk's full text — so every
-hit is mapped back to its source chunk, and duplicates (three questions of one chunk) collapse into
-one result.
-"""),
-("md", r"""
-### Exercise 2 — map hits back to their chunks
+# %% [markdown]
+# Chunk coverage follows the schema success rate: every chunk that got pairs covers its quotes. Answer
+# coverage is the honest one: with at most a few pairs per chunk, the model picks *some* facts of a
+# chunk, not necessarily the one a user will ask about. That gap is why the hybrid index below keeps
+# the raw chunks too.
+#
+# ## 8. A hybrid index: chunks and questions in one Chroma store
+#
+# Chunks get `metadata["doc_type"] = "chunk"`, QA documents `"qa"`; both go into one persistent Chroma
+# collection. A metadata filter then gives three retrievers from one store: chunks only, QA only, and
+# both. A QA hit is worth nothing by itself — the answer generator needs the chunk's full text — so every
+# hit is mapped back to its source chunk, and duplicates (three questions of one chunk) collapse into
+# one result.
 
-Write `hits_to_chunks(hits, chunks_by_id, k)`: walk the ranked `hits` (chunks and QA documents, each
-with `metadata["chunk_id"]`), replace each by `chunks_by_id[chunk_id]`, skip chunk ids you have
-already returned or that are not in `chunks_by_id`, and stop after `k` chunks.
-"""),
-("code", r"""
+# %% [markdown]
+# ### Exercise 2 — map hits back to their chunks
+#
+# Write `hits_to_chunks(hits, chunks_by_id, k)`: walk the ranked `hits` (chunks and QA documents, each
+# with `metadata["chunk_id"]`), replace each by `chunks_by_id[chunk_id]`, skip chunk ids you have
+# already returned or that are not in `chunks_by_id`, and stop after `k` chunks.
+
+# %% tags=["exercise"]
 def hits_to_chunks(hits, chunks_by_id, k):
     ### BEGIN SOLUTION
     ranked, seen = [], set()
@@ -355,13 +374,14 @@ def hits_to_chunks(hits, chunks_by_id, k):
             break
     return ranked
     ### END SOLUTION
-""", ["exercise"]),
-("code", r"""
+
+
+# %%
 from checks.nb03 import check_hits_to_chunks
 
 check_hits_to_chunks(hits_to_chunks)
-"""),
-("code", r"""
+
+# %%
 from lessons.qa_transform import DOC_TYPE_CHUNK, mark_doc_type, search_source_chunks
 from lessons.vectorstore import index_documents, open_store
 
@@ -372,12 +392,12 @@ start = time.perf_counter()
 stats = index_documents(store, chunk_docs + qa_docs, prune=True)
 timings["index chunks + QA documents"] = time.perf_counter() - start
 print(f"hybrid store: {len(chunk_docs)} chunks + {len(qa_docs)} QA documents · {stats}")
-"""),
-("md", r"""
-Now the gold questions whose evidence is in the sample, asked of each retriever. A result list is
-relevant at rank *r* when the chunk there contains one of the question's evidence quotes (`lessons.metrics`).
-"""),
-("code", r"""
+
+# %% [markdown]
+# Now the gold questions whose evidence is in the sample, asked of each retriever. A result list is
+# relevant at rank *r* when the chunk there contains one of the question's evidence quotes (`lessons.metrics`).
+
+# %%
 from lessons.embeddings import get_embeddings
 from lessons.metrics import hit_at_k, mrr_at_k, relevance_labels
 
@@ -399,8 +419,8 @@ scores = pd.DataFrame(rows)
 summary = scores.groupby("mode", sort=False)[[f"hit@{K}", f"MRR@{K}"]].mean().loc[MODES]
 print(f"{len(questions)} gold questions have their evidence in the sample")
 summary.style.format("{:.3f}")
-"""),
-("code", r"""
+
+# %%
 fig, ax = plt.subplots(figsize=(7, 3.2))
 x = np.arange(len(MODES))
 for offset, metric, color in [(-0.18, f"hit@{K}", "tab:blue"), (0.18, f"MRR@{K}", "tab:orange")]:
@@ -413,8 +433,8 @@ ax.legend(loc="upper center", ncol=2)
 plt.show()
 mrr_by_language = scores.pivot_table(index="language", columns="mode", values=f"MRR@{K}", aggfunc="mean")[MODES]
 mrr_by_language.style.format("{:.3f}").set_caption(f"MRR@{K} by question language")
-"""),
-("code", r"""
+
+# %%
 wide = scores.pivot_table(index="id", columns="mode", values=f"MRR@{K}")
 helped, hurt = (wide["hybrid"] > wide["chunks"]).sum(), (wide["hybrid"] < wide["chunks"]).sum()
 best = summary[f"MRR@{K}"].idxmax()
@@ -428,29 +448,29 @@ if len(wide) and helped:
     print(f"\nA question where the hybrid index ranks the evidence higher ({qid}): {question.question}")
     for hit in hits:
         print(f"  [{hit.metadata['doc_type']:5}] {hit.page_content[:110]!r}")
-"""),
-("md", r"""
-Read the numbers before you believe the idea. In our run (Qwen 1.5B, 60 chunks) QA documents *alone*
-rank below the chunks: a few pairs per chunk miss facts (section 7), and a question about a fact that
-got no pair can only land on some other pair. *Next to* the chunks they help a little: the hybrid index
-moves the evidence up for a handful of questions — typically ones worded like a generated question,
-as in the example above — while hit@5 hardly changes, because the chunks alone already had the
-evidence in the top 5. A handful of questions is a small sample: read the per-question counts, not the
-third decimal. Whether one LLM call per chunk at indexing time is worth that gain depends on your
-questions; with DeepSeek the pairs are better and the comparison is worth re-running.
 
-## 9. The other doctran jobs
+# %% [markdown]
+# Read the numbers before you believe the idea. In our run (Qwen 1.5B, 60 chunks) QA documents *alone*
+# rank below the chunks: a few pairs per chunk miss facts (section 7), and a question about a fact that
+# got no pair can only land on some other pair. *Next to* the chunks they help a little: the hybrid index
+# moves the evidence up for a handful of questions — typically ones worded like a generated question,
+# as in the example above — while hit@5 hardly changes, because the chunks alone already had the
+# evidence in the top 5. A handful of questions is a small sample: read the per-question counts, not the
+# third decimal. Whether one LLM call per chunk at indexing time is worth that gain depends on your
+# questions; with DeepSeek the pairs are better and the comparison is worth re-running.
+#
+# ## 9. The other doctran jobs
+#
+# ### 9.1 Cleaning PDF text
+#
+# Docling's output for our white paper is already clean, but text taken straight from a PDF (here with
+# pypdfium2) comes with a line break at the end of every printed line, and often words hyphenated at the
+# margin. `TextCleaner` joins lines that reach the margin, keeps short lines (headings, the last line of
+# a paragraph), undoes end-of-line hyphenation (keeping real compounds like *self-hosted* that occur
+# elsewhere in the text), and never touches Markdown headings, lists, tables or code. Chinese lines are
+# joined without a space.
 
-### 9.1 Cleaning PDF text
-
-Docling's output for our white paper is already clean, but text taken straight from a PDF (here with
-pypdfium2) comes with a line break at the end of every printed line, and often words hyphenated at the
-margin. `TextCleaner` joins lines that reach the margin, keeps short lines (headings, the last line of
-a paragraph), undoes end-of-line hyphenation (keeping real compounds like *self-hosted* that occur
-elsewhere in the text), and never touches Markdown headings, lists, tables or code. Chinese lines are
-joined without a space.
-"""),
-("code", r"""
+# %%
 import pypdfium2
 
 from lessons.corpus import CORPUS_DIR
@@ -463,18 +483,18 @@ raw = raw_page[:900] + "\nThe model re-\nranks candidates; Atlas is self-\nhoste
 cleaned = TextCleaner().transform_documents([Document(page_content=raw)])[0].page_content
 print("--- raw ---\n" + raw.replace("\r", "") + "\n\n--- cleaned ---\n" + cleaned)
 print(f"\nlines: {raw.count(chr(10)) + 1} → {cleaned.count(chr(10)) + 1}")
-"""),
-("md", r"""
-### 9.2 Extracting dates
 
-The release notes write dates in four styles ("2025-03-14", "2 July 2025", "Nov. 24, 2025", "October
-2025"), the Chinese documents as "2026 年 9 月 9 日" or "2026年9月9日". `extract_dates` finds them with
-patterns and lets python-dateutil turn the English ones into dates; a month without a day is kept with
-*month* precision. `DateExtractor` stores them as metadata — a readable `dates` list and whole-number
-`earliest_date` / `latest_date` (20260909), which Chroma can filter on:
-`filter={"latest_date": {"$gte": 20260901}}`.
-"""),
-("code", r"""
+# %% [markdown]
+# ### 9.2 Extracting dates
+#
+# The release notes write dates in four styles ("2025-03-14", "2 July 2025", "Nov. 24, 2025", "October
+# 2025"), the Chinese documents as "2026 年 9 月 9 日" or "2026年9月9日". `extract_dates` finds them with
+# patterns and lets python-dateutil turn the English ones into dates; a month without a day is kept with
+# *month* precision. `DateExtractor` stores them as metadata — a readable `dates` list and whole-number
+# `earliest_date` / `latest_date` (20260909), which Chroma can filter on:
+# `filter={"latest_date": {"$gte": 20260901}}`.
+
+# %%
 from lessons.doc_transforms import DateExtractor, extract_dates
 
 dated = DateExtractor().transform_documents(chunks)
@@ -487,20 +507,20 @@ found = pd.DataFrame([
 ]).drop_duplicates(subset=["source", "as written"])
 print("distinct dates found per source:", found.groupby("source")["as written"].count().to_dict())
 pd.concat([found[found["source"] == "release_notes.md"], found[found["source"] != "release_notes.md"].groupby("source").head(4)])
-"""),
-("code", r"""
+
+# %%
 recent = [d for d in dated if d.metadata.get("latest_date", 0) >= 20260901]
 print(f"chunks that mention a date from September 2026 on: {len(recent)}")
 print(pd.Series([d.metadata["source"] for d in recent]).value_counts().to_string())
-"""),
-("md", r"""
-### Exercise 3 — Chinese dates
 
-Write `parse_chinese_date(text)`: the first full date written as 年/月/日 in `text` — spaces between
-the parts allowed, as in "2026 年 9 月 9 日" — as a `datetime.date`, or `None` when there is none or
-it is impossible (2026年2月30日). Use `re.search` with three groups.
-"""),
-("code", r"""
+# %% [markdown]
+# ### Exercise 3 — Chinese dates
+#
+# Write `parse_chinese_date(text)`: the first full date written as 年/月/日 in `text` — spaces between
+# the parts allowed, as in "2026 年 9 月 9 日" — as a `datetime.date`, or `None` when there is none or
+# it is impossible (2026年2月30日). Use `re.search` with three groups.
+
+# %% tags=["exercise"]
 import re
 from datetime import date
 
@@ -515,22 +535,23 @@ def parse_chinese_date(text):
     except ValueError:
         return None
     ### END SOLUTION
-""", ["exercise"]),
-("code", r"""
+
+
+# %%
 from checks.nb03 import check_chinese_date
 
 check_chinese_date(parse_chinese_date)
-"""),
-("md", r"""
-### 9.3 Extracting properties into your own schema
 
-`DoctranPropertyExtractor` took a list of property dicts; here the schema is a Pydantic class *you*
-write, and the field descriptions are what the model reads. `PropertyExtractor` fills it for each
-document through `invoke_structured` and flattens the fields into metadata (lists joined, `None`
-dropped) so Chroma can store and filter them. Optional fields with `None` defaults let the model say
-"not in the text" instead of inventing a value. Change the schema and run the cell again.
-"""),
-("code", r"""
+# %% [markdown]
+# ### 9.3 Extracting properties into your own schema
+#
+# `DoctranPropertyExtractor` took a list of property dicts; here the schema is a Pydantic class *you*
+# write, and the field descriptions are what the model reads. `PropertyExtractor` fills it for each
+# document through `invoke_structured` and flattens the fields into metadata (lists joined, `None`
+# dropped) so Chroma can store and filter them. Optional fields with `None` defaults let the model say
+# "not in the text" instead of inventing a value. Change the schema and run the cell again.
+
+# %%
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -577,17 +598,17 @@ print(f"{extractor.failures} of {len(release_chunks)} documents without valid pr
       f"dates agree on {(facts['model date'] == facts['pattern date']).sum()}, "
       f"release kinds on {(facts['release_kind'] == facts['kind by rule']).sum()} of {len(facts)}")
 facts
-"""),
-("md", r"""
-The last columns check the model against rules. Its `released` string, parsed by `extract_dates`,
-matches the pattern-based date; its `release_kind` is another matter: Atlas versions follow a
-convention (x.0 major, x.y minor, x.y.z patch) that a three-line rule reads without error, while a
-small model, seeing no "minor release" in the text, may guess. Where a rule can do the job, use the
-rule — free, instant, repeatable — and keep the model for the properties no rule can read.
 
-## 10. What we measured
-"""),
-("code", r"""
+# %% [markdown]
+# The last columns check the model against rules. Its `released` string, parsed by `extract_dates`,
+# matches the pattern-based date; its `release_kind` is another matter: Atlas versions follow a
+# convention (x.0 major, x.y minor, x.y.z patch) that a three-line rule reads without error, while a
+# small model, seeing no "minor release" in the text, may guess. Where a rule can do the job, use the
+# rule — free, instant, repeatable — and keep the model for the properties no rule can read.
+#
+# ## 10. What we measured
+
+# %%
 results_table = pd.DataFrame(
     {
         "value": [
@@ -600,12 +621,8 @@ results_table = pd.DataFrame(
     index=["schema success rate", "evidence coverage", *[f"hit@{K} / MRR@{K}, {m}" for m in MODES], "rebuild from the QA cache"],
 )
 results_table
-"""),
-("code", r"""
+
+# %%
 for step, seconds in timings.items():
     print(f"{step:45} {seconds:8.2f} s")
 print(USAGE.report())
-"""),
-]
-build(str(Path(__file__).resolve().parents[2] / "solutions/03_qa_transformation.ipynb"), cells,
-      quick={"N_QA_CHUNKS": 3, "MAX_PAIRS": 2, "N_PROPERTY_CHUNKS": 1})
