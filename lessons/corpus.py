@@ -21,6 +21,7 @@ from lessons.settings import PROJECT_ROOT
 
 CORPUS_DIR = PROJECT_ROOT / "data" / "corpus"
 GOLD_DIR = PROJECT_ROOT / "data" / "eval"
+DEFAULT_LIMITS = IngestLimits()
 
 QuestionType = Literal["fact", "table", "multi_hop", "paraphrase", "contradiction", "out_of_kb"]
 
@@ -85,7 +86,7 @@ def sample_by_language(questions: Sequence[GoldQuestion], n: int, seed: int) -> 
     return rng.sample(english, min(n - half, len(english))) + rng.sample(chinese, min(half, len(chinese)))
 
 
-def load_corpus(folder: Path = CORPUS_DIR, progress: bool = False, limits: IngestLimits = IngestLimits()) -> IngestResult:
+def load_corpus(folder: Path = CORPUS_DIR, progress: bool = False, limits: IngestLimits = DEFAULT_LIMITS) -> IngestResult:
     """Convert the knowledge base with Docling (cached by content hash); fails loudly on any skipped file."""
     result = ingest(folder, progress=progress, limits=limits)
     if result.skipped:

@@ -8,6 +8,10 @@ Introduced in notebook 01 (chunking). Every notebook reads the knowledge base th
   otherwise Docling's model-free native pipeline, with headings recovered from font sizes
   (`lessons.pdf_headings`).
 - HTML pages lose their site chrome (navigation, header, footer, cookie banner, breadcrumb) first.
+- Text files (.txt, .md, .csv, .html) are read as UTF-8, or in the encoding they really have
+  (GB18030, Big5, Shift-JIS, Windows-1252, …: `lessons.text_encoding`), which the summary names;
+  binary data with a text suffix and garbled (mojibake) text are refused.
+- In a folder, symbolic links that lead outside it are refused and dangling links are listed.
 - `to_documents`, `split_sections` and `dedupe` turn the Markdown into chunks with metadata
   (`source`, `page`, `format`, `language`, `sha256`, `section_path`, `section`, `chunk_id`).
 - Conversions are cached as JSON under `<cache_dir>/docling/`, keyed by the file's bytes, the
@@ -38,6 +42,7 @@ from langchain_text_splitters import MarkdownHeaderTextSplitter
 
 from lessons.pdf_headings import is_cjk, pdf_pages_markdown
 from lessons.settings import get_settings
+from lessons.text_encoding import BinaryData, DecodedText, Mojibake, UnknownEncoding, decode_text, encoding_label
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +120,7 @@ class ConvertedDocument:
     converter: str
     seconds: float
     from_cache: bool
+    encoding: str = "utf-8"  # what a text file was read as, when it was not UTF-8 (`lessons.text_encoding`)
 
 
 @dataclass
@@ -137,6 +143,10 @@ class IngestResult:
         cached = sum(document.from_cache for document in self.documents)
         seconds = sum(document.seconds for document in self.documents)
         lines = [f"Converted {len(self.documents)} file(s) ({cached} from cache) in {seconds:.1f} s."]
+        decoded = [document for document in self.documents if document.encoding != "utf-8"]
+        if decoded:
+            lines.append(f"Read {len(decoded)} file(s) that are not UTF-8 in their detected encoding:")
+            lines.extend(f"  - {document.source}: {encoding_label(document.encoding)}" for document in decoded)
         if self.skipped:
             lines.append(f"Skipped {len(self.skipped)} file(s):")
             lines.extend(f"  - {Path(item.path).name}: {item.reason}" for item in self.skipped)
@@ -168,7 +178,23 @@ class TotalSizeExceeded(IngestError):
 
 
 class NotUtf8(IngestError):
-    """A text file (.txt, .md, .csv, .html) is not valid UTF-8."""
+    """A text file (.txt, .md, .csv, .html) is not UTF-8 and its encoding cannot be told, or its text is garbled."""
+
+
+class NotText(IngestError):
+    """A file with a text suffix holds binary data (NUL bytes that are not UTF-16, control characters)."""
+
+
+class PathNotFound(IngestError):
+    """The file or folder does not exist."""
+
+
+class LinkOutsideFolder(IngestError):
+    """A symbolic link in the folder leads to a file outside the folder."""
+
+
+class DanglingLink(IngestError):
+    """A symbolic link in the folder leads nowhere."""
 
 
 class DuplicateContent(IngestError):
@@ -181,14 +207,18 @@ def validate_file(path: str | Path, limits: IngestLimits = IngestLimits()) -> No
     Introduced in notebook 01 (chunking).
     """
     path = Path(path)
+    if not path.exists():
+        kind = "dangling symbolic link" if path.is_symlink() else "file"
+        raise PathNotFound(f"'{path.name}' does not exist at {path} ({kind}) — check the path")
     _check_suffix(path)
     size = _file_size(path)
     if size == 0:
         raise EmptyFile(f"'{path.name}' is empty (0 bytes) — add content to it or remove it from the folder")
     if size > limits.max_file_bytes:
+        shown, limit = _sizes(size, limits.max_file_bytes)
         raise FileTooLarge(
-            f"'{path.name}' is {_mib(size)}, over the per-file limit of {_mib(limits.max_file_bytes)} — split the "
-            f"file, or raise the limit: IngestLimits(max_file_bytes={_suggested_limit(size)})"
+            f"'{path.name}' is {shown}, over the per-file limit of {limit} — split the file, or raise the "
+            f"limit: IngestLimits(max_file_bytes={_suggested_limit(size)})"
         )
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
@@ -226,6 +256,8 @@ def convert_file(
     if not markdown.strip():
         raise EmptyFile(_no_text_message(path, file_format))
     entry = {"converter": converter, "language": detect_language(markdown), "markdown": markdown, "pages": pages}
+    if format_of(path) in {format_of(f"x{suffix}") for suffix in TEXT_SUFFIXES}:
+        entry["encoding"] = decode_text(data).encoding
     if cache_file:
         _store_cache_entry(cache_file, entry)
     return _document_from(path, data, entry, seconds=seconds, from_cache=False)
@@ -247,10 +279,10 @@ def ingest(
     from tqdm.auto import tqdm
 
     documents: list[ConvertedDocument] = []
-    skipped: list[Skipped] = []
+    paths, skipped = scan(paths_or_folder)
     first_by_hash: dict[str, Path] = {}
     total_bytes = 0
-    for path in tqdm(list_files(paths_or_folder), desc="Converting", unit="file", disable=not progress):
+    for path in tqdm(paths, desc="Converting", unit="file", disable=not progress):
         try:
             validate_file(path, limits)
             digest = _sha256(_read_bytes(path))
@@ -260,29 +292,87 @@ def ingest(
             first_by_hash[digest] = path
             total_bytes = new_total
         except IngestError as error:
-            logger.warning("Skipped %s: %s", path.name, error)
-            skipped.append(Skipped(str(path), f"{type(error).__name__}: {error}"))
+            skipped.append(_skipped(path, error))
     return IngestResult(documents, skipped)
 
 
 def list_files(paths_or_folder: str | Path | Iterable[str | Path]) -> list[Path]:
     """The files to ingest: a folder's visible files (recursively), or the given paths, sorted by name.
 
-    Introduced in notebook 01 (chunking).
+    Introduced in notebook 01 (chunking). Links that `scan` refuses are left out; `ingest` lists them.
     """
+    return scan(paths_or_folder)[0]
+
+
+def scan(paths_or_folder: str | Path | Iterable[str | Path]) -> tuple[list[Path], list[Skipped]]:
+    """(files to ingest, sorted by name; paths refused before reading, with the reason).
+
+    Introduced in notebook 01 (chunking). In a folder, hidden files and folders (".name") are left
+    out; a symbolic link is followed only when its target is inside the folder (`LinkOutsideFolder`
+    otherwise, so no outside file is read under the link's name), and a dangling link is listed as
+    `DanglingLink`. Links to folders are not descended (their files inside the folder are found where
+    they are). A folder that does not exist is `PathNotFound`.
+    """
+    refused: list[Skipped] = []
     if isinstance(paths_or_folder, (str, os.PathLike)):
-        root = Path(paths_or_folder)
+        root = Path(paths_or_folder).absolute()
         if root.is_dir():
-            candidates = [
-                path
-                for path in root.rglob("*")
-                if path.is_file() and not any(part.startswith(".") for part in path.relative_to(root).parts)
-            ]
+            candidates = _folder_files(root, refused)
+        elif not root.exists() and not root.suffix:
+            refused.append(_skipped(root, PathNotFound(
+                f"'{root.name}' does not exist at {root} — give an existing folder of documents")))  # fmt: skip
+            candidates = []
         else:
             candidates = [root]
     else:
-        candidates = [Path(path) for path in paths_or_folder]
-    return sorted((path.resolve() for path in candidates), key=lambda path: (path.name, str(path)))
+        candidates = [Path(path).absolute() for path in paths_or_folder]
+    files = sorted(candidates, key=lambda path: (path.name, str(path)))
+    return files, sorted(refused, key=lambda item: (Path(item.path).name, item.path))
+
+
+def _folder_files(root: Path, refused: list[Skipped]) -> list[Path]:
+    """A folder's visible files; links that leave it, or lead nowhere, go to `refused`."""
+    real_root = root.resolve()
+    files: list[Path] = []
+    for directory, folders, names in os.walk(root):  # does not descend into links to folders
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        for name in folders:
+            link = Path(directory) / name
+            problem = _link_problem(link, root, real_root) if link.is_symlink() else None
+            if problem is not None:
+                refused.append(_skipped(link, problem))
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            path = Path(directory) / name
+            if path.is_symlink():
+                problem = _link_problem(path, root, real_root)
+                if problem is not None:
+                    refused.append(_skipped(path, problem))
+                    continue
+            if path.is_file():
+                files.append(path)
+    return files
+
+
+def _link_problem(path: Path, root: Path, real_root: Path) -> IngestError | None:
+    """Why a symbolic link in the folder is refused, or None when it leads to a file inside the folder."""
+    target = Path(os.readlink(path))
+    if not path.exists():
+        return DanglingLink(f"'{path.name}' is a symbolic link to {target}, which does not exist — "
+                            "remove the link, or point it at the file")  # fmt: skip
+    resolved = path.resolve()
+    if not resolved.is_relative_to(real_root):
+        return LinkOutsideFolder(
+            f"'{path.name}' is a symbolic link to {resolved}, outside the folder {root} — links that leave the "
+            "folder are not followed: copy the file (or folder) into the folder if you want it ingested, or remove the link"
+        )  # fmt: skip
+    return None
+
+
+def _skipped(path: Path, error: IngestError) -> Skipped:
+    logger.warning("Skipped %s: %s", path.name, error)
+    return Skipped(str(path), f"{type(error).__name__}: {error}")
 
 
 def to_documents(converted: Sequence[ConvertedDocument]) -> list[Document]:
@@ -467,17 +557,29 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _check_text(path: Path, data: bytes) -> None:
-    """Raise `NotUtf8` or `EmptyFile` unless a text-format file is UTF-8 with some text."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise NotUtf8(
-            f"'{path.name}' is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start}) — re-save it "
-            f"as UTF-8 (in your editor: Save with Encoding → UTF-8), or convert it: "
-            f"iconv -f WINDOWS-1252 -t UTF-8 '{path.name}' > fixed{path.suffix.lower()}"
-        ) from None
+    """Raise `NotText`, `NotUtf8` or `EmptyFile` unless a text-format file decodes to some text."""
+    text = _decode(path, data).text
     if not text.strip():
         raise EmptyFile(f"'{path.name}' contains only whitespace — add content to it or remove it from the folder")
+
+
+def _decode(path: Path, data: bytes) -> DecodedText:
+    """A text file's text in its encoding (`lessons.text_encoding.decode_text`); errors name the file and the fix."""
+    resave = "re-save it as UTF-8 (in your editor: Save with Encoding → UTF-8)"
+    fixed = f"fixed{path.suffix.lower()}"
+    try:
+        return decode_text(data)
+    except BinaryData as error:
+        raise NotText(f"'{path.name}' is not a text file: {error} — give it the suffix of its real format, "
+                      "or remove it") from None  # fmt: skip
+    except Mojibake as error:
+        raise NotUtf8(f"'{path.name}': {error} — convert the ORIGINAL file again with its real encoding: "
+                      f"iconv -f {encoding_label(error.original)} -t UTF-8 original{path.suffix.lower()} > {fixed}"
+                      ) from None  # fmt: skip
+    except UnknownEncoding as error:
+        how = f"iconv -f {encoding_label(error.guess)} -t UTF-8 '{path.name}' > {fixed}" if error.guess else (
+            "open it in the program that wrote it and export it as UTF-8")  # fmt: skip
+        raise NotUtf8(f"'{path.name}': {error} — {resave}, or convert it: {how}") from None
 
 
 def _check_office_package(path: Path) -> None:
@@ -518,9 +620,10 @@ def _check_total(path: Path, total_bytes: int, limits: IngestLimits) -> int:
     """The running total with this file added; raises `TotalSizeExceeded` past the limit."""
     new_total = total_bytes + path.stat().st_size
     if new_total > limits.max_total_bytes:
+        shown, limit = _sizes(new_total, limits.max_total_bytes)
         raise TotalSizeExceeded(
-            f"'{path.name}' would bring this run to {_mib(new_total)}, over the total limit of "
-            f"{_mib(limits.max_total_bytes)} — ingest fewer files, or raise the limit: "
+            f"'{path.name}' would bring this run to {shown}, over the total limit of "
+            f"{limit} — ingest fewer files, or raise the limit: "
             f"IngestLimits(max_total_bytes={_suggested_limit(new_total)})"
         )
     return new_total
@@ -529,6 +632,13 @@ def _check_total(path: Path, total_bytes: int, limits: IngestLimits) -> int:
 def _mib(size: int) -> str:
     """A byte count in MiB, for messages."""
     return f"{size / 2**20:.1f} MiB"
+
+
+def _sizes(size: int, limit: int) -> tuple[str, str]:
+    """A size and a limit for a message, in MiB — and in bytes when the MiB figures would read the same."""
+    if _mib(size) != _mib(limit):
+        return _mib(size), _mib(limit)
+    return f"{size:,} bytes ({_mib(size)})", f"{limit:,} bytes ({_mib(limit)})"
 
 
 def _suggested_limit(size: int) -> str:
@@ -579,12 +689,14 @@ def _docling_label(file_format: str, artifacts: Path | None) -> str:
 def _convert(path: Path, data: bytes, file_format: str, settings: dict) -> tuple[list[tuple[int, str]], str]:
     """(pages, converter name) of one file, by format."""
     if file_format in PASSTHROUGH:
-        return [(1, _plain_text(data))], PASSTHROUGH[file_format]
+        return [(1, _plain_text(_decode(path, data).text))], PASSTHROUGH[file_format]
     try:
         if file_format == "pdf":
             return _convert_pdf(path, settings)
         if file_format == "html":
-            return [(1, _convert_html(path, data))], settings["converter"]
+            return [(1, _convert_html(path, _decode(path, data).text))], settings["converter"]
+        if file_format == "csv":
+            return [(1, _convert_csv(path, _decode(path, data)))], settings["converter"]
         pages = _convert_with_docling(path, file_format)
         return pages, settings["converter"]
     except IngestError:
@@ -596,9 +708,9 @@ def _convert(path: Path, data: bytes, file_format: str, settings: dict) -> tuple
         ) from error
 
 
-def _plain_text(data: bytes) -> str:
-    """A UTF-8 text file's text with Unix line ends."""
-    return data.decode("utf-8-sig").replace("\r\n", "\n").replace("\r", "\n").strip()
+def _plain_text(text: str) -> str:
+    """A text file's text with Unix line ends, without a byte-order mark."""
+    return text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
 def _convert_pdf(path: Path, settings: dict) -> tuple[list[tuple[int, str]], str]:
@@ -626,14 +738,24 @@ def _convert_pdf(path: Path, settings: dict) -> tuple[list[tuple[int, str]], str
     return pdf_pages_markdown(document, path), _docling_label("pdf", None)
 
 
-def _convert_html(path: Path, data: bytes) -> str:
+def _convert_html(path: Path, text: str) -> str:
     """An HTML page's Markdown, site chrome stripped first."""
     from docling.datamodel.base_models import DocumentStream
 
-    html = strip_html_chrome(data.decode("utf-8-sig"))
+    html = strip_html_chrome(text.lstrip("\ufeff"))
     stream = DocumentStream(name=f"{path.stem}.html", stream=BytesIO(html.encode("utf-8")))
     document = _docling_converter("standard", None).convert(stream).document
     return _export_markdown(document)
+
+
+def _convert_csv(path: Path, decoded: DecodedText) -> str:
+    """A CSV file's Markdown table; a file in another encoding reaches Docling as UTF-8."""
+    from docling.datamodel.base_models import DocumentStream
+
+    if not decoded.detected:
+        return _export_markdown(_docling_converter("standard", None).convert(path).document)
+    stream = DocumentStream(name=f"{path.stem}.csv", stream=BytesIO(decoded.text.lstrip("\ufeff").encode("utf-8")))
+    return _export_markdown(_docling_converter("standard", None).convert(stream).document)
 
 
 def _convert_with_docling(path: Path, file_format: str) -> list[tuple[int, str]]:
@@ -803,7 +925,13 @@ def _document_from(path: Path, data: bytes, entry: dict, *, seconds: float, from
         converter=entry["converter"],
         seconds=seconds,
         from_cache=from_cache,
+        encoding=_encoding_name(entry.get("encoding", "utf-8")),
     )
+
+
+def _encoding_name(encoding: object) -> str:
+    """A cache entry's encoding as `ConvertedDocument.encoding` ("utf-8" for UTF-8 with or without a BOM)."""
+    return "utf-8" if encoding in ("utf-8", "utf-8-sig") or not isinstance(encoding, str) else encoding
 
 
 def _guard_lines(markdown: str) -> str:

@@ -26,6 +26,7 @@ Chunker = Callable[[Sequence[Document]], list[Document]]
 BILINGUAL_SEPARATORS = ["\n\n", "\n", "。", "！", "？", "；", ". ", "! ", "? ", "; ", "，", ", ", " ", ""]
 DEFAULT_CHUNK_SIZE = 800
 DEFAULT_CHUNK_OVERLAP = 100
+DEFAULT_LIMITS = IngestLimits()  # lessons.ingest's per-file and total size limits
 
 
 def default_chunker(chunk_size: int = DEFAULT_CHUNK_SIZE, chunk_overlap: int = DEFAULT_CHUNK_OVERLAP) -> Chunker:
@@ -36,7 +37,7 @@ def default_chunker(chunk_size: int = DEFAULT_CHUNK_SIZE, chunk_overlap: int = D
     return splitter.split_documents
 
 
-def load_documents(folder=CORPUS_DIR, limits: IngestLimits = IngestLimits()) -> list[Document]:
+def load_documents(folder=CORPUS_DIR, limits: IngestLimits = DEFAULT_LIMITS) -> list[Document]:
     """The knowledge base before any splitting: one Document per page (PDF, PPTX) or per file.
 
     Introduced in notebook 01 (chunking). `limits` are the size limits of `lessons.ingest.IngestLimits`
@@ -45,7 +46,7 @@ def load_documents(folder=CORPUS_DIR, limits: IngestLimits = IngestLimits()) -> 
     return to_documents(load_corpus(folder, limits=limits).documents)
 
 
-def load_sections(folder=CORPUS_DIR, limits: IngestLimits = IngestLimits()) -> list[Document]:
+def load_sections(folder=CORPUS_DIR, limits: IngestLimits = DEFAULT_LIMITS) -> list[Document]:
     """The knowledge base split at its Markdown headings (one Document per section and page)."""
     return split_sections(load_documents(folder, limits))
 
@@ -65,7 +66,7 @@ def number_chunks(chunks: Sequence[Document]) -> list[Document]:
 
 
 def chunk_knowledge_base(
-    chunker: Chunker | None = None, folder=CORPUS_DIR, limits: IngestLimits = IngestLimits()
+    chunker: Chunker | None = None, folder=CORPUS_DIR, limits: IngestLimits = DEFAULT_LIMITS
 ) -> list[Document]:
     """Every chunk of the knowledge base under `chunker` (default: sections + bilingual recursive).
 

@@ -18,7 +18,9 @@ from lessons.ingest import (
     FileTooLarge,
     IngestError,
     IngestLimits,
+    NotText,
     NotUtf8,
+    PathNotFound,
     TotalSizeExceeded,
     UnsupportedFileType,
     convert_file,
@@ -359,7 +361,8 @@ def test_unsupported_file_type_names_file_and_supported_suffixes(tmp_path):
     [
         ("empty.md", b"", EmptyFile, "add content"),
         ("blank.txt", b"  \n\n ", EmptyFile, "add content"),
-        ("latin1.txt", "caf\u00e9 au lait".encode("latin-1"), NotUtf8, "offset 3"),
+        ("noise.txt", bytes([0x81, 0xFF, 0xFE, 0x80, 0x90]) * 20, NotUtf8, "export it as UTF-8"),
+        ("zipped.md", b"PK\x03\x04\x14\x00\x00\x00binary\x00\xff\x10", NotText, "suffix of its real format"),
         ("broken.docx", b"this is not a zip archive", CorruptFile, "save it again"),
         ("broken.pdf", b"hello, I am not a PDF", CorruptFile, "export it again"),
         ("truncated.pdf", b"%PDF-1.7\n1 0 obj\n<<", CorruptFile, "save it again"),
@@ -373,12 +376,82 @@ def test_each_error_names_the_file_and_the_fix(tmp_path, name, content, error_ty
     assert fix in str(error.value)
 
 
-def test_not_utf8_message_says_how_to_resave(tmp_path):
-    path = write(tmp_path / "notes.csv", b"name,city\nJos\xe9,Lisboa\n")
+def test_bytes_no_encoding_explains_say_how_to_resave_without_guessing_a_codec(tmp_path):
+    path = write(tmp_path / "notes.csv", b"name,city\n" + bytes([0x81, 0xFF, 0xFE, 0x80, 0x90]) * 20)
     with pytest.raises(NotUtf8) as error:
         validate_file(path)
     message = str(error.value)
-    assert "'notes.csv'" in message and "offset 13" in message and "UTF-8" in message and "iconv" in message
+    assert "'notes.csv'" in message and "offset 10" in message and "UTF-8" in message
+    assert "WINDOWS-1252" not in message, "never suggest a codec that was not detected"
+
+
+CHINESE = "员工每年有 27 天年假，未用完的假期最多可结转 5 天，须在次年 4 月 30 日前使用。报销须在费用发生后 30 天内提交。"
+TRADITIONAL = "員工每年有 27 天年假，未用完的假期最多可結轉 5 天，須在次年 4 月 30 日前使用。報銷須在費用發生後 30 天內提交。"
+JAPANESE = "従業員は毎年27日の年次有給休暇を取得できます。未使用の休暇は最大5日まで繰り越すことができます。"
+FRENCH = "Le café est très bon à Paris, où l'on déjeune près de la fenêtre."
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "codec", "label", "language"),
+    [
+        ("gbk.txt", CHINESE, "gbk", "GB18030", "zh"),  # GB18030 is the superset of GBK: the same bytes, same text
+        ("gb18030.md", CHINESE + "𠀀", "gb18030", "GB18030", "zh"),
+        ("big5.txt", TRADITIONAL, "big5", "BIG5", "zh"),
+        ("sjis.txt", JAPANESE, "shift_jis", "CP932", "zh"),  # detect_language counts kanji as CJK
+        ("latin1.txt", "caf\u00e9 au lait", "latin-1", "WINDOWS-1252", "en"),
+        ("french.md", FRENCH, "latin-1", "WINDOWS-1252", "en"),
+        ("utf16.txt", "Hello, this is UTF-16 text without a byte-order mark.", "utf-16-le", "UTF-16LE", "en"),
+    ],
+)
+def test_text_in_another_encoding_is_decoded_correctly_and_named(tmp_path, name, text, codec, label, language):
+    write(tmp_path / name, text.encode(codec))
+    result = ingest.ingest(tmp_path, progress=False, cache=False)
+    (document,) = result.documents
+    assert document.markdown == text and document.language == language
+    assert f"{name}: {label}" in result.summary() and "not UTF-8" in result.summary()
+
+
+def test_a_non_utf8_csv_and_html_are_decoded_before_docling_reads_them(tmp_path):
+    write(tmp_path / "cities.csv", "name,city\nJosé,Lisboa\nZoë,Köln\n".encode("latin-1"))
+    write(tmp_path / "page.html", f"<html><body><h1>年假</h1><p>{CHINESE}</p></body></html>".encode("gb18030"))
+    result = ingest.ingest(tmp_path, progress=False, cache=False)
+    by_name = {document.source: document for document in result.documents}
+    assert "José" in by_name["cities.csv"].markdown and "Köln" in by_name["cities.csv"].markdown
+    assert CHINESE in by_name["page.html"].markdown and by_name["page.html"].language == "zh"
+    assert by_name["page.html"].encoding == "gb18030" and not result.skipped
+
+
+def test_mojibake_from_the_wrong_codec_is_refused_with_the_real_encoding(tmp_path):
+    # what `iconv -f WINDOWS-1252` made of a GBK file (the old advice): valid UTF-8, Chinese garbled
+    garbled = "".join(chr(b) if b in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else bytes([b]).decode("cp1252")
+                      for b in CHINESE.encode("gbk"))
+    path = write(tmp_path / "garbled.txt", garbled.encode("utf-8"))
+    with pytest.raises(NotUtf8) as error:
+        validate_file(path)
+    message = str(error.value)
+    assert "'garbled.txt'" in message and "mojibake" in message and "iconv -f GB18030" in message
+    write(tmp_path / "twice.md", CHINESE.encode("utf-8").decode("latin-1").encode("utf-8"))  # UTF-8 read as Latin-1
+    with pytest.raises(NotUtf8, match="were UTF-8"):
+        validate_file(tmp_path / "twice.md")
+
+
+def test_accented_utf8_text_is_not_taken_for_mojibake(tmp_path):
+    write(tmp_path / "fr.md", ("# Menu\n\n" + FRENCH + " Élève, garçon, naïve, Ærø, Øresund.").encode("utf-8"))
+    (document,) = ingest.ingest(tmp_path, progress=False, cache=False).documents
+    assert "Élève" in document.markdown and document.encoding == "utf-8"
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (b"Looks like text\x00\x00\x00 but has NUL bytes \x00\x01\x02", "NUL bytes"),
+        (bytes(range(1, 9)) * 40 + b"some words", "control characters"),
+    ],
+)
+def test_binary_data_with_a_text_suffix_is_refused(tmp_path, content, fragment):
+    path = write(tmp_path / "data.txt", content)
+    with pytest.raises(NotText, match=fragment):
+        validate_file(path)
 
 
 def test_file_too_large_names_size_limit_and_how_to_raise_it(tmp_path):
@@ -392,6 +465,41 @@ def test_file_too_large_names_size_limit_and_how_to_raise_it(tmp_path):
 def test_missing_file_is_an_ingest_error(tmp_path):
     with pytest.raises(IngestError, match="'gone.pdf' does not exist"):
         validate_file(tmp_path / "gone.pdf")
+
+
+def test_a_missing_folder_is_reported_as_missing_not_as_an_unsupported_type(tmp_path):
+    result = ingest.ingest(tmp_path / "no_such_folder", progress=False)
+    (skipped,) = result.skipped
+    assert skipped.reason.startswith("PathNotFound: 'no_such_folder' does not exist") and not result.documents
+    with pytest.raises(PathNotFound):
+        validate_file(tmp_path / "no_such_folder")
+
+
+def test_file_too_large_by_one_byte_shows_bytes_not_two_equal_rounded_sizes(tmp_path):
+    limit = 2**20
+    path = write(tmp_path / "big.md", b"x" * (limit + 1))
+    with pytest.raises(FileTooLarge) as error:
+        validate_file(path, IngestLimits(max_file_bytes=limit))
+    message = str(error.value)
+    assert "1,048,577 bytes" in message and "1,048,576 bytes" in message
+    assert "IngestLimits(max_file_bytes=2 * 2**20)" in message
+
+
+def test_links_that_leave_the_folder_are_refused_and_dangling_ones_listed(tmp_path):
+    folder, outside = tmp_path / "docs", tmp_path / "private"
+    folder.mkdir(), outside.mkdir()
+    write(outside / "secret.md", "# Secret\n\nOutside the folder.\n")
+    write(folder / "inside.md", "# Inside\n\nIn the folder.\n")
+    (folder / "leak.md").symlink_to(outside / "secret.md")
+    (folder / "gone.md").symlink_to(folder / "deleted.md")
+    (folder / "linked_dir").symlink_to(outside, target_is_directory=True)
+    result = ingest.ingest(folder, progress=False, cache=False)
+    assert [document.source for document in result.documents] == ["inside.md"]
+    reasons = {Path(item.path).name: item.reason for item in result.skipped}
+    assert reasons["leak.md"].startswith("LinkOutsideFolder: 'leak.md' is a symbolic link to") and "copy the file" in reasons["leak.md"]
+    assert reasons["gone.md"].startswith("DanglingLink: 'gone.md'") and "remove the link" in reasons["gone.md"]
+    assert reasons["linked_dir"].startswith("LinkOutsideFolder")
+    assert "Outside the folder" not in "".join(document.markdown for document in result.documents)
 
 
 def test_one_bad_file_does_not_stop_the_others(tmp_path, samples):
