@@ -14,8 +14,10 @@ already kept — and every pair that is not kept is reported with its reason, ne
 
 from __future__ import annotations
 
+import difflib
 import json
 import random
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field, ValidationError
 
-from lessons.corpus import GoldQuestion
+from lessons.corpus import GoldQuestion, QuestionType
 from lessons.ingest import detect_language, normalise_for_match
 from lessons.qa_transform import LANGUAGE_NAMES, chunk_id_of, content_tokens, evidence_chunk_ids, quote_overlap
 from lessons.structured import invoke_structured
@@ -37,12 +39,18 @@ GENERATED_SINGLE = "generated"
 GENERATED_MULTI = "generated_multi"
 DUPLICATE_SIMILARITY = 0.8  # content-word Jaccard above which two questions count as the same question
 MIN_ANSWER_GROUNDING = 0.6  # share of the answer's content words that must occur in its chunk(s)
+# The question types a test set may use: the gold set's, and those of generated questions.
+QUESTION_TYPES = (*QuestionType.__args__, GENERATED_SINGLE, GENERATED_MULTI)
+# Keys a test-set line may have: TestItem's fields, and the gold format's `answer`, `sources`, `answerable`.
+GOLD_FORMAT_KEYS = ("answer", "sources", "answerable")
+_LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}$")
 
 
 class TestItem(BaseModel):
     """One evaluation question: reference answer, evidence chunk ids, and (for gold questions) quotes."""
 
     __test__ = False  # not a pytest test class
+    model_config = {"extra": "forbid"}
 
     id: str
     question: str = Field(min_length=1)
@@ -86,12 +94,20 @@ def load_test_set(path: str | Path, chunks: Sequence[Document] | None = None) ->
     """Read a test set from JSON Lines: lines written by `save_test_set`, or gold-format lines
     (`answer`, `evidence`, `sources`). Evidence chunk ids are resolved from the quotes when `chunks`
     are given. Errors name the file, the line and what to fix.
+
+    The schema is strict, because a misread line makes every figure of the run wrong without a word:
+    an unknown key (a misspelt "refrence") or type ("out-of-kb") is an error with the closest valid
+    name; `"answerable": false` means an out-of-KB question (type "out_of_kb", set when the line has
+    no type; any other type beside it is a contradiction and an error), `"answerable": true` with type
+    "out_of_kb" is an error too; a blank question is an error; with `chunks`, an evidence quote or
+    chunk id found in none of the chunks is an error (copy the quote exactly from the document).
     """
     path = Path(path)
     if not path.is_file():
         raise TestSetError(f"test set {path} does not exist — give a .jsonl file of questions, or questions = \"generate\"")
     items: list[TestItem] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    searchable = [(chunk_id_of(c), normalise_for_match(c.page_content)) for c in chunks or []]
+    for number, line in enumerate(_test_set_text(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -100,18 +116,15 @@ def load_test_set(path: str | Path, chunks: Sequence[Document] | None = None) ->
             raise TestSetError(f"{path}, line {number}: not valid JSON ({error.msg}) — one JSON object per line") from None
         if not isinstance(raw, dict):
             raise TestSetError(f"{path}, line {number}: expected a JSON object with at least \"id\" and \"question\"")
-        if "answer" in raw and "reference" not in raw:
-            raw = {**raw, "reference": raw.pop("answer")}
-        raw.pop("sources", None)
-        raw.setdefault("language", detect_language(str(raw.get("question", ""))))
-        raw.setdefault("type", "fact")
+        where = f"{path}, line {number}"
+        raw = _normalised_line(raw, where)
         try:
             item = TestItem.model_validate(raw)
         except ValidationError as error:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-            raise TestSetError(f"{path}, line {number}: {problems} — each line needs \"id\" and \"question\"") from None
-        if chunks is not None and item.evidence and not item.evidence_chunk_ids:
-            item.evidence_chunk_ids = sorted(evidence_chunk_ids(chunks, item.evidence))
+            raise TestSetError(f"{where}: {problems} — each line needs \"id\" and \"question\"") from None
+        if chunks is not None:
+            _check_evidence(item, searchable, where)
         items.append(item)
     if not items:
         raise TestSetError(f"test set {path} holds no questions")
@@ -119,6 +132,93 @@ def load_test_set(path: str | Path, chunks: Sequence[Document] | None = None) ->
     if duplicates:
         raise TestSetError(f"{path}: duplicate question ids {duplicates} — every id must be unique")
     return items
+
+
+def _test_set_text(path: Path) -> str:
+    """The file's text (UTF-8, a byte-order mark allowed); another encoding is an error that names it."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        from lessons.text_encoding import EncodingProblem, decode_text, encoding_label
+
+        try:
+            found = encoding_label(decode_text(data).encoding)
+        except EncodingProblem:
+            found = None
+        how = (f"it looks like {found}: iconv -f {found} -t UTF-8 '{path.name}' > fixed.jsonl" if found
+               else "re-save it as UTF-8 in your editor")  # fmt: skip
+        raise TestSetError(f"test set {path} is not UTF-8 (byte 0x{data[error.start]:02x} at offset "
+                           f"{error.start}) — test sets are UTF-8 JSON Lines; {how}") from None  # fmt: skip
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word.lower().replace("-", "_"), choices, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _normalised_line(raw: dict, where: str) -> dict:
+    """One line's keys checked and mapped onto `TestItem` (gold format, `answerable`, defaults)."""
+    allowed = [*TestItem.model_fields, *GOLD_FORMAT_KEYS]
+    for key in raw:
+        if key not in allowed:
+            raise TestSetError(f"{where}: unknown key {key!r}{_did_you_mean(key, allowed)} — allowed keys: "
+                               f"{', '.join(allowed)}")  # fmt: skip
+    raw = dict(raw)
+    if "answer" in raw:
+        if "reference" in raw:
+            raise TestSetError(f"{where}: both \"answer\" and \"reference\" — give the reference answer once")
+        raw["reference"] = raw.pop("answer")
+    raw.pop("sources", None)
+    answerable = raw.pop("answerable", None)
+    if answerable is not None and not isinstance(answerable, bool):
+        raise TestSetError(f"{where}: answerable = {answerable!r} must be true or false")
+    kind = raw.get("type")
+    if kind is not None and kind not in QUESTION_TYPES:
+        raise TestSetError(f"{where}: unknown type {kind!r}{_did_you_mean(str(kind), QUESTION_TYPES)} — allowed "
+                           f"types: {', '.join(QUESTION_TYPES)}")  # fmt: skip
+    if answerable is False:
+        if kind not in (None, OUT_OF_KB):
+            raise TestSetError(f"{where}: \"answerable\": false but type {kind!r} — an unanswerable question has type "
+                               f"\"{OUT_OF_KB}\"; fix one of the two")  # fmt: skip
+        raw["type"] = OUT_OF_KB
+    elif answerable is True and kind == OUT_OF_KB:
+        raise TestSetError(f"{where}: \"answerable\": true but type \"{OUT_OF_KB}\" — fix one of the two")
+    raw.setdefault("type", "fact")
+    question = raw.get("question")
+    if isinstance(question, str):
+        if not question.strip():
+            raise TestSetError(f"{where}: the question is blank — write the question, or remove the line")
+        raw["question"] = question.strip()
+        raw.setdefault("language", detect_language(question))
+    language = raw.get("language")
+    if isinstance(language, str) and not _LANGUAGE_CODE.match(language):
+        raise TestSetError(f"{where}: language {language!r} is not a language code — use \"en\", \"zh\", …")
+    if raw["type"] == OUT_OF_KB and (raw.get("evidence") or raw.get("evidence_chunk_ids")):
+        raise TestSetError(f"{where}: an out-of-KB question has evidence — remove the evidence, or give the type "
+                           "of an answerable question")  # fmt: skip
+    return raw
+
+
+def _check_evidence(item: TestItem, searchable: Sequence[tuple[str, str]], where: str) -> None:
+    """Resolve the evidence chunk ids from the quotes; a quote or id found in no chunk is an error.
+
+    `searchable` holds (chunk id, `normalise_for_match` text) per chunk, as `evidence_chunk_ids` matches.
+    """
+    found: set[str] = set()
+    for quote in item.evidence:
+        key = normalise_for_match(quote)
+        holding = {chunk_id for chunk_id, text in searchable if key in text}
+        if not key or not holding:
+            raise TestSetError(f"{where}: evidence quote {quote!r} is in none of the chunks — copy it exactly from the "
+                               "document (or remove it); was the question written for other documents?")  # fmt: skip
+        found |= holding
+    unknown = [i for i in item.evidence_chunk_ids if i not in {chunk_id for chunk_id, _ in searchable}]
+    if unknown:
+        raise TestSetError(f"{where}: evidence chunk id(s) {unknown} are in none of the chunks — the documents or "
+                           "their chunking changed since the test set was made: give evidence quotes instead")  # fmt: skip
+    if item.evidence and not item.evidence_chunk_ids:
+        item.evidence_chunk_ids = sorted(found)
 
 
 # --- generation ------------------------------------------------------------------------------------

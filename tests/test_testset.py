@@ -77,6 +77,62 @@ def test_a_bad_test_set_file_names_the_file_and_line(tmp_path, content, fragment
     assert fragment in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("line", "fragment"),
+    [
+        ({"id": "a", "question": "Who is the CFO?", "answerable": False, "type": "fact"},
+         '"answerable": false but type \'fact\''),
+        ({"id": "a", "question": "Who is the CFO?", "answerable": True, "type": "out_of_kb"}, '"answerable": true'),
+        ({"id": "a", "question": "Who is the CFO?", "answerable": "no"}, "must be true or false"),
+        ({"id": "a", "question": "Who is the CFO?", "type": "out-of-kb"}, "unknown type 'out-of-kb' (did you mean 'out_of_kb'?)"),
+        ({"id": "a", "question": "Who is the CFO?", "type": "OUT_OF_KB"}, "unknown type 'OUT_OF_KB' (did you mean 'out_of_kb'?)"),
+        ({"id": "a", "question": "Which port?", "refrence": "7420"}, "unknown key 'refrence' (did you mean 'reference'?)"),
+        ({"id": "a", "question": "   \t "}, "line 1: the question is blank"),
+        ({"id": "a", "question": "Which port?", "language": "English"}, "not a language code"),
+        ({"id": "a", "question": "Which port?", "answer": "7420", "reference": "7420"}, "both"),
+        ({"id": "a", "question": "Who is the CFO?", "type": "out_of_kb", "evidence": ["port 7420"]}, "out-of-KB question has evidence"),
+    ],
+)
+def test_a_test_set_line_that_would_be_misread_is_an_error_naming_the_line(tmp_path, line, fragment):
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({"id": "ok", "question": "Which port?"}) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(TestSetError, match="mine.jsonl, line 2") as error:
+        load_test_set(path)
+    assert fragment in str(error.value).replace("line 2", "line 1")
+
+
+def test_answerable_false_means_out_of_kb(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({"id": "a", "question": "Who is the CFO?", "answerable": False}) + "\n"
+                    + json.dumps({"id": "b", "question": "Which port?", "answerable": True, "answer": "7420"}) + "\n")
+    first, second = load_test_set(path)
+    assert first.type == "out_of_kb" and not first.answerable
+    assert second.type == "fact" and second.answerable and second.reference == "7420"
+    assert describe([first, second])["out-of-KB"] == 1
+
+
+def test_evidence_found_in_no_chunk_is_an_error(tmp_path):
+    path = tmp_path / "mine.jsonl"
+    path.write_text(json.dumps({"id": "a", "question": "Which port?", "evidence": ["port 7420 by default", "port 9999"]}) + "\n")
+    with pytest.raises(TestSetError, match="line 1: evidence quote 'port 9999' is in none of the chunks"):
+        load_test_set(path, CHUNKS)
+    path.write_text(json.dumps({"id": "a", "question": "Which port?", "evidence_chunk_ids": ["en-a", "gone"]}) + "\n")
+    with pytest.raises(TestSetError, match=r"chunk id\(s\) \['gone'\]"):
+        load_test_set(path, CHUNKS)
+    assert load_test_set(path)[0].evidence_chunk_ids == ["en-a", "gone"], "without chunks there is nothing to check against"
+
+
+def test_a_test_set_in_another_encoding_names_it_and_a_bom_is_fine(tmp_path):
+    line = json.dumps({"id": "g1", "question": "鹿特丹员工每年有几天年假？", "answer": "27 天"}, ensure_ascii=False) + "\n"
+    path = tmp_path / "gbk.jsonl"
+    path.write_bytes(line.encode("gbk"))
+    with pytest.raises(TestSetError, match="gbk.jsonl is not UTF-8") as error:
+        load_test_set(path)
+    assert "iconv -f GB18030" in str(error.value)
+    path.write_bytes(b"\xef\xbb\xbf" + line.encode("utf-8"))
+    assert load_test_set(path)[0].language == "zh"
+
+
 def test_a_missing_test_set_file_says_what_to_give(tmp_path):
     with pytest.raises(TestSetError, match='questions = "generate"'):
         load_test_set(tmp_path / "nope.jsonl")
