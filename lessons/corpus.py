@@ -1,12 +1,18 @@
-"""The course knowledge base and its gold question set.
+"""The course knowledge base and its gold question set, and the second knowledge base of real READMEs.
 
 Introduced in notebook 01 (chunking). `load_corpus()` converts every document in `data/corpus/` with
 Docling (cached), `load_gold()` reads the hand-written questions in `data/eval/gold_*.jsonl`, typed
 and validated. `find_evidence()` locates a gold quote in any text, whatever the chunking.
+
+The second knowledge base (notebook 06) is real third-party text: the READMEs of ten installed
+packages in `data/packages/` (rendered by `data/build_packages.py`, pinned by its `MANIFEST.json`),
+with its own hand-written questions, `load_gold(corpus="packages")`. `corpus_folder(corpus)` gives
+either folder; `load_corpus` reads a folder with a manifest through it, checking every file's SHA-256.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections import Counter
@@ -22,8 +28,13 @@ from lessons.settings import PROJECT_ROOT
 CORPUS_DIR = PROJECT_ROOT / "data" / "corpus"
 GOLD_DIR = PROJECT_ROOT / "data" / "eval"
 DEFAULT_LIMITS = IngestLimits()
+PACKAGES_DIR = PROJECT_ROOT / "data" / "packages"
+MANIFEST_NAME = "MANIFEST.json"
+# The knowledge bases that ship with the course: folder and gold file pattern (in GOLD_DIR).
+CORPORA = {"course": (CORPUS_DIR, "gold_*.jsonl"), "packages": (PACKAGES_DIR, "packages_gold.jsonl")}
 
-QuestionType = Literal["fact", "table", "multi_hop", "paraphrase", "contradiction", "out_of_kb"]
+# "code" and "config" ask about a code block or a configuration setting (the packages gold set).
+QuestionType = Literal["fact", "table", "multi_hop", "paraphrase", "contradiction", "out_of_kb", "code", "config"]
 
 
 class SourceRef(BaseModel):
@@ -56,10 +67,22 @@ class GoldQuestion(BaseModel):
         return self
 
 
-def load_gold(folder: Path = GOLD_DIR) -> list[GoldQuestion]:
-    """Every gold question, English then Chinese, validated; ids must be unique."""
+def corpus_folder(corpus: str = "course") -> Path:
+    """The folder of a knowledge base that ships with the course: "course" (Tidewell) or "packages" (READMEs).
+
+    Introduced in notebook 06 (evaluation).
+    """
+    return CORPORA[_check_corpus(corpus)][0]
+
+
+def load_gold(folder: Path = GOLD_DIR, corpus: str = "course") -> list[GoldQuestion]:
+    """Every gold question of `corpus` ("course": English then Chinese; "packages"), validated; ids must be unique."""
+    pattern = CORPORA[_check_corpus(corpus)][1]
+    paths = sorted(Path(folder).glob(pattern))
+    if not paths:
+        raise FileNotFoundError(f"no gold question file {pattern} in {folder} — check the folder, or rebuild the data")
     questions = []
-    for path in sorted(folder.glob("gold_*.jsonl")):
+    for path in paths:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
                 try:
@@ -87,11 +110,67 @@ def sample_by_language(questions: Sequence[GoldQuestion], n: int, seed: int) -> 
 
 
 def load_corpus(folder: Path = CORPUS_DIR, progress: bool = False, limits: IngestLimits = DEFAULT_LIMITS) -> IngestResult:
-    """Convert the knowledge base with Docling (cached by content hash); fails loudly on any skipped file."""
-    result = ingest(folder, progress=progress, limits=limits)
+    """Convert the knowledge base with Docling (cached by content hash); fails loudly on any skipped file.
+
+    A folder with a `MANIFEST.json` (like `data/packages/`) is read through it: exactly the files it
+    lists, each checked against the manifest's SHA-256 first (`manifest_files`).
+    """
+    listed = manifest_files(folder)
+    result = ingest(folder if listed is None else listed, progress=progress, limits=limits)
     if result.skipped:
         raise RuntimeError("the course knowledge base has files that did not convert:\n" + result.summary())
     return result
+
+
+def read_manifest(folder: Path = PACKAGES_DIR) -> dict | None:
+    """The parsed `MANIFEST.json` of a knowledge-base folder, or None when the folder has none.
+
+    Introduced in notebook 06 (evaluation): it names each document's package, version and licence.
+    """
+    path = Path(folder) / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        entries = manifest["packages"]
+        if not all({"file", "sha256"} <= set(entry) for entry in entries):
+            raise KeyError("file/sha256")
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a knowledge-base manifest ({error}) — rebuild it with data/build_packages.py") from None
+    return manifest
+
+
+def manifest_files(folder: Path) -> list[Path] | None:
+    """The files a folder's manifest lists, each checked against its SHA-256; None when there is no manifest.
+
+    Raises `ValueError` naming the file and the fix when a listed file is missing or changed, or when
+    the folder holds a document the manifest does not list (it would be silently left out).
+    """
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return None
+    folder = Path(folder)
+    listed = [entry["file"] for entry in manifest["packages"]]
+    problems = []
+    for entry in manifest["packages"]:
+        path = folder / entry["file"]
+        if not path.is_file():
+            problems.append(f"{entry['file']} is missing")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+            problems.append(f"{entry['file']} differs from the text the manifest pins (edited by hand?)")
+    unlisted = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+                      and p.name != MANIFEST_NAME and p.name not in listed)
+    problems += [f"{name} is not listed in {MANIFEST_NAME}" for name in unlisted]
+    if problems:
+        raise ValueError(f"{folder}: " + "; ".join(problems) + " — rebuild the folder with data/build_packages.py "
+                         "(git checkout restores the committed files)")
+    return [folder / name for name in listed]
+
+
+def _check_corpus(corpus: str) -> str:
+    if corpus not in CORPORA:
+        raise ValueError(f"unknown knowledge base {corpus!r} — choose one of {sorted(CORPORA)}")
+    return corpus
 
 
 def find_evidence(quote: str, text: str) -> bool:

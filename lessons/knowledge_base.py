@@ -4,6 +4,10 @@ Introduced in notebook 01 (chunking). The pipeline: Docling conversion (cached) 
 page or file → Markdown sections → a chunking strategy → numbered, de-duplicated chunks → Chroma.
 Every chunk carries: source, page, format, language, section_path, section, chunk_id (content
 hash), chunk_index (its position within its source, for neighbour expansion).
+
+Two knowledge bases ship with the course (`lessons.corpus.CORPORA`): "course" (the Tidewell
+documents, index "kb") and "packages" (real READMEs, notebook 06, index "kb-packages"):
+`load_knowledge_base("packages")` gives its chunks and its own Chroma collection.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from lessons.corpus import CORPUS_DIR, load_corpus
+from lessons.corpus import CORPUS_DIR, corpus_folder, load_corpus
 from lessons.ingest import IngestLimits, dedupe, split_sections, to_documents
 from lessons.vectorstore import index_documents, open_store
 
@@ -93,3 +97,19 @@ def build_index(chunks: Sequence[Document], name: str = "kb", embeddings: Embedd
     store = open_store(name, embeddings)
     index_documents(store, list(chunks), prune=True)
     return store
+
+
+# The Chroma collection of each knowledge base that ships with the course.
+INDEX_NAMES = {"course": "kb", "packages": "kb-packages"}
+
+
+def load_knowledge_base(corpus: str = "course", embeddings: Embeddings | None = None) -> tuple[list[Document], object]:
+    """(chunks, Chroma store) of a knowledge base that ships with the course, each in its own collection.
+
+    Introduced in notebook 06 (evaluation), to measure every pipeline on both corpora. `corpus` is
+    "course" or "packages"; the chunks are the course's baseline (`chunk_knowledge_base()`). For another
+    chunker use `chunk_knowledge_base(chunker, folder=corpus_folder(corpus))` and `build_index` with a
+    collection name of its own.
+    """
+    chunks = chunk_knowledge_base(folder=corpus_folder(corpus))
+    return chunks, build_index(chunks, name=INDEX_NAMES[corpus], embeddings=embeddings)
