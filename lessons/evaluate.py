@@ -8,7 +8,9 @@ Introduced in notebook 06 (evaluation).
 
 The config (TOML or JSON) names the documents folder, the questions ("gold" — the course's gold set,
 "generate" — made from your chunks, or a .jsonl file) and the pipelines. Relative paths are relative
-to the config file. The run writes `results.json`, `report.md`, `comparison.png` and the test set it
+to the config file. Every setting is checked before anything runs (names, types, bounds); files of
+the folder that cannot be read are listed with the reason and the rest is evaluated; a folder with
+no readable file stops the run before any model call. The run writes `results.json`, `report.md`, `comparison.png` and the test set it
 used into the output folder. Which model and which vector store are used is decided by settings
 only (`.env` or the environment): `DEEPSEEK_API_KEY` / `AGENTIC_RAG_MODEL` for DeepSeek or the local
 model, `AGENTIC_RAG_CHROMA_URL` for a Chroma server instead of the embedded store.
@@ -53,6 +55,10 @@ rank_k = 10                    # depth of MRR and nDCG
 rerank_candidates = 8          # hybrid candidates the LLM reranker reads
 qa_chunks = 20                 # chunks that get generated QA pairs (evidence chunks first): one LLM call each
 max_rounds = 3                 # grading loop: retrieval rounds before it abstains
+
+# [limits]                     # size limits of the documents (defaults: 25 MiB per file, 200 MiB in all)
+# max_file_bytes = 27262976    # 26 MiB
+# max_total_bytes = 209715200  # 200 MiB
 """
 
 SECTIONS: dict[str, dict[str, type]] = {
@@ -60,7 +66,16 @@ SECTIONS: dict[str, dict[str, type]] = {
     "generate": {"single": int, "multi": int, "seed": int},
     "sample": {"in_kb": int, "out_of_kb": int, "seed": int},
     "retrieval": {"k": int, "rank_k": int, "rerank_candidates": int, "qa_chunks": int, "max_rounds": int},
+    "limits": {"max_file_bytes": int, "max_total_bytes": int},
 }
+# (lowest, highest) allowed value of every numeric setting, by section and key
+BOUNDS: dict[str, dict[str, tuple[int, int]]] = {
+    "generate": {"single": (0, 1000), "multi": (0, 1000), "seed": (0, 2**32 - 1)},
+    "sample": {"in_kb": (0, 100_000), "out_of_kb": (0, 100_000), "seed": (0, 2**32 - 1)},
+    "retrieval": {"k": (1, 50), "rank_k": (1, 1000), "rerank_candidates": (1, 100), "qa_chunks": (1, 100_000),
+                  "max_rounds": (1, 10)},
+    "limits": {"max_file_bytes": (1, 2**40), "max_total_bytes": (1, 2**40)},
+}  # fmt: skip
 
 
 class ConfigError(ValueError):
@@ -78,15 +93,33 @@ class EvalConfig:
     generate: dict[str, int] = field(default_factory=lambda: {"single": 6, "multi": 2, "seed": 0})
     sample: dict[str, int] = field(default_factory=dict)
     retrieval: dict[str, int] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)
 
     def setting(self, name: str, default: int) -> int:
         return int(self.retrieval.get(name, default))
+
+    def ingest_limits(self):
+        """The `lessons.ingest.IngestLimits` of the run: the defaults, with the config's [limits] applied."""
+        from lessons.ingest import IngestLimits
+
+        return IngestLimits(**self.limits)
 
 
 def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file {path} does not exist — write one with `python -m lessons.evaluate --example > {path.name}`")
-    text = path.read_text(encoding="utf-8")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is fine
+    except UnicodeDecodeError as error:
+        from lessons.text_encoding import EncodingProblem, decode_text, encoding_label
+
+        try:
+            found = f"it looks like {encoding_label(decode_text(data).encoding)}"
+        except EncodingProblem:
+            found = "its encoding is unclear"
+        raise ConfigError(f"{path}: not UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start}; {found}) — "
+                          "save the config as UTF-8 (in your editor: Save with Encoding → UTF-8)") from None  # fmt: skip
     try:
         if path.suffix.lower() == ".json":
             return json.loads(text)
@@ -98,17 +131,52 @@ def _read(path: Path) -> dict[str, Any]:
 
 def _check_keys(path: Path, raw: dict[str, Any]) -> None:
     for key, value in raw.items():
-        if key in SECTIONS and key and isinstance(value, dict):
+        if key in SECTIONS and key:
+            if not isinstance(value, dict):
+                first = next(iter(SECTIONS[key]))
+                raise ConfigError(f"{path}: {key} = {value!r} — [{key}] is a section of settings, not a value: "
+                                  f"write it as\n[{key}]\n{first} = …\n(allowed: {', '.join(SECTIONS[key])})")  # fmt: skip
             allowed = SECTIONS[key]
             for inner, inner_value in value.items():
                 if inner not in allowed:
                     raise ConfigError(f"{path}: unknown key {inner!r} in [{key}] — allowed: {', '.join(allowed)}")
                 if not isinstance(inner_value, allowed[inner]) or isinstance(inner_value, bool):
                     raise ConfigError(f"{path}: [{key}] {inner} = {inner_value!r} must be a whole number")
+                low, high = BOUNDS[key][inner]
+                if not low <= inner_value <= high:
+                    raise ConfigError(f"{path}: [{key}] {inner} = {inner_value} is out of range — use a whole number "
+                                      f"from {low} to {high}")  # fmt: skip
         elif key not in SECTIONS[""]:
             raise ConfigError(f"{path}: unknown key {key!r} — allowed: {', '.join([*SECTIONS[''], *list(SECTIONS)[1:]])}")
         elif not isinstance(value, SECTIONS[""][key]):
             raise ConfigError(f"{path}: {key} must be a {SECTIONS[''][key].__name__}, got {value!r}")
+    _check_together(path, raw)
+
+
+def _check_together(path: Path, raw: dict[str, Any]) -> None:
+    """Settings that are each in range but do not make sense together."""
+    retrieval = raw.get("retrieval", {})
+    k, rank_k = retrieval.get("k", K), retrieval.get("rank_k", RANK_K)
+    if rank_k < k:
+        raise ConfigError(f"{path}: [retrieval] rank_k = {rank_k} is less than k = {k} — rank_k is the depth of MRR "
+                          f"and nDCG and must be at least k")  # fmt: skip
+    generate = {"single": 6, "multi": 2, **raw.get("generate", {})}
+    if raw.get("questions") == "generate" and generate["single"] + generate["multi"] == 0:
+        raise ConfigError(f"{path}: [generate] single = 0 and multi = 0 — ask for at least one question")
+    sample = raw.get("sample", {})
+    if sample and sample.get("in_kb", 1) + sample.get("out_of_kb", 1) == 0:
+        raise ConfigError(f"{path}: [sample] in_kb = 0 and out_of_kb = 0 — sample at least one question, or remove [sample]")
+    limits = raw.get("limits", {})
+    if limits.get("max_total_bytes", 200 * 2**20) < limits.get("max_file_bytes", 0):
+        raise ConfigError(f"{path}: [limits] max_total_bytes is less than max_file_bytes — the total must be at least "
+                          "the per-file limit")  # fmt: skip
+    pipelines = raw.get("pipelines")
+    if isinstance(pipelines, list):
+        if not all(isinstance(name, str) for name in pipelines):
+            raise ConfigError(f"{path}: pipelines must be a list of names, got {pipelines!r}")
+        repeated = sorted({name for name in pipelines if pipelines.count(name) > 1})
+        if repeated:
+            raise ConfigError(f"{path}: pipelines {repeated} are listed more than once — list each pipeline once")
 
 
 def load_config(path: str | Path) -> EvalConfig:
@@ -140,7 +208,7 @@ def load_config(path: str | Path) -> EvalConfig:
         path=path, documents=documents, questions=questions, pipelines=list(raw["pipelines"]),
         output=(base / raw.get("output", "runs/evaluation")).resolve(), collection=raw.get("collection"),
         generate={"single": 6, "multi": 2, "seed": 0, **raw.get("generate", {})},
-        sample=dict(raw.get("sample", {})), retrieval=dict(raw.get("retrieval", {})),
+        sample=dict(raw.get("sample", {})), retrieval=dict(raw.get("retrieval", {})), limits=dict(raw.get("limits", {})),
     )  # fmt: skip
 
 
@@ -177,10 +245,36 @@ def question_set(config: EvalConfig, chunks, llm, progress: bool = True):
     return items
 
 
+class NoDocuments(ConfigError):
+    """The documents folder has no file that converts: the run stops before any model call."""
+
+
+def read_documents(config: EvalConfig, progress: bool = True):
+    """The chunks of the folder's files that convert; the others are printed with their reasons.
+
+    Introduced in notebook 06 (evaluation). Raises `NoDocuments` (naming every file and why) when no
+    file converts — an empty folder, or only bad files — so no model is asked anything.
+    """
+    from lessons.ingest import FileTooLarge, TotalSizeExceeded, ingest
+    from lessons.knowledge_base import chunk_converted
+
+    result = ingest(config.documents, limits=config.ingest_limits(), progress=progress)
+    if result.skipped or not result.documents:
+        print(result.summary())
+    if any(s.reason.startswith((FileTooLarge.__name__, TotalSizeExceeded.__name__)) for s in result.skipped):
+        print(f"  (to raise a size limit, add to {config.path.name}: [limits] max_file_bytes = … / max_total_bytes = …)")
+    if not result.documents:
+        reasons = "; ".join(f"{Path(s.path).name}: {s.reason}" for s in result.skipped)
+        raise NoDocuments(f"{config.path}: no file in {config.documents} could be read"
+                          + (f" ({reasons})" if reasons else " (the folder is empty)")
+                          + " — put .pdf .docx .pptx .html .md .txt files there, or fix the ones listed")  # fmt: skip
+    return chunk_converted(result.documents), result
+
+
 def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Run one evaluation as configured; returns the paths written and the comparison table."""
     from lessons.evaluation import Resources, build_pipelines, compare, evaluate, plot_comparison, save_report
-    from lessons.knowledge_base import build_index, chunk_knowledge_base
+    from lessons.knowledge_base import build_index
     from lessons.models import get_chat_model, model_banner
     from lessons.testset import qa_chunk_selection, save_test_set
     from lessons.usage import USAGE
@@ -189,7 +283,7 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     started = time.perf_counter()
     print(model_banner())
     print(f"vector store: {store_location()}")
-    chunks = chunk_knowledge_base(folder=config.documents)
+    chunks, ingested = read_documents(config, progress)
     collection = config.collection or collection_for(config.documents)
     store = build_index(chunks, collection)
     print(f"{len(chunks)} chunks from {config.documents} in collection {collection!r}")
@@ -210,13 +304,14 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     table = compare(rows, k=k, rank_k=rank_k)
     meta = {"model": model_banner(), "vector store": store_location(), "documents": str(config.documents),
             "chunks": len(chunks), "questions": config.questions if config.questions in ("gold", "generate") else Path(config.questions).name,
-            "pipelines": ", ".join(pipelines), "k": k, "rank_k": rank_k}  # fmt: skip
+            "pipelines": ", ".join(pipelines), "k": k, "rank_k": rank_k,
+            "files skipped": "; ".join(f"{Path(s.path).name}: {s.reason}" for s in ingested.skipped) or "none"}  # fmt: skip
     json_path, md_path = save_report(config.output, rows, table, items, meta)
     figure = plot_comparison(table, k, rank_k)
     figure.savefig(config.output / "comparison.png", dpi=110)
     print(f"\nwrote {json_path}, {md_path} and {config.output / 'comparison.png'} in {time.perf_counter() - started:.0f} s")
     print(USAGE.report())
-    return {"json": json_path, "markdown": md_path, "table": table, "rows": rows}
+    return {"json": json_path, "markdown": md_path, "table": table, "rows": rows, "skipped": list(ingested.skipped)}
 
 
 def main(argv: list[str] | None = None) -> int:

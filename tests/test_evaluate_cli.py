@@ -142,6 +142,86 @@ def test_a_bad_config_names_the_file_and_the_fix(project, content, fragment):
     assert fragment in str(error.value)
 
 
+BASE = 'documents = "docs"\nquestions = "gold"\npipelines = ["dense"]\n'
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (BASE + "[retrieval]\nk = 0\n", "[retrieval] k = 0 is out of range — use a whole number from 1 to 50"),
+        (BASE + "[retrieval]\nrank_k = -5\n", "[retrieval] rank_k = -5 is out of range"),
+        (BASE + "[retrieval]\nmax_rounds = 0\n", "[retrieval] max_rounds = 0 is out of range"),
+        (BASE + "[retrieval]\nk = 5\nrank_k = 4\n", "rank_k = 4 is less than k = 5"),
+        (BASE + "[sample]\nin_kb = -1\n", "[sample] in_kb = -1 is out of range"),
+        (BASE + "[sample]\nin_kb = 0\nout_of_kb = 0\n", "sample at least one question"),
+        (BASE + "[limits]\nmax_file_bytes = 0\n", "[limits] max_file_bytes = 0 is out of range"),
+        ('documents = "docs"\nquestions = "generate"\npipelines = ["dense"]\n[generate]\nsingle = 0\nmulti = 0\n',
+         "ask for at least one question"),
+        ('documents = "docs"\nquestions = "gold"\npipelines = ["dense", "hybrid", "dense"]\n', "['dense'] are listed more than once"),
+        (BASE + "generate = 5\n", "[generate] is a section of settings, not a value"),
+    ],
+)
+def test_every_numeric_setting_is_bounded_and_duplicates_refused(project, content, fragment):
+    path = project["root"] / "bad.toml"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match="bad.toml") as error:
+        load_config(path)
+    assert fragment in str(error.value)
+
+
+def test_a_config_with_a_byte_order_mark_is_read_and_a_latin1_one_names_the_file(project):
+    path = project["root"] / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + (BASE + "# caf\u00e9\n").encode("utf-8"))
+    assert load_config(path).pipelines == ["dense"]
+    path = project["root"] / "latin.toml"
+    path.write_bytes((BASE + "# le caf\u00e9 est tr\u00e8s bon, merci\n").encode("latin-1"))
+    with pytest.raises(ConfigError, match="latin.toml: not UTF-8") as error:
+        load_config(path)
+    assert "WINDOWS-1252" in str(error.value) and "Save with Encoding" in str(error.value)
+
+
+def test_bad_files_in_the_folder_are_listed_and_the_rest_is_evaluated(project, capsys):
+    docs = project["root"] / "docs"
+    (docs / "empty.pdf").write_bytes(b"")
+    (docs / "zz_copy.md").write_bytes((docs / "atlas.md").read_bytes())
+    assert main([str(project["config"]), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "Skipped 2 file(s)" in out and "empty.pdf: EmptyFile" in out and "zz_copy.md: DuplicateContent" in out
+    table = read_table(project["root"] / "out")
+    assert (table["hit@2"] == 1.0).all(), "the good files were evaluated"
+    report = (project["root"] / "out" / "report.md").read_text()
+    assert "files skipped" in report and "empty.pdf" in report
+
+
+@pytest.mark.parametrize("bad", ["empty", "only bad files"])
+def test_a_folder_with_nothing_readable_stops_before_any_model_call(project, capsys, bad):
+    docs = project["root"] / "docs"
+    for path in docs.iterdir():
+        path.unlink()
+    if bad == "only bad files":
+        (docs / "empty.pdf").write_bytes(b"")
+    assert main([str(project["config"]), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "no file in" in err and ("folder is empty" in err if bad == "empty" else "empty.pdf: EmptyFile" in err)
+    assert project["models"] == [], "no chat model was even made"
+
+
+def test_size_limits_from_the_config_reach_ingestion(project, capsys):
+    sizes = sorted((path.stat().st_size, path.name) for path in (project["root"] / "docs").iterdir())
+    (small, _), (large, large_name) = sizes
+    assert small < large
+    config = project["root"] / "limits.toml"
+    config.write_text(project["config"].read_text().replace("[retrieval]", f"[limits]\nmax_file_bytes = {small}\n\n[retrieval]"))
+    assert load_config(config).ingest_limits().max_file_bytes == small
+    assert main([str(config), "--no-progress"]) == 2, "a question's evidence is in the file that was skipped"
+    assert "is in none of the chunks" in capsys.readouterr().err
+    kept = [q for q in QUESTIONS if not any(quote in DOCS[large_name] for quote in q.get("evidence", []))]
+    (project["root"] / "questions.jsonl").write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in kept))
+    assert main([str(config), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert f"{large_name}: FileTooLarge" in out and "[limits] max_file_bytes" in out
+
+
 def test_a_bad_config_is_an_error_message_not_a_traceback(project, capsys):
     assert main([str(project["root"] / "absent.toml")]) == 2
     assert "--example" in capsys.readouterr().err
