@@ -6,6 +6,11 @@ duplicate or oversized files are reported by name, with the fix), a question box
 The answer, its citations, the verification report and the agent trace are rendered as HTML; any
 error is shown in the panel's status line instead of a traceback. The callbacks (`on_upload`,
 `on_ask`) are plain methods, so tests drive them without a browser.
+
+Every upload keeps every file: names lose any folder part (an upload cannot write outside its folder),
+and two files with the same name are both kept ("a.md", "a (2).md"), which the status line says.
+Each upload set gets its own folder and its own Chroma collection, so the retriever of one upload
+never returns the files of another.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from lessons.document_processor import process_documents
-from lessons.ingest import SUPPORTED_SUFFIXES
+from lessons.ingest import SUPPORTED_SUFFIXES, IngestLimits
 from lessons.settings import get_settings
 from lessons.three_agents import DEFAULT_MAX_RESEARCH_ROUNDS, Retriever, ThreeAgentResult, run_three_agents
 
@@ -70,32 +75,67 @@ def _info_html(message: str) -> str:
     return html.escape(message).replace("\n", "<br>")
 
 
+def upload_set_id(files: Sequence[dict[str, Any]]) -> str:
+    """16 hex characters naming an upload set by its files' names and bytes (introduced in notebook 05)."""
+    digest = hashlib.sha256()
+    for item in files:
+        for part in (str(item["name"]).encode(), bytes(item["content"])):
+            digest.update(len(part).to_bytes(8, "big"))  # lengths first: ("ab", "c") ≠ ("a", "bc")
+            digest.update(part)
+    return digest.hexdigest()[:16]
+
+
+def safe_upload_names(names: Sequence[str]) -> list[str]:
+    """A file name for each upload: no folder part, never "." or "..", unique (case-insensitively).
+
+    Introduced in notebook 05 (three-agent verification). "sub/a.md" and "a.md" become "a.md" and
+    "a (2).md"; a name with nothing left ("..", "/") becomes "upload".
+    """
+    taken: set[str] = set()
+    safe = []
+    for raw in names:
+        name = str(raw).replace("\\", "/").split("/")[-1].strip()
+        if name in ("", ".", ".."):
+            name = "upload"
+        stem, suffix = Path(name).stem, Path(name).suffix
+        candidate, number = name, 1
+        while candidate.casefold() in taken:
+            number += 1
+            candidate = f"{stem} ({number}){suffix}"
+        taken.add(candidate.casefold())
+        safe.append(candidate)
+    return safe
+
+
 def save_uploads(files: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
     """Write uploaded files (ipywidgets `FileUpload.value` items) to a folder named after their bytes.
 
-    Introduced in notebook 05 (three-agent verification). Only the file's base name is used, so an
-    upload cannot write outside `folder`.
+    Introduced in notebook 05 (three-agent verification). Names come from `safe_upload_names`: no
+    folder part (an upload cannot write outside `folder`), and every file is kept.
     """
-    digest = hashlib.sha256()
-    for item in files:
-        digest.update(item["name"].encode())
-        digest.update(bytes(item["content"]))
-    batch = folder / digest.hexdigest()[:16]
+    batch = folder / upload_set_id(files)
     batch.mkdir(parents=True, exist_ok=True)
     paths = []
-    for item in files:
-        name = Path(str(item["name"])).name or "upload"
+    for item, name in zip(files, safe_upload_names([item["name"] for item in files])):
         path = batch / name
         path.write_bytes(bytes(item["content"]))
         paths.append(path)
     return paths
 
 
+def renamed_uploads(files: Sequence[dict[str, Any]], paths: Sequence[Path]) -> list[str]:
+    """Lines saying which uploads were saved under another name (introduced in notebook 05)."""
+    return [f"'{item['name']}' saved as '{path.name}' (same name as another upload, or a folder in its name)"
+            for item, path in zip(files, paths) if str(item["name"]) != path.name]  # fmt: skip
+
+
 class ChatPanel:
     """Upload files, ask a question, see the answer, citations, verification report and agent trace.
 
     Introduced in notebook 05 (three-agent verification). Starts on `retriever` (e.g. the course
-    knowledge base) when given; an upload replaces it with a retriever over the uploaded files.
+    knowledge base) when given; an upload replaces it with a retriever over the uploaded files, indexed
+    in a collection of its own (`index_prefix` + the upload set's id). `limits` are the size limits
+    of `lessons.ingest.IngestLimits`.
     """
 
     def __init__(
@@ -108,12 +148,15 @@ class ChatPanel:
         upload_dir: Path | None = None,
         process: Callable[..., Any] = process_documents,
         run: Callable[..., ThreeAgentResult] = run_three_agents,
+        limits: IngestLimits | None = None,
+        index_prefix: str = "nb05-upload",
     ):
         import ipywidgets as widgets
 
         self.llm, self.retriever, self.max_research_rounds = llm, retriever, max_research_rounds
         self.upload_dir = upload_dir or get_settings().cache_dir / "uploads"
         self.process, self.run = process, run
+        self.limits, self.index_prefix = limits or IngestLimits(), index_prefix
         self.last_result: ThreeAgentResult | None = None
         self.upload = widgets.FileUpload(accept=",".join(SUPPORTED_SUFFIXES), multiple=True,
                                          description="Upload files")
@@ -144,12 +187,14 @@ class ChatPanel:
             return
         self.status.value = _info_html(f"Reading {len(files)} file(s)…")
         try:
-            processed = self.process(save_uploads(files, self.upload_dir))
+            paths = save_uploads(files, self.upload_dir)
+            renamed = renamed_uploads(files, paths)
+            processed = self.process(paths, index_name=f"{self.index_prefix}-{upload_set_id(files)}", limits=self.limits)
         except Exception as error:  # shown in the panel, never as a traceback
             self.status.value = _error_html(f"{type(error).__name__}: {error}")
             return
         self.retriever = processed.retrieve
-        message = _info_html(processed.summary())
+        message = _info_html("\n".join([processed.summary(), *renamed]))
         if processed.skipped:
             message = message.replace("Skipped", "⚠️ Skipped")
         self.status.value = message

@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 from langchain_core.documents import Document
 
-from lessons.chat_panel import ChatPanel, render_result_html, save_uploads
+from lessons.chat_panel import ChatPanel, render_result_html, safe_upload_names, save_uploads
 from lessons.document_processor import process_documents
 from lessons.fakes import ScriptedChatModel
 from lessons.three_agents import Citation, ThreeAgentResult, TraceStep, Verification
@@ -74,13 +74,14 @@ def test_an_upload_is_saved_processed_and_used_for_the_next_question(tmp_path):
         def summary(self):
             return "1 file(s) → 1 chunks."
 
-    def process(paths):
-        seen["paths"] = paths
+    def process(paths, **kwargs):
+        seen["paths"], seen["kwargs"] = paths, kwargs
         return Processed()
 
     chat = panel(tmp_path, process=process, run=lambda q, retriever, **kw: seen.update(docs=retriever(q)) or fake_result(q))
     chat.upload.value = (upload_item("notes.md", b"# Notes\n\nThe port is 7420."),)
     assert seen["paths"][0].name == "notes.md" and seen["paths"][0].read_bytes().startswith(b"# Notes")
+    assert seen["kwargs"]["index_name"].startswith("nb05-upload-") and seen["kwargs"]["limits"].max_file_bytes > 0
     assert "1 chunks" in chat.status.value
     chat.question.value = "Which port?"
     chat.ask.click()
@@ -106,3 +107,34 @@ def test_abstentions_render_without_citations_or_verification():
                               abstained=True, outcome="not_in_documents", trace=[TraceStep("relevance_checker", 0, "NO_MATCH")])
     out = render_result_html(result)
     assert "not in these documents" in out and "Verification report" not in out and "Citations" not in out
+
+
+def test_two_uploads_with_the_same_name_are_both_kept_and_the_panel_says_so(tmp_path, fresh_settings):
+    chat = panel(tmp_path, process=process_documents)
+    chat.upload.value = (upload_item("a.md", b"# A\n\nThe port is 7420."), upload_item("a.md", b"# A\n\nThe port is 9000."),
+                         upload_item("sub/a.md", b"# A\n\nThe region is eu-west."))
+    status = chat.status.value
+    assert "3 file(s)" in status and "same content" not in status
+    assert "saved as &#x27;a (2).md&#x27;" in status and "saved as &#x27;a (3).md&#x27;" in status
+    texts = " ".join(d.page_content for d in chat.retriever("port region"))
+    assert "7420" in texts and "9000" in texts and "eu-west" in texts
+
+
+def test_upload_names_lose_folder_parts_and_dot_names_and_stay_unique():
+    assert safe_upload_names(["a.md", "sub/a.md", "A.md", "..", ".", "x\\..\\b.txt", "/"]) == [
+        "a.md", "a (2).md", "A (3).md", "upload", "upload (2)", "b.txt", "upload (3)"]
+
+
+def test_a_name_of_dot_dot_is_saved_not_an_is_a_directory_error(tmp_path):
+    (path,) = save_uploads([upload_item("..", b"# Notes\n\ntext")], tmp_path)
+    assert path.parent.parent == tmp_path and path.read_bytes().startswith(b"# Notes")
+
+
+def test_each_upload_set_has_its_own_index(tmp_path, fresh_settings):
+    chat = panel(tmp_path, process=process_documents)
+    chat.upload.value = (upload_item("alpha.md", b"# Alpha\n\nThe alpha server listens on port 7420."),)
+    retriever_a = chat.retriever
+    chat.upload.value = (upload_item("beta.md", b"# Beta\n\nThe beta cluster runs in region eu-west."),)
+    retriever_b = chat.retriever
+    assert {d.metadata["source"] for d in retriever_a("Which port does the alpha server use?")} == {"alpha.md"}
+    assert {d.metadata["source"] for d in retriever_b("Which region?")} == {"beta.md"}
