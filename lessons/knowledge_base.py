@@ -34,11 +34,22 @@ DEFAULT_LIMITS = IngestLimits()  # lessons.ingest's per-file and total size limi
 
 
 def default_chunker(chunk_size: int = DEFAULT_CHUNK_SIZE, chunk_overlap: int = DEFAULT_CHUNK_OVERLAP) -> Chunker:
-    """Sections first, then recursive splitting with bilingual separators: the course's baseline."""
+    """Sections first, then recursive splitting with bilingual separators: the course's baseline.
+
+    A piece cut from a long table starts with the table's header row (`markdown_blocks.repeat_table_headers`).
+    """
+    from lessons.markdown_blocks import repeat_table_headers  # markdown_blocks imports this module
+
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=chunk_size, chunk_overlap=chunk_overlap, separators=BILINGUAL_SEPARATORS, keep_separator="end"
     )
-    return splitter.split_documents
+
+    def split_documents(documents: Sequence[Document]) -> list[Document]:
+        return [Document(page_content=piece, metadata=dict(document.metadata))
+                for document in documents
+                for piece in repeat_table_headers(splitter.split_text(document.page_content))]  # fmt: skip
+
+    return split_documents
 
 
 def load_documents(folder=CORPUS_DIR, limits: IngestLimits = DEFAULT_LIMITS) -> list[Document]:

@@ -19,6 +19,7 @@ is recognised in the token stream: a paragraph that opens with `$$` runs to the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +36,8 @@ BLOCK_GAP = "\n\n"
 MATH_FENCE = "$$"
 
 _PARSER = MarkdownIt("commonmark").enable("table")
+_TABLE_ROW = re.compile(r"^\s{0,3}\|")
+_TABLE_RULE_ROW = re.compile(r"^\s{0,3}\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _LIST_TYPES = ("bullet_list", "ordered_list")
 _KIND_OF_NODE = {
     "paragraph": "paragraph",
@@ -184,6 +187,41 @@ def markdown_block_chunker(max_chars: int = 800) -> Chunker:
         return chunks
 
     return chunk_documents
+
+
+def repeat_table_headers(pieces: Sequence[str]) -> list[str]:
+    """The consecutive pieces of one text, each piece that starts inside a table led by its header row.
+
+    Introduced in notebook 01 (chunking). A size-capped splitter cuts a long Markdown table into
+    pieces of rows; without its header row (and the `|---|` rule under it) a piece is a list of values
+    without column names, which neither the embedder nor the answering model can read. A table starts
+    at a `|` row followed by a rule row and runs while rows start with `|`; a piece whose first line
+    is such a row, while a table is open, gets the header and rule prepended (unless it starts with them).
+    """
+    result: list[str] = []
+    header: tuple[str, str] | None = None  # (header row, rule row) of the table open at the end of the last piece
+    for piece in pieces:
+        lines = piece.split("\n")
+        first = next((line for line in lines if line.strip()), "")
+        starts_in_table = header is not None and _TABLE_ROW.match(first) and not _TABLE_RULE_ROW.match(first)
+        if starts_in_table and [line.strip() for line in lines[:2]] != [header[0].strip(), header[1].strip()]:
+            piece = f"{header[0]}\n{header[1]}\n{piece.lstrip(chr(10))}"
+        result.append(piece)
+        header = _open_table_header(lines, header if starts_in_table else None)
+    return result
+
+
+def _open_table_header(lines: Sequence[str], carried: tuple[str, str] | None) -> tuple[str, str] | None:
+    """The (header, rule) of the table still open at the end of `lines`; `carried` is the one open at the start."""
+    header = carried
+    for index, line in enumerate(lines):
+        if _TABLE_ROW.match(line):
+            following = lines[index + 1] if index + 1 < len(lines) else ""
+            if _TABLE_RULE_ROW.match(following) and not _TABLE_RULE_ROW.match(line):
+                header = (line, following)
+        elif not line.strip() or not _TABLE_ROW.match(line):
+            header = None
+    return header
 
 
 def _lines(markdown: str) -> list[str]:

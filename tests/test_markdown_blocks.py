@@ -4,7 +4,14 @@ import pytest
 from langchain_core.documents import Document
 
 from lessons.chunking import header_recursive_chunker
-from lessons.markdown_blocks import atomic_blocks, chunk_markdown, markdown_block_chunker, pack_greedily, parse_blocks
+from lessons.markdown_blocks import (
+    atomic_blocks,
+    chunk_markdown,
+    markdown_block_chunker,
+    pack_greedily,
+    parse_blocks,
+    repeat_table_headers,
+)
 
 TABLE_60 = "\n".join(
     ["| Key | Default | Description |", "|---|---|---|"]
@@ -192,3 +199,34 @@ def test_a_bad_size_names_the_fix():
 def test_an_unclosed_formula_does_not_swallow_a_later_code_block():
     text = "$$\nx = 1\n\n```bash\necho $$\n```\n\nEnd."
     assert kinds(text) == ["paragraph", "code", "paragraph"]
+
+
+# --- table pieces repeat the header row ------------------------------------------------------------
+
+TABLE_HEADER = "| id | name | price |"
+
+
+def long_table(rows: int) -> str:
+    body = "\n".join(f"| {i} | item {i} | {i * 3} EUR |" for i in range(rows))
+    return f"# Prices\n\n{TABLE_HEADER}\n|---|---|---|\n{body}\n\nAfter the table."
+
+
+def test_every_piece_cut_from_a_long_table_carries_its_header_row():
+    from langchain_core.documents import Document
+
+    from lessons.knowledge_base import default_chunker
+
+    chunks = default_chunker()([Document(long_table(5000), metadata={"source": "prices.md"})])
+    table_pieces = [c.page_content for c in chunks if "EUR |" in c.page_content]
+    assert len(table_pieces) > 100
+    assert all(piece.startswith(f"{TABLE_HEADER}\n|---|---|---|\n") for piece in table_pieces)
+    assert sum(piece.count(TABLE_HEADER) for piece in table_pieces) == len(table_pieces), "once per piece"
+    rows = {line for piece in table_pieces for line in piece.split("\n") if "EUR |" in line}
+    assert len(rows) == 5000, "no row lost"
+
+
+def test_repeat_table_headers_leaves_pieces_outside_tables_and_a_closed_table_alone():
+    pieces = ["| a | b |\n|---|---|\n| 1 | 2 |", "| 3 | 4 |", "text after\n\n| x |", "| 5 | 6 |", "plain"]
+    assert repeat_table_headers(pieces) == [
+        "| a | b |\n|---|---|\n| 1 | 2 |", "| a | b |\n|---|---|\n| 3 | 4 |", "text after\n\n| x |", "| 5 | 6 |", "plain"]
+    assert repeat_table_headers(["| a | b |\n|---|---|", "| a | b |\n|---|---|\n| 1 | 2 |"])[1].count("| a | b |") == 1
