@@ -1,0 +1,172 @@
+"""The HTTP API (FastAPI): upload, jobs, documents, search, ask — and the nightly runs.
+
+Introduced in notebook 08 (from notebook to service). Write endpoints (upload, delete) need the key
+of `AGENTIC_RAG_SERVICE_API_KEY` in an `X-API-Key` header; reads do not. The key is compared in
+constant time and never logged (uvicorn's access log has no headers).
+
+    POST   /v1/documents            multipart `file` → 202 {document_id, job_id, name, status}
+    GET    /v1/documents            every document with its last job
+    GET    /v1/documents/{id}       one document
+    GET    /v1/documents/{id}/chunks  its searchable chunks
+    DELETE /v1/documents/{id}       hide it from searches now; chunks and files are removed
+    GET    /v1/jobs/{id}            a job: pending, running, done, failed (with the reason), …
+    GET    /v1/jobs                 recent jobs (?status=failed)
+    POST   /v1/search               {"query": …, "k": 3} → ranked chunks (hybrid)
+    POST   /v1/ask                  {"question": …} → answer with citations
+    GET    /v1/index                chunks per generation, duplicate ids (for checks)
+    GET    /v1/eval/runs            the nightly evaluations, oldest first
+    GET    /v1/health               where each store is, job counts
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, File, Header, HTTPException, UploadFile
+from pydantic import BaseModel, Field
+from sqlalchemy import func, select
+
+from service.core import Service, document_record, job_record
+from service.db import Document, EvalRun, Job, job_counts
+from service.filestore import BadFileName
+from service.settings import API_KEY_VARIABLE
+
+logger = logging.getLogger("service.api")
+
+
+class SearchRequest(BaseModel):
+    query: str = Field(min_length=1, max_length=2000)
+    k: int = Field(default=3, ge=1, le=50)
+
+
+class AskRequest(BaseModel):
+    question: str = Field(min_length=1, max_length=2000)
+    k: int = Field(default=3, ge=1, le=10)
+
+
+def create_app(service: Service | None = None, workers: int | None = None) -> FastAPI:
+    """The app; with `workers` > 0 (default: the setting) ingestion worker threads run inside it."""
+    service = service or Service()
+    workers = service.settings.workers if workers is None else workers
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        stop = None
+        if workers > 0:
+            from service.worker import start_threads
+
+            stop, threads = start_threads(service, workers)
+        logger.info("service ready: %s; %d worker thread(s)", service.settings.describe(), workers)
+        yield
+        if stop is not None:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=30)
+
+    app = FastAPI(title="Agentic RAG course service", version="1", lifespan=lifespan)
+    app.state.service = service
+
+    def require_key(x_api_key: str | None = Header(default=None)) -> None:
+        expected = service.settings.api_key
+        if expected is None:
+            raise HTTPException(503, f"writes are disabled: no API key is configured — set {API_KEY_VARIABLE}=… in .env "
+                                     "and restart the service")  # fmt: skip
+        if not x_api_key or not hmac.compare_digest(x_api_key.encode(), expected.encode()):
+            raise HTTPException(401, "missing or wrong API key — send it in the X-API-Key header", headers={"WWW-Authenticate": "X-API-Key"})
+
+    @app.get("/v1/health")
+    def health():
+        return {"status": "ok", "stores": service.settings.describe(), "jobs": job_counts(service.db), "workers": workers}
+
+    @app.post("/v1/documents", status_code=202, dependencies=[Depends(require_key)])
+    def upload(file: UploadFile = File(...)):  # noqa: B008 - FastAPI's way to declare a form file
+        try:
+            return service.upload(file.filename or "", file.file)
+        except BadFileName as error:
+            raise HTTPException(400, str(error)) from None
+
+    @app.get("/v1/documents")
+    def list_documents(include_deleted: bool = False):
+        with service.db.read() as session:
+            query = select(Document).order_by(Document.created_at)
+            if not include_deleted:
+                query = query.where(Document.deleted_at.is_(None))
+            documents = session.execute(query).scalars().all()
+            last = dict(session.execute(select(Job.document_id, func.max(Job.id)).group_by(Job.document_id)).all())
+            jobs = {j.id: j for j in session.execute(select(Job).where(Job.id.in_(list(last.values()) or [-1]))).scalars()}
+            return [document_record(d, jobs.get(last.get(d.id))) for d in documents]
+
+    def _document(document_id: str) -> dict:
+        with service.db.read() as session:
+            document = session.get(Document, document_id)
+            if document is None:
+                raise HTTPException(404, f"no document {document_id!r} — list them with GET /v1/documents")
+            last = session.execute(select(Job).where(Job.document_id == document_id).order_by(Job.id.desc()).limit(1)).scalar()
+            return document_record(document, last)
+
+    @app.get("/v1/documents/{document_id}")
+    def get_document(document_id: str):
+        return _document(document_id)
+
+    @app.get("/v1/documents/{document_id}/chunks")
+    def document_chunks(document_id: str):
+        _document(document_id)
+        snapshot = service.snapshot().generations
+        if document_id not in snapshot:
+            return []
+        chunks = service.index.chunks({document_id: snapshot[document_id]})
+        return [{"text": c.page_content, "metadata": c.metadata} for c in chunks]
+
+    @app.delete("/v1/documents/{document_id}", dependencies=[Depends(require_key)])
+    def delete_document(document_id: str):
+        if not service.delete(document_id):
+            raise HTTPException(404, f"no live document {document_id!r} — list them with GET /v1/documents")
+        return {"document_id": document_id, "deleted": True}
+
+    @app.get("/v1/jobs/{job_id}")
+    def get_job(job_id: int):
+        with service.db.read() as session:
+            job = session.get(Job, job_id)
+            if job is None:
+                raise HTTPException(404, f"no job {job_id} — the upload's reply gives its job_id")
+            return job_record(job)
+
+    @app.get("/v1/jobs")
+    def list_jobs(status: str | None = None, limit: int = 100):
+        with service.db.read() as session:
+            query = select(Job).order_by(Job.id.desc()).limit(max(1, min(limit, 1000)))
+            if status:
+                query = query.where(Job.status == status)
+            return [job_record(j) for j in session.execute(query).scalars()]
+
+    @app.post("/v1/search")
+    def search(request: SearchRequest):
+        from service.pipeline import retrieve
+
+        ranked = retrieve(service.index, service.snapshot(), request.query, k=request.k)
+        return {"query": request.query, "results": [{"text": d.page_content, "metadata": d.metadata} for d in ranked]}
+
+    @app.post("/v1/ask")
+    def ask(request: AskRequest):
+        from service.pipeline import answer, retrieve
+
+        context = retrieve(service.index, service.snapshot(), request.question, k=request.k)
+        return answer(service.llm, request.question, context).as_json()
+
+    @app.get("/v1/index")
+    def index_stats():
+        stats = service.index.stats()
+        stats["active"] = {d: f"{d}:{j}" for d, j in service.snapshot().generations.items()}
+        return stats
+
+    @app.get("/v1/eval/runs")
+    def eval_runs():
+        with service.db.read() as session:
+            runs = session.execute(select(EvalRun).order_by(EvalRun.id)).scalars().all()
+            return [{"run_id": r.id, "started_at": r.started_at, "finished_at": r.finished_at, "status": r.status,
+                     "documents": r.documents, "questions": r.questions, "pipeline": r.pipeline, "model": r.model,
+                     "metrics": r.metrics, "error": r.error} for r in runs]  # fmt: skip
+
+    return app

@@ -1,0 +1,140 @@
+"""What the API, the worker and the nightly job share: settings, database, file store, live index, chat model.
+
+Introduced in notebook 08 (from notebook to service).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from functools import cached_property
+from typing import BinaryIO
+
+from sqlalchemy import select, update
+
+from service.db import (
+    CANCELLED,
+    FAILED,
+    PENDING,
+    Database,
+    Document,
+    Job,
+    RetiredChunks,
+    active_generations,
+    new_id,
+    open_database,
+)
+from service.filestore import open_file_store
+from service.settings import ServiceSettings, load_service_settings
+
+
+class Service:
+    def __init__(self, settings: ServiceSettings | None = None, chat_model: Callable | None = None):
+        self.settings = settings or load_service_settings()
+        self.db: Database = open_database(self.settings.database_url)
+        self.files = open_file_store(self.settings.file_store)
+        self._chat_model_factory = chat_model
+        self._lock = threading.Lock()
+
+    @cached_property
+    def index(self):
+        """The live index (opened on first use: the embedder loads then)."""
+        from lessons.embeddings import get_embeddings
+        from service.index import LiveIndex
+
+        return LiveIndex(self.settings.collection, get_embeddings(), chroma_url=self.settings.chroma_url,
+                         path=self.settings.data_dir / "chroma")  # fmt: skip
+
+    @cached_property
+    def llm(self):
+        """The chat model of the ask endpoint: `lessons.models.get_chat_model()` unless one was given."""
+        if self._chat_model_factory is not None:
+            return self._chat_model_factory()
+        from lessons.models import get_chat_model
+
+        return get_chat_model()
+
+    # --- uploads ---
+
+    def upload(self, name: str, stream: BinaryIO) -> dict:
+        """Store the file and queue its job; returns the document id and the job id at once.
+
+        A file over the size limit is not kept: its job is recorded as failed with the reason.
+        """
+        from lessons.ingest import FileTooLarge
+        from service.filestore import safe_name
+
+        stored_name = safe_name(name)
+        now = time.time()
+        with self.db.write() as session:
+            document = session.execute(self.db.locked(select(Document).where(Document.name == stored_name))).scalar_one_or_none()
+            if document is None:
+                document = Document(id=new_id(), name=stored_name, created_at=now, updated_at=now, chunk_count=0)
+                session.add(document)
+            elif document.deleted_at is not None:  # the name comes back: the same document, live again
+                document.deleted_at, document.updated_at = None, now
+            job = Job(document_id=document.id, status="uploading", file_name=stored_name, created_at=now,
+                      max_attempts=self.settings.max_attempts, not_before=0.0)  # fmt: skip
+            session.add(job)
+            session.flush()
+            document_id, job_id = document.id, job.id
+        stored = self.files.save(document_id, job_id, stored_name, stream, self.settings.max_upload_bytes)
+        limit = self.settings.max_upload_bytes
+        with self.db.write() as session:
+            job = session.get(Job, job_id)
+            job.size = stored.size
+            if stored.truncated:
+                job.status, job.finished_at = FAILED, time.time()
+                job.error = (f"{FileTooLarge.__name__}: '{stored_name}' is over the upload limit of {limit:,} bytes — split "
+                             f"the file, or raise AGENTIC_RAG_SERVICE_MAX_UPLOAD_BYTES (now {limit})")  # fmt: skip
+            else:
+                job.status, job.stored_path, job.sha256 = PENDING, stored.relative_path, stored.sha256
+        return {"document_id": document_id, "job_id": job_id, "name": stored_name, "renamed": stored_name != name,
+                "status": FAILED if stored.truncated else PENDING}  # fmt: skip
+
+    def delete(self, document_id: str) -> bool:
+        """Hide a document from searches at once; its chunks are removed by the worker, its files now."""
+        now = time.time()
+        with self.db.write() as session:
+            document = session.execute(self.db.locked(select(Document).where(Document.id == document_id))).scalar_one_or_none()
+            if document is None or document.deleted_at is not None:
+                return False
+            if document.active_job_id is not None:
+                session.add(RetiredChunks(document_id=document.id, job_id=document.active_job_id, retired_at=now))
+            document.deleted_at, document.updated_at = now, now
+            document.active_job_id = document.active_sha256 = None
+            document.chunk_count = 0
+            session.execute(update(Job).where((Job.document_id == document_id) & (Job.status == PENDING))
+                            .values(status=CANCELLED, finished_at=now, error="document deleted before it was processed"))  # fmt: skip
+        self.files.delete_document(document_id)
+        return True
+
+    # --- reading ---
+
+    def snapshot(self):
+        from service.pipeline import Snapshot
+
+        return Snapshot(active_generations(self.db))
+
+
+def job_record(job: Job) -> dict:
+    return {"job_id": job.id, "document_id": job.document_id, "status": job.status, "file_name": job.file_name,
+            "size": job.size, "attempts": job.attempts, "max_attempts": job.max_attempts, "error": job.error,
+            "chunks": job.chunks, "created_at": job.created_at, "started_at": job.started_at,
+            "finished_at": job.finished_at}  # fmt: skip
+
+
+def document_record(document: Document, last_job: Job | None = None) -> dict:
+    if document.deleted_at is not None:
+        state = "deleted"
+    elif last_job is not None and last_job.status in (PENDING, "running", "uploading"):
+        state = "indexing" if document.active_job_id is None else "indexed, new version indexing"
+    elif document.active_job_id is not None:
+        state = "indexed"
+    else:
+        state = "failed"
+    return {"document_id": document.id, "name": document.name, "state": state, "chunks": document.chunk_count,
+            "active_job_id": document.active_job_id, "sha256": document.active_sha256,
+            "created_at": document.created_at, "indexed_at": document.indexed_at,
+            "last_job": job_record(last_job) if last_job is not None else None}  # fmt: skip
