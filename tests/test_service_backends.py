@@ -20,7 +20,7 @@ from service_support import (
     wait_for_jobs,
     wait_until,
 )
-from test_evaluate_cli import chroma_server  # noqa: F401, F811 - the fixture that starts `chroma run` on 127.0.0.1
+from test_evaluate_cli import chroma_server  # noqa: F401 - the fixture that starts `chroma run` on 127.0.0.1
 
 
 @pytest.fixture(scope="module")

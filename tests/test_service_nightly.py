@@ -1,0 +1,116 @@
+"""The ask endpoint (citations) and the nightly job, against the real service (uvicorn on 127.0.0.1, in a thread of
+this process so both use a scripted chat model — no real model here)."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import httpx
+import pytest
+import uvicorn
+from service_support import API_KEY, document_text, upload, wait_for_jobs
+
+from lessons.fakes import ScriptedChatModel
+from lessons.local_server import free_port
+
+
+def scripted_model() -> ScriptedChatModel:
+    """Questions from the chunk's marker, answers that cite chunk 1, judges that check the marker is there."""
+
+    def reply(messages, tools):
+        prompt = messages[-1].content
+        marker = re.search(r"marker is (\S+?)\.", prompt)
+        if tools == ["GeneratedQuestion"]:
+            return {"question": f"What is the marker of {marker.group(1)}?", "answer": f"the marker is {marker.group(1)}"}
+        if tools == ["ResearchDraft"]:
+            if "unknown thing" in prompt:
+                return {"answer": "", "cited_chunks": [], "found": "no"}
+            return {"answer": f"The marker is {marker.group(1)}.", "cited_chunks": [1], "found": "yes"}
+        if tools == ["FaithfulnessVerdict"]:
+            return {"answer_claim": "marker", "context_says": "marker", "consistent": "yes"}
+        if tools == ["CompletenessVerdict"]:
+            return {"reference_key_fact": "marker", "answer_says": "marker", "complete": "yes"}
+        raise AssertionError(f"unexpected request {tools}")
+
+    return ScriptedChatModel(default=reply)
+
+
+@pytest.fixture
+def live(tmp_path, fresh_settings, monkeypatch):
+    from service.api import create_app
+    from service.core import Service
+
+    for name, value in {"AGENTIC_RAG_EMBEDDER": "use", "AGENTIC_RAG_SERVICE_DATA_DIR": str(tmp_path / "service"),
+                        "AGENTIC_RAG_SERVICE_API_KEY": API_KEY, "AGENTIC_RAG_SERVICE_POLL_SECONDS": "0.1"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    fresh_settings.cache_clear()
+    service = Service(chat_model=scripted_model)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(service, workers=1), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        with httpx.Client(base_url=url, headers={"X-API-Key": API_KEY}, timeout=60) as client:
+            yield service, url, client
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def add(client, name: str, marker: str) -> dict:
+    reply = upload(client, name, document_text(name, marker, paragraphs=2, filler=15))
+    assert wait_for_jobs(client, [reply["job_id"]])[reply["job_id"]]["status"] == "done"
+    return reply
+
+
+def test_ask_answers_with_citations_and_abstains_honestly(live):
+    _service, _url, client = live
+    document = add(client, "atlas.md", "atlas-7420")
+    reply = client.post("/v1/ask", json={"question": "What is the marker of atlas?"}).json()
+    assert reply["abstained"] is False and "atlas-7420" in reply["answer"]
+    (citation,) = reply["citations"]
+    assert citation["source"] == "atlas.md" and citation["document_id"] == document["document_id"]
+    assert "atlas-7420" in citation["text"]
+    reply = client.post("/v1/ask", json={"question": "Tell me about the unknown thing"}).json()
+    assert reply["abstained"] is True and reply["citations"] == []
+
+
+def test_nightly_evaluates_new_documents_stores_each_run_and_reports_the_trend(live, tmp_path):
+    from sqlalchemy import func, select
+
+    from service.db import EvalResult, EvalRun
+    from service.nightly import run_nightly, trend
+
+    service, url, client = live
+    add(client, "first.md", "first-111")
+    add(client, "second.md", "second-222")
+    first = run_nightly(service, url, scripted_model(), questions=2, out=tmp_path / "nightly", progress=False)
+    assert first["metrics"]["new documents"] == 2 and first["metrics"]["questions"] == 2
+    assert first["metrics"]["recall@3"] == 1.0 and first["metrics"]["completeness"] == 1.0
+
+    quiet = run_nightly(service, url, scripted_model(), questions=2, out=tmp_path / "nightly", progress=False)
+    assert quiet["metrics"] == {"new documents": 0, "chunks": 0, "questions": 0}  # nothing new: nothing asked
+
+    add(client, "third.md", "third-333")
+    third = run_nightly(service, url, scripted_model(), questions=2, out=tmp_path / "nightly", progress=False)
+    assert third["metrics"]["new documents"] == 1
+
+    with service.db.read() as session:
+        assert session.execute(select(func.count()).select_from(EvalRun)).scalar() == 3
+        per_run = dict(session.execute(select(EvalResult.run_id, func.count()).group_by(EvalResult.run_id)).all())
+        questions = session.execute(select(EvalResult.question).where(EvalResult.run_id == third["run_id"])).scalars().all()
+    assert per_run == {first["run_id"]: 2, third["run_id"]: third["metrics"]["questions"]}
+    assert questions and all("third-333" in q for q in questions)  # only the document added since the last run
+    rows = trend(service.db)
+    assert [r["run"] for r in rows] == [first["run_id"], quiet["run_id"], third["run_id"]]
+    report = (tmp_path / "nightly" / "report.md").read_text()
+    assert report.count("\n| ") == 4 and (tmp_path / "nightly" / "trend.png").stat().st_size > 0
+    runs = client.get("/v1/eval/runs").json()
+    assert [r["run_id"] for r in runs] == [r["run"] for r in rows]
