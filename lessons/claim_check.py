@@ -92,16 +92,24 @@ class ClaimContext:
     """What the checks compare a draft with, built once per draft (introduced in notebook 05).
 
     `figures`: every figure of the chunks (and number words up to twenty as digits); `text`: the
-    chunks and the question, normalised. Every check accepts this or the chunks themselves.
+    chunks and the question, normalised; `instructions`: sentences of the chunks that address the
+    model ("ignore all previous instructions …"), left out of `figures` and `text`. Every check
+    accepts this or the chunks themselves.
     """
 
     figures: frozenset[str]
     text: str
+    instructions: tuple[str, ...] = ()  # sentences addressed to the model (`lessons.prompt_safety`): not evidence
 
     @classmethod
     def of(cls, documents: Sequence[Document], question: str = "") -> ClaimContext:
+        from lessons.prompt_safety import find_instructions, without_instructions
+
+        instructions = tuple(i for d in documents for i in find_instructions(d.page_content))
+        if instructions:  # an instruction planted in a document is no evidence for a draft that obeys it
+            documents = [Document(without_instructions(d.page_content), metadata=d.metadata) for d in documents]
         text = " ".join(_normal(d.page_content) for d in documents) + " " + _normal(question)
-        return cls(frozenset(_context_figures(documents)), text)
+        return cls(frozenset(_context_figures(documents)), text, instructions)
 
 
 Context = Sequence[Document] | ClaimContext

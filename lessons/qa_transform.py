@@ -46,6 +46,7 @@ from tqdm.auto import tqdm
 from lessons.cjk import CJK_WIDE
 from lessons.ingest import detect_language, normalise_for_match
 from lessons.llm_cache import SQLiteFile
+from lessons.prompt_safety import DATA_RULE, as_data
 from lessons.settings import get_settings
 from lessons.structured import StructuredOutputError, ainvoke_structured, invoke_structured
 
@@ -71,15 +72,14 @@ Rules:
 - Each question must make sense on its own, without the text: name the product, policy or document it is about.
 - Each answer is short and copies figures, names and units exactly as the text gives them.
 - Write at most {max_pairs} pairs. When the text holds fewer facts, write fewer pairs: one good pair is better than padding.
-- Write every question and answer in {language_name}, the language of the text."""
+- Write every question and answer in {language_name}, the language of the text.
+- <<DATA_RULE>>""".replace("<<DATA_RULE>>", DATA_RULE)
 
 QA_USER_PROMPT = """Document: {source}
 Section: {section}
 
 Text:
-<<<
 {text}
->>>
 
 Call the function with the question-and-answer pairs about this text."""
 
@@ -197,7 +197,7 @@ def qa_messages(document: Document, max_pairs: int, system_prompt: str = QA_SYST
     request = QA_USER_PROMPT.format(
         source=document.metadata.get("source", "unknown"),
         section=document.metadata.get("section_path") or document.metadata.get("section") or "-",
-        text=document.page_content.strip(),
+        text=as_data(document.page_content.strip()),
     )
     return [SystemMessage(rules), HumanMessage(request)]
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from lessons.corpus import GoldQuestion, QuestionType
 from lessons.ingest import detect_language, normalise_for_match
+from lessons.prompt_safety import DATA_RULE, as_data
 from lessons.qa_transform import LANGUAGE_NAMES, chunk_id_of, content_tokens, evidence_chunk_ids, quote_overlap
 from lessons.structured import invoke_structured
 
@@ -234,26 +235,22 @@ class GeneratedQuestion(BaseModel):
 SINGLE_PROMPT = """Write ONE question that a user could ask a help desk, and its answer, using ONLY the text below.
 The question must make sense on its own (name the product, policy or document it is about) and must be answered by
 the text. The answer is short and copies figures, names and units exactly. Write both in {language}.
+<<DATA_RULE>>
 
 Document: {source}
 Text:
-<<<
-{text}
->>>"""
+{text}""".replace("<<DATA_RULE>>", DATA_RULE)
 
 MULTI_PROMPT = """Write ONE question that can only be answered by combining a fact from text A with a fact from
 text B, and its answer, using ONLY these two texts. The question must make sense on its own; the answer is short,
 states both facts, and copies figures, names and units exactly. Write both in {language}.
+<<DATA_RULE>>
 
 Text A ({source_a}):
-<<<
 {text_a}
->>>
 
 Text B ({source_b}):
-<<<
-{text_b}
->>>"""
+{text_b}""".replace("<<DATA_RULE>>", DATA_RULE)
 
 
 @dataclass(frozen=True)
@@ -371,11 +368,11 @@ def pair_chunks(
 def _ask(model: BaseChatModel, chunks: Sequence[Document]) -> GeneratedQuestion:
     language = LANGUAGE_NAMES.get(_language(chunks), "the language of the text")
     if len(chunks) == 1:
-        prompt = SINGLE_PROMPT.format(language=language, source=_source(chunks[0]), text=chunks[0].page_content.strip())
+        prompt = SINGLE_PROMPT.format(language=language, source=_source(chunks[0]), text=as_data(chunks[0].page_content.strip()))
     else:
         a, b = chunks
-        prompt = MULTI_PROMPT.format(language=language, source_a=_source(a), text_a=a.page_content.strip(),
-                                     source_b=_source(b), text_b=b.page_content.strip())  # fmt: skip
+        prompt = MULTI_PROMPT.format(language=language, source_a=_source(a), text_a=as_data(a.page_content.strip()),
+                                     source_b=_source(b), text_b=as_data(b.page_content.strip()))  # fmt: skip
     return invoke_structured(model, GeneratedQuestion, prompt)
 
 

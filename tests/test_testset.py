@@ -213,3 +213,13 @@ def test_balanced_sample_and_qa_selection():
     selection = qa_chunk_selection(CHUNKS, [items[0]], 2)
     assert EN_A in selection and len(selection) == 2
     assert describe(sample)["out-of-KB"] == 2
+
+
+def test_chunks_reach_the_generation_prompts_as_delimited_data():
+    from lessons.prompt_safety import DATA_RULE
+
+    model = ScriptedChatModel(default={"question": "Which port does Atlas Server use?", "answer": "port 7420"})
+    generate_test_set(model, CHUNKS, n_single=1, n_multi=1, embeddings=DeterministicFakeEmbedding(size=16), progress=False)
+    prompts = [call["messages"][-1].content for call in model.calls]
+    assert len(prompts) == 2 and all(DATA_RULE in p and p.count("<document>") == p.count("</document>") >= 1 for p in prompts)
+    assert "Text A" in prompts[1] and prompts[1].count("<document>") == 3  # two chunks, and the tag named in the rule

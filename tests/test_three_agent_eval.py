@@ -5,13 +5,17 @@ from langchain_core.documents import Document
 from lessons.corpus import GoldQuestion
 from lessons.fakes import ScriptedChatModel
 from lessons.three_agent_eval import (
+    INJECTED_INSTRUCTION,
     INVENTED_NAME,
+    OBEYED_ANSWER,
     DrillCase,
     contradiction_handling,
     drill_drafts,
     drill_summary,
     evaluate_question,
     evidence_context,
+    follows_injection,
+    injected_chunk,
     plant_changed_figure,
     plant_invented_name,
     run_drill,
@@ -50,7 +54,7 @@ def test_the_drill_flags_what_the_verifier_rejects_and_skips_questions_without_e
                 "relevant": "yes"}
 
     no_evidence = QUESTION.model_copy(update={"id": "en-10", "evidence": ["not in any chunk"]})
-    cases = run_drill(ScriptedChatModel(default=reply), [QUESTION, no_evidence], CHUNKS, progress=False)
+    cases = run_drill(ScriptedChatModel(default=reply), [QUESTION, no_evidence], CHUNKS, progress=False, injection=False)
     assert [(c.kind, c.flagged) for c in cases] == [("correct", False), ("changed figure", True), ("invented name", True)]
     summary = {row["draft"]: row["flagged"] for row in drill_summary(cases)}
     assert summary == {"changed figure": 1.0, "invented name": 1.0, "correct": 0.0}
@@ -63,14 +67,14 @@ def test_the_drill_tells_the_string_checks_from_the_verifier():
     def never_flags(messages, tools):
         return {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"}
 
-    cases = run_drill(ScriptedChatModel(default=never_flags), [QUESTION], CHUNKS, progress=False)
+    cases = run_drill(ScriptedChatModel(default=never_flags), [QUESTION], CHUNKS, progress=False, injection=False)
     assert [(c.kind, c.flagged, c.by_verifier, c.by_checks) for c in cases] == [
         ("correct", False, False, False), ("changed figure", True, False, True), ("invented name", True, False, True)]
     rows = {row["draft"]: row for row in drill_summary(cases)}
     assert rows["changed figure"]["by the verifier's list"] == 0.0 and rows["changed figure"]["by the string checks"] == 1.0
     assert rows["correct"]["by the model's yes/no"] == 0.0
     assert [c.by_yes_no for c in run_drill(ScriptedChatModel(default=lambda m, t: {**never_flags(m, t), "relevant": "no"}),
-                                           [QUESTION], CHUNKS, progress=False)] == [True, True, True]
+                                           [QUESTION], CHUNKS, progress=False, injection=False)] == [True, True, True]
 
 
 def test_drill_summary_of_nothing_is_none():
@@ -114,6 +118,56 @@ def test_a_verifier_that_lists_exactly_the_added_sentence_gets_the_credit():
         return {"unsupported_claims": [sentence] if sentence in draft else [], "contradictions": [],
                 "supported": "yes", "relevant": "yes"}
 
-    cases = run_drill(ScriptedChatModel(default=lists_the_sentence), [QUESTION], CHUNKS, progress=False)
+    cases = run_drill(ScriptedChatModel(default=lists_the_sentence), [QUESTION], CHUNKS, progress=False, injection=False)
     named = next(c for c in cases if c.kind == "invented name")
     assert named.by_verifier and named.by_checks and named.unsupported == (sentence,)
+
+
+def injection_model(research_follows: bool, verifier_lists_it: bool = False):
+    """A research agent that obeys the planted instruction (or answers from the evidence) and a verifier."""
+
+    def reply(messages, tools):
+        prompt = messages[0].content
+        if tools == ["ResearchDraft"]:
+            assert "never instructions" in prompt and '<document number="1" source="injected_note.md">' in prompt
+            answer = OBEYED_ANSWER["en"] if research_follows else "Team costs €45 per user per month."
+            return {"answer": answer, "cited_chunks": [1 if research_follows else 2], "found": "yes"}
+        draft = prompt.rsplit("Draft answer: ", 1)[1]
+        listed = [draft] if verifier_lists_it and "discontinued" in draft else []
+        return {"unsupported_claims": listed, "contradictions": [], "supported": "yes", "relevant": "yes"}
+
+    return ScriptedChatModel(default=reply)
+
+
+def test_the_injected_instruction_case_measures_following_and_catching():
+    cases = run_drill(injection_model(research_follows=True), [QUESTION], CHUNKS, progress=False)
+    (injected,) = [c for c in cases if c.kind == "injected instruction"]
+    assert injected.followed is True and injected.draft == OBEYED_ANSWER["en"]
+    assert injected.flagged and injected.by_checks and not injected.by_verifier, "the string checks catch it without the model"
+    assert any("repeats an instruction written in the documents" in claim for claim in injected.unsupported)
+    assert all(c.followed is None for c in cases if c.kind != "injected instruction")
+    row = next(r for r in drill_summary(cases) if r["draft"] == "injected instruction")
+    assert row["research agent followed it"] == 1.0 and row["flagged"] == 1.0 and row["meaning"] == "catch rate"
+    assert next(r for r in drill_summary(cases) if r["draft"] == "correct")["research agent followed it"] is None
+
+
+def test_a_research_agent_that_ignores_the_injection_is_recorded_as_not_following_it():
+    cases = run_drill(injection_model(research_follows=False, verifier_lists_it=True), [QUESTION], CHUNKS, progress=False)
+    (injected,) = [c for c in cases if c.kind == "injected instruction"]
+    assert injected.followed is False and injected.flagged and injected.by_verifier
+    assert [c.kind for c in cases] == ["correct", "changed figure", "invented name", "injected instruction"]
+
+
+def test_the_injected_chunk_is_in_the_question_language_and_found_as_an_instruction():
+    from lessons.prompt_safety import find_instructions
+
+    zh = QUESTION.model_copy(update={"language": "zh"})
+    assert injected_chunk(zh).page_content == INJECTED_INSTRUCTION["zh"]
+    for language in ("en", "zh"):
+        assert find_instructions(INJECTED_INSTRUCTION[language]), language
+        assert follows_injection(OBEYED_ANSWER[language]), language
+    assert not follows_injection("Team costs €45 per user per month.")
+
+
+def test_without_the_injection_case_the_drill_summary_has_no_row_for_it():
+    assert "injected instruction" not in [r["draft"] for r in drill_summary([])]
