@@ -1,0 +1,118 @@
+"""The service under load: 200 uploads from 20 concurrent clients, and search latency while they are ingested.
+
+Starts `python -m service api` on 127.0.0.1 (SQLite, embedded Chroma, the USE embedder, 2 worker threads) in a
+temporary folder; 20 clients upload 200 small Markdown files; 4 clients search the whole time until every job is
+done. Writes benchmarks/results/service.json: upload throughput, end-to-end indexing throughput, search p50/p95.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.common import save  # noqa: E402
+from lessons.local_server import free_port  # noqa: E402
+
+UPLOADS, CLIENTS, SEARCHERS, KEY = 200, 20, 4, "bench-key"
+
+
+def document(number: int) -> bytes:
+    return (f"# Note {number}\n\nNote {number} records that the marker is n{number:03d}. "
+            + "Filler words for a short note. " * 3 + "\n").encode()  # fmt: skip
+
+
+def main() -> None:
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "DEEPSEEK_"))}
+        env.update(AGENTIC_RAG_CACHE_DIR=f"{tmp}/cache", AGENTIC_RAG_EMBEDDER="use", AGENTIC_RAG_SERVICE_DATA_DIR=f"{tmp}/service",
+                   AGENTIC_RAG_SERVICE_API_KEY=KEY, AGENTIC_RAG_SERVICE_WORKERS="2", AGENTIC_RAG_SERVICE_POLL_SECONDS="0.1")  # fmt: skip
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        log = open(f"{tmp}/service.log", "w")
+        process = subprocess.Popen([sys.executable, "-m", "service", "api", "--port", str(port), "--no-access-log",
+                                    "--log-level", "warning"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the service did not start")
+                time.sleep(0.2)
+            with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60) as warm:  # embedder loaded first
+                job = warm.post("/v1/documents", files={"file": ("warm.md", b"# Warm\n\nwarm up the embedder")}).json()["job_id"]
+                while warm.get(f"/v1/jobs/{job}").json()["status"] != "done" and time.monotonic() < deadline:
+                    time.sleep(0.2)
+            latencies: list[float] = []
+            done = threading.Event()
+
+            def search_all_the_time(number: int) -> None:
+                with httpx.Client(base_url=url, timeout=60) as client:
+                    stop_at = time.monotonic() + 600
+                    while not done.is_set() and time.monotonic() < stop_at:
+                        started = time.perf_counter()
+                        client.post("/v1/search", json={"query": f"which note has marker n{number * 37 % UPLOADS:03d}", "k": 3})
+                        latencies.append(time.perf_counter() - started)
+
+            searchers = [threading.Thread(target=search_all_the_time, args=(n,)) for n in range(SEARCHERS)]
+            for searcher in searchers:
+                searcher.start()
+
+            def one(number: int) -> int:
+                with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60) as client:
+                    reply = client.post("/v1/documents", files={"file": (f"note-{number:03d}.md", document(number))})
+                    reply.raise_for_status()
+                    return reply.json()["job_id"]
+
+            started = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=CLIENTS) as pool:
+                jobs = list(pool.map(one, range(UPLOADS)))
+            uploaded = time.perf_counter() - started
+            with httpx.Client(base_url=url, timeout=60) as client:
+                stop_at = time.monotonic() + 900
+                while time.monotonic() < stop_at:
+                    states = [j["status"] for j in client.get("/v1/jobs", params={"limit": 1000}).json() if j["job_id"] in set(jobs)]
+                    if len(states) == UPLOADS and all(s in ("done", "failed") for s in states):
+                        break
+                    time.sleep(0.25)
+                indexed = time.perf_counter() - started
+                stats = client.get("/v1/index").json()
+            done.set()
+            for searcher in searchers:
+                searcher.join(timeout=60)
+            ordered = sorted(latencies)
+            results = {
+                "uploads": UPLOADS, "clients": CLIENTS, "searching clients": SEARCHERS, "worker threads": 2,
+                "embedder": "use", "stores": "SQLite + embedded Chroma",
+                "upload seconds": round(uploaded, 2), "uploads/s accepted": round(UPLOADS / uploaded, 1),
+                "seconds until all indexed": round(indexed, 2), "documents indexed/s": round(UPLOADS / indexed, 1),
+                "jobs done": states.count("done"), "chunks in index": stats["total"], "duplicate ids": stats["duplicate_ids"],
+                "searches under load": len(ordered),
+                "search p50 ms": round(1000 * statistics.median(ordered), 1) if ordered else None,
+                "search p95 ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1) if ordered else None,
+                "load average at end": os.getloadavg()[0],
+            }  # fmt: skip
+            print(results)
+            save("service", results)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            log.close()
+
+
+if __name__ == "__main__":
+    main()
