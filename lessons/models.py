@@ -123,7 +123,8 @@ class CourseChatModel(ChatDeepSeek):
 
 @lru_cache(maxsize=1)
 def _llm_cache() -> BaseCache:
-    return SQLiteLLMCache(get_settings().cache_dir / "llm-cache.sqlite")
+    settings = get_settings()
+    return SQLiteLLMCache(settings.llm_cache_file or settings.cache_dir / "llm-cache.sqlite")
 
 
 def active_model_info() -> ModelInfo:

@@ -26,13 +26,14 @@ from typing import Any
 from langchain_classic.retrievers.document_compressors import CrossEncoderReranker, LLMListwiseRerank
 from langchain_core.callbacks import Callbacks
 from langchain_core.cross_encoders import BaseCrossEncoder
-from langchain_core.documents import Document
+from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
+from lessons.ingest import detect_language
 from lessons.retrieval import reciprocal_rank_fusion, with_score
 from lessons.structured import invoke_structured
 
@@ -169,14 +170,24 @@ def llm_reranker(
     )
 
 
-def cross_encoder_reranker(model_folder: str | Path, top_n: int = 10) -> ScoredCrossEncoderReranker:
-    """Rerank with a real cross-encoder from a local folder (e.g. a downloaded bge-reranker-v2-m3).
+def cross_encoder_reranker(top_n: int = 10, model: BaseCrossEncoder | None = None,
+                           first_stage_weight: float = 0.0) -> ScoredCrossEncoderReranker:
+    """Rerank with a real cross-encoder: by default the packaged ms-marco-MiniLM-L-12-v2 (notebook 02).
 
-    Not run offline in the course: it needs `pip install sentence-transformers` (which pulls in
-    torch, ~2 GB) and the model's files, which no PyPI package ships.
+    `model` is any LangChain `BaseCrossEncoder` (e.g. `get_cross_encoder()` for the configured one).
     """
-    folder = Path(model_folder).expanduser()
-    if not folder.is_dir():
+    return ScoredCrossEncoderReranker(model=model or get_cross_encoder(), top_n=top_n,
+                                      first_stage_weight=first_stage_weight)
+
+
+def huggingface_cross_encoder(model_name: str) -> BaseCrossEncoder:
+    """A cross-encoder from the Hugging Face hub or a local folder (e.g. BAAI/bge-reranker-v2-m3, multilingual).
+
+    Not run offline in the course: it needs `pip install sentence-transformers` (which pulls in torch;
+    take the CPU build with `pip install torch==2.13.0` first) and, for a hub name, internet on first use.
+    """
+    folder = Path(model_name).expanduser()
+    if (model_name.startswith((".", "/", "~")) or folder.exists()) and not folder.is_dir():
         raise FileNotFoundError(
             f"no cross-encoder at {folder}: download one first, e.g. `huggingface-cli download "
             f"BAAI/bge-reranker-v2-m3 --local-dir {folder}` (needs internet)"
@@ -184,12 +195,158 @@ def cross_encoder_reranker(model_folder: str | Path, top_n: int = 10) -> ScoredC
     try:
         from langchain_community.cross_encoders import HuggingFaceCrossEncoder
 
-        model = HuggingFaceCrossEncoder(model_name=str(folder), model_kwargs={"device": "cpu"})
+        return HuggingFaceCrossEncoder(model_name=str(folder) if folder.is_dir() else model_name,
+                                       model_kwargs={"device": "cpu"})
     except ImportError as error:
         raise ImportError(
-            "a cross-encoder needs sentence-transformers (and torch): `pip install sentence-transformers`"
+            "a Hugging Face cross-encoder needs sentence-transformers (and torch): "
+            "`pip install torch==2.13.0 sentence-transformers`"
         ) from error
-    return ScoredCrossEncoderReranker(model=model, top_n=top_n)
+
+
+def get_cross_encoder() -> BaseCrossEncoder:
+    """The cross-encoder the settings choose (`AGENTIC_RAG_RERANKER`): the packaged one by default."""
+    from lessons.cross_encoder import OnnxCrossEncoder
+    from lessons.settings import get_settings
+
+    name = get_settings().reranker
+    return OnnxCrossEncoder() if name == "packaged" else huggingface_cross_encoder(name)
+
+
+def cross_encoder_languages(model: BaseCrossEncoder) -> frozenset[str]:
+    """The languages a cross-encoder was trained for: the packaged one declares English; others are
+    assumed multilingual (bge-reranker-v2-m3 is) — measure before you trust that."""
+    return getattr(model, "languages", frozenset({"en", "zh"}))
+
+
+class KeepOrder(BaseDocumentCompressor):
+    """The first stage's order, cut to `top_n`: the "no reranker" route of `LanguageRoutedReranker`."""
+
+    top_n: int = 10
+
+    def compress_documents(self, documents: Sequence[Document], query: str,
+                           callbacks: Callbacks | None = None) -> Sequence[Document]:
+        return list(documents)[: self.top_n]
+
+
+class LanguageRoutedReranker(BaseDocumentCompressor):
+    """Send each query to the reranker for its language (introduced in notebook 02).
+
+    A reranker's training data decides where it works: the packaged cross-encoder learned English
+    MS MARCO and pushes good Chinese passages down. `routes` maps "en" / "zh" to a compressor; a
+    language without a route keeps the first stage's order (`KeepOrder`).
+    """
+
+    routes: dict[str, BaseDocumentCompressor]
+    top_n: int = 10
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    def route_for(self, query: str) -> BaseDocumentCompressor:
+        return self.routes.get(detect_language(query)) or KeepOrder(top_n=self.top_n)
+
+    def compress_documents(self, documents: Sequence[Document], query: str,
+                           callbacks: Callbacks | None = None) -> Sequence[Document]:
+        return list(self.route_for(query).compress_documents(documents, query, callbacks=callbacks))[: self.top_n]
+
+
+def default_reranker(top_n: int = 10, llm: BaseChatModel | None = None,
+                     chinese: str = "first_stage") -> LanguageRoutedReranker:
+    """The course's reranker: the configured cross-encoder for the languages it knows; for Chinese with the
+    packaged English model, `chinese` decides — "first_stage" (keep the fused order: measured best in
+    notebook 02), "cross_encoder", or "llm" (the chat model's P(yes) asked in Chinese; needs `llm`)."""
+    model = get_cross_encoder()
+    ce = cross_encoder_reranker(top_n, model)
+    routes: dict[str, BaseDocumentCompressor] = {language: ce for language in cross_encoder_languages(model)}
+    if "zh" not in routes:
+        if chinese == "cross_encoder":
+            routes["zh"] = ce
+        elif chinese == "llm":
+            if llm is None:
+                raise ValueError("default_reranker(chinese='llm') needs the chat model: pass llm=get_chat_model()")
+            routes["zh"] = ScoredCrossEncoderReranker(
+                model=LLMRelevanceScorer(llm, prompt=RELEVANCE_PROMPTS["zh"]), top_n=top_n)
+        elif chinese != "first_stage":
+            raise ValueError(f"chinese={chinese!r}: use 'first_stage', 'cross_encoder' or 'llm'")
+    return LanguageRoutedReranker(routes=routes, top_n=top_n)
+
+
+def neighbour_context(document: Document, neighbours, max_chars: int = 1500) -> str:
+    """The chunk with the end of the chunk before it and the start of the chunk after it, in document
+    order, at most `max_chars` characters: what a pointwise scorer reads in a contextual rerank."""
+    source, index = document.metadata["source"], document.metadata["chunk_index"]
+    before, after = neighbours.get(source, index - 1), neighbours.get(source, index + 1)
+    room = max(0, max_chars - len(document.page_content)) // 2
+    head = before.page_content[-room:] if before is not None and room else ""
+    tail = after.page_content[:room] if after is not None and room else ""
+    return "\n".join(part for part in (head, document.page_content, tail) if part)
+
+
+class NeighbourContextReranker(ScoredCrossEncoderReranker):
+    """Pointwise contextual rerank (notebook 02): each candidate is scored together with its neighbours
+    in its document (`neighbour_context`), so "the relationship between the two is…" is judged with the
+    text that says what the two are. The candidates themselves are returned unchanged, best first."""
+
+    neighbours: Any
+    max_chars: int = 1500
+
+    def compress_documents(self, documents: Sequence[Document], query: str,
+                           callbacks: Callbacks | None = None) -> Sequence[Document]:
+        texts = [neighbour_context(d, self.neighbours, self.max_chars) for d in documents]
+        scores = score_pairs(self.model, [(query, text) for text in texts], callbacks)
+        ranked = [with_score(d, s) for d, s in sorted(zip(documents, scores), key=lambda pair: pair[1], reverse=True)]
+        if self.first_stage_weight > 0:
+            weights = [self.first_stage_weight, 1 - self.first_stage_weight]
+            ranked = reciprocal_rank_fusion([list(documents), ranked], weights, id_key=None)
+        return ranked[: self.top_n]
+
+
+class RelevantPassages(BaseModel):
+    """Which of the numbered passages help answer the question."""
+
+    relevant_ids: list[int] = Field(description="the numbers of the passages that help answer the question, most useful first")
+
+
+CONTEXTUAL_PROMPT = {
+    "en": ("Below are search results for a question, laid out in the order they appear in their documents, "
+           "so each passage can be read with the ones around it. Passages in the same document follow each other.\n\n"
+           "{listing}\n\nQuestion: {question}\n\nList the numbers of the passages that help answer the question."),
+    "zh": ("下面是针对一个问题的搜索结果，按它们在原文档中的顺序排列，每段可以结合前后文来读；同一文档的段落前后相接。\n\n"
+           "{listing}\n\n问题：{question}\n\n列出有助于回答该问题的段落编号。"),
+}
+
+
+def document_order(documents: Sequence[Document]) -> list[int]:
+    """Positions of `documents` sorted by (source, chunk_index): the order they stand in their files."""
+    return sorted(range(len(documents)),
+                  key=lambda i: (str(documents[i].metadata.get("source", "")), documents[i].metadata.get("chunk_index", 0), i))
+
+
+class ContextualListwiseReranker(BaseDocumentCompressor):
+    """The deep-agent design's contextual rerank with the chat model, in ONE call (notebook 02): the
+    candidates laid out in document order and judged together with the query. The passages it names
+    come first (in its order), the others follow in the first stage's order; ids it invents are ignored."""
+
+    llm: BaseChatModel
+    top_n: int = 10
+    max_chars: int = 600
+
+    model_config = {"arbitrary_types_allowed": True}
+
+    def compress_documents(self, documents: Sequence[Document], query: str,
+                           callbacks: Callbacks | None = None) -> Sequence[Document]:
+        documents = list(documents)
+        if not documents:
+            return []
+        order = document_order(documents)
+        listing = "\n\n".join(
+            f"[{n}] ({documents[i].metadata.get('source', '?')}, part {documents[i].metadata.get('chunk_index', '?')})\n"
+            f"{documents[i].page_content[: self.max_chars]}" for n, i in enumerate(order, 1))
+        prompt = CONTEXTUAL_PROMPT[detect_language(query)].format(listing=listing, question=query)
+        answer = invoke_structured(self.llm, RelevantPassages, prompt, config={"callbacks": callbacks})
+        named = [order[n - 1] for n in dict.fromkeys(answer.relevant_ids) if 1 <= n <= len(order)]
+        ranked = [documents[i] for i in named] + [d for i, d in enumerate(documents) if i not in named]
+        return [with_score(d, 1.0 if i < len(named) else 0.0) for i, d in enumerate(ranked)][: self.top_n]
 
 
 class RankedDocuments(BaseModel):

