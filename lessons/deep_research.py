@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 from lessons.context_expansion import ChunkNeighbours, expand_hits
 from lessons.ingest import PAGED_FORMATS, split_sections
 from lessons.knowledge_base import BILINGUAL_SEPARATORS
+from lessons.prompt_safety import DATA_RULE, as_data
 from lessons.structured import invoke_structured
 from lessons.three_agents import RESEARCH_PROMPT, ResearchDraft, format_context, not_in_documents_answer
 
@@ -214,8 +215,9 @@ class ChunkSearch:
     Introduced in notebook 07 (deep-research agent). `retriever` is a hybrid retriever returning at
     least `candidates` chunks (`lessons.document_processor.hybrid_over(chunks, store, k=20)`). The
     hits are expanded with their neighbours (`lessons.context_expansion.expand_hits`; a hit inside a
-    better block joins it) and the best `top` blocks are reranked as whole passages (notebook 02's
-    contextual rerank; `top` reranker calls per search). The sub-agent is shown the first `shown`
+    better block joins it) and the best `top` blocks are reranked as whole passages by `reranker`, any
+    LangChain document compressor — in the notebook `lessons.rerank.default_reranker(top)` (the
+    cross-encoder for English questions, the routed choice for Chinese). The sub-agent is shown the first `shown`
     hits' own chunks, cut to `snippet_chars`, with the page each sits on — to read more, it reads the page.
     """
 
@@ -277,7 +279,7 @@ DECIDE_PROMPT = """You research a question in a document collection, one step at
 the question the notes below do not answer yet. Then choose the next step:
 - search: look for that missing part with a short new query (keywords, not the whole question again);
 - read_page: read the whole page a search result comes from, when a result looks promising but is cut off
-  (give its source and page exactly as shown);
+  (give its source file and page number exactly as its source="…" label shows them);
 - answer: when the notes answer every part of the question.
 
 Two examples of good steps, from other documents (never copy their words):
@@ -285,8 +287,8 @@ Two examples of good steps, from other documents (never copy their words):
   → reason "authors of the honey cake recipes", action "search", query "honey cake recipe author".
 - Question "How long does the lemon tart bake?"; a result shows the start of the tart recipe, cut off ("[…]")
   before the baking step → reason "baking time of the lemon tart", action "read_page", and the source_id and
-  page_index printed in that result's brackets.
-Use only sources and pages that appear in the notes below.
+  page_index from that result's source="…" label.
+Use only sources and pages that appear in the notes below. <<DATA_RULE>>
 
 Question: {question}
 
@@ -295,7 +297,7 @@ Notes so far:
 
 Searches done (do not repeat them): {searches}
 Pages you can read: {readable}
-{steps_left} step(s) left. Choose the next step."""
+{steps_left} step(s) left. Choose the next step.""".replace("<<DATA_RULE>>", DATA_RULE)
 
 FORCED_ANSWER_REASON = "step cap reached: answer from the notes"
 FULL_TEXT = "full_text"  # metadata key: the whole chunk behind a search snippet
@@ -312,8 +314,11 @@ def where(document: Document) -> str:
 def render_notes(observations: Sequence[Observation], max_chars: int = 3500) -> str:
     """The scratchpad as the sub-agent reads it: every step, its evidence numbered [1], [2], … across steps.
 
-    Introduced in notebook 07 (deep-research agent). Newest steps are shown in full; when the notes
-    exceed `max_chars`, older steps keep only their header and sources (a small model's window is small).
+    Introduced in notebook 07 (deep-research agent). Each piece of evidence is document text, so it is
+    quoted as a delimited data block (`lessons.prompt_safety.as_data`: `<document number="1"
+    source="guide.md, page 2">` … `</document>`; `DECIDE_PROMPT` carries `DATA_RULE`). Newest steps are
+    shown in full; when the notes exceed `max_chars`, older steps keep only their header and sources
+    (a small model's window is small).
     """
     blocks, number = [], 0
     for step, observation in enumerate(observations, 1):
@@ -324,7 +329,7 @@ def render_notes(observations: Sequence[Observation], max_chars: int = 3500) -> 
             brief.append(f"  ERROR: {observation.error}")
         for document in observation.evidence:
             number += 1
-            lines.append(f"  [{number}] ({where(document)}) {_collapse(document.page_content)}")
+            lines.append(as_data(_collapse(document.page_content), number=number, source=where(document)))
             brief.append(f"  [{number}] ({where(document)}) …")
         blocks.append(("\n".join(lines), "\n".join(brief)))
     shown = [full for full, _ in blocks]
