@@ -32,6 +32,7 @@ from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
 from lessons.ingest import detect_language
+from lessons.prompt_safety import DATA_RULE, as_data
 from lessons.rerank import RELEVANCE_PROMPTS, LLMRelevanceScorer
 from lessons.structured import invoke_structured
 
@@ -73,12 +74,12 @@ class DraftAnswer(BaseModel):
 
 GRADE_PROMPT = """You judge search results. Does the document contain information that answers the question?
 Say "yes" only if the document states facts that answer it (fully or in part). A document about the same
-company or topic that does not answer this question is "no".
+company or topic that does not answer this question is "no". <<DATA_RULE>>
 
 Question: {question}
 
 Document:
-{document}"""
+{document}""".replace("<<DATA_RULE>>", DATA_RULE)
 
 REWRITE_PROMPT = """A search for the question below found nothing useful. Write a NEW search query for the same
 question. Do not repeat the question or a query already tried: use other keywords, synonyms and the terms a
@@ -95,12 +96,12 @@ DEFAULT_THRESHOLDS = {"en": 0.71, "zh": 0.75}
 
 ANSWER_PROMPT = """Answer the question using ONLY the documents below. Do not use anything you know from elsewhere.
 If the documents do not contain the answer, set found to "no". Answer in the question's language, in one to
-three sentences.
+three sentences. <<DATA_RULE>>
 
 Question: {question}
 
 Documents:
-{documents}"""
+{documents}""".replace("<<DATA_RULE>>", DATA_RULE)
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ class StructuredGrader:
 
     def __call__(self, question: str, documents: Sequence[Document]) -> list[Grade]:
         return [
-            Grade(invoke_structured(self.model, GradeDocuments, self.prompt.format(question=question, document=d.page_content)))
+            Grade(invoke_structured(self.model, GradeDocuments, self.prompt.format(question=question, document=as_data(d.page_content))))
             for d in documents
         ]
 
@@ -270,7 +271,7 @@ def not_in_kb_answer(question: str) -> str:
 
 
 def _format_documents(documents: Sequence[Document]) -> str:
-    return "\n\n".join(f"[{i}] {doc.page_content}" for i, doc in enumerate(documents, 1))
+    return "\n\n".join(as_data(doc.page_content, number=i, source=doc.metadata.get("source")) for i, doc in enumerate(documents, 1))
 
 
 def build_grading_loop(

@@ -13,13 +13,18 @@ from lessons.grading import (
 )
 
 
+def inside(text):
+    """The text of the first <document> block in `text` (prompts quote documents as delimited data)."""
+    return text.split(">\n", 1)[1].split("\n</document>", 1)[0] if text.startswith("<document") else text
+
+
 def scripted(grade, answer=None, found="yes"):
     """A model that grades with grade(document_text) and answers with `answer`, by the tool it is asked for."""
 
     def reply(messages, tools):
         prompt = messages[0].content
         if tools == ["GradeDocuments"]:
-            return {"binary_score": grade(prompt.split("Document:\n", 1)[1])}
+            return {"binary_score": grade(inside(prompt.split("Document:\n", 1)[1]))}
         if tools == ["RewrittenQuery"]:
             return {"query": f"rewritten {prompt.count(';') + 1}", "new_keywords": ["synonym"]}
         if tools == ["DraftAnswer"]:
@@ -135,7 +140,7 @@ def judged_by_passage(probabilities):
 
     def reply(messages, tools):
         marker = "Search result:\n" if "Search result:\n" in messages[-1].content else "搜索结果：\n"
-        passage = messages[-1].content.split(marker, 1)[1].split("\n", 1)[0]
+        passage = inside(messages[-1].content.split(marker, 1)[1]).split("\n", 1)[0]
         p = probabilities[passage]
         top = [{"token": "yes", "logprob": math.log(p)}, {"token": "no", "logprob": math.log(1 - p)}]
         first = "yes" if p >= 0.5 else "no"
