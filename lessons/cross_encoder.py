@@ -153,6 +153,17 @@ def _load(name: str, threads: int) -> _OnnxModel:
     return _OnnxModel(verified_model_dir(name), threads)
 
 
+# Scores already computed in this process, keyed by a hash of the pair: rerankers that see the same
+# candidates again (a routed reranker, a grader after a reranker, a re-run cell) cost nothing twice.
+MAX_REMEMBERED = 200_000
+_SCORES: dict[str, float] = {}
+_SCORES_LOCK = threading.Lock()
+
+
+def _pair_key(max_tokens: int, query: str, passage: str) -> str:
+    return hashlib.sha256(f"{max_tokens}\x00{query}\x00{passage}".encode()).hexdigest()
+
+
 def _sigmoid(values: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-values))
 
@@ -176,13 +187,19 @@ class OnnxCrossEncoder(BaseCrossEncoder):
         self.model = _load(self.name, threads or _threads())
 
     def score(self, text_pairs: Sequence[tuple[str, str]]) -> list[float]:
-        scores: list[float] = []
-        for start in range(0, len(text_pairs), self.batch_size):
-            batch = text_pairs[start : start + self.batch_size]
-            feeds = self.model.encode([q for q, _ in batch], [p for _, p in batch], self.max_tokens)
+        """One probability per pair; a pair scored before in this process is not run through the model again."""
+        keys = [_pair_key(self.max_tokens, q, p) for q, p in text_pairs]
+        todo = list({key: pair for key, pair in zip(keys, text_pairs) if key not in _SCORES}.items())
+        for start in range(0, len(todo), self.batch_size):
+            batch = todo[start : start + self.batch_size]
+            feeds = self.model.encode([q for _, (q, _) in batch], [p for _, (_, p) in batch], self.max_tokens)
             logits = self.model.run(feeds).reshape(len(batch), -1)[:, 0]
-            scores.extend(float(s) for s in _sigmoid(logits))
-        return scores
+            with _SCORES_LOCK:
+                for (key, _), value in zip(batch, _sigmoid(logits)):
+                    _SCORES[key] = float(value)
+                while len(_SCORES) > MAX_REMEMBERED:
+                    _SCORES.pop(next(iter(_SCORES)))
+        return [_SCORES[key] for key in keys]
 
     def __repr__(self) -> str:
         return f"OnnxCrossEncoder({MODEL_CARDS[self.name]})"

@@ -45,9 +45,23 @@ def test_the_cross_encoder_ranks_the_answer_above_an_off_topic_passage():
 
 def test_batching_does_not_change_the_scores():
     pairs = [(QUESTION, ANSWER), (QUESTION, OFF_TOPIC), (QUESTION, ANSWER + " " + OFF_TOPIC)] * 3
+    cross_encoder._SCORES.clear()
     one_by_one = OnnxCrossEncoder(batch_size=1).score(pairs)
+    cross_encoder._SCORES.clear()
     batched = OnnxCrossEncoder(batch_size=4).score(pairs)
     assert batched == pytest.approx(one_by_one, abs=1e-4)
+
+
+def test_a_pair_scored_before_is_not_run_through_the_model_again(monkeypatch):
+    cross_encoder._SCORES.clear()
+    model = OnnxCrossEncoder(batch_size=2)
+    runs = []
+    real_run = model.model.run
+    monkeypatch.setattr(model.model, "run", lambda feeds: runs.append(len(feeds["input_ids"])) or real_run(feeds))
+    first = model.score([(QUESTION, ANSWER), (QUESTION, OFF_TOPIC), (QUESTION, ANSWER)])
+    assert runs == [2]  # the repeated pair inside one call is scored once
+    assert model.score([(QUESTION, OFF_TOPIC), (QUESTION, ANSWER)]) == [first[1], first[0]]
+    assert runs == [2]
 
 
 def test_long_passages_are_cut_to_the_model_window_not_rejected():
