@@ -60,8 +60,8 @@ _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 _EMPTY_LINK = re.compile(r"\[\s*\]\([^)]*\)")
 _LINK = re.compile(r"\[((?:[^\[\]]|\[[^\]]*\])*)\]\(([^)\s]*)(?:\s+\"[^\"]*\")?\)")
 _AUTOLINK = re.compile(r"<((?:https?://|mailto:)[^>\s]+|[\w.+-]+@[\w-]+(?:\.[\w-]+)+)>")
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_INLINE_TAG = re.compile(r"</?(b|strong|i|em|code|a|span|sup|sub|kbd|br|img)\b[^>]*/?>", re.I)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_INLINE_TAG = re.compile(r"</?(b|strong|i|em|code|a|span|sup|sub|kbd|br|img)\b[^>]*/?>", re.IGNORECASE)
 _ALERT = re.compile(r"^(\s*>\s*)\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _PLACEHOLDER = "\ue000"  # stands for a code span while the prose around it is rendered
@@ -347,7 +347,7 @@ def build(out: Path = OUT, *, repin: bool = False, write: bool = True) -> dict[s
     files[MANIFEST.name] = manifest_text(rendered)
     if write:
         out.mkdir(parents=True, exist_ok=True)
-        for stale in set(p.name for p in out.glob("*.md")) - set(files):
+        for stale in {p.name for p in out.glob("*.md")} - set(files):
             (out / stale).unlink()
         for name, text in files.items():
             (out / name).write_text(text, encoding="utf-8")

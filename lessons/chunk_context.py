@@ -25,7 +25,7 @@ from langchain_core.documents import Document
 from lessons.retrieval import tokenize_bilingual
 
 CONTEXT_SEPARATOR = " > "
-_VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)(?![\w.]*\w)", re.I)
+_VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)(?![\w.]*\w)", re.IGNORECASE)
 
 
 def context_header(metadata: dict) -> str:
