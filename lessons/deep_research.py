@@ -251,6 +251,35 @@ class ChunkSearch:
         return Observation("search", f"search({query!r})", tuple(evidence))
 
 
+RERANKERS = ("default", "llm", "none")
+
+
+def search_reranker(name: str, llm: BaseChatModel | None = None, top_n: int = 10) -> Any:
+    """The search tool's reranker by name. Introduced in notebook 07 (deep-research agent).
+
+    - "default": `lessons.rerank.default_reranker(top_n, llm)` — the relevance model (the cross-encoder)
+      for English questions and the course's routed choice for Chinese ones;
+    - "llm": the chat model's P(yes) blended with the first stage (notebook 02), kept as a measured
+      comparison — `top_n` model calls per search;
+    - "none": no reranker (the first stage's order).
+    """
+    if name == "default":
+        from lessons.rerank import default_reranker
+
+        return default_reranker(top_n, llm=llm)
+    if name == "llm":
+        if llm is None:
+            raise ValueError("search_reranker('llm') needs the chat model: pass llm=get_chat_model()")
+        from lessons.rerank import llm_reranker
+        from lessons.retrieval_evaluation import BLEND_WEIGHT
+
+        return llm_reranker(llm, top_n=top_n, max_chars=600, first_stage_weight=BLEND_WEIGHT)
+    if name == "none":
+        return None
+    raise ValueError(f"unknown reranker {name!r}: use one of {', '.join(map(repr, RERANKERS))} "
+                     "(the RERANKER parameter of notebook 07)")
+
+
 # ---------------------------------------------------------------- the sub-agent's typed decision
 
 

@@ -11,7 +11,7 @@ asked) and seconds. The judge's own calls are not counted.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ import pandas as pd
 from langchain_core.language_models import BaseChatModel
 
 from lessons.corpus import GoldQuestion, sample_by_language
-from lessons.deep_research import DeepResearchAgent
+from lessons.deep_research import FULL_TEXT, DeepResearchAgent, Observation
 from lessons.evaluation import Pipeline, judge_completeness, metered
 from lessons.metrics import quotes_found
 from lessons.three_agent_eval import contradiction_handling
@@ -139,3 +139,24 @@ def compare_methods(runs: Sequence[MethodRun], by: str | None = None) -> pd.Data
 def summary_rows(runs: Sequence[MethodRun]) -> list[dict[str, Any]]:
     """`compare_methods` as plain rows (for a test or a report). Introduced in notebook 07 (deep-research agent)."""
     return compare_methods(runs).reset_index().to_dict("records")
+
+
+def search_recall(questions: Sequence[GoldQuestion], searches: Mapping[str, Callable[[str], Observation]]) -> pd.DataFrame:
+    """What the sub-agent's first search shows it, per reranker: one row per (question, reranker) with the
+    evidence recall of the shown hits (their whole chunks) and the seconds the search took.
+
+    Introduced in notebook 07 (deep-research agent). `searches` maps a label to a search tool
+    (`lessons.deep_research.ChunkSearch` with a different `reranker` each); each is asked the gold question.
+    """
+    rows = []
+    for question in questions:
+        for label, search in searches.items():
+            started = time.perf_counter()
+            observation = search(question.question)
+            seconds = time.perf_counter() - started
+            if observation.error:
+                raise ValueError(f"search {label!r} failed on {question.id}: {observation.error}")
+            texts = [d.metadata.get(FULL_TEXT, d.page_content) for d in observation.evidence]
+            rows.append({"id": question.id, "type": question.type, "language": question.language, "reranker": label,
+                         "evidence recall": evidence_recall(texts, question.evidence), "seconds": seconds})
+    return pd.DataFrame(rows)

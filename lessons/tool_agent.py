@@ -177,3 +177,25 @@ def message_rows(messages: Sequence[AnyMessage], width: int = 160) -> list[dict[
         who = f"tool {message.name}" if isinstance(message, ToolMessage) else message.type
         rows.append({"message": who, "tool calls": calls, "text": " ".join(str(message.content).split())[:width]})
     return rows
+
+
+def scripted_researcher(planned_calls: Sequence[tuple[str, dict[str, Any]]], closing_text: str):
+    """A `ScriptedChatModel` that plays a tool-calling model: while tools are offered it makes the next of
+    `planned_calls` (one per turn, in order), and replies `closing_text` when they run out or when it is
+    asked without tools (at the cap). Introduced in notebook 07 (deep-research agent): it shows the loop
+    working offline — its calls are scripted, the tools' results are real.
+    """
+    from lessons.fakes import ScriptedChatModel
+
+    planned = list(planned_calls)
+
+    def turn(messages: list[AnyMessage], tool_names: list[str]) -> Any:
+        done = sum(isinstance(m, ToolMessage) for m in messages)
+        if not tool_names or done >= len(planned):
+            return closing_text
+        name, args = planned[done]
+        if name not in tool_names:
+            raise ValueError(f"scripted call {done + 1} names the tool {name!r}: the agent offers {', '.join(tool_names)}")
+        return AIMessage("", tool_calls=[{"name": name, "args": dict(args), "id": f"scripted-{done + 1}"}])
+
+    return ScriptedChatModel(default=turn)

@@ -5,6 +5,7 @@ from langchain_core.documents import Document
 
 from lessons.deep_research import (
     FORCED_ANSWER_REASON,
+    REPEATED_SEARCH,
     ChunkSearch,
     DeepResearchAgent,
     MainAgent,
@@ -13,16 +14,16 @@ from lessons.deep_research import (
     PageNotFound,
     PageStore,
     ResearchDecision,
-    REPEATED_SEARCH,
     answer_context,
     choose_query,
+    citations_from,
     decide_prompt,
     last_decision_prompt,
-    citations_from,
-    paginate,
     pages_from_documents,
+    paginate,
     read_page,
     render_notes,
+    search_reranker,
     standalone_question,
     trace_rows,
 )
@@ -347,3 +348,16 @@ def test_on_the_course_knowledge_base_every_chunk_has_a_page_and_gold_pages_hold
         following = read_page(pages, ref.file, ref.page + 1, max_chars=10_000)  # a quote may run over a page break
         text += " " + (following.evidence[0].page_content if following.evidence else "")
         assert any(find_evidence(quote, text) for quote in question.evidence), (question.id, ref.file, ref.page)
+
+
+def test_the_search_reranker_by_name_and_a_clear_error_for_a_bad_one():
+    from lessons.rerank import LanguageRoutedReranker, ScoredCrossEncoderReranker
+
+    assert search_reranker("none") is None
+    llm_based = search_reranker("llm", ScriptedChatModel(), top_n=5)
+    assert isinstance(llm_based, ScoredCrossEncoderReranker) and llm_based.top_n == 5
+    with pytest.raises(ValueError, match="needs the chat model"):
+        search_reranker("llm")
+    with pytest.raises(ValueError, match="unknown reranker 'cohere': use one of 'default', 'llm', 'none'"):
+        search_reranker("cohere")
+    assert isinstance(search_reranker("default", top_n=5), LanguageRoutedReranker)

@@ -1,10 +1,11 @@
 """Measuring the sub-agent against single-shot RAG with scripted models: correctness, evidence recall, cost."""
 
 import pandas as pd
+import pytest
 from langchain_core.documents import Document
 
 from lessons.corpus import GoldQuestion, SourceRef, load_gold
-from lessons.deep_research import DeepResearchAgent, Observation, Page, PageStore
+from lessons.deep_research import FULL_TEXT, DeepResearchAgent, Observation, Page, PageStore
 from lessons.deep_research_eval import (
     DEEP,
     SINGLE_SHOT,
@@ -13,6 +14,7 @@ from lessons.deep_research_eval import (
     measure_sample,
     run_deep_research,
     run_single_shot,
+    search_recall,
 )
 from lessons.evaluation import PipelineResult
 from lessons.fakes import ScriptedChatModel
@@ -85,7 +87,7 @@ def test_an_abstention_scores_zero_without_asking_the_judge():
 
 def test_single_shot_reads_only_its_top_k_and_a_judge_failure_is_recorded():
     retrieved = [Document("Guard is in Business and Enterprise."), Document("x"), Document("Atlas 4.2 was released on 1 July 2026.")]
-    pipeline = lambda question: PipelineResult("Business and Enterprise.", False, retrieved, retrieved[:2])  # noqa: E731
+    pipeline = lambda question: PipelineResult("Business and Enterprise.", False, retrieved, retrieved[:2])
     broken_judge = ScriptedChatModel(default=lambda messages, tools: "no function call")
     run = run_single_shot(QUESTION, pipeline, broken_judge, k=2)
     assert run.method == SINGLE_SHOT and run.evidence_recall == 0.5 and run.tool_calls == 1
@@ -99,7 +101,7 @@ def test_compare_methods_averages_per_method_and_type():
     answer = {"answer": "Business and Enterprise.", "cited_chunks": [1], "found": "yes"}
     deep = run_deep_research(QUESTION, DeepResearchAgent(model_for([decision], answer, "no"), search, PAGES),
                              model_for([], answer, "no"))
-    pipeline = lambda question: PipelineResult("x", True, [], [])  # noqa: E731
+    pipeline = lambda question: PipelineResult("x", True, [], [])
     shot = run_single_shot(QUESTION, pipeline, model_for([], answer), k=3)
     table = compare_methods([deep, shot])
     assert list(table.index) == [DEEP, SINGLE_SHOT]
@@ -115,3 +117,16 @@ def test_the_measure_sample_is_balanced_seeded_and_ends_with_the_contradiction()
         [("table", "en"), ("table", "zh"), ("contradiction", "en")]
     assert [q.id for q in sample] == [q.id for q in measure_sample(gold, 4, 2, seed=3)]
     assert [q.type for q in measure_sample(gold, 1, 0, seed=3)] == ["multi_hop", "contradiction"]
+
+
+def test_search_recall_reads_the_whole_chunks_behind_the_shown_hits_per_reranker():
+    def snippet_search(query):  # the snippet is cut; the whole chunk holds the quote
+        hit = Document("Guard is in […]", metadata={"source": "w.pdf", "page": 4, "kind": "chunk",
+                                                    FULL_TEXT: "Guard is in Business and Enterprise."})
+        return Observation("search", f"search({query!r})", (hit,))
+
+    table = search_recall([QUESTION], {"cut": snippet_search, "nothing": lambda q: Observation("search", "s")})
+    assert list(table["reranker"]) == ["cut", "nothing"] and list(table["id"]) == ["en-x", "en-x"]
+    assert list(table["evidence recall"]) == [0.5, 0.0]
+    with pytest.raises(ValueError, match="search 'broken' failed on en-x: no index"):
+        search_recall([QUESTION], {"broken": lambda q: Observation("search", "s", error="no index")})

@@ -15,6 +15,7 @@ from lessons.tool_agent import (
     probe_tool_calling,
     research_tools,
     run_tool_agent,
+    scripted_researcher,
 )
 
 PAGES = PageStore([Page("handbook.docx", 1, "Leave", "Lisbon staff get 25 days of annual leave. PAGE-MARKER")])
@@ -113,3 +114,19 @@ def test_the_probe_tells_a_tool_call_from_a_call_written_as_text():
 def test_a_cap_below_one_is_an_error():
     with pytest.raises(ValueError, match="max_steps must be at least 1"):
         build_tool_agent(ScriptedChatModel(), TOOLS, max_steps=0)
+
+
+@pytest.mark.parametrize("cap, expected_calls, at_cap", [(1, 1, True), (2, 2, True), (5, 2, False)])
+def test_the_scripted_researcher_plays_its_calls_then_closes(cap, expected_calls, at_cap):
+    QUERIES.clear()
+    model = scripted_researcher([("search_chunks", {"query": "leave"}),
+                                 ("read_page", {"source_id": "handbook.docx", "page_index": 1})], "SCRIPTED closing")
+    run = run_tool_agent(build_tool_agent(model, TOOLS, max_steps=cap), "How many leave days?", cap)
+    assert run.tool_calls == expected_calls and run.answer == "SCRIPTED closing" and run.at_cap is at_cap
+    assert QUERIES == ["leave"]
+
+
+def test_a_scripted_call_of_a_tool_the_agent_lacks_is_a_clear_error():
+    model = scripted_researcher([("web_search", {"query": "x"})], "closing")
+    with pytest.raises(ValueError, match="names the tool 'web_search': the agent offers search_chunks, read_page"):
+        run_tool_agent(build_tool_agent(model, TOOLS), "q")
