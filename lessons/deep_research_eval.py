@@ -160,3 +160,51 @@ def search_recall(questions: Sequence[GoldQuestion], searches: Mapping[str, Call
             rows.append({"id": question.id, "type": question.type, "language": question.language, "reranker": label,
                          "evidence recall": evidence_recall(texts, question.evidence), "seconds": seconds})
     return pd.DataFrame(rows)
+
+
+def _direction(a: float, b: float, more: str, less: str, same: str = "the same") -> str:
+    return more if a > b else less if a < b else same
+
+
+def comparison_findings(runs: Sequence[MethodRun]) -> list[str]:
+    """The measurement's findings as Markdown bullets, every figure and direction computed from `runs`.
+
+    Introduced in notebook 07 (deep-research agent): correct answers per method, evidence recall per
+    question type, how often the step cap (not the model) ended the research, pages read, the cost
+    ratio, and what each method did with the contradiction case.
+    """
+    table = runs_table(runs)
+    methods = set(table["method"])
+    if methods != {DEEP, SINGLE_SHOT}:
+        raise ValueError(f"comparison_findings needs runs of both {DEEP!r} and {SINGLE_SHOT!r}; got {sorted(methods)}")
+    summary = compare_methods(runs)
+    deep, shot = summary.loc[DEEP], summary.loc[SINGLE_SHOT]
+    n = int(deep["questions"])
+    right = {m: int(table.loc[table["method"] == m, "correct"].fillna(0).sum()) for m in (DEEP, SINGLE_SHOT)}
+    gap = right[DEEP] - right[SINGLE_SHOT]
+    verdict = (f"deep research answered {gap} more correctly" if gap > 0 else
+               f"single-shot answered {-gap} more correctly" if gap < 0 else "the same count")
+    failures = int(summary["judge failures"].sum())
+    lines = [f"**Correct: deep research {right[DEEP]} of {n}, single-shot hybrid {right[SINGLE_SHOT]} of {n}** — "
+             f"{verdict}. One question moves a share by {1 / n:.2f}: read directions, not decimals"
+             + (f"; {failures} judge failure(s), counted, not guessed." if failures else ".")]
+    recall = compare_methods(runs, by="type")["evidence recall"]
+    parts = []
+    for kind in dict.fromkeys(table["type"]):
+        d, s = recall.loc[(DEEP, kind)], recall.loc[(SINGLE_SHOT, kind)]
+        parts.append(f"{kind.replace('_', '-')} {d:.2f} against {s:.2f} ({_direction(d, s, 'deep research read more', 'single-shot read more')})")
+    lines.append("**Evidence recall** (deep research against single-shot): " + "; ".join(parts) + ".")
+    deep_rows = table[table["method"] == DEEP]
+    capped, reading = int(deep_rows["at the cap"].sum()), int((deep_rows["pages read"] > 0).sum())
+    lines.append(f"**Who ended the research**: the step cap in {capped} of {n} questions, the model's own `answer` "
+                 f"in {n - capped}; it read a page in {reading} of {n}.")
+    token_ratio = deep["tokens"] / shot["tokens"] if shot["tokens"] else float("nan")
+    time_ratio = deep["seconds"] / shot["seconds"] if shot["seconds"] else float("nan")
+    lines.append(f"**Cost per question**: {deep['LLM calls']:.1f} model calls and {deep['tokens']:,.0f} tokens against "
+                 f"{shot['LLM calls']:.1f} and {shot['tokens']:,.0f} — {token_ratio:.1f}× the tokens and "
+                 f"{time_ratio:.1f}× the seconds ({deep['seconds']:.0f} s against {shot['seconds']:.0f} s).")
+    case = table[table["type"] == "contradiction"]
+    if len(case):
+        lines.append("**The contradiction case** (`contradiction_handling`): " + "; ".join(
+            f"{method}: {handling or 'not read'}" for method, handling in zip(case["method"], case["contradiction"])) + ".")
+    return lines

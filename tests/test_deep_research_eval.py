@@ -9,7 +9,9 @@ from lessons.deep_research import FULL_TEXT, DeepResearchAgent, Observation, Pag
 from lessons.deep_research_eval import (
     DEEP,
     SINGLE_SHOT,
+    MethodRun,
     compare_methods,
+    comparison_findings,
     evidence_recall,
     measure_sample,
     run_deep_research,
@@ -130,3 +132,32 @@ def test_search_recall_reads_the_whole_chunks_behind_the_shown_hits_per_reranker
     assert list(table["evidence recall"]) == [0.5, 0.0]
     with pytest.raises(ValueError, match="search 'broken' failed on en-x: no index"):
         search_recall([QUESTION], {"broken": lambda q: Observation("search", "s", error="no index")})
+
+
+def _run(qid, kind, method, correct, recall, at_cap=0.0, pages=0, tokens=100, contradiction=""):
+    return MethodRun(id=qid, type=kind, language="en", method=method, answer="a", answered=True, correct=correct,
+                     judge_status="judged" if correct is not None else "judge_failed", evidence_recall=recall,
+                     tool_calls=3 if method == DEEP else 1, pages_read=pages, llm_calls=3 if method == DEEP else 1,
+                     tokens=tokens, seconds=2.0, contradiction=contradiction, at_cap=at_cap)
+
+
+def test_findings_are_computed_from_the_runs_and_follow_the_sign():
+    runs = [_run("q1", "multi_hop", DEEP, 1.0, 1.0, at_cap=1.0, pages=1, tokens=400),
+            _run("q1", "multi_hop", SINGLE_SHOT, 0.0, 0.5),
+            _run("q2", "contradiction", DEEP, None, 0.0, tokens=400, contradiction="states the conflict"),
+            _run("q2", "contradiction", SINGLE_SHOT, 1.0, 0.5, contradiction="follows the consistent sources")]
+    text = "\n".join(comparison_findings(runs))
+    assert "deep research 1 of 2, single-shot hybrid 1 of 2** — the same count" in text
+    assert "1 judge failure(s)" in text and "moves a share by 0.50" in text
+    assert "multi-hop 1.00 against 0.50 (deep research read more)" in text
+    assert "contradiction 0.00 against 0.50 (single-shot read more)" in text
+    assert "the step cap in 1 of 2 questions, the model's own `answer` in 1; it read a page in 1 of 2" in text
+    assert "4.0× the tokens" in text
+    assert "deep research: states the conflict; single-shot hybrid: follows the consistent sources" in text
+    better = [_run("q1", "table", DEEP, 1.0, 1.0), _run("q1", "table", SINGLE_SHOT, 0.0, 1.0)]
+    assert "deep research answered 1 more correctly" in comparison_findings(better)[0]
+    assert "(the same)" in comparison_findings(better)[1]
+    worse = [_run("q1", "table", DEEP, 0.0, 1.0), _run("q1", "table", SINGLE_SHOT, 1.0, 1.0)]
+    assert "single-shot answered 1 more correctly" in comparison_findings(worse)[0]
+    with pytest.raises(ValueError, match="needs runs of both"):
+        comparison_findings(better[:1])
