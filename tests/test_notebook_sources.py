@@ -1,8 +1,10 @@
-"""The notebooks in solutions/ and notebooks/ are exactly what their masters (masters/NN_*.py) generate.
+"""The notebooks in solutions/, notebooks/ and notebooks/zh/ are exactly what their masters (masters/NN_*.py)
+generate, and every Chinese twin translates the English text as it is now.
 
 Fast: nothing is executed. `python -m scripts.notebooks` regenerates them; `--check` is what runs here.
 """
 
+import re
 import shutil
 
 import nbformat
@@ -10,7 +12,20 @@ import pytest
 
 from checks.exercises import BEGIN, BLANK, EXERCISE_TAG
 from lessons.settings import PROJECT_ROOT
-from scripts.notebooks import FIX, MasterError, main, masters, notebook_text, render, sync
+from scripts.notebooks import (
+    FIX,
+    MasterError,
+    main,
+    masters,
+    notebook_text,
+    parse,
+    render,
+    source_hash,
+    sync,
+    translated_learner,
+    translation,
+    translations,
+)
 
 MASTERS = masters(PROJECT_ROOT)
 FIRST = "00_setup"
@@ -49,14 +64,15 @@ def _copy_project(tmp_path, names=(FIRST,)):
     for name in names:
         shutil.copy(PROJECT_ROOT / "masters" / f"{name}.py", tmp_path / "masters")
     written = sync(tmp_path)
-    assert sorted(written) == sorted(f"{folder}/{n}.ipynb: missing" for folder in ("solutions", "notebooks")
-                                     for n in names)
+    translated = [n for n in names if translation(tmp_path / "masters" / f"{n}.py", "zh").status == "translated"]
+    assert sorted(written) == sorted([f"{folder}/{n}.ipynb: missing" for folder in ("solutions", "notebooks")
+                                      for n in names] + [f"notebooks/zh/{n}.ipynb: missing" for n in translated])
     return tmp_path
 
 
 def test_generation_writes_what_is_committed(tmp_path):
     root = _copy_project(tmp_path)
-    for folder in ("solutions", "notebooks"):
+    for folder in ("solutions", "notebooks", "notebooks/zh"):
         assert (root / folder / f"{FIRST}.ipynb").read_text() == (PROJECT_ROOT / folder / f"{FIRST}.ipynb").read_text()
     learner = nbformat.read(root / "notebooks" / f"{FIRST}.ipynb", as_version=4)
     blanks = [c for c in learner.cells if EXERCISE_TAG in c.metadata.get("tags", [])]
@@ -70,14 +86,18 @@ def test_the_check_fails_on_an_edited_master_and_names_both_files(tmp_path):
     text = master.read_text()
     assert "# ## 1. The chat model" in text
     master.write_text(text.replace("# ## 1. The chat model", "# ## 1. The chat model, edited"))
-    before = {p: p.read_text() for p in root.glob("*/*.ipynb")}
+    before = {p: p.read_text() for p in root.glob("**/*.ipynb")}
     stale = sync(root, check_only=True)
-    assert stale == [f"solutions/{FIRST}.ipynb: differs from masters/{FIRST}.py",
-                     f"notebooks/{FIRST}.ipynb: differs from masters/{FIRST}.py"]
-    assert {p: p.read_text() for p in root.glob("*/*.ipynb")} == before, "--check must not write"
-    sync(root)
+    assert stale[:2] == [f"solutions/{FIRST}.ipynb: differs from masters/{FIRST}.py",
+                         f"notebooks/{FIRST}.ipynb: differs from masters/{FIRST}.py"]
+    # the edited English cell's Chinese twin is now stale, named by master and cell, with the new hash
+    assert len(stale) == 3 and re.fullmatch(
+        rf"masters/{FIRST}\.py, cell c\d{{3}} \('## 1\. The chat model, edited'\): its zh twin is stale — "
+        r"it translates [0-9a-f]{12}, but the English text changed \(now [0-9a-f]{12}\); .*", stale[2]), stale
+    assert {p: p.read_text() for p in root.glob("**/*.ipynb")} == before, "--check must not write"
+    assert sync(root) == stale, "writing fixes the notebooks, never the stale twin"
     assert "The chat model, edited" in (root / "notebooks" / f"{FIRST}.ipynb").read_text()
-    assert sync(root, check_only=True) == []
+    assert sync(root, check_only=True) == stale[2:]
 
 
 def test_the_check_fails_on_a_hand_edited_or_missing_or_orphan_notebook(tmp_path):
@@ -86,10 +106,13 @@ def test_the_check_fails_on_a_hand_edited_or_missing_or_orphan_notebook(tmp_path
     learner.write_text(learner.read_text().replace(BLANK, "binary_score: str = 'yes'"))
     (root / "solutions" / f"{FIRST}.ipynb").unlink()
     shutil.copy(learner, root / "notebooks" / "99_orphan.ipynb")
+    shutil.copy(learner, root / "notebooks" / "zh" / "99_orphan.ipynb")
     assert sync(root, check_only=True) == [
         f"solutions/{FIRST}.ipynb: missing",
         f"notebooks/{FIRST}.ipynb: differs from masters/{FIRST}.py",
         "notebooks/99_orphan.ipynb: no master masters/99_orphan.py (delete the notebook, or add its master)",
+        ("notebooks/zh/99_orphan.ipynb: no master masters/99_orphan.py with zh twins (delete the notebook, or "
+         "translate its master)"),
     ]
 
 
@@ -107,8 +130,8 @@ def test_the_command_exits_1_naming_every_stale_file(tmp_path, monkeypatch, caps
 def test_a_master_with_metadata_the_notebooks_do_not_carry_is_an_error(tmp_path):
     text = (PROJECT_ROOT / "masters" / f"{FIRST}.py").read_text()
     bad = tmp_path / f"{FIRST}.py"
-    bad.write_text(text.replace('# %% tags=["parameters"]', '# %% tags=["parameters"] lang="zh"', 1))
-    with pytest.raises(MasterError, match=r"00_setup\.py, cell 1 .*unexpected cell metadata \['lang'\]"):
+    bad.write_text(text.replace('# %% tags=["parameters"]', '# %% tags=["parameters"] owner="me"', 1))
+    with pytest.raises(MasterError, match=r"00_setup\.py, cell 2 .*unexpected cell metadata \['owner'\]"):
         render(bad)
     bad.write_text(text.replace("#   kernelspec:", "#   widgets: {}\n#   kernelspec:", 1))
     with pytest.raises(MasterError, match=r"00_setup\.py: unexpected notebook metadata \['widgets'\]"):
@@ -119,3 +142,116 @@ def test_notebook_text_is_what_nbformat_writes(tmp_path):
     nb = render(MASTERS[0])
     nbformat.write(nb, tmp_path / "nb.ipynb")
     assert (tmp_path / "nb.ipynb").read_text() == notebook_text(nb)
+
+
+# --- translations: Chinese twins beside the English in the same master -------------------------------------
+
+ZH_FOLDER = PROJECT_ROOT / "notebooks" / "zh"
+# Masters with twins, found without parsing (a master another engineer is editing must not break collection).
+WITH_TWINS = [m.stem for m in MASTERS if 'lang="zh"' in m.read_text(encoding="utf-8")]
+
+
+def test_every_chinese_copy_comes_from_a_translated_master_and_no_master_is_half_translated():
+    states = {s.master.stem: s for s in translations(PROJECT_ROOT)}
+    translated = sorted(name for name, s in states.items() if s.status == "translated")
+    assert FIRST in translated
+    assert sorted(p.stem for p in ZH_FOLDER.glob("*.ipynb")) == translated == sorted(WITH_TWINS)
+    for name, state in states.items():
+        assert state.status in ("translated", "untranslated"), f"{name}: " + "\n".join(state.problems)
+        if state.status == "untranslated":
+            assert not (ZH_FOLDER / f"{name}.ipynb").exists()
+
+
+@pytest.mark.parametrize("name", WITH_TWINS)
+def test_a_chinese_copy_has_the_english_code_and_chinese_markdown(name):
+    english = nbformat.read(PROJECT_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    chinese = nbformat.read(ZH_FOLDER / f"{name}.ipynb", as_version=4)
+    assert chinese.metadata["agentic_rag"]["language"] == "zh"
+    assert [(c.id, c.cell_type, c.metadata) for c in chinese.cells] == [(c.id, c.cell_type, c.metadata)
+                                                                        for c in english.cells]
+    for en, zh in zip(english.cells, chinese.cells, strict=True):
+        if en.cell_type == "code":
+            assert zh.source == en.source, f"{name} {en.id}: the code differs between the languages"
+        else:
+            cjk = len(re.findall(r"[\u4e00-\u9fff]", zh.source))
+            assert cjk > len(zh.source) / 10, f"{name} {en.id}: the Chinese copy's Markdown is not Chinese"
+            assert zh.source != en.source
+
+
+def test_english_copies_drop_the_twins_and_keep_their_cell_ids():
+    nb = render(PROJECT_ROOT / "masters" / f"{FIRST}.py")
+    assert not [c for c in nb.cells if re.search(r"[\u4e00-\u9fff]{4}", c.source) and c.cell_type == "markdown"]
+    _, cells = parse(PROJECT_ROOT / "masters" / f"{FIRST}.py")
+    assert [c.cell.id for c in cells] == [c.id for c in nb.cells] == [f"c{i:03d}" for i in range(len(nb.cells))]
+    assert all(set(c.twins) == {"zh"} for c in cells if c.cell.cell_type == "markdown")
+
+
+def test_a_master_with_twins_keeps_them_through_jupyterlab():
+    """Saving from JupyterLab (jupytext) keeps a twin's metadata: the header's filter lists lang and translates."""
+    import jupytext
+
+    text = (PROJECT_ROOT / "masters" / f"{FIRST}.py").read_text()
+    assert "cell_metadata_filter: tags,lang,translates,-all" in text
+    parsed = jupytext.reads(text, fmt="py:percent")
+    assert jupytext.writes(parsed, fmt="py:percent") == text
+
+
+def _master_with(tmp_path, edit):
+    text = (PROJECT_ROOT / "masters" / f"{FIRST}.py").read_text()
+    (tmp_path / "masters").mkdir(exist_ok=True)
+    path = tmp_path / "masters" / f"{FIRST}.py"
+    path.write_text(edit(text))
+    return path
+
+
+def _drop_twins(text):
+    return re.sub(r'\n# %% \[markdown\] lang="zh" translates="[0-9a-f]{12}"\n(#[^\n]*\n)*', "", text)
+
+
+def test_an_untranslated_master_gets_no_chinese_copy_and_is_no_error(tmp_path):
+    master = _master_with(tmp_path, _drop_twins)
+    assert "lang=" not in master.read_text()
+    assert translation(master, "zh").status == "untranslated"
+    assert sync(tmp_path) == [f"solutions/{FIRST}.ipynb: missing", f"notebooks/{FIRST}.ipynb: missing"]
+    assert not (tmp_path / "notebooks" / "zh").exists()
+    assert notebook_text(render(master)) == (PROJECT_ROOT / "solutions" / f"{FIRST}.ipynb").read_text()
+    with pytest.raises(MasterError, match="no zh twins"):
+        translated_learner(master, "zh")
+
+
+def test_a_missing_twin_in_a_translated_master_is_named(tmp_path):
+    def drop_one(text):
+        return re.sub(r'(# ## 5\. Timings and usage\n(#[^\n]*\n)*)\n# %% \[markdown\] lang="zh"[^\n]*\n(#[^\n]*\n)*',
+                      r"\1", text)
+
+    master = _master_with(tmp_path, drop_one)
+    state = translation(master, "zh")
+    assert state.status == "incomplete" and len(state.problems) == 1
+    english = next(c for c in parse(master)[1] if c.cell.source.startswith("## 5."))
+    assert state.problems[0].startswith(f"{master}, cell {english.cell.id} ('## 5. Timings and usage'): no zh twin")
+    assert f'translates=\\"{source_hash(english.cell.source)}\\"' in state.problems[0].replace('"', '\\"')
+
+
+@pytest.mark.parametrize("edit, error", [
+    (lambda s: s.replace('lang="zh" translates=', 'lang="fr" translates=', 1), r"lang='fr' is not a translation language"),
+    (lambda s: s.replace('lang="zh" translates="', 'lang="zh" translates="x', 1), r"is not the 12-hex-digit hash"),
+    (lambda s: s.replace('# %% [markdown] lang="zh"', '# %% lang="zh"', 1), r"must be an untagged Markdown cell"),
+    (lambda s: s.replace("# %% [markdown]\n# ## 1. The chat model", "# %%\n# ## 1. The chat model", 1),
+     r"follows no English Markdown cell"),
+])
+def test_a_malformed_twin_is_an_error_naming_the_master_and_cell(tmp_path, edit, error):
+    master = _master_with(tmp_path, edit)
+    with pytest.raises(MasterError, match=rf"00_setup\.py, cell \d+ .*{error}"):
+        render(master)
+
+
+def test_the_translations_command_reports_untranslated_masters(tmp_path, monkeypatch, capsys):
+    root = _copy_project(tmp_path)
+    (root / "masters" / "98_untranslated.py").write_text(_drop_twins((root / "masters" / f"{FIRST}.py").read_text()))
+    monkeypatch.setattr("scripts.notebooks.ROOT", root)
+    assert main(["--translations"]) == 0
+    out = capsys.readouterr().out
+    assert f"{FIRST}.py [zh]: translated" in out and "98_untranslated.py [zh]: untranslated" in out
+    assert main([]) == 0, "an untranslated master is no error"
+    assert not (root / "notebooks" / "zh" / "98_untranslated.ipynb").exists()
+    assert (root / "notebooks" / "98_untranslated.ipynb").exists()

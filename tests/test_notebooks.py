@@ -12,6 +12,8 @@ from lessons.settings import PROJECT_ROOT
 pytestmark = pytest.mark.notebook
 
 SOLUTIONS = sorted((PROJECT_ROOT / "solutions").glob("*.ipynb"))
+# The Chinese learner copies (notebooks/zh/, one per translated master) run like the English ones.
+CHINESE = sorted((PROJECT_ROOT / "notebooks" / "zh").glob("*.ipynb"))
 
 
 def test_there_are_notebooks():
@@ -21,8 +23,8 @@ def test_there_are_notebooks():
 # That notebooks/ and solutions/ are generated from masters/ is tests/test_notebook_sources.py (fast).
 
 
-@pytest.mark.parametrize("path", [*SOLUTIONS, *[PROJECT_ROOT / "notebooks" / p.name for p in SOLUTIONS]],
-                         ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize("path", [*SOLUTIONS, *[PROJECT_ROOT / "notebooks" / p.name for p in SOLUTIONS], *CHINESE],
+                         ids=lambda p: str(p.relative_to(PROJECT_ROOT)))
 def test_notebook_runs_and_its_checks_behave(path: Path):
     exercises = count_exercises(nbformat.read(path, as_version=4))
     run = execute_notebook(path, quick=True)

@@ -1,0 +1,163 @@
+"""lessons.i18n: the course language, chosen by the notebook's folder or AGENTIC_RAG_LANG; t(); checks that
+speak it; and every translated notebook has the Chinese for its printed strings and its checks' hints."""
+
+import ast
+import re
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from pydantic import BaseModel
+
+from checks import run_check
+from checks.nb00 import check_cosine_similarity, check_grade_schema
+from lessons import i18n
+from lessons.i18n import LanguageError, course_language, folder_language, notebook_folder, setting_language, t
+from lessons.settings import PROJECT_ROOT
+
+TRANSLATED = sorted(m.stem for m in (PROJECT_ROOT / "masters").glob("[0-9][0-9]_*.py")
+                    if 'lang="zh"' in m.read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def no_setting(monkeypatch, tmp_path):
+    """No AGENTIC_RAG_LANG in the environment, and a project .env without it."""
+    monkeypatch.delenv("AGENTIC_RAG_LANG", raising=False)
+    monkeypatch.setattr(i18n, "PROJECT_ROOT", tmp_path)
+    return tmp_path
+
+
+def _course(tmp_path):
+    (tmp_path / "masters").mkdir(exist_ok=True)
+    for folder in ("notebooks/zh", "solutions"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    return tmp_path
+
+
+def test_the_notebook_folder_decides(no_setting, tmp_path):
+    root = _course(tmp_path)
+    assert folder_language(root / "notebooks" / "zh") == course_language(root / "notebooks" / "zh") == "zh"
+    assert folder_language(root / "notebooks") == folder_language(root / "solutions") == "en"
+    assert folder_language(root) is None and course_language(root) == "en"
+    assert folder_language(PROJECT_ROOT / "notebooks") == "en"
+
+
+def test_the_setting_decides_outside_a_notebook_folder_and_the_folder_wins_inside(no_setting, monkeypatch, tmp_path):
+    root = _course(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", " ZH ")
+    assert setting_language() == course_language(root) == "zh"
+    assert course_language(root / "notebooks") == "en", "the English copy speaks English whatever the setting"
+    monkeypatch.delenv("AGENTIC_RAG_LANG")
+    (root / ".env").write_text("AGENTIC_RAG_LANG=zh\n")
+    assert setting_language() == "zh"
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    assert setting_language() == "en", "the environment overrides .env, like every other setting"
+
+
+def test_a_language_the_course_does_not_have_is_an_error_naming_the_setting_and_the_fix(no_setting, monkeypatch):
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "fr")
+    with pytest.raises(LanguageError, match=r"the environment: AGENTIC_RAG_LANG='fr' is not a course language; "
+                                            r"set it to one of en, zh"):
+        course_language(no_setting / "notebooks" / "zh")
+    monkeypatch.delenv("AGENTIC_RAG_LANG")
+    (no_setting / ".env").write_text("AGENTIC_RAG_LANG=chinese\n")
+    with pytest.raises(LanguageError, match=r"\.env: AGENTIC_RAG_LANG='chinese'"):
+        setting_language()
+
+
+def test_notebook_folder_per_language():
+    assert notebook_folder("en") == "notebooks" and notebook_folder("zh") == "notebooks/zh"
+    with pytest.raises(LanguageError):
+        notebook_folder("de")
+
+
+def test_t_translates_and_formats_and_a_missing_translation_is_an_error(no_setting, monkeypatch, tmp_path):
+    root = _course(tmp_path)
+    key = "{step:40} {seconds:7.2f} s"
+    monkeypatch.chdir(root / "notebooks")
+    assert t(key, step="one short answer", seconds=1.5).split() == ["one", "short", "answer", "1.50", "s"]
+    assert t("one short answer") == "one short answer"
+    assert t("not in any table") == "not in any table", "English needs no table"
+    monkeypatch.chdir(root / "notebooks" / "zh")
+    assert t("one short answer") == "一次简短回答"
+    assert t(key, step="一次", seconds=1.5).split() == ["一次", "1.50", "秒"]
+    with pytest.raises(KeyError, match=r"no zh translation of 'not in any table': add it to lessons/i18n\.py ZH"):
+        t("not in any table")
+
+
+class _NoField(BaseModel):
+    pass
+
+
+def test_checks_speak_the_notebooks_language(no_setting, monkeypatch, tmp_path, capsys):
+    root = _course(tmp_path)
+    monkeypatch.chdir(root / "notebooks" / "zh")
+    assert not check_grade_schema(_NoField)
+    assert not check_cosine_similarity(lambda a, b: None)
+    out = capsys.readouterr().out
+    assert "❌ 练习 1（评分 schema）：还没通过。\n   提示：给这个类加一个名为 `binary_score` 的字段" in out
+    assert "提示：你的函数返回了 None" in out and "Hint" not in out
+
+    def solved(a, b):
+        import numpy as np
+
+        return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+    assert check_cosine_similarity(solved)
+    assert run_check("Exercise 9", lambda: 1 / 0, zh="练习 9") is not None
+    out = capsys.readouterr().out
+    assert "✅ 练习 2（余弦相似度）：通过。" in out and "❌ 练习 9：你的代码抛出了 ZeroDivisionError：division by zero" in out
+    monkeypatch.chdir(root / "notebooks")
+    assert not check_grade_schema(_NoField)
+    assert "❌ Exercise 1 (grade schema): not yet.\n   Hint: give the class one field named `binary_score`" in (
+        capsys.readouterr().out)
+
+
+def _t_keys(master_text: str) -> set[str]:
+    """The first argument of every t("…") call in a master's code."""
+    keys = set()
+    for node in ast.walk(ast.parse(master_text)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "t":
+            assert node.args and isinstance(node.args[0], ast.Constant), f"t() needs a literal key: {ast.unparse(node)}"
+            keys.add(node.args[0].value)
+    return keys
+
+
+@pytest.mark.parametrize("name", TRANSLATED)
+def test_a_translated_notebook_has_chinese_for_every_string_its_code_prints(name):
+    keys = _t_keys((PROJECT_ROOT / "masters" / f"{name}.py").read_text(encoding="utf-8"))
+    assert keys, f"{name}: a translated notebook prints its own strings through lessons.i18n.t()"
+    missing = sorted(keys - set(i18n.ZH))
+    assert not missing, f"masters/{name}.py: no Chinese in lessons/i18n.py ZH for {missing}"
+    for key in keys:
+        assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), f"{key!r}: placeholders differ"
+
+
+@pytest.mark.parametrize("name", TRANSLATED)
+def test_a_translated_notebooks_checks_have_a_chinese_twin_for_every_hint(name):
+    path = PROJECT_ROOT / "checks" / f"nb{name[:2]}.py"
+    calls = [node for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+             and node.func.id in ("expect", "Hint", "run_check")]
+    assert calls
+    untranslated = [f"line {c.lineno}: {c.func.id}(…)" for c in calls if "zh" not in {k.arg for k in c.keywords}]
+    assert not untranslated, f"{path.name}: no zh= twin for " + ", ".join(untranslated)
+
+
+def test_a_kernel_started_in_notebooks_zh_speaks_chinese_with_nothing_set(no_setting, tmp_path):
+    """What JupyterLab and lessons.notebook_runner do: start the kernel in the notebook's folder."""
+    folder = _course(tmp_path) / "notebooks" / "zh"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from lessons.i18n import course_language, t\nprint(course_language(), t('one short answer'))")])
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
+    assert nb.cells[0].outputs[0]["text"].strip() == "zh 一次简短回答"
+
+
+def test_the_command_course_sh_reads_prints_the_language_or_its_folder(no_setting, monkeypatch, capsys):
+    assert i18n.main([]) == 0 and capsys.readouterr().out == "en\n"
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    assert i18n.main(["--folder"]) == 0 and capsys.readouterr().out == "notebooks/zh\n"
+    assert (PROJECT_ROOT / "notebooks" / "zh" / "00_setup.ipynb").exists(), "the folder course.sh opens for zh"
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "klingon")
+    assert i18n.main([]) == 1
+    assert "AGENTIC_RAG_LANG='klingon' is not a course language" in capsys.readouterr().err
