@@ -1,7 +1,9 @@
 # Agentic RAG, hands-on. Each target installs what it needs first (once; fast the second time).
 .PHONY: course test prewarm run-notebooks benchmarks corpus notebooks learner-notebooks clean-cache
 
-# Run the course: set up, start the offline model (unless DeepSeek is configured), open JupyterLab.
+# Run the course: set up, start the offline model (unless DeepSeek is configured), open JupyterLab on notebooks/.
+# In Chinese: `AGENTIC_RAG_LANG=zh make course` (or `make course AGENTIC_RAG_LANG=zh`, or the line in .env)
+# opens notebooks/zh/.
 course:
 	@scripts/setup.sh
 	@scripts/course.sh
