@@ -5,6 +5,7 @@ Introduced in notebook 06 (evaluation).
     python -m lessons.evaluate --example > my_eval.toml     # a commented config to start from
     python -m lessons.evaluate my_eval.toml                 # run it: progress bar, then the report
     python -m lessons.evaluate my_eval.toml --limit 4       # a quick try on the first 4 questions
+    python -m lessons.evaluate --preset packages            # the second knowledge base (package READMEs), its gold set
 
 The config (TOML or JSON) names the documents folder, the questions ("gold" — the course's gold set,
 "generate" — made from your chunks, or a .jsonl file) and the pipelines. Relative paths are relative
@@ -14,6 +15,10 @@ no readable file stops the run before any model call. The run writes `results.js
 used into the output folder. Which model and which vector store are used is decided by settings
 only (`.env` or the environment): `DEEPSEEK_API_KEY` / `AGENTIC_RAG_MODEL` for DeepSeek or the local
 model, `AGENTIC_RAG_CHROMA_URL` for a Chroma server instead of the embedded store.
+
+The grading loop's gate uses thresholds calibrated on the course corpus (notebook 04); on any other
+documents the report says so plainly (`lessons.evaluation.threshold_note`) — they are thresholds from
+elsewhere until you measure them on your documents (notebook 06, section 8, shows how far they travel).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ EXAMPLE_CONFIG = """\
 documents = "data/corpus"      # a folder of .pdf .docx .pptx .html .md .txt files
 questions = "generate"         # "generate" (from your chunks), "gold" (the course's gold set) or a .jsonl file
 pipelines = ["dense", "hybrid", "hybrid+rerank", "qa-hybrid", "grading-loop"]  # also: "three-agents"
+# corpus = "packages"          # a knowledge base that ships with the course ("course" or "packages"): its folder is
+#                              # read through its manifest, its chunks are the course's, "gold" means its gold set
 output = "runs/evaluation"     # results.json, report.md, comparison.png, test_set.jsonl
 
 [generate]                     # used when questions = "generate"
@@ -52,7 +59,7 @@ seed = 0
 [retrieval]
 k = 3                          # chunks an answer is written from; hit@k and recall@k use it
 rank_k = 10                    # depth of MRR and nDCG
-rerank_candidates = 8          # hybrid candidates the LLM reranker reads
+rerank_candidates = 20         # hybrid candidates the reranker reads (a cross-encoder: no LLM calls)
 qa_chunks = 20                 # chunks that get generated QA pairs (evidence chunks first): one LLM call each
 max_rounds = 3                 # grading loop: retrieval rounds before it abstains
 
@@ -62,7 +69,7 @@ max_rounds = 3                 # grading loop: retrieval rounds before it abstai
 """
 
 SECTIONS: dict[str, dict[str, type]] = {
-    "": {"documents": str, "questions": str, "pipelines": list, "output": str, "collection": str},
+    "": {"documents": str, "questions": str, "pipelines": list, "output": str, "collection": str, "corpus": str},
     "generate": {"single": int, "multi": int, "seed": int},
     "sample": {"in_kb": int, "out_of_kb": int, "seed": int},
     "retrieval": {"k": int, "rank_k": int, "rerank_candidates": int, "qa_chunks": int, "max_rounds": int},
@@ -90,6 +97,7 @@ class EvalConfig:
     pipelines: list[str]
     output: Path
     collection: str | None = None
+    corpus: str | None = None  # "course" or "packages": a knowledge base that ships with the course
     generate: dict[str, int] = field(default_factory=lambda: {"single": 6, "multi": 2, "seed": 0})
     sample: dict[str, int] = field(default_factory=dict)
     retrieval: dict[str, int] = field(default_factory=dict)
@@ -186,6 +194,17 @@ def load_config(path: str | Path) -> EvalConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a table of settings — compare with `python -m lessons.evaluate --example`")
     _check_keys(path, raw)
+    corpus = raw.get("corpus")
+    if corpus is not None:
+        from lessons.corpus import CORPORA, corpus_folder
+
+        if corpus not in CORPORA:
+            raise ConfigError(f"{path}: corpus = {corpus!r} — choose one of {', '.join(map(repr, CORPORA))}, or leave it "
+                              "out and set documents to your folder")  # fmt: skip
+        if "documents" in raw and (path.resolve().parent / raw["documents"]).resolve() != corpus_folder(corpus).resolve():
+            raise ConfigError(f"{path}: corpus = {corpus!r} reads {corpus_folder(corpus)}, but documents = "
+                              f"{raw['documents']!r} — remove one of the two")  # fmt: skip
+        raw = {**raw, "documents": str(corpus_folder(corpus))}
     for required in ("documents", "questions", "pipelines"):
         if required not in raw:
             raise ConfigError(f"{path}: missing {required!r} — see `python -m lessons.evaluate --example`")
@@ -206,10 +225,50 @@ def load_config(path: str | Path) -> EvalConfig:
         questions = str(file)
     return EvalConfig(
         path=path, documents=documents, questions=questions, pipelines=list(raw["pipelines"]),
-        output=(base / raw.get("output", "runs/evaluation")).resolve(), collection=raw.get("collection"),
+        output=(base / raw.get("output", "runs/evaluation")).resolve(), collection=raw.get("collection"), corpus=corpus,
         generate={"single": 6, "multi": 2, "seed": 0, **raw.get("generate", {})},
         sample=dict(raw.get("sample", {})), retrieval=dict(raw.get("retrieval", {})), limits=dict(raw.get("limits", {})),
     )  # fmt: skip
+
+
+PRESETS = {
+    "packages": """\
+# The second knowledge base that ships with the course: ten package READMEs and their hand-written gold set
+corpus = "packages"
+questions = "gold"
+pipelines = ["dense", "hybrid", "hybrid+rerank", "grading-loop"]
+output = "runs/evaluation-packages"
+
+[sample]
+in_kb = 8
+out_of_kb = 4
+seed = 0
+""",
+    "course": """\
+# The course's knowledge base (Tidewell) and its gold set
+corpus = "course"
+questions = "gold"
+pipelines = ["dense", "hybrid", "hybrid+rerank", "grading-loop"]
+output = "runs/evaluation-course"
+
+[sample]
+in_kb = 8
+out_of_kb = 4
+seed = 0
+""",
+}
+
+
+def preset_config(name: str) -> EvalConfig:
+    """A preset config (relative to the project root): `python -m lessons.evaluate --preset packages`."""
+    from lessons.settings import PROJECT_ROOT
+
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r} — choose one of {', '.join(PRESETS)}")
+    path = PROJECT_ROOT / "runs" / f"preset-{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(PRESETS[name], encoding="utf-8")
+    return load_config(path)
 
 
 def collection_for(documents: Path) -> str:
@@ -236,7 +295,7 @@ def question_set(config: EvalConfig, chunks, llm, progress: bool = True):
     if config.questions == "gold":
         from lessons.corpus import load_gold
 
-        items = from_gold(load_gold(), chunks)
+        items = from_gold(load_gold(corpus=config.corpus or "course"), chunks)
     else:
         items = load_test_set(config.questions, chunks)
     if config.sample:
@@ -283,8 +342,15 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     started = time.perf_counter()
     print(model_banner())
     print(f"vector store: {store_location()}")
-    chunks, ingested = read_documents(config, progress)
-    collection = config.collection or collection_for(config.documents)
+    if config.corpus is not None:  # a knowledge base of the course: read through its manifest, its own collection
+        from lessons.ingest import IngestResult
+        from lessons.knowledge_base import INDEX_NAMES, chunk_knowledge_base
+
+        chunks, ingested = chunk_knowledge_base(folder=config.documents, limits=config.ingest_limits()), IngestResult([], [])
+        collection = config.collection or INDEX_NAMES[config.corpus]
+    else:
+        chunks, ingested = read_documents(config, progress)
+        collection = config.collection or collection_for(config.documents)
     store = build_index(chunks, collection)
     print(f"{len(chunks)} chunks from {config.documents} in collection {collection!r}")
     llm = get_chat_model()
@@ -294,7 +360,7 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     k, rank_k = config.setting("k", K), config.setting("rank_k", RANK_K)
     resources = Resources(
         chunks=chunks, store=store, llm=llm, k=k, rank_k=rank_k,
-        rerank_candidates=config.setting("rerank_candidates", 8), max_rounds=config.setting("max_rounds", 3),
+        rerank_candidates=config.setting("rerank_candidates", 20), max_rounds=config.setting("max_rounds", 3),
         qa_chunks=qa_chunk_selection(chunks, items, config.setting("qa_chunks", 20)),
         qa_store_name=f"{collection}-qa", progress=progress,
     )  # fmt: skip
@@ -306,6 +372,9 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
             "chunks": len(chunks), "questions": config.questions if config.questions in ("gold", "generate") else Path(config.questions).name,
             "pipelines": ", ".join(pipelines), "k": k, "rank_k": rank_k,
             "files skipped": "; ".join(f"{Path(s.path).name}: {s.reason}" for s in ingested.skipped) or "none"}  # fmt: skip
+    if "grading-loop" in pipelines:
+        meta["gate thresholds"] = gate_note(config)
+        print(meta["gate thresholds"])
     json_path, md_path = save_report(config.output, rows, table, items, meta)
     figure = plot_comparison(table, k, rank_k)
     figure.savefig(config.output / "comparison.png", dpi=110)
@@ -314,18 +383,32 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     return {"json": json_path, "markdown": md_path, "table": table, "rows": rows, "skipped": list(ingested.skipped)}
 
 
+def gate_note(config: EvalConfig) -> str:
+    """What the report says about the grading loop's thresholds on these documents (never left unsaid)."""
+    from lessons.corpus import CORPUS_DIR
+    from lessons.evaluation import threshold_note
+
+    if config.documents.resolve() == CORPUS_DIR.resolve():
+        return threshold_note(str(config.documents), calibrated_on="the course corpus (notebook 04), these documents")
+    return threshold_note(str(config.documents))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lessons.evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("config", nargs="?", help="the config file (.toml or .json)")
     parser.add_argument("--example", action="store_true", help="print a commented example config and exit")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
+    parser.add_argument("--preset", choices=sorted(PRESETS), help="run a preset instead of a config file "
+                        "(packages: the second knowledge base and its gold set)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
     args = parser.parse_args(argv)
     if args.example:
         print(EXAMPLE_CONFIG, end="")
         return 0
-    if not args.config:
-        parser.error("give a config file, or --example to print one")
+    if not args.config and not args.preset:
+        parser.error("give a config file, --preset packages, or --example to print one")
+    if args.config and args.preset:
+        parser.error("give a config file or --preset, not both")
     import matplotlib
 
     from lessons.models import ModelError
@@ -334,7 +417,8 @@ def main(argv: list[str] | None = None) -> int:
 
     matplotlib.use("Agg")
     try:
-        result = run(load_config(args.config), limit=args.limit, progress=not args.no_progress)
+        config = preset_config(args.preset) if args.preset else load_config(args.config)
+        result = run(config, limit=args.limit, progress=not args.no_progress)
     except (ConfigError, TestSetError, SettingsError, ModelError, ConnectionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

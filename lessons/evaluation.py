@@ -21,6 +21,11 @@ Introduced in notebook 06 (evaluation). The pieces:
 - **Cost** per question: wall-clock seconds, LLM calls and tokens (answers served from the LLM cache
   are counted with the tokens they cost when first asked), and what those tokens cost on DeepSeek at
   list price. Everything except the seconds is the same on a re-run with the same inputs.
+- **Two corpora, thresholds that travel**: `retrieval_rows` measures the pipelines whose ranking needs
+  no chat model on every gold question (`retrieval_goals`: English recall@5, the dense baseline's misses
+  removed); `best_scores` + `threshold_transfer` calibrate a cut-off (the gate's P(yes), a cross-encoder
+  score, a similarity) on one corpus and measure it on the other, both ways; `findings_markdown` writes
+  notebook 06's findings from those tables. The gate's thresholds come from ONE call, `gate_thresholds()`.
 """
 
 from __future__ import annotations
@@ -101,9 +106,9 @@ class Resources:
     llm: BaseChatModel
     k: int = K
     rank_k: int = RANK_K
-    rerank_candidates: int = 8
-    rerank_max_chars: int = 600
+    rerank_candidates: int = 20  # hybrid candidates the reranker reads (a cross-encoder: no model calls)
     max_rounds: int = 3
+    gate_thresholds: Mapping[str, float] | None = None  # the grading loop's; None = `gate_thresholds()`
     qa_chunks: Sequence[Document] | None = None  # chunks that get QA pairs (default: all of them)
     qa_max_pairs: int = 3
     qa_store_name: str = "eval-qa-hybrid"
@@ -129,25 +134,38 @@ def _hybrid(r: Resources, size: int):
     return hybrid_retriever(dense_retriever(r.store, size), bm25_retriever(r.chunks, size), k=size)
 
 
-def build_dense(r: Resources) -> Pipeline:
+def dense_retrieval(r: Resources) -> Callable[[str], list[Document]]:
     from lessons.retrieval import dense_retriever
 
-    return _retrieval_pipeline(dense_retriever(r.store, r.rank_k).invoke, r)
+    return dense_retriever(r.store, r.rank_k).invoke
+
+
+def hybrid_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    return _hybrid(r, r.rank_k).invoke
+
+
+def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """Hybrid candidates reordered by the course's reranker (`lessons.rerank.default_reranker`: the
+    cross-encoder for English, the route the lead measured best for Chinese) — no chat-model calls."""
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+
+    from lessons.rerank import default_reranker
+
+    reranker = default_reranker(top_n=r.rank_k, llm=r.llm)
+    candidates = _hybrid(r, max(r.rerank_candidates, r.rank_k))
+    return ContextualCompressionRetriever(base_retriever=candidates, base_compressor=reranker).invoke
+
+
+def build_dense(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(dense_retrieval(r), r)
 
 
 def build_hybrid(r: Resources) -> Pipeline:
-    return _retrieval_pipeline(_hybrid(r, r.rank_k).invoke, r)
+    return _retrieval_pipeline(hybrid_retrieval(r), r)
 
 
 def build_hybrid_rerank(r: Resources) -> Pipeline:
-    from langchain_classic.retrievers import ContextualCompressionRetriever
-
-    from lessons.rerank import llm_reranker
-    from lessons.retrieval_evaluation import BLEND_WEIGHT
-
-    reranker = llm_reranker(r.llm, top_n=r.rank_k, max_chars=r.rerank_max_chars, first_stage_weight=BLEND_WEIGHT)
-    retriever = ContextualCompressionRetriever(base_retriever=_hybrid(r, r.rerank_candidates), base_compressor=reranker)
-    return _retrieval_pipeline(retriever.invoke, r)
+    return _retrieval_pipeline(rerank_retrieval(r), r)
 
 
 def build_qa_hybrid(r: Resources) -> Pipeline:
@@ -170,11 +188,44 @@ def build_qa_hybrid(r: Resources) -> Pipeline:
     return _retrieval_pipeline(retrieve, r)
 
 
-def build_grading_loop_pipeline(r: Resources) -> Pipeline:
-    from lessons.grading import CalibratedGrader, build_grading_loop
+def gate_thresholds() -> tuple[dict[str, float], str]:
+    """The grading loop's thresholds and where they come from — the ONE place the evaluation reads them.
 
-    # notebook 04's loop as it ended: hybrid retrieval, the calibrated grader with that run's thresholds
-    loop = build_grading_loop(r.llm, _hybrid(r, r.k).invoke, max_rounds=r.max_rounds, grader=CalibratedGrader(r.llm))
+    Today: notebook 04's calibration on the course corpus (`lessons.grading.DEFAULT_THRESHOLDS`). On any
+    other documents these are thresholds from elsewhere, and reports say so (`threshold_note`)."""
+    from lessons.grading import DEFAULT_THRESHOLDS
+
+    return dict(DEFAULT_THRESHOLDS), "notebook 04's calibration on the course corpus (lessons.grading.DEFAULT_THRESHOLDS)"
+
+
+def gate_grader(llm: BaseChatModel, thresholds: Mapping[str, float] | None = None):
+    """The grading loop's gate: notebook 04's calibrated grader with `thresholds` (default `gate_thresholds()`)."""
+    from lessons.grading import CalibratedGrader
+
+    return CalibratedGrader(llm, dict(thresholds) if thresholds is not None else gate_thresholds()[0])
+
+
+def threshold_note(documents: str, calibrated_on: str | None = None) -> str:
+    """One plain sentence for a report: which thresholds the gate used on `documents`, and from where."""
+    thresholds, source = gate_thresholds()
+    if calibrated_on is not None:
+        return f"gate thresholds calibrated on {calibrated_on}"
+    values = ", ".join(f"{language} {value:.2f}" for language, value in sorted(thresholds.items()))
+    return (f"gate thresholds ({values}) are from {source}, NOT calibrated on {documents}: "
+            "measure them on questions from these documents before trusting its abstentions")
+
+
+def gate_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """What the grading loop retrieves in a round (hybrid, top k): the chunks its gate grades."""
+    return _hybrid(r, r.k).invoke
+
+
+def build_grading_loop_pipeline(r: Resources) -> Pipeline:
+    from lessons.grading import build_grading_loop
+
+    # notebook 04's loop as it ended: hybrid retrieval, the calibrated grader (thresholds from gate_thresholds)
+    loop = build_grading_loop(r.llm, gate_retrieval(r), max_rounds=r.max_rounds,
+                              grader=gate_grader(r.llm, r.gate_thresholds))  # fmt: skip
 
     def run(question: str) -> PipelineResult:
         state = loop.invoke({"question": question}, config={"recursion_limit": 50})
@@ -217,13 +268,16 @@ class PipelineSpec:
     notebook: str
     description: str
     build: Callable[[Resources], Pipeline]
+    retrieval: Callable[[Resources], Callable[[str], list[Document]]] | None = None  # its ranking, if it needs no chat model
 
 
 PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
-    PipelineSpec("dense", "01", "nearest chunks by embedding (the baseline), shared answer step", build_dense),
-    PipelineSpec("hybrid", "02", "dense + BM25 fused by reciprocal rank fusion, shared answer step", build_hybrid),
-    PipelineSpec("hybrid+rerank", "02", "hybrid candidates reranked by the LLM's P(yes), blended with the hybrid order",
-                 build_hybrid_rerank),
+    PipelineSpec("dense", "01", "nearest chunks by embedding (the baseline), shared answer step", build_dense,
+                 dense_retrieval),
+    PipelineSpec("hybrid", "02", "dense + BM25 fused by reciprocal rank fusion, shared answer step", build_hybrid,
+                 hybrid_retrieval),
+    PipelineSpec("hybrid+rerank", "02", ("hybrid candidates reranked by the course's reranker (cross-encoder for "
+                 "English; default_reranker's route for Chinese), shared answer step"), build_hybrid_rerank, rerank_retrieval),
     PipelineSpec("qa-hybrid", "03", "chunks and generated questions in one index, hits mapped to chunks", build_qa_hybrid),
     PipelineSpec("grading-loop", "04", "hybrid top k graded by calibrated P(yes), rewrite up to a cap, answer from relevant chunks or abstain",
                  build_grading_loop_pipeline),
@@ -311,6 +365,8 @@ FAITHFULNESS_PROMPT = """Check an answer against the context it was written from
 then what the context says about it. Use only the context, nothing you know from elsewhere: a fact is supported only
 if the context states it, and a different number, name or date is a different fact. Wording and language may differ.
 
+{data_rule}
+
 Question: {question}
 
 Context:
@@ -351,13 +407,25 @@ def run_judge(model: BaseChatModel, schema: type[BaseModel], verdict_field: str,
 
 
 def _context_text(context: Sequence[Document], max_chars: int = MAX_CONTEXT_CHARS) -> str:
-    text = "\n\n".join(f"[{i}] {d.page_content}" for i, d in enumerate(context, 1))
-    return text[:max_chars]
+    """The context as delimited data blocks (`lessons.prompt_safety.as_data`), at most `max_chars` of text in all:
+    the budget is shared out before wrapping, so no block loses its closing tag."""
+    from lessons.prompt_safety import as_data
+
+    blocks, room = [], max_chars
+    for number, document in enumerate(context, 1):
+        if room <= 0:
+            break
+        text = document.page_content[:room]
+        room -= len(text)
+        blocks.append(as_data(text, number=number, source=document.metadata.get("source")))
+    return "\n\n".join(blocks)
 
 
 def judge_faithfulness(model: BaseChatModel, question: str, answer: str, context: Sequence[Document]) -> Judgement:
     """1 when every fact of `answer` is stated in `context`, 0 otherwise (typed verdict with a reason)."""
-    prompt = FAITHFULNESS_PROMPT.format(question=question, context=_context_text(context), answer=answer)
+    from lessons.prompt_safety import DATA_RULE
+
+    prompt = FAITHFULNESS_PROMPT.format(data_rule=DATA_RULE, question=question, context=_context_text(context), answer=answer)
     return run_judge(model, FaithfulnessVerdict, "consistent", prompt)
 
 
@@ -590,3 +658,205 @@ def plot_comparison(table: pd.DataFrame, k: int = K, rank_k: int = RANK_K):
         ax.set_ylabel("")
     fig.tight_layout()
     return fig
+
+
+# --- retrieval on every question, two corpora, thresholds that travel ---------------------------------
+
+GOAL_K = 5  # the depth of the course's retrieval goals (recall@5)
+
+
+def retrieval_only_names(names: Sequence[str]) -> list[str]:
+    """The pipelines among `names` whose ranking needs no chat model (their retrieval is measured on every question)."""
+    return [name for name in check_pipeline_names(names) if PIPELINES[name].retrieval is not None]
+
+
+def retrieval_rows(
+    names: Sequence[str], resources: Resources, items: Sequence[TestItem], *, k: int = GOAL_K,
+    corpus: str = "", progress: bool = True,
+) -> pd.DataFrame:  # fmt: skip
+    """One row per (pipeline, answerable item): hit@k, recall@k, MRR, nDCG and milliseconds, for every
+    pipeline in `names` whose ranking needs no chat model — free to run on a whole gold set.
+
+    Introduced in notebook 06 (evaluation)."""
+    from tqdm.auto import tqdm
+
+    answerable = [i for i in items if i.answerable]
+    counts = relevant_counts(resources.chunks, answerable)
+    rows = []
+    for name in retrieval_only_names(names):
+        retrieve = PIPELINES[name].retrieval(resources)
+        for item in tqdm(answerable, desc=f"{corpus} {name}".strip(), disable=not progress, leave=False):
+            started = time.perf_counter()
+            ranked = retrieve(item.question)
+            ms = 1000 * (time.perf_counter() - started)
+            rows.append({"corpus": corpus, "pipeline": name, "question_id": item.id, "language": item.language,
+                         "type": item.type, **retrieval_scores(ranked, item, counts[item.id], k, resources.rank_k),
+                         "ms": ms})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def retrieval_goals(rows: pd.DataFrame, baseline: str = "dense", k: int = GOAL_K,
+                    english_goal: float = 0.90, misses_goal: float = 0.50) -> pd.DataFrame:
+    """Per corpus and pipeline: English recall@k, and the share of the baseline's recall@k misses it removes
+    (a miss is the missing share of a question's evidence, summed over both languages), with the goals met or not."""
+    recall = f"recall@{k}"
+    out = []
+    for corpus, group in rows.groupby("corpus", sort=False):
+        base = group[group["pipeline"] == baseline]
+        base_misses = float((1 - base[recall]).sum())
+        for name, part in group.groupby("pipeline", sort=False):
+            english = part[part["language"] == "en"][recall]
+            misses = float((1 - part[recall]).sum())
+            removed = (base_misses - misses) / base_misses if base_misses else None
+            en = float(english.mean()) if len(english) else None
+            out.append({"corpus": corpus, "pipeline": name, "questions": len(part), f"English {recall}": en,
+                        f"{recall}": float(part[recall].mean()), "misses": misses,
+                        f"{baseline}'s misses removed": removed,
+                        "English goal met": en is not None and en >= english_goal,
+                        "misses goal met": removed is not None and removed >= misses_goal})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def best_scores(score: Callable[[str, list[Document]], list[float]], retrieve: Callable[[str], list[Document]],
+                items: Sequence[TestItem], *, progress: bool = True, desc: str = "") -> pd.DataFrame:
+    """Each item's best score among the documents `retrieve` finds for it (answered when it reaches a
+    threshold): the input of every calibrated decision. `score(question, documents)` is the gate's P(yes),
+    a cross-encoder, or anything else that scores documents."""
+    from tqdm.auto import tqdm
+
+    rows = []
+    for item in tqdm(items, desc=desc or "best scores", disable=not progress, leave=False):
+        documents = list(retrieve(item.question))
+        values = score(item.question, documents) if documents else []
+        rows.append({"question_id": item.id, "language": item.language, "answerable": item.answerable,
+                     "score": max(values) if len(values) else 0.0})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def threshold_transfer(scores: Mapping[str, pd.DataFrame], min_abstention: float = 0.95,
+                       per_language: bool = True) -> pd.DataFrame:
+    """Calibrate a cut-off on each corpus (`lessons.grading.choose_threshold`, per language when asked) and
+    measure it on every corpus, the home one included: how many answerable questions it keeps and how many
+    out-of-KB ones it refuses. A threshold that travels keeps both shares when it leaves home."""
+    from lessons.grading import choose_threshold
+
+    def cut_offs(frame: pd.DataFrame) -> dict[str, float | None]:
+        groups = frame.groupby("language") if per_language else [("all", frame)]
+        chosen = {}
+        for language, part in groups:
+            inside, outside = part[part["answerable"]]["score"], part[~part["answerable"]]["score"]
+            chosen[language] = choose_threshold(list(inside), list(outside), min_abstention) if len(outside) else None
+        return chosen
+
+    def apply(frame: pd.DataFrame, chosen: Mapping[str, float | None]) -> pd.Series:
+        keys = frame["language"] if per_language else pd.Series("all", index=frame.index)
+        return pd.Series([None if chosen.get(key) is None else score >= chosen[key]
+                          for key, score in zip(keys, frame["score"])], index=frame.index)  # fmt: skip
+
+    rows = []
+    for home, home_frame in scores.items():
+        chosen = cut_offs(home_frame)
+        for away, frame in scores.items():
+            answered = apply(frame, chosen)
+            known = answered.notna()
+            inside, outside = known & frame["answerable"], known & ~frame["answerable"]
+            rows.append({
+                "calibrated on": home, "measured on": away,
+                "thresholds": ", ".join(f"{key} {value:.3f}" if value is not None else f"{key} –" for key, value in sorted(chosen.items())),
+                "answerable kept": float(answered[inside].astype(bool).mean()) if inside.any() else None,
+                "out-of-KB refused": float((~answered[outside].astype(bool)).mean()) if outside.any() else None,
+                "questions": int(known.sum()),
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def plot_corpora(retrieval: pd.DataFrame, answers: Mapping[str, pd.DataFrame], k: int = GOAL_K):
+    """One figure, the corpora side by side for every pipeline: recall@k on every answerable gold question
+    (no LLM), completeness and out-of-KB abstention on the judged sample, and LLM calls per question."""
+    import matplotlib.pyplot as plt
+
+    panels = [("recall", f"recall@{k} (every gold question)"), ("complete", "completeness (judged sample)"),
+              ("abstain", "abstained on out-of-KB (sample)"), ("calls", "LLM calls / question")]  # fmt: skip
+    data = {"recall": retrieval.pivot_table(index="pipeline", columns="corpus", values=f"recall@{k}", sort=False)}
+    for key, column in (("complete", "completeness"), ("abstain", "abstained (out-of-KB)"), ("calls", "LLM calls/question")):
+        data[key] = pd.DataFrame({corpus: table[column] for corpus, table in answers.items()}).astype(float)
+    fig, axes = plt.subplots(1, len(panels), figsize=(18, 4.8))
+    for ax, (key, title) in zip(axes, panels):
+        frame = data[key]
+        frame.plot.barh(ax=ax, title=title, xlim=(0, 1.05) if key != "calls" else None, legend=False)
+        ax.invert_yaxis()
+        ax.set_ylabel("")
+    axes[0].legend(title="corpus", fontsize=8, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def _share_text(value: Any) -> str:
+    return "–" if value is None or pd.isna(value) else f"{value:.2f}"
+
+
+def _ranks(values: pd.Series) -> pd.Series:
+    return values.rank(ascending=False, method="min").astype(int)
+
+
+def findings_markdown(retrieval: pd.DataFrame, goals: pd.DataFrame, answers: Mapping[str, pd.DataFrame],
+                      transfer: Mapping[str, pd.DataFrame], k: int = GOAL_K, baseline: str = "dense") -> str:
+    """The notebook's findings as Markdown, every figure and every direction taken from the run's tables:
+    the goals (met or missed), which pipelines change rank between the corpora and in which language the
+    change comes from, the answer sample, and how far each calibrated cut-off travels.
+
+    Introduced in notebook 06 (evaluation)."""
+    recall = f"recall@{k}"
+    corpora = list(dict.fromkeys(retrieval["corpus"]))
+    lines = []
+    for corpus in corpora:
+        part = goals[goals["corpus"] == corpus].set_index("pipeline")
+        best = part[f"English {recall}"].astype(float).idxmax()
+        row = part.loc[best]
+        removed = row[f"{baseline}'s misses removed"]
+        lines.append(
+            f"- **Goals on {corpus}** ({int(row['questions'])} answerable gold questions, no model calls): the best "
+            f"English {recall} is {best}'s {row[f'English {recall}']:.2f} — goal 0.90 "
+            f"{'met' if row['English goal met'] else 'missed'}; it removes "
+            + (f"{removed:.0%}" if removed is not None and not pd.isna(removed) else "none")
+            + f" of {baseline}'s {recall} misses over both languages — goal 50% "
+            f"{'met' if row['misses goal met'] else 'missed'}.")  # fmt: skip
+    if len(corpora) == 2:
+        means = retrieval.pivot_table(index="pipeline", columns="corpus", values=recall, sort=False)
+        ranks = means.apply(_ranks)
+        by_language = retrieval.pivot_table(index="pipeline", columns=["corpus", "language"], values=recall, sort=False)
+        a, b = corpora
+        moved = [name for name in ranks.index if ranks.loc[name, a] != ranks.loc[name, b]]
+        if not moved:
+            lines.append(f"- **Rank by {recall}**: the same order on both corpora ("
+                         + " > ".join(means[a].sort_values(ascending=False).index) + ").")
+        for name in moved:
+            deltas = {lang: by_language.loc[name, (b, lang)] - by_language.loc[name, (a, lang)]
+                      for lang in ("en", "zh") if (a, lang) in by_language.columns and (b, lang) in by_language.columns}
+            lead = max(deltas, key=lambda lang: abs(deltas[lang])) if deltas else None
+            why = (f"; the move comes mostly from {'English' if lead == 'en' else 'Chinese'} questions "
+                   f"({recall} {by_language.loc[name, (a, lead)]:.2f} on {a} → {by_language.loc[name, (b, lead)]:.2f} on {b})"
+                   if lead else "")
+            lines.append(f"- **{name} changes rank**: {ranks.loc[name, a]} on {a} ({means.loc[name, a]:.2f}), "
+                         f"{ranks.loc[name, b]} on {b} ({means.loc[name, b]:.2f}){why}.")  # fmt: skip
+        shares = retrieval.drop_duplicates(["corpus", "question_id"]).groupby("corpus")["language"].apply(
+            lambda s: (s == "zh").mean())
+        lines.append(f"- Chinese questions are {shares[a]:.0%} of {a}'s answerable gold set and {shares[b]:.0%} of "
+                     f"{b}'s: a technique that helps one language more moves with that share.")  # fmt: skip
+    for corpus, table in answers.items():
+        complete = table["completeness"].astype(float)
+        abstain = table["abstained (out-of-KB)"].astype(float)
+        calls = table["LLM calls/question"].astype(float)
+        lines.append(
+            f"- **Answers on {corpus}** ({int(table['questions'].max())} questions, read directions, not decimals): "
+            f"most complete {complete.idxmax()} ({complete.max():.2f}), "
+            + (f"best abstention {abstain.idxmax()} ({abstain.max():.2f}), " if abstain.notna().any() else "")
+            + f"cheapest {calls.idxmin()} ({calls.min():.1f} calls/question), dearest {calls.idxmax()} ({calls.max():.1f}).")
+    for what, frame in transfer.items():
+        for _, row in frame[frame["calibrated on"] != frame["measured on"]].iterrows():
+            home = frame[(frame["calibrated on"] == row["calibrated on"]) & (frame["measured on"] == row["calibrated on"])].iloc[0]
+            lines.append(f"- **{what}, calibrated on {row['calibrated on']}** ({row['thresholds']}): at home it keeps "
+                         f"{_share_text(home['answerable kept'])} of answerable questions and refuses "
+                         f"{_share_text(home['out-of-KB refused'])} of out-of-KB ones; on {row['measured on']} "
+                         f"{_share_text(row['answerable kept'])} and {_share_text(row['out-of-KB refused'])}.")  # fmt: skip
+    return "\n".join(lines)

@@ -339,3 +339,52 @@ def test_the_real_get_chat_model_points_at_deepseek_when_settings_say_so(fresh_s
     fresh_settings.cache_clear()
     model = models.get_chat_model()  # constructs the client; nothing is sent
     assert model.provider == "deepseek" and "api.deepseek.com" in str(model.api_base)
+
+
+# --- the second corpus preset, and the gate's thresholds said plainly ----------------------------------
+
+
+def test_a_report_on_other_documents_says_the_gate_thresholds_come_from_elsewhere(project):
+    assert main([str(project["config"]), "--no-progress"]) == 0
+    report = (project["root"] / "out" / "report.md").read_text(encoding="utf-8")
+    line = next(line for line in report.splitlines() if line.startswith("- **gate thresholds**"))
+    assert "NOT calibrated on" in line and "course corpus" in line and str(project["root"] / "docs") in line
+
+
+def test_the_packages_preset_reads_the_second_corpus_and_its_gold_set(fresh_settings):
+    from lessons.corpus import PACKAGES_DIR
+    from lessons.evaluate import PRESETS, preset_config
+
+    assert "packages" in PRESETS
+    config = preset_config("packages")  # written under the project root (here: the test's tmp_path)
+    assert config.corpus == "packages" and config.documents == PACKAGES_DIR.resolve() and config.questions == "gold"
+    with pytest.raises(ConfigError, match="unknown preset 'nope'"):
+        preset_config("nope")
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ('corpus = "tidewell"\nquestions = "gold"\npipelines = ["dense"]\n', "corpus = 'tidewell' — choose one of"),
+        ('corpus = "packages"\ndocuments = "docs"\nquestions = "gold"\npipelines = ["dense"]\n', "remove one of the two"),
+    ],
+)
+def test_a_bad_corpus_key_names_the_fix(project, content, fragment):
+    path = project["root"] / "bad.toml"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ConfigError, match=fragment.replace("(", "\\(").replace(")", "\\)")):
+        load_config(path)
+
+
+def test_the_gold_questions_of_a_corpus_preset_are_that_corpus(project, monkeypatch):
+    from lessons.evaluate import question_set
+
+    path = project["root"] / "packages.toml"
+    path.write_text('corpus = "packages"\nquestions = "gold"\npipelines = ["dense"]\n', encoding="utf-8")
+    config = load_config(path)
+    seen = []
+    monkeypatch.setattr("lessons.testset.from_gold", lambda gold, chunks: seen.extend(gold) or [])
+    question_set(config, [], None, progress=False)
+    from lessons.corpus import load_gold
+
+    assert [q.id for q in seen] == [q.id for q in load_gold(corpus="packages")]
