@@ -21,6 +21,7 @@ Two graders return the same typed verdict (`GradeDocuments`):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
@@ -113,6 +114,7 @@ class RoundTrace:
     grades: tuple[str, ...]
     decision: str
     p_yes: tuple[float | None, ...] = ()
+    cross_encoder: tuple[float | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ class Grade:
 
     verdict: GradeDocuments
     p_yes: float | None = None
+    cross_encoder: float | None = None
 
     @property
     def binary_score(self) -> str:
@@ -188,6 +191,100 @@ class CalibratedGrader:
             Grade(GradeDocuments(binary_score="yes" if p >= threshold else "no"), p)
             for p in self.probabilities(question, documents)
         ]
+
+
+@dataclass(frozen=True)
+class GateThresholds:
+    """One language's gate: a document is relevant when the cross-encoder's score reaches `cross_encoder`
+    AND the chat model's P(yes) reaches `p_yes`. 0.0 switches a signal off."""
+
+    cross_encoder: float
+    p_yes: float
+
+
+class RelevanceGate:
+    """The grading loop's gate from two signals (introduced in notebook 04): the relevance model and the chat model.
+
+    The cross-encoder (`lessons.cross_encoder`, ≈ 1/60 s a passage) scores every retrieved document; the
+    chat model's P(yes), asked in the question's language, is read only for documents whose cross-encoder
+    score reaches the language's threshold — a document below it is "no" without a model call. Both
+    thresholds per language are chosen on calibration questions by `calibrate_gate`. The verdict is a
+    typed `GradeDocuments`; `p_yes` keeps the chat model's probability (None when it was not asked).
+    """
+
+    def __init__(self, model: BaseChatModel, thresholds: Mapping[str, GateThresholds], cross_encoder=None,
+                 max_chars: int = 1500,
+                 prompts: ChatPromptTemplate | Mapping[str, ChatPromptTemplate] = RELEVANCE_PROMPTS):
+        from lessons.cross_encoder import OnnxCrossEncoder
+
+        self.thresholds = _per_language(thresholds, "gate thresholds", "calibrate them with calibrate_gate(...)")
+        self.cross_encoder = cross_encoder or OnnxCrossEncoder()
+        prompts = _per_language(prompts, "prompt", "give one per language or one for both")
+        self.scorers = {language: LLMRelevanceScorer(model, prompt=prompt, max_chars=max_chars, max_concurrency=1)
+                        for language, prompt in prompts.items()}
+
+    def cross_encoder_scores(self, question: str, documents: Sequence[Document]) -> list[float]:
+        return [float(s) for s in self.cross_encoder.score([(question, d.page_content) for d in documents])]
+
+    def p_yes(self, question: str, documents: Sequence[Document]) -> list[float]:
+        """The chat model's P(yes) for each document, asked in the question's language (one call each)."""
+        return self.scorers[detect_language(question)].score([(question, d.page_content) for d in documents])
+
+    def __call__(self, question: str, documents: Sequence[Document]) -> list[Grade]:
+        gate = self.thresholds[detect_language(question)]
+        ce = self.cross_encoder_scores(question, documents)
+        asked = [i for i, score in enumerate(ce) if score >= gate.cross_encoder]
+        p = dict(zip(asked, self.p_yes(question, [documents[i] for i in asked]) if asked else []))
+        return [Grade(GradeDocuments(binary_score="yes" if i in p and p[i] >= gate.p_yes else "no"), p.get(i), ce[i])
+                for i in range(len(documents))]
+
+
+def _candidates(values: Sequence[float]) -> list[float]:
+    """0, the midpoints between neighbouring observed values, and a value above the largest."""
+    ordered = sorted(set(values))
+    return [0.0, *[(a + b) / 2 for a, b in zip(ordered, ordered[1:])], *([(ordered[-1] + 1.0) / 2] if ordered else [])]
+
+
+def calibrate_gate(in_kb: Sequence[Sequence[tuple[float, float]]], out_of_kb: Sequence[Sequence[tuple[float, float]]],
+                   min_abstention: float = 0.95) -> GateThresholds:
+    """The gate thresholds that answer the most in-KB questions while abstaining on `min_abstention` of the
+    out-of-KB ones (introduced in notebook 04).
+
+    Each question is a list of (cross-encoder score, P(yes)) pairs, one per retrieved document; a question
+    is answered in round one when one document reaches both thresholds. Among equally good gates the one
+    with the higher cross-encoder threshold wins: it asks the chat model about fewer documents.
+    """
+    if not out_of_kb:
+        raise ValueError("calibrate_gate needs out-of-KB questions: abstention cannot be measured without them")
+
+    def answered(question, gate: GateThresholds) -> bool:
+        return any(ce >= gate.cross_encoder and p >= gate.p_yes for ce, p in question)
+
+    pairs = [pair for question in [*in_kb, *out_of_kb] for pair in question]
+    best, best_key = GateThresholds(1.0, 1.0), (-1.0, -1.0)
+    for t_ce in _candidates([ce for ce, _ in pairs]):
+        for t_p in _candidates([p for _, p in pairs]):
+            gate = GateThresholds(t_ce, t_p)
+            abstention = sum(not answered(q, gate) for q in out_of_kb) / len(out_of_kb)
+            if abstention + 1e-12 < min_abstention:
+                continue
+            key = (sum(answered(q, gate) for q in in_kb) / max(len(in_kb), 1), t_ce)
+            if key > best_key:
+                best, best_key = gate, key
+    return best
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion: what `successes` out of `n` says about the true rate.
+
+    Small samples are honest about their uncertainty: 4/4 gives (0.51, 1.00), not "100%" (notebook 04).
+    """
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def choose_threshold(in_kb_scores: Sequence[float], out_of_kb_scores: Sequence[float], min_abstention: float = 0.95) -> float:
@@ -293,7 +390,8 @@ def build_grading_loop(
         graded = grader(state["question"], state["documents"])
         grades = [g.binary_score for g in graded]
         decision = decide_after_grading(grades, state["round"], max_rounds)
-        step = RoundTrace(state["round"], state["query"], tuple(grades), decision, tuple(g.p_yes for g in graded))
+        step = RoundTrace(state["round"], state["query"], tuple(grades), decision, tuple(g.p_yes for g in graded),
+                          tuple(g.cross_encoder for g in graded))
         relevant = [doc for doc, g in zip(state["documents"], grades) if g == "yes"]
         return {"grades": grades, "relevant": relevant, "trace": [*state.get("trace", []), step]}
 

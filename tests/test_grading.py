@@ -249,3 +249,69 @@ def test_the_loop_never_searches_an_echoed_rewrite_twice():
     retriever = Retriever([["a"], ["b"], ["c"]])
     build_grading_loop(ScriptedChatModel(default=reply), retriever, max_rounds=2).invoke({"question": "q"})
     assert retriever.queries == ["q", "q k1 k2"]
+
+
+class LengthCrossEncoder:
+    """A stand-in relevance model: the score is read from the passage ("score=0.9 …")."""
+
+    def score(self, pairs):
+        return [float(p.split("score=", 1)[1].split()[0]) if "score=" in p else 0.0 for _, p in pairs]
+
+
+def test_the_gate_asks_the_chat_model_only_about_documents_the_cross_encoder_lets_through():
+    from lessons.grading import GateThresholds, RelevanceGate
+
+    asked = []
+    judge = judged_by_passage({"score=0.9 a": 0.8, "score=0.7 b": 0.3})
+    original = judge.default
+
+    def spy(messages, tools):
+        asked.append(messages[-1].content)
+        return original(messages, tools)
+
+    judge.default = spy
+    gate = RelevanceGate(judge, {"en": GateThresholds(0.5, 0.6), "zh": GateThresholds(0.0, 0.9)},
+                         cross_encoder=LengthCrossEncoder())
+    grades = gate("q", [Document("score=0.9 a"), Document("score=0.1 c"), Document("score=0.7 b")])
+    assert [g.binary_score for g in grades] == ["yes", "no", "no"]
+    assert [g.p_yes is None for g in grades] == [False, True, False]
+    assert [g.cross_encoder for g in grades] == [0.9, 0.1, 0.7]
+    assert len(asked) == 2  # the document below the cross-encoder threshold cost no call
+
+
+def test_the_gate_needs_thresholds_for_both_languages():
+    from lessons.grading import GateThresholds, RelevanceGate
+
+    with pytest.raises(ValueError, match="calibrate_gate"):
+        RelevanceGate(judged_by_passage({}), {"en": GateThresholds(0.5, 0.5)}, cross_encoder=LengthCrossEncoder())
+
+
+def test_calibration_keeps_abstention_and_answers_the_most_in_kb_questions():
+    from lessons.grading import calibrate_gate
+
+    in_kb = [[(0.9, 0.8)], [(0.3, 0.3)]]
+    out_of_kb = [[(0.85, 0.2)], [(0.2, 0.9)]]  # each signal alone lets one of them through
+    gate = calibrate_gate(in_kb, out_of_kb, min_abstention=1.0)
+    answered = [any(ce >= gate.cross_encoder and p >= gate.p_yes for ce, p in q) for q in in_kb]
+    assert not any(any(ce >= gate.cross_encoder and p >= gate.p_yes for ce, p in q) for q in out_of_kb)
+    assert answered == [True, True]  # together they answer both
+    assert 0.2 < gate.cross_encoder <= 0.3 and 0.2 < gate.p_yes <= 0.3
+    half = calibrate_gate(in_kb, out_of_kb, min_abstention=0.5)
+    assert half.cross_encoder >= gate.cross_encoder  # equally good gates: the one that asks the chat model less
+
+
+def test_calibration_without_out_of_kb_questions_is_refused():
+    from lessons.grading import calibrate_gate
+
+    with pytest.raises(ValueError, match="out-of-KB"):
+        calibrate_gate([[(0.9, 0.9)]], [])
+
+
+def test_wilson_interval_is_honest_about_small_samples():
+    from lessons.grading import wilson_interval
+
+    low, high = wilson_interval(4, 4)
+    assert high == 1.0 and 0.45 < low < 0.55
+    low, high = wilson_interval(90, 100)
+    assert 0.82 < low < 0.9 < high < 0.95
+    assert wilson_interval(0, 0) == (0.0, 1.0)
