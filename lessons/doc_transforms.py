@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from tqdm.auto import tqdm
 
 from lessons.cjk import CJK_WIDE
+from lessons.prompt_safety import DATA_RULE, as_data
 from lessons.structured import StructuredOutputError, invoke_structured
 
 logger = logging.getLogger(__name__)
@@ -314,13 +315,11 @@ class DateExtractor(BaseDocumentTransformer):
 
 # --- properties ---------------------------------------------------------------------------------
 
-PROPERTY_PROMPT = """Fill in the properties of the function from the text below.
-Use only the text. When the text does not give a property, leave it empty (null) instead of guessing.
+PROPERTY_PROMPT = """Fill in the properties of the function from the document below.
+Use only the document. When it does not give a property, leave it empty (null) instead of guessing.
+<<DATA_RULE>>
 
-Text:
-<<<
-{text}
->>>"""
+{text}""".replace("<<DATA_RULE>>", DATA_RULE)
 
 
 def flatten_for_metadata(values: dict[str, Any], prefix: str = "") -> dict[str, str | int | float | bool]:
@@ -373,7 +372,7 @@ class PropertyExtractor(BaseDocumentTransformer):
 
     def extract(self, document: Document) -> BaseModel:
         """The schema filled from one document; raises `StructuredOutputError` when no reply fits."""
-        prompt = PROPERTY_PROMPT.format(text=document.page_content.strip())
+        prompt = PROPERTY_PROMPT.format(text=as_data(document.page_content.strip()))
         return invoke_structured(self.model, self.schema, prompt, retries=self.retries)
 
     def _transform_one(self, document: Document) -> Document:
