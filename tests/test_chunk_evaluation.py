@@ -11,6 +11,8 @@ from lessons.chunk_evaluation import (
     block_body,
     boundary_share,
     compare_strategy,
+    comparison_findings,
+    embed_questions,
     ends_at_boundary,
     findable_quotes,
     index_name,
@@ -160,3 +162,58 @@ def test_compare_strategy_gives_one_row_per_language(monkeypatch):
     assert english["hit@3"] == 1.0 and chinese["hit@3"] == 0.0
     assert english["tables+code intact %"] == 50.0 and math.isnan(chinese["tables+code intact %"])
     assert isinstance(run, StrategyRun) and run.returned is run.chunks
+
+
+def finding_row(strategy, language="en", hit=0.5, mrr=0.4, questions=10, returned=500.0, split=0.0, clean=90.0):
+    return {"strategy": strategy, "language": language, "chunks": 10, "median chars": returned,
+            "median returned chars": returned, "max chars": 2 * returned, "clean end %": clean,
+            "quotes split %": split, "tables+code intact %": 80.0, "hit@5": hit, "MRR@5": mrr,
+            "questions": questions}
+
+
+def test_findings_follow_the_measured_sign():
+    rows = [finding_row("base"), finding_row("better", hit=0.7, mrr=0.6, returned=1000.0),
+            finding_row("worse", hit=0.4, mrr=0.3, clean=40.0)]
+    text = comparison_findings(rows, baseline="base", k=5)
+    assert "better finds evidence in the top 5 for 2 questions more than base" in text
+    assert "ranks it higher (MRR +0.20)" in text and "(2.0× the baseline's)" in text
+    assert "worse finds evidence in the top 5 for 1 question fewer than base (one question: read it as a tie)" in text
+    assert "ranks it lower (MRR -0.10)" in text
+    assert "from 40 (worse) to 90 (base, better)" in text
+    assert "No strategy returned a gold evidence quote cut in two" in text
+    assert "**better** has the highest hit@5 and MRR@5 in every language" in text
+    assert "one question moves hit@5 by 0.10" in text
+
+
+def test_findings_say_when_no_strategy_wins_everywhere_and_when_quotes_are_cut():
+    rows = [finding_row("base", hit=0.8, mrr=0.7, split=5.0), finding_row("other", hit=0.6, mrr=0.5),
+            finding_row("base", "zh", hit=0.2, mrr=0.1, questions=5), finding_row("other", "zh", hit=0.6, mrr=0.5, questions=5)]
+    text = comparison_findings(rows, baseline="base")
+    assert "No strategy has the highest hit@5 and MRR@5 in every language" in text
+    assert "**Chinese** (5 questions" in text and "other finds evidence in the top 5 for 2 questions more" in text
+    assert "quotes split %" in text and "from 0.0 (other) to 5.0 (base)" in text
+    assert "as many questions as" not in text
+
+
+def test_findings_need_the_baseline_among_the_rows():
+    with pytest.raises(ValueError, match="add it to STRATEGIES"):
+        comparison_findings([finding_row("other")], baseline="base")
+
+
+def test_embed_questions_batches_and_matches_embed_query():
+    from lessons.embeddings import get_embeddings
+
+    embeddings = get_embeddings()
+    texts = ["Which port does Atlas Server listen on?", "Atlas 用什么做中文分词？"]
+    vectors = embed_questions([question("q1", texts[0], ["port 7420"]), texts[1]], embeddings)
+    assert len(vectors) == 2 and embed_questions([], embeddings) == []
+    for vector, text in zip(vectors, texts, strict=True):
+        assert max(abs(a - b) for a, b in zip(vector, embeddings.embed_query(text), strict=True)) < 1e-5
+
+
+def test_embed_questions_falls_back_to_one_query_at_a_time():
+    class OneAtATime:
+        def embed_query(self, text):
+            return [float(len(text))]
+
+    assert embed_questions(["ab", "abc"], OneAtATime()) == [[2.0], [3.0]]
