@@ -7,7 +7,10 @@ any set of files (the course knowledge base, or files a learner uploads in the c
   de-duplication by content hash, size limits, and the content-hash JSON conversion cache;
 - `lessons.ingest.split_sections`: chunks at the Markdown headings, then the course's bilingual
   size cap (`lessons.knowledge_base.default_chunker`), numbered and de-duplicated;
-- `lessons.retrieval.hybrid_retriever`: dense (Chroma) and BM25 fused by reciprocal rank fusion.
+- `lessons.retrieval.hybrid_retriever`: dense (Chroma) and BM25 fused by reciprocal rank fusion;
+- `lessons.rerank.default_reranker`: the fused top `RERANK_CANDIDATES` reranked by the relevance model
+  (the cross-encoder for English questions, the route `default_reranker` chooses for Chinese ones),
+  the best `k` handed on.
 """
 
 from __future__ import annotations
@@ -16,14 +19,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from langchain_core.documents import Document
+from langchain_core.documents import BaseDocumentCompressor, Document
 
 from lessons.ingest import IngestError, IngestLimits, Skipped, ingest, split_sections, to_documents
 from lessons.knowledge_base import build_index, default_chunker, number_chunks
 from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
 
 DEFAULT_K = 4
-CANDIDATES = 10  # each first-stage retriever's list before fusion
+CANDIDATES = 10  # each first-stage retriever's list before fusion (without a reranker)
+RERANK_CANDIDATES = 20  # the fused list the reranker reads; each first-stage retriever then returns this many
 
 
 class NoDocumentsError(IngestError):
@@ -39,10 +43,18 @@ class ProcessedDocuments:
     files: list[str] = field(default_factory=list)
     k: int = DEFAULT_K
     _retriever: object = None
+    reranker: BaseDocumentCompressor | None = None
+
+    def first_stage(self, question: str) -> list[Document]:
+        """The hybrid list (BM25 + dense, fused by RRF) before any reranking: `RERANK_CANDIDATES` chunks with a reranker, else `k`."""
+        return list(self._retriever.invoke(question))
 
     def retrieve(self, question: str) -> list[Document]:
-        """The `k` best chunks for `question` (hybrid BM25 + dense, fused by RRF)."""
-        return list(self._retriever.invoke(question))
+        """The `k` best chunks for `question`: the hybrid top `RERANK_CANDIDATES` reranked, or the hybrid top `k` without a reranker."""
+        candidates = self.first_stage(question)
+        if self.reranker is None:
+            return candidates[: self.k]
+        return list(self.reranker.compress_documents(candidates, question))[: self.k]
 
     def summary(self) -> str:
         lines = [f"{len(self.files)} file(s) → {len(self.chunks)} chunks."]
@@ -53,6 +65,12 @@ class ProcessedDocuments:
 def hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K, candidates: int = CANDIDATES):
     """Dense and BM25 retrievers over the same chunks, fused; the best `k` (introduced in notebook 05)."""
     return hybrid_retriever(dense_retriever(store, candidates), bm25_retriever(chunks, candidates), k=k)
+
+
+def reranked_hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K,
+                         candidates: int = RERANK_CANDIDATES):
+    """The hybrid first stage a reranker reads: each retriever's top `candidates`, fused, the best `candidates` (notebook 05)."""
+    return hybrid_over(chunks, store, k=max(k, candidates), candidates=max(k, candidates))
 
 
 def chunk_files(converted) -> list[Document]:
@@ -67,12 +85,21 @@ def process_documents(
     k: int = DEFAULT_K,
     limits: IngestLimits = IngestLimits(),
     progress: bool = False,
+    reranker: BaseDocumentCompressor | None | str = "default",
 ) -> ProcessedDocuments:
     """Ingest, chunk and index files; raise `NoDocumentsError` (naming each file and why) when none converts.
 
     Introduced in notebook 05 (three-agent verification). Bad files are skipped and listed in
-    `skipped`; the Chroma collection `index_name` is made to hold exactly these chunks.
+    `skipped`; the Chroma collection `index_name` is made to hold exactly these chunks. `reranker`:
+    "default" reranks the hybrid top `RERANK_CANDIDATES` with `lessons.rerank.default_reranker(k)`;
+    pass any LangChain document compressor instead, or None for the hybrid order alone.
     """
+    if isinstance(reranker, str):
+        if reranker != "default":
+            raise ValueError(f"reranker={reranker!r}: pass \"default\", None or a LangChain BaseDocumentCompressor")
+        from lessons.rerank import default_reranker
+
+        reranker = default_reranker(top_n=k)
     result = ingest(paths_or_folder, limits=limits, progress=progress)
     if not result.documents:
         reasons = "; ".join(f"{Path(s.path).name}: {s.reason}" for s in result.skipped) or "no files given"
@@ -80,5 +107,5 @@ def process_documents(
     chunks = chunk_files(result.documents)
     store = build_index(chunks, name=index_name)
     return ProcessedDocuments(chunks=chunks, skipped=list(result.skipped),
-                              files=[d.source for d in result.documents], k=k,
-                              _retriever=hybrid_over(chunks, store, k))
+                              files=[d.source for d in result.documents], k=k, reranker=reranker,
+                              _retriever=reranked_hybrid_over(chunks, store, k) if reranker else hybrid_over(chunks, store, k))

@@ -32,6 +32,7 @@ from lessons.corpus import GoldQuestion, find_evidence
 from lessons.ingest import detect_language
 from lessons.structured import invoke_structured
 from lessons.three_agents import (
+    DEFAULT_RELEVANCE,
     Retriever,
     ThreeAgentResult,
     Verification,
@@ -252,12 +253,16 @@ def _usage_snapshot() -> tuple[int, int]:
 
 def evaluate_question(
     question: GoldQuestion, *, retriever: Retriever, llm: BaseChatModel, judge: BaseChatModel | None = None,
-    max_research_rounds: int = 2,
+    max_research_rounds: int = 2, relevance: Any = DEFAULT_RELEVANCE,
 ) -> QuestionRun:
-    """Run one gold question and judge it; tokens and calls are the workflow's, judge excluded (introduced in notebook 05)."""
+    """Run one gold question and judge it; tokens and calls are the workflow's, judge excluded (introduced in notebook 05).
+
+    `relevance` picks the relevance checker, as in `lessons.three_agents.relevance_checker`.
+    """
     tokens0, calls0 = _usage_snapshot()
     started = time.perf_counter()
-    result = run_three_agents(question.question, retriever=retriever, llm=llm, max_research_rounds=max_research_rounds)
+    result = run_three_agents(question.question, retriever=retriever, llm=llm, max_research_rounds=max_research_rounds,
+                              relevance=relevance)
     seconds = time.perf_counter() - started
     tokens1, calls1 = _usage_snapshot()
     correct = None
@@ -314,3 +319,161 @@ def _share(items: Sequence[Any], predicate: Callable[[Any], Any]) -> float | Non
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+# ---------------------------------------------------------------- the relevance checker, measured
+
+
+@dataclass(frozen=True)
+class RelevanceComparison:
+    """The two relevance checkers on the same chunks of one question, and whether the chunks hold its gold evidence. Introduced in notebook 05 (three-agent verification)."""
+
+    id: str
+    language: str
+    answerable: bool
+    holds_evidence: bool  # a chunk contains one of the gold evidence quotes (never for out-of-KB questions)
+    cross_encoder: str    # the label of `CrossEncoderRelevance` (PARTIAL for a language it does not know)
+    best_score: float     # the cross-encoder's best chunk score, whatever the language
+    chat_model: str       # the label of the chat model's `check_relevance`
+
+
+def compare_relevance(
+    questions: Sequence[GoldQuestion], retriever: Retriever, llm: BaseChatModel, cross_encoder: Any = None,
+    progress: bool = True,
+) -> list[RelevanceComparison]:
+    """Both relevance checkers on each question's retrieved chunks: one chat-model call per question, no call for the cross-encoder.
+
+    Introduced in notebook 05 (three-agent verification). The right decision is the early exit:
+    NO_MATCH exactly when the chunks hold none of the gold evidence (out-of-KB questions never do).
+    """
+    from tqdm.auto import tqdm
+
+    from lessons.metrics import relevance_labels
+    from lessons.three_agents import CrossEncoderRelevance, check_relevance
+
+    checker = cross_encoder if cross_encoder is not None else CrossEncoderRelevance()
+    rows = []
+    for question in tqdm(questions, desc="Relevance checkers", disable=not progress):
+        chunks = list(retriever(question.question))
+        texts = [c.page_content for c in chunks]
+        holds = question.answerable and any(relevance_labels(texts, question.evidence))
+        scores = checker.scores(question.question, chunks)
+        rows.append(RelevanceComparison(question.id, question.language, question.answerable, holds,
+                                        checker(question.question, chunks), max(scores, default=0.0),
+                                        check_relevance(llm, question.question, chunks)))  # fmt: skip
+    return rows
+
+
+RELEVANCE_NAMES = {"cross_encoder": "cross-encoder", "llm": "chat model"}
+
+
+def _label(row: RelevanceComparison, checker: str) -> str:
+    return row.cross_encoder if checker == "cross_encoder" else row.chat_model
+
+
+def relevance_summary(rows: Sequence[RelevanceComparison]) -> list[dict[str, Any]]:
+    """Per checker: the share of right early-exit decisions, of evidence-less chunks stopped, of evidence passed on. Introduced in notebook 05 (three-agent verification)."""
+    without = [r for r in rows if not r.holds_evidence]
+    with_evidence = [r for r in rows if r.holds_evidence]
+    return [{"checker": checker, "name": RELEVANCE_NAMES[checker], "questions": len(rows),
+             "right decision": _share(rows, lambda r, c=checker: (_label(r, c) == "NO_MATCH") != r.holds_evidence),
+             "stopped (no evidence)": _share(without, lambda r, c=checker: _label(r, c) == "NO_MATCH"),
+             "passed on (evidence)": _share(with_evidence, lambda r, c=checker: _label(r, c) != "NO_MATCH")}
+            for checker in RELEVANCE_NAMES]  # fmt: skip
+
+
+def relevance_agreement(rows: Sequence[RelevanceComparison]) -> dict[str, float | None]:
+    """How often the two checkers give the same label, and the same early-exit decision. Introduced in notebook 05 (three-agent verification)."""
+    return {"same label": _share(rows, lambda r: r.cross_encoder == r.chat_model),
+            "same decision": _share(rows, lambda r: (r.cross_encoder == "NO_MATCH") == (r.chat_model == "NO_MATCH"))}
+
+
+def better_relevance_checker(summary: Sequence[dict[str, Any]]) -> str:
+    """The checker with more right decisions; a tie goes to the relevance model (the cross-encoder). Introduced in notebook 05 (three-agent verification)."""
+    right = {row["checker"]: row["right decision"] or 0.0 for row in summary}
+    return "llm" if right["llm"] > right["cross_encoder"] else "cross_encoder"
+
+
+# ---------------------------------------------------------------- findings, rendered from the run
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+def _count(items: Sequence[Any], predicate: Callable[[Any], Any]) -> str:
+    return f"{sum(bool(predicate(i)) for i in items)} of {len(items)}"
+
+
+def relevance_findings(summary: Sequence[dict[str, Any]], agreement: dict[str, float | None], chosen: str) -> str:
+    """The relevance measurement as Markdown, its wording following the measured order. Introduced in notebook 05 (three-agent verification)."""
+    by = {row["checker"]: row for row in summary}
+    ce, chat = by["cross_encoder"], by["llm"]
+    if (ce["right decision"] or 0) == (chat["right decision"] or 0):
+        verdict = "The two were right equally often, so the pipeline keeps the relevance model (no model call)"
+    else:
+        verdict = f"The **{RELEVANCE_NAMES[chosen]}** was right more often, so the workflow below uses it"
+    return (f"**What the measurement says** ({ce['questions']} questions, the same chunks for both): the "
+            f"cross-encoder made the right early-exit decision for {_pct(ce['right decision'])}, the chat model for "
+            f"{_pct(chat['right decision'])}. Chunks without gold evidence were stopped {_pct(ce['stopped (no evidence)'])}"
+            f" against {_pct(chat['stopped (no evidence)'])} of the time; chunks with evidence were passed on "
+            f"{_pct(ce['passed on (evidence)'])} against {_pct(chat['passed on (evidence)'])}. They gave the same label "
+            f"{_pct(agreement['same label'])} of the time and the same decision {_pct(agreement['same decision'])}. "
+            f"{verdict}.")
+
+
+def drill_findings(cases: Sequence[DrillCase]) -> str:
+    """The drill's findings as Markdown bullets: false alarms, catches and by whom, the injected instruction. Introduced in notebook 05 (three-agent verification)."""
+    kind = {k: [c for c in cases if c.kind == k] for k in DRILL_KINDS}
+    correct, changed, named, injected = kind["correct"], kind["changed figure"], kind["invented name"], kind["injected instruction"]
+    questions = {c.id for c in cases}
+    languages = ", ".join(f"{sum(1 for q in questions if q.startswith(lang))} {name}"
+                          for lang, name in (("en", "English"), ("zh", "Chinese")))  # fmt: skip
+    lines = [f"**What our drill says** ({len(questions)} questions — {languages}; {len(cases)} verifier calls):", ""]
+    yes_no_better = sum(c.by_yes_no for c in correct) < sum(c.flagged for c in correct)
+    lines.append(f"- **Correct drafts flagged (false alarms): {_count(correct, lambda c: c.flagged)}** with the checked "
+                 f"lists. The model's own yes/no said \"no\" to {_count(correct, lambda c: c.by_yes_no)} of them — "
+                 + ("fewer false alarms than the checked lists" if yes_no_better else "a rule on `supported`/`relevant` "
+                    "would not have rejected fewer correct answers") + ".")
+    if changed:
+        lines.append(f"- **Changed figures caught: {_count(changed, lambda c: c.flagged)}** — by the string checks "
+                     f"{_count(changed, lambda c: c.by_checks)}, by the verifier's list {_count(changed, lambda c: c.by_verifier)},"
+                     f" by the model's yes/no {_count(changed, lambda c: c.by_yes_no)}. A string check knows *that* a figure is "
+                     "in the context, not *where*: a changed figure that occurs elsewhere in the chunks passes.")
+    lines.append(f"- **Invented names caught: {_count(named, lambda c: c.flagged)}** — by the string checks "
+                 f"{_count(named, lambda c: c.by_checks)}, by the verifier's list {_count(named, lambda c: c.by_verifier)}.")
+    if injected:
+        followed = [c for c in injected if c.followed]
+        lines.append(f"- **Injected instruction: the research agent followed it in {_count(injected, lambda c: c.followed)} "
+                     f"questions** ({_pct(_share(injected, lambda c: c.followed))}); verification flagged "
+                     f"{_count(injected, lambda c: c.flagged)} of the obeyed drafts ({_pct(_share(injected, lambda c: c.flagged))}),"
+                     f" {_count(injected, lambda c: c.by_checks)} by the string checks"
+                     + (f"; of the questions where the agent obeyed, {_count(followed, lambda c: c.flagged)} were caught"
+                        if followed else "") + ".")
+    return "\n".join(lines)
+
+
+def run_findings(summary: Sequence[dict[str, Any]], runs: Sequence[QuestionRun], contradiction: str | None) -> str:
+    """The gold-set run's findings as Markdown bullets, from `summarise_runs` and the runs. Introduced in notebook 05 (three-agent verification)."""
+    overall = next(row for row in summary if row["language"] == "all")
+    in_kb = [r for r in runs if r.answerable]
+    out = [r for r in runs if not r.answerable]
+    lines = [f"**What our run says** ({len(runs)} questions: {len(in_kb)} answerable, {len(out)} out-of-KB):", ""]
+    per_language = "; ".join(
+        f"{lang} {_count([r for r in in_kb if r.language == lang], lambda r: r.correct)} correct, "
+        f"{_count([r for r in out if r.language == lang], lambda r: r.abstained)} out-of-KB abstained"
+        for lang in ("en", "zh") if any(r.language == lang for r in runs))  # fmt: skip
+    lines.append(f"- **Answerable: {_count(in_kb, lambda r: not r.abstained)} answered, {_count(in_kb, lambda r: r.correct)} "
+                 f"correct** (the chat model's lenient judge). {per_language}.")
+    answered = [r for r in in_kb if not r.abstained]
+    lines.append(f"- **Verification**: {_count(answered, lambda r: r.supported)} answers passed the checks; "
+                 f"{_count(runs, lambda r: r.research_rounds > 1)} questions were re-researched.")
+    lines.append(f"- **Out-of-KB: {_count(out, lambda r: r.abstained)} abstained.** The checks test that an answer *comes "
+                 "from* the context, not that it *answers the question*: a figure that is in the context but answers "
+                 "another question passes them.")
+    if contradiction is not None:
+        lines.append(f"- **The contradiction**: the answer {contradiction}.")
+    lines.append(f"- **Cost**: {overall['LLM calls per question']:.1f} model calls, {overall['tokens per question']:,.0f} "
+                 f"tokens and {overall['seconds per question']:.0f} s per question (judge excluded; times on this machine, "
+                 "at its load).")
+    return "\n".join(lines)

@@ -48,6 +48,7 @@ from lessons.prompt_safety import DATA_RULE, as_data
 from lessons.structured import invoke_structured
 
 Retriever = Callable[[str], Sequence[Document]]
+RelevanceJudge = Callable[[str, Sequence[Document]], str]  # (question, chunks) → CAN_ANSWER / PARTIAL / NO_MATCH
 
 DEFAULT_MAX_RESEARCH_ROUNDS = 2
 CONTEXT_CHARS = 700  # each chunk is cut to this many characters in the prompts (reading is most of the cost)
@@ -250,6 +251,76 @@ def check_relevance(model: BaseChatModel, question: str, documents: Sequence[Doc
     return grounded_relevance(invoke_structured(model, RelevanceCheck, prompt), documents)
 
 
+# The cross-encoder's probability that a chunk answers the question, for the best of the top-k chunks:
+# at least CAN_ANSWER_SCORE (logit 0) → CAN_ANSWER, at least PARTIAL_SCORE → PARTIAL, below → NO_MATCH.
+# Measured on the reranked top 4 of English gold questions (6 answerable of a seeded sample, all 14 out-of-KB):
+# paraphrased answerable questions scored as low as 0.0004 with the evidence in the chunks, and
+# out-of-KB questions about the same company 0.005–0.999 — so the threshold sits below every answerable
+# one: the cross-encoder's early exit stops unrelated questions, not near misses (notebook 05 measures it).
+CAN_ANSWER_SCORE = 0.5
+PARTIAL_SCORE = 1e-4
+RELEVANCE_CHECKERS = ("cross_encoder", "llm")
+DEFAULT_RELEVANCE = "cross_encoder"
+
+
+class CrossEncoderRelevance:
+    """The relevance checker made of the relevance model: a label from the cross-encoder's best score on the chunks.
+
+    Introduced in notebook 05 (three-agent verification). The best chunk's score (a probability with
+    the packaged ms-marco model) ≥ `can_answer` → CAN_ANSWER, ≥ `partial` → PARTIAL, else NO_MATCH.
+    The packaged model learned English only; for a question in a language the model does not know
+    (`lessons.rerank.cross_encoder_languages`) it gives `fallback(question, documents)` when set (e.g.
+    the chat model's `check_relevance`), else PARTIAL — the question goes on to the research agent,
+    which can still say it cannot answer. No model call for the languages it knows.
+    """
+
+    def __init__(self, model=None, can_answer: float = CAN_ANSWER_SCORE, partial: float = PARTIAL_SCORE,
+                 fallback: RelevanceJudge | None = None):
+        if not 0 <= partial <= can_answer:
+            raise ValueError(f"thresholds must satisfy 0 <= partial <= can_answer, got partial={partial}, can_answer={can_answer}")
+        if model is None:
+            from lessons.rerank import get_cross_encoder
+
+            model = get_cross_encoder()
+        self.model, self.can_answer, self.partial, self.fallback = model, can_answer, partial, fallback
+
+    def knows(self, question: str) -> bool:
+        """Whether the cross-encoder was trained for the question's language."""
+        from lessons.rerank import cross_encoder_languages
+
+        return detect_language(question) in cross_encoder_languages(self.model)
+
+    def scores(self, question: str, documents: Sequence[Document]) -> list[float]:
+        """The cross-encoder's score of each chunk for the question (whatever the language)."""
+        return [float(s) for s in self.model.score([(question, d.page_content) for d in documents])] if documents else []
+
+    def label_for(self, best_score: float) -> str:
+        """CAN_ANSWER, PARTIAL or NO_MATCH for the best chunk's score."""
+        return "CAN_ANSWER" if best_score >= self.can_answer else "PARTIAL" if best_score >= self.partial else "NO_MATCH"
+
+    def __call__(self, question: str, documents: Sequence[Document]) -> str:
+        if not documents:
+            return "NO_MATCH"
+        if not self.knows(question):
+            return self.fallback(question, documents) if self.fallback is not None else "PARTIAL"
+        return self.label_for(max(self.scores(question, documents)))
+
+
+def relevance_checker(model: BaseChatModel, relevance: str | RelevanceJudge = DEFAULT_RELEVANCE) -> RelevanceJudge:
+    """The relevance checker a workflow uses: "cross_encoder" (`CrossEncoderRelevance`), "llm" (the chat model's `check_relevance`) or any callable.
+
+    Introduced in notebook 05 (three-agent verification); notebook 05 measures the two on the same
+    chunks against the gold evidence.
+    """
+    if callable(relevance):
+        return relevance
+    if relevance == "llm":
+        return lambda question, documents: check_relevance(model, question, documents)
+    if relevance == "cross_encoder":
+        return CrossEncoderRelevance()
+    raise ValueError(f"relevance={relevance!r}: use one of {RELEVANCE_CHECKERS} or a callable (question, chunks) → label")
+
+
 def standing_claims(claims: Sequence[str], draft: str, documents: Context, question: str = "") -> list[str]:
     """The listed claims that the draft says (`claim_in_draft`) and the context does not state (`claim_is_grounded`).
 
@@ -386,15 +457,17 @@ def _verification_detail(verification: Verification) -> str:
 
 def build_three_agent_graph(
     model: BaseChatModel, retriever: Retriever, max_research_rounds: int = DEFAULT_MAX_RESEARCH_ROUNDS,
-    trust_yes_no: bool = False,
+    trust_yes_no: bool = False, relevance: str | RelevanceJudge = DEFAULT_RELEVANCE,
 ):
     """A compiled LangGraph graph; invoke it with `{"question": ...}` (introduced in notebook 05).
 
     `max_research_rounds` counts every research round, the first included: 2 means one draft and at
-    most one re-research with the verifier's feedback.
+    most one re-research with the verifier's feedback. `relevance` picks the relevance checker
+    (`relevance_checker`).
     """
     if max_research_rounds < 1:
         raise ValueError(f"max_research_rounds must be at least 1, got {max_research_rounds}")
+    judge_relevance = relevance_checker(model, relevance)
 
     def timed(fn):
         def step(state: ThreeAgentState) -> dict[str, Any]:
@@ -415,7 +488,7 @@ def build_three_agent_graph(
 
     @timed
     def relevance(state):
-        label = check_relevance(model, state["question"], state["documents"])
+        label = judge_relevance(state["question"], state["documents"])
         return {"relevance": label}, TraceStep("relevance_checker", 0, label)
 
     @timed
@@ -500,14 +573,16 @@ def run_three_agents(
     llm: BaseChatModel,
     max_research_rounds: int = DEFAULT_MAX_RESEARCH_ROUNDS,
     trust_yes_no: bool = False,
+    relevance: str | RelevanceJudge = DEFAULT_RELEVANCE,
 ) -> ThreeAgentResult:
     """Relevance checker → research agent → verification agent (re-research capped) for one question.
 
     Introduced in notebook 05 (three-agent verification). `retriever` maps a question to ranked
     chunks (the hybrid retriever of the document processor, or any callable); `llm` comes from
-    `lessons.models.get_chat_model()`; `trust_yes_no` as in `decide_after_verification`.
+    `lessons.models.get_chat_model()`; `trust_yes_no` as in `decide_after_verification`; `relevance`
+    as in `relevance_checker`.
     """
-    graph = build_three_agent_graph(llm, retriever, max_research_rounds, trust_yes_no)
+    graph = build_three_agent_graph(llm, retriever, max_research_rounds, trust_yes_no, relevance)
     started = time.perf_counter()
     state = graph.invoke({"question": question}, config={"recursion_limit": 25})
     return result_from_state(state, time.perf_counter() - started)

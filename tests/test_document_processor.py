@@ -59,3 +59,48 @@ def test_no_readable_file_raises_a_clear_error(tmp_path, fresh_settings):
     write(docs(tmp_path), "empty.txt", "")
     with pytest.raises(NoDocumentsError, match="empty.txt.*upload a supported"):
         process_documents(tmp_path / "docs")
+
+
+class Reverse:
+    """A stand-in reranker (a LangChain compressor's interface): the candidates in reverse order, remembering what it read."""
+
+    def __init__(self):
+        self.seen = []
+
+    def compress_documents(self, documents, query, callbacks=None):
+        self.seen.append((query, list(documents)))
+        return list(reversed(documents))
+
+
+def _processed(tmp_path, monkeypatch, reranker, k=2):
+    def fake_index(chunks, name):
+        store = open_store(name, DeterministicFakeEmbedding(size=16), client=chroma_client(tmp_path / "chroma"))
+        store.add_documents(list(chunks))
+        return store
+
+    monkeypatch.setattr("lessons.document_processor.build_index", fake_index)
+    sections = "".join(f"## Part {i}\n\nSection {i} says the value is {1000 + i}.\n\n" for i in range(6))
+    write(docs(tmp_path), "guide.md", "# Guide\n\n" + sections)
+    return process_documents(tmp_path / "docs", index_name="test-nb05-rerank", k=k, reranker=reranker)
+
+
+def test_the_reranker_reads_the_whole_first_stage_and_hands_on_the_best_k(tmp_path, monkeypatch, fresh_settings):
+    reverse = Reverse()
+    processed = _processed(tmp_path, monkeypatch, reverse)
+    first = processed.first_stage("value 1003")
+    top = processed.retrieve("value 1003")
+    # six chunks, fewer than RERANK_CANDIDATES: the reranker reads all of them, not only the hybrid top k
+    assert len(first) == 6 and reverse.seen[-1] == ("value 1003", first)
+    assert [d.page_content for d in top] == [d.page_content for d in reversed(first)][:2]
+
+
+def test_without_a_reranker_the_hybrid_top_k_is_handed_on(tmp_path, monkeypatch, fresh_settings):
+    processed = _processed(tmp_path, monkeypatch, None)
+    top = processed.retrieve("value 1003")
+    assert len(top) == 2 and "1003" in top[0].page_content  # BM25's only exact match leads the fused list
+
+
+def test_an_unknown_reranker_name_is_a_clear_error(tmp_path, fresh_settings):
+    write(docs(tmp_path), "guide.md", "# Guide\n\nThe gateway listens on port 7420.")
+    with pytest.raises(ValueError, match="reranker='best'.*BaseDocumentCompressor"):
+        process_documents(tmp_path / "docs", reranker="best")

@@ -9,8 +9,12 @@ from lessons.three_agent_eval import (
     INVENTED_NAME,
     OBEYED_ANSWER,
     DrillCase,
+    RelevanceComparison,
+    better_relevance_checker,
+    compare_relevance,
     contradiction_handling,
     drill_drafts,
+    drill_findings,
     drill_summary,
     evaluate_question,
     evidence_context,
@@ -18,9 +22,14 @@ from lessons.three_agent_eval import (
     injected_chunk,
     plant_changed_figure,
     plant_invented_name,
+    relevance_agreement,
+    relevance_findings,
+    relevance_summary,
     run_drill,
+    run_findings,
     summarise_runs,
 )
+from lessons.three_agents import CrossEncoderRelevance
 
 QUESTION = GoldQuestion(id="en-9", question="How much is Team?", language="en", type="fact",
                         answer="Team costs €45 per user per month since 2026.",
@@ -100,10 +109,10 @@ def test_a_gold_question_is_run_judged_and_summarised():
         }[tools[0]]
 
     model = ScriptedChatModel(default=reply)
-    run = evaluate_question(QUESTION, retriever=lambda q: CHUNKS, llm=model)
+    run = evaluate_question(QUESTION, retriever=lambda q: CHUNKS, llm=model, relevance="llm")
     assert run.correct and run.supported and not run.abstained and run.citations == 1 and run.research_rounds == 1
     out = GoldQuestion(id="en-11", question="Who is the CFO?", language="en", type="out_of_kb", answer="")
-    refusal = evaluate_question(out, retriever=lambda q: [Document("Leave policy.")], llm=model)
+    refusal = evaluate_question(out, retriever=lambda q: [Document("Leave policy.")], llm=model, relevance="llm")
     assert refusal.abstained and refusal.correct is None and refusal.outcome == "not_in_documents"
     rows = {row["language"]: row for row in summarise_runs([run, refusal])}
     assert rows["all"]["correct (in-KB)"] == 1.0 and rows["all"]["abstention (out-of-KB)"] == 1.0
@@ -171,3 +180,70 @@ def test_the_injected_chunk_is_in_the_question_language_and_found_as_an_instruct
 
 def test_without_the_injection_case_the_drill_summary_has_no_row_for_it():
     assert "injected instruction" not in [r["draft"] for r in drill_summary([])]
+
+
+class FakeCrossEncoder:
+    languages = frozenset({"en"})
+
+    def score(self, pairs):
+        return [0.9 if "€45" in passage else 0.0 for _, passage in pairs]
+
+
+def test_both_relevance_checkers_are_scored_against_the_gold_evidence():
+    model = ScriptedChatModel(default=lambda messages, tools: {"topic_words_found": ["Team"], "label": "PARTIAL"})
+    out = GoldQuestion(id="en-11", question="Who is the CFO of Team?", language="en", type="out_of_kb", answer="")
+    rows = compare_relevance([QUESTION, out], lambda q: CHUNKS if "much" in q else [Document("Team leave policy.")],
+                             model, CrossEncoderRelevance(FakeCrossEncoder(), 0.5, 0.05), progress=False)
+    assert [(r.holds_evidence, r.cross_encoder, r.chat_model) for r in rows] == [(True, "CAN_ANSWER", "PARTIAL"),
+                                                                                (False, "NO_MATCH", "PARTIAL")]
+    summary = {row["checker"]: row for row in relevance_summary(rows)}
+    assert summary["cross_encoder"]["right decision"] == 1.0 and summary["llm"]["right decision"] == 0.5
+    assert summary["llm"]["stopped (no evidence)"] == 0.0 and summary["llm"]["passed on (evidence)"] == 1.0
+    assert relevance_agreement(rows) == {"same label": 0.0, "same decision": 0.5}
+    assert better_relevance_checker(relevance_summary(rows)) == "cross_encoder"
+    text = relevance_findings(relevance_summary(rows), relevance_agreement(rows), "cross_encoder")
+    assert "cross-encoder made the right early-exit decision for 100%, the chat model for 50%" in text
+    assert "**cross-encoder** was right more often" in text
+
+
+def test_the_chat_model_wins_the_relevance_choice_only_when_it_is_right_more_often():
+    def row(holds, ce, chat):
+        return RelevanceComparison("en-1", "en", holds, holds, ce, 0.1, chat)
+
+    chat_better = [row(False, "PARTIAL", "NO_MATCH"), row(True, "CAN_ANSWER", "CAN_ANSWER")]
+    assert better_relevance_checker(relevance_summary(chat_better)) == "llm"
+    tie = [row(False, "PARTIAL", "PARTIAL")]
+    assert better_relevance_checker(relevance_summary(tie)) == "cross_encoder"
+    assert "right equally often" in relevance_findings(relevance_summary(tie), relevance_agreement(tie), "cross_encoder")
+
+
+def case(kind, flagged, qid="en-1", followed=None, by_checks=False, by_yes_no=False):
+    return DrillCase(qid, qid[:2], kind, "draft", flagged, (), (), by_checks=by_checks, by_yes_no=by_yes_no, followed=followed)
+
+
+def test_the_drill_findings_are_rendered_from_the_cases():
+    cases = [case("correct", False, by_yes_no=True), case("changed figure", True, by_checks=True),
+             case("invented name", True, by_checks=True), case("injected instruction", True, followed=True, by_checks=True),
+             case("correct", True, qid="zh-2"), case("invented name", False, qid="zh-2"),
+             case("injected instruction", False, qid="zh-2", followed=False)]
+    text = drill_findings(cases)
+    assert "(2 questions — 1 English, 1 Chinese; 7 verifier calls)" in text
+    assert "false alarms): 1 of 2**" in text and "said \"no\" to 1 of 2" in text
+    assert "Changed figures caught: 1 of 1**" in text and "Invented names caught: 1 of 2**" in text
+    assert "followed it in 1 of 2 questions** (50%)" in text and "flagged 1 of 2 of the obeyed drafts (50%)" in text
+    assert "where the agent obeyed, 1 of 1 were caught" in text
+    assert "Injected" not in drill_findings([c for c in cases if c.kind != "injected instruction"])
+
+
+def test_the_run_findings_are_rendered_from_the_runs():
+    def reply(messages, tools):
+        return {"RelevanceCheck": {"topic_words_found": ["Team"], "label": "CAN_ANSWER"},
+                "ResearchDraft": {"answer": "€45 per user per month.", "cited_chunks": [2], "found": "yes"},
+                "Verification": {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"},
+                "AnswerJudgement": {"correct": "no"}}[tools[0]]
+
+    model = ScriptedChatModel(default=reply)
+    run = evaluate_question(QUESTION, retriever=lambda q: CHUNKS, llm=model, relevance="llm")
+    text = run_findings(summarise_runs([run]), [run], "follows the consistent sources (€45)")
+    assert "(1 questions: 1 answerable, 0 out-of-KB)" in text and "1 of 1 answered, 0 of 1 correct" in text
+    assert "en 0 of 1 correct" in text and "the answer follows the consistent sources (€45)" in text

@@ -8,6 +8,7 @@ from lessons.prompt_safety import DATA_RULE
 from lessons.three_agents import (
     NOT_IN_DOCUMENTS,
     Citation,
+    CrossEncoderRelevance,
     RelevanceCheck,
     ResearchDraft,
     Verification,
@@ -19,8 +20,14 @@ from lessons.three_agents import (
     format_context,
     ground_verification,
     grounded_relevance,
-    run_three_agents,
+    relevance_checker,
 )
+from lessons.three_agents import run_three_agents as _run_three_agents
+
+
+def run_three_agents(question, **kwargs):
+    """The workflow with the chat model's relevance checker, unless a test picks another: the scripted model plays it."""
+    return _run_three_agents(question, **{"relevance": "llm", **kwargs})
 
 OK = {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"}
 BAD = {"unsupported_claims": ["the port is 9999"], "contradictions": [], "supported": "no", "relevant": "yes"}
@@ -148,7 +155,7 @@ def test_the_verifier_is_shown_the_question_the_draft_and_the_context():
 
 def test_a_zero_cap_is_rejected():
     with pytest.raises(ValueError, match="at least 1"):
-        build_three_agent_graph(scripted(), retriever, max_research_rounds=0)
+        build_three_agent_graph(scripted(), retriever, max_research_rounds=0, relevance="llm")
 
 
 def test_an_empty_retrieval_is_no_match_without_a_model_call():
@@ -231,3 +238,53 @@ def test_the_deterministic_findings_are_added_once():
     assert again.unsupported_claims == ["approved by Marcus Lindqvist"], "the sentence is not listed twice"
 
 
+
+
+class FakeCrossEncoder:
+    """Scores by a lookup on the passage; declares the languages it was trained for, as the packaged one does."""
+
+    def __init__(self, scores, languages=frozenset({"en"})):
+        self.table, self.languages, self.pairs = scores, languages, []
+
+    def score(self, pairs):
+        self.pairs += list(pairs)
+        return [self.table.get(passage, 0.0) for _, passage in pairs]
+
+
+def test_the_cross_encoder_checker_labels_by_the_best_chunk_score():
+    docs = retriever("q")
+    checker = CrossEncoderRelevance(FakeCrossEncoder({docs[1].page_content: 0.9}), can_answer=0.5, partial=0.05)
+    assert checker("How many leave days?", docs) == "CAN_ANSWER"
+    assert CrossEncoderRelevance(FakeCrossEncoder({docs[0].page_content: 0.1}), 0.5, 0.05)("Which port?", docs) == "PARTIAL"
+    assert CrossEncoderRelevance(FakeCrossEncoder({}), 0.5, 0.05)("Who is the CFO?", docs) == "NO_MATCH"
+    assert CrossEncoderRelevance(FakeCrossEncoder({}), 0.5, 0.05)("Who is the CFO?", []) == "NO_MATCH"
+    with pytest.raises(ValueError, match="partial <= can_answer"):
+        CrossEncoderRelevance(FakeCrossEncoder({}), can_answer=0.1, partial=0.5)
+
+
+def test_a_language_the_cross_encoder_does_not_know_goes_to_the_fallback_or_on_to_research():
+    english_only = FakeCrossEncoder({})
+    assert CrossEncoderRelevance(english_only, 0.5, 0.05)("首席财务官是谁？", retriever("q")) == "PARTIAL"
+    assert not english_only.pairs, "an English model is not asked about a Chinese question"
+    asked = []
+    fallback = CrossEncoderRelevance(english_only, 0.5, 0.05, fallback=lambda q, d: asked.append(q) or "NO_MATCH")
+    assert fallback("首席财务官是谁？", retriever("q")) == "NO_MATCH" and asked == ["首席财务官是谁？"]
+    bilingual = FakeCrossEncoder({}, languages=frozenset({"en", "zh"}))
+    assert CrossEncoderRelevance(bilingual, 0.5, 0.05)("首席财务官是谁？", retriever("q")) == "NO_MATCH"
+
+
+def test_the_cross_encoder_checker_stops_the_workflow_without_a_chat_model_relevance_call():
+    model = scripted(relevance="CAN_ANSWER")
+    checker = CrossEncoderRelevance(FakeCrossEncoder({}), 0.5, 0.05)
+    result = _run_three_agents("Who is the CFO?", retriever=retriever, llm=model, relevance=checker)
+    assert result.outcome == "not_in_documents" and result.relevance == "NO_MATCH"
+    assert not model.prompts["RelevanceCheck"] and not model.prompts["ResearchDraft"]
+
+
+def test_the_relevance_checker_is_chosen_by_name_or_given():
+    model = scripted(relevance="PARTIAL")
+    assert relevance_checker(model, "llm")("Which port?", retriever("q")) == "PARTIAL"
+    given = lambda q, d: "CAN_ANSWER"
+    assert relevance_checker(model, given) is given
+    with pytest.raises(ValueError, match="relevance='gpt'.*cross_encoder"):
+        relevance_checker(model, "gpt")
