@@ -40,7 +40,6 @@ class Hint(AssertionError):
     shown in the Chinese copy of the notebook."""
 
     def __init__(self, hint: str, *, zh: str | None = None):
-        self.english = hint
         super().__init__(_in_language(hint, {"zh": zh}))
 
 
