@@ -4,8 +4,8 @@
 #     quick_parameters:
 #       MAX_STEPS: 2
 #       N_MULTI_HOP: 1
+#       N_SEARCH: 4
 #       N_TABLE: 0
-#       RERANK: false
 #   jupytext:
 #     cell_metadata_filter: tags,-all
 #     notebook_metadata_filter: agentic_rag,-jupytext.text_representation.jupytext_version
@@ -24,10 +24,10 @@
 #
 # | | |
 # |---|---|
-# | **You will learn** | how to split a chat assistant into a **main agent** that talks to the user and a **knowledge sub-agent** that researches, with isolated contexts; how the main agent rewrites each turn into a **standalone question**; how the sub-agent loops — search, read a whole **page** around a promising chunk, search again, answer — with every step a **forced structured choice** and a step cap that holds by construction; how to read its trace; what the extra steps buy against single-shot hybrid RAG, and what they cost |
+# | **You will learn** | how to split a chat assistant into a **main agent** that talks to the user and a **knowledge sub-agent** that researches, with isolated contexts; how the main agent rewrites each turn into a **standalone question**; how the sub-agent loops — search, read a whole **page** around a promising chunk, search again, answer — with every step a **forced structured choice** and a step cap that holds by construction; how to read its trace; why its search tool ranks with a **relevance model** (a cross-encoder), not the chat model; the **tool-calling agent** of LangChain 1.x's docs (a `ToolNode` loop) beside the forced choices, and why the offline path decides with typed choices; what the extra steps buy against single-shot hybrid RAG, and what they cost |
 # | **Prerequisites** | notebook 00 (structured output), 02 (hybrid retrieval, neighbour expansion, reranking), 04 (a capped loop), 05 (citations, the contradiction case), 06 (the completeness judge) |
-# | **Time** | offline on a 2-core laptop, the first time: ≈ 15 min (measured 14.7 min with an empty LLM cache on an idle machine: 68 model calls, 62 of them new, 64k prompt / 2.8k generated tokens); 9 s on a re-run (cached); with DeepSeek: not measured |
-# | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit); every number below is computed by the cell above it |
+# | **Time** | offline on a 2-core laptop, the first time: ≈ 9 min estimated, not yet measured cold at this size (the default run makes ≈ 43 model calls; the earlier 9-question default made 68 and took 14.7 min with an empty LLM cache; this session's shared machine ran at load ≈ 11 on 2 cores, where one call took minutes, so a cold timing would have measured the crowd); `N_MULTI_HOP = N_TABLE = 4` is the larger measurement (≈ +5 min) with DeepSeek: not measured |
+# | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and the ms-marco-MiniLM-L-12-v2 cross-encoder (ONNX); every number below is computed by the cell above it |
 #
 # ```
 # user turn ─→ main agent ──(mode "decide": no documents needed → reply from the conversation)
@@ -45,14 +45,16 @@
 # question ("which tiers include Atlas Guard, **and** when was it released?") needs two places; a
 # table cut in the middle by the chunker needs the rest of its page. The sub-agent looks at what it
 # found, names what is still missing, and searches again or reads the page. The local model emits no
-# free tool calls (measured in `shared/FACTS.md`), so each step is a typed choice the model must fill.
+# free tool calls (section 4 measures it with one probe call), so each step is a typed choice the model must fill.
 
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
-N_MULTI_HOP = 4     # multi-hop gold questions in the measurement (half English, half Chinese)
-N_TABLE = 4         # table gold questions (half English, half Chinese); the contradiction case is always added
+N_MULTI_HOP = 2     # multi-hop gold questions in the measurement (half English, half Chinese); 4 for a larger one (≈ +5 min cold)
+N_TABLE = 2         # table gold questions (half English, half Chinese); the contradiction case is always added; 4 for a larger one
 MAX_STEPS = 3       # tool calls per question, the first search included
-RERANK = False      # True: rerank the expanded search results with the chat model (10 one-token calls per search — most of the run time)
+RERANKER = "default"  # the search tool's reranker: "default" (lessons.rerank.default_reranker: the cross-encoder), "llm" (the chat model: 10 calls per search), "none"
+N_SEARCH = 36       # multi-hop and table gold questions on which section 2 measures what the reranker changes (no model calls)
+COMPARE_LLM_RERANKER = False  # True: section 2 also measures the chat model as the reranker (10 calls per question: ≈ 15 min more)
 K = 3               # chunks the single-shot baseline answers from (notebook 06's hybrid pipeline)
 MAX_TOKENS = 300    # cap on every reply of the chat model
 SEED = 7
@@ -106,10 +108,13 @@ print("\nThe page goes on: …", page.text[page.text.find(chunk.page_content[-60
 #
 # **`search_chunks(query)`** (`ChunkSearch`): the hybrid retriever of notebook 02 (BM25 + dense, RRF)
 # returns 20 chunks; each is expanded with its neighbours (`lessons.context_expansion.expand_hits`; a
-# hit that falls inside a better block joins it). With `RERANK = True` the best 10 blocks are also
-# reranked as whole passages by the chat model's P(yes), blended with the first-stage order as in
-# notebook 02 — 10 one-token calls per search, most of the run time, and notebook 02 measured that the
-# blend barely moves the ranking (MRR +0.007), so it is off by default. The sub-agent is shown the
+# hit that falls inside a better block joins it). The best 10 blocks are then reranked as whole
+# passages by `lessons.rerank.default_reranker` — a **relevance model**: the cross-encoder
+# ms-marco-MiniLM-L-12-v2 (run offline with ONNX) reads the question and a passage together and scores how
+# well the passage answers it. It learned English, so Chinese questions take the course's routed choice
+# (notebook 02 measured the routes). Ranking passages is a relevance model's job; the chat model writes and
+# decides. The chat model *can* rerank — its P(yes) for each block, `RERANKER = "llm"` — at 10 model calls per
+# search; the table below measures what a reranker changes. The sub-agent is shown the
 # first four hits, each cut to 300 characters, **with the page it sits on**: to see more while it
 # decides, it reads the page. The final answer is written from the pages it read and the *whole*
 # chunks behind the snippets (`answer_context`, up to 4,000 characters).
@@ -119,17 +124,42 @@ print("\nThe page goes on: …", page.text[page.text.find(chunk.page_content[-60
 # an observation — the agent reads it and can correct itself.
 
 # %%
-from lessons.deep_research import ChunkSearch
+from lessons.deep_research import ChunkSearch, search_reranker
 from lessons.document_processor import hybrid_over
-from lessons.rerank import llm_reranker
-from lessons.retrieval_evaluation import BLEND_WEIGHT
 
-reranker = llm_reranker(llm, top_n=10, max_chars=600, first_stage_weight=BLEND_WEIGHT) if RERANK else None
-search = ChunkSearch(hybrid_over(chunks, store, k=20, candidates=20), chunks, pages, reranker=reranker)
+first_stage = hybrid_over(chunks, store, k=20, candidates=20)
+reranker = search_reranker(RERANKER, llm, top_n=10)
+search = ChunkSearch(first_stage, chunks, pages, reranker=reranker)
+print(f"RERANKER = {RERANKER!r}: {type(reranker).__name__}", getattr(reranker, "routes", ""))
 observation = search("Atlas Guard release")
 print(observation.header)
 pd.DataFrame([{"source": d.metadata["source"], "page": d.metadata["page"], "snippet": d.page_content[:120]}
               for d in observation.evidence])
+
+# %% [markdown]
+# What does the reranker change in what the agent sees? For `N_SEARCH` multi-hop and table gold
+# questions (half English, half Chinese): the share of their gold evidence quotes inside the four hits
+# the first search shows (their whole chunks), without a reranker and with `default_reranker` — no model
+# calls, so it is cheap to measure on more questions than the agent runs. `COMPARE_LLM_RERANKER = True` adds
+# the chat model as the reranker.
+
+# %%
+from tqdm.auto import tqdm
+
+from lessons.corpus import sample_by_language
+from lessons.deep_research_eval import search_recall
+
+search_questions = sample_by_language([q for q in gold if q.type in ("multi_hop", "table")], N_SEARCH, SEED)
+rankers = {"first stage (no rerank)": None,
+           "default_reranker": reranker if RERANKER == "default" else search_reranker("default", llm)}
+if COMPARE_LLM_RERANKER:
+    rankers["chat model P(yes)"] = reranker if RERANKER == "llm" else search_reranker("llm", llm)
+recall = search_recall(tqdm(search_questions, desc="Searches"),
+                       {label: ChunkSearch(first_stage, chunks, pages, reranker=r) for label, r in rankers.items()})
+search_table = recall.pivot_table(index="reranker", columns="language", values="evidence recall", sort=False)
+search_table["all"] = recall.groupby("reranker", sort=False)["evidence recall"].mean()
+search_table["seconds per search"] = recall.groupby("reranker", sort=False)["seconds"].mean()
+search_table.round(2)
 
 # %% [markdown]
 # ### Exercise 1 — the page-reading tool
@@ -235,7 +265,71 @@ from lessons.deep_research import last_decision_prompt
 print(last_decision_prompt(demo_result, MAX_STEPS))
 
 # %% [markdown]
-# ## 4. The main agent: a standalone question, and isolated contexts
+# ## 4. The same tools as a tool-calling agent — the pattern of LangChain's docs
+#
+# LangChain 1.x's docs build an agent differently: the model is **given the tools** (`bind_tools`) and
+# replies with *tool calls* — structured requests such as `search_chunks(query="…")` — or with a final
+# text. A `ToolNode` (LangGraph's prebuilt node) runs the calls and appends their results as
+# `ToolMessage`s; the loop goes back to the model and ends when it replies without a call.
+# `langchain.agents.create_agent(model, tools)` packages exactly this loop (with a
+# `ToolCallLimitMiddleware` for a cap). `lessons.tool_agent.build_tool_agent` builds it as a small
+# LangGraph graph you can read: `agent` ⇄ `tools`, the sub-agent's own two tools (their results quote
+# document text as `<document>` blocks under the data rule), and — as in every loop of this course — a
+# **counter of tool calls in the state**: the tools step runs at most the calls left and advances it; at
+# the cap the model is asked *without* tools, so the loop ends by construction.
+#
+# Here the model chooses, freely, between a call and a text. A forced structured decision
+# (`invoke_structured`) does not leave that choice: the server forces the one call and its grammar makes
+# the model fill the schema. Does the active model emit tool calls when it may? One probe call, with the
+# two tools offered and the demo question:
+
+# %%
+from lessons.tool_agent import build_tool_agent, message_rows, probe_tool_calling, research_tools, run_tool_agent
+
+tools = research_tools(search, pages)
+probe = probe_tool_calling(llm, tools, demo.question)
+print(f"{model_banner()}\n→ tool calls emitted: {probe.tool_calls or 'none'}")
+if not probe.emits_tool_calls:
+    print("\nWhat it wrote instead (as text — no ToolNode runs this):\n" + probe.text[:900])
+
+# %% [markdown]
+# When the model writes its "call" as text, nothing runs it: the loop would end at once with that text as
+# the answer. That is why the course's offline path decides with typed choices (section 3) — they work
+# with the small local model *and* with DeepSeek. When the active model does emit tool calls (the probe
+# above says which case you are in), the next cell runs the tool-calling agent with it.
+#
+# To see the loop work offline, a **scripted** model plays the tool-calling model:
+# `lessons.tool_agent.scripted_researcher` makes planned calls — its calls are scripted, the tools and
+# their results are real — and writes a scripted closing text when it is asked without tools at the cap.
+
+# %%
+from lessons.tool_agent import scripted_researcher
+
+script = scripted_researcher(
+    [("search_chunks", {"query": "Atlas Guard subscription tiers"}),
+     ("read_page", {"source_id": "atlas_whitepaper.pdf", "page_index": 4}),
+     ("search_chunks", {"query": "Atlas Guard first release"}),
+     ("search_chunks", {"query": "Atlas 4.2 release date"})],
+    "[SCRIPTED — not a model's answer] A tool-calling model would now answer from the tool results above.")
+tool_agent = build_tool_agent(script, tools, max_steps=MAX_STEPS)
+display(Markdown("```mermaid\n" + tool_agent.get_graph().draw_mermaid() + "\n```"))
+scripted_run = run_tool_agent(tool_agent, demo.question, MAX_STEPS)
+print(f"SCRIPTED model: {scripted_run.tool_calls} tool calls (cap {MAX_STEPS}), {scripted_run.model_calls} model turns, "
+      f"ended by the cap: {scripted_run.at_cap}")
+pd.DataFrame(message_rows(scripted_run.messages))
+
+# %%
+if probe.emits_tool_calls:
+    live_run = run_tool_agent(build_tool_agent(llm, tools, max_steps=MAX_STEPS), demo.question, MAX_STEPS)
+    display(pd.DataFrame(message_rows(live_run.messages)))
+    print(f"{live_run.tool_calls} tool calls, ended by the cap: {live_run.at_cap}\n→ {live_run.answer}")
+else:
+    live_run = None
+    print("The active model emits no tool calls (probe above): the tool-calling agent is not run with it. "
+          "With DeepSeek (AGENTIC_RAG_MODEL=deepseek) this cell runs it.")
+
+# %% [markdown]
+# ## 5. The main agent: a standalone question, and isolated contexts
 #
 # A user in a conversation says "and when was it released?". The sub-agent must not see the chat (it
 # would spend its small window on it, and could answer the wrong turn), so the main agent first
@@ -303,7 +397,7 @@ for role, text in decide_mode.history:
     print(f"  {role}: {text[:150]}")
 
 # %% [markdown]
-# ## 5. Measure: deep research against single-shot hybrid RAG
+# ## 6. Measure: deep research against single-shot hybrid RAG
 #
 # The same gold questions through both methods: multi-hop questions (the evidence sits in two
 # documents), table questions, and the contradiction case (the Q3 deck says the Team tier costs €54,
@@ -319,8 +413,6 @@ for role, text in decide_mode.history:
 #   cached answers count with the tokens they cost when first asked), and seconds.
 
 # %%
-from tqdm.auto import tqdm
-
 from lessons.deep_research_eval import compare_methods, measure_sample, run_deep_research, run_single_shot, runs_table
 from lessons.evaluation import Resources, build_hybrid
 
@@ -381,32 +473,34 @@ table[table["type"] == "contradiction"][["method", "contradiction", "answer"]]
 # %% [markdown]
 # ### What our run says
 #
-# Our run (Qwen2.5-1.5B, 9 questions: 4 multi-hop, 4 table, the contradiction;
-# `MAX_STEPS = 3`, no rerank; one question moves a share by 0.11 — read directions, not decimals):
-#
-# - **Correct: deep research 9 of 9, single-shot hybrid 7 of 9.** The difference is two English
-#   multi-hop questions: en-058, where single-shot found none of the evidence and abstained while deep
-#   research found half of it, and en-055, where both read half of the evidence and only the
-#   deep-research answer was judged complete (the whole answers above: both verdicts hold against the
-#   reference). Multi-hop evidence recall 0.75 against 0.62; on the four table questions both read
-#   every evidence quote and both were right — tables did not need the extra steps in this sample.
-# - **The model never chose to answer**: every question ran to the cap (3 tool calls, "at the cap" 1.0),
-#   and it read a page in 2 of 9 questions. A 1.5B model can fill a forced decision, but it does not
-#   judge well when its notes suffice — with DeepSeek the same loop may stop earlier (not measured here).
-# - **Notes are for deciding, the answer must read whole chunks.** Our first full run wrote the answer
-#   from the 300-character snippets of the notes: table evidence recall fell to 0.25 (rows cut off),
-#   against 1.00 for single-shot. `answer_context` now hands the answer step the whole chunks.
-# - **Cost**: 3 model calls and ≈ 4,360 tokens per question against 1 call and ≈ 890 tokens — about
-#   five times the tokens (and four times the seconds: 54 s against 13 s) for two more correct answers in nine.
-# - **The contradiction**: both methods answered €45 and neither mentioned the Q3 deck's €54
-#   (`contradiction_handling`: follows the consistent sources).
-# - **The conversation** (section 4): "And when was it first released?" became "When was Atlas Guard
-#   first released?" — the rewrite works — but the answer, "9 September 2026", is the date of patch
-#   4.2.1; Atlas 4.2, which introduced Guard, was released on 2026-08-18. A standalone question is
-#   necessary, not sufficient.
-#
-# The judge is notebook 06's completeness judge: better than a free-text judge, still a 1.5B model —
-# read the answers in the table above before you quote a share.
+# Rendered from this run's tables (`lessons.deep_research_eval.comparison_findings` for the measurement);
+# the judge is notebook 06's completeness judge — better than a free-text judge, still a small model: read
+# the answers in the table above before you quote a share.
+
+# %%
+from lessons.deep_research_eval import comparison_findings
+
+by_language = search_table.drop(columns=["all", "seconds per search"])
+rerank_gain = search_table.loc["default_reranker", "all"] - search_table.loc["first stage (no rerank)", "all"]
+second = always.turns[1]
+findings = [
+    f"Our run: {len(sample)} questions ({N_MULTI_HOP} multi-hop, {N_TABLE} table, the contradiction case), "
+    f"`MAX_STEPS = {MAX_STEPS}`, search reranker `{RERANKER}`.",
+    *comparison_findings(runs),
+    f"**The search tool's reranker** ({len(search_questions)} questions, four hits shown): evidence recall "
+    + "; ".join(f"{label} {row['all']:.2f}" for label, row in search_table.iterrows())
+    + f" — `default_reranker` {'raises' if rerank_gain > 0 else 'lowers' if rerank_gain < 0 else 'does not change'} it"
+    + f" by {abs(rerank_gain):.2f} over the first stage (per language: "
+    + "; ".join(f"{lang} {by_language.loc['first stage (no rerank)', lang]:.2f} → {by_language.loc['default_reranker', lang]:.2f}"
+                for lang in by_language.columns) + ").",
+    f"**Tool calling**: the active model emitted {len(probe.tool_calls)} tool call(s) when it was free to"
+    + (" — the tool-calling agent ran with it (above)." if probe.emits_tool_calls else
+       " — it wrote its call as text, so offline the loop decides with forced typed choices; the scripted model "
+       f"drove the `ToolNode` loop to {scripted_run.tool_calls} tool calls and the cap ended it: {scripted_run.at_cap}."),
+    f"**The conversation** (section 5): \"{second.user}\" became \"{second.standalone}\"; the reply: "
+    f"\"{second.reply[:200]}\" — check it against the release notes: a standalone question is necessary, not sufficient.",
+]
+display(Markdown("\n".join(f"- {line}" for line in findings)))
 
 # %%
 print(USAGE.report())
