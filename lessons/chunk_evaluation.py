@@ -313,14 +313,13 @@ def comparison_findings(rows: Sequence[dict], baseline: str, k: int = 5) -> str:
         for name, row in table.items():
             if name != baseline:
                 lines.append(f"- {_against_baseline(name, row, base, baseline, n, k)}")
-        lines.append("- " + _extremes(table, "clean end %", 0, "% of chunks end at a sentence or line end") + ".")
+        lines.append("- " + _extremes(table, "clean end %", 0, "chunks that end at a sentence or line end") + ".")
         split = [row["quotes split %"] for row in table.values() if row["quotes split %"] == row["quotes split %"]]
         if split and max(split) == 0:
             lines.append("- No strategy returned a gold evidence quote cut in two.")
         elif split:
-            lines.append("- " + _extremes(table, "quotes split %", 1, "% of the gold quotes are cut in two") + ".")
-        lines.append("- " + _extremes(table, "tables+code intact %", 0, "% of tables, code blocks and formulas "
-                                      "are returned whole") + ".")
+            lines.append("- " + _extremes(table, "quotes split %", 1, "gold quotes cut in two") + ".")
+        lines.append("- " + _extremes(table, "tables+code intact %", 0, "tables, code blocks and formulas returned whole") + ".")
         longest = max(table, key=lambda name: table[name]["max chars"])
         lines.append(f"- The longest chunk is {table[longest]['max chars']:.0f} characters ({longest}); the baseline's "
                      f"median is {base['median returned chars']:.0f}.")
@@ -345,7 +344,7 @@ def _median_length(documents: Sequence[Document], language: str) -> float:
 def _extremes(table: dict[str, dict], column: str, digits: int, what: str = "") -> str:
     """ "column: from low (strategies) to high (strategies)", or one value when every strategy has it."""
     values = {name: row[column] for name, row in table.items() if row[column] == row[column]}
-    label = f"{column}{' — ' + what if what else ''}"
+    label = f"{column} ({what})" if what else column
     if not values:
         return f"{label}: not measured"
     low, high = min(values.values()), max(values.values())
