@@ -438,8 +438,10 @@ def drill_findings(cases: Sequence[DrillCase]) -> str:
     if changed:
         lines.append(f"- **Changed figures caught: {_count(changed, lambda c: c.flagged)}** — by the string checks "
                      f"{_count(changed, lambda c: c.by_checks)}, by the verifier's list {_count(changed, lambda c: c.by_verifier)},"
-                     f" by the model's yes/no {_count(changed, lambda c: c.by_yes_no)}. A string check knows *that* a figure is "
-                     "in the context, not *where*: a changed figure that occurs elsewhere in the chunks passes.")
+                     f" by the model's yes/no {_count(changed, lambda c: c.by_yes_no)}."
+                     + (" A string check knows *that* a figure is in the context, not *where*: the missed ones ("
+                        + ", ".join(c.id for c in changed if not c.flagged) + "): the changed figure occurs elsewhere "
+                        "in the chunks, and the verifier's list did not name it." if not all(c.flagged for c in changed) else ""))
     lines.append(f"- **Invented names caught: {_count(named, lambda c: c.flagged)}** — by the string checks "
                  f"{_count(named, lambda c: c.by_checks)}, by the verifier's list {_count(named, lambda c: c.by_verifier)}.")
     if injected:
