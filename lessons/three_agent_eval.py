@@ -470,9 +470,10 @@ def run_findings(summary: Sequence[dict[str, Any]], runs: Sequence[QuestionRun],
     answered = [r for r in in_kb if not r.abstained]
     lines.append(f"- **Verification**: {_count(answered, lambda r: r.supported)} answers passed the checks; "
                  f"{_count(runs, lambda r: r.research_rounds > 1)} questions were re-researched.")
-    lines.append(f"- **Out-of-KB: {_count(out, lambda r: r.abstained)} abstained.** The checks test that an answer *comes "
-                 "from* the context, not that it *answers the question*: a figure that is in the context but answers "
-                 "another question passes them.")
+    if out:
+        lines.append(f"- **Out-of-KB: {_count(out, lambda r: r.abstained)} abstained.**" + (
+            " The checks test that an answer *comes from* the context, not that it *answers the question*: a figure "
+            "that is in the context but answers another question passes them." if not all(r.abstained for r in out) else ""))
     if contradiction is not None:
         lines.append(f"- **The contradiction**: the answer {contradiction}.")
     lines.append(f"- **Cost**: {overall['LLM calls per question']:.1f} model calls, {overall['tokens per question']:,.0f} "
