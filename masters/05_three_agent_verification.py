@@ -213,7 +213,7 @@ citations_for(draft.cited_chunks, context)
 #
 # A 1.5B verifier is a noisy witness, though (section 6 measures it): it lists phrases it copied from
 # the context, sentences the draft never said, and the draft itself when the context says it in
-# other words, and its yes/no fields said "no" to most *known-correct* drafts. So the workflow asks
+# other words, and its yes/no fields can say "no" to *known-correct* drafts (section 6 counts how often). So the workflow asks
 # for **reasons and checks them** — with string matching, no model (`lessons.claim_check`):
 #
 # - a listed claim **stands** only if the draft says it and the context does not (a figure of the
@@ -379,9 +379,9 @@ pd.DataFrame([{"id": c.id, "draft": c.kind, "flagged": c.flagged, "unsupported":
                "text": c.draft[:90]} for c in cases])
 
 # %% [markdown]
-# The drill tests what it plants. A 1.5B verifier is a weak witness; cheap, deterministic checks on
-# the draft carry most of the weight here — read the rendered findings above for how much, on this
-# run — and they would stay useful next to a stronger model.
+# The drill tests what it plants. The findings above say, for this run, how much of the catching the
+# verifier's own list did and how much the cheap, deterministic checks on the draft did — checks that
+# would stay useful next to a stronger model.
 
 # %% [markdown]
 # ## 7. The whole workflow on the gold set
