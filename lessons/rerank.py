@@ -93,6 +93,8 @@ def _score_from_text(message: AIMessage) -> float:
 class LLMRelevanceScorer(BaseCrossEncoder):
     """A cross-encoder made of a chat model: score = P(yes) that a passage answers a question.
 
+    `prompt` is one wording, or one per language ("en", "zh"); by default `RELEVANCE_PROMPTS`, so a
+    Chinese question is judged with the Chinese wording.
     Passages are cut to `max_chars` (prompt reading time is most of the cost). The question comes
     before the passage in the prompt, so a server that caches prompt prefixes (llama.cpp does)
     reads the instructions and the question only once per question.
@@ -101,13 +103,13 @@ class LLMRelevanceScorer(BaseCrossEncoder):
     def __init__(
         self,
         llm: BaseChatModel,
-        prompt: ChatPromptTemplate = RELEVANCE_PROMPT,
+        prompt: ChatPromptTemplate | Mapping[str, ChatPromptTemplate] | None = None,
         max_chars: int = 1500,
         top_logprobs: int = 10,
         max_concurrency: int = 4,
     ):
         self.llm = llm
-        self.prompt = prompt
+        self.prompts = dict(prompt) if isinstance(prompt, Mapping) else {"en": prompt, "zh": prompt} if prompt else RELEVANCE_PROMPTS
         self.max_chars = max_chars
         self.judge = llm.bind(max_tokens=1, logprobs=True, top_logprobs=top_logprobs)
         self.max_concurrency = max_concurrency
@@ -115,9 +117,13 @@ class LLMRelevanceScorer(BaseCrossEncoder):
 
     def score(self, text_pairs: list[tuple[str, str]], callbacks: Callbacks = None) -> list[float]:
         """One relevance probability per (question, passage) pair, in order."""
-        prompts = [self.prompt.invoke({"question": q, "passage": as_data(p[: self.max_chars])}) for q, p in text_pairs]
+        prompts = [self.prompt_for(q).invoke({"question": q, "passage": as_data(p[: self.max_chars])}) for q, p in text_pairs]
         config = {"callbacks": callbacks, "max_concurrency": self.max_concurrency}
         return [self._score(message) for message in self.judge.batch(prompts, config=config)]
+
+    def prompt_for(self, question: str) -> ChatPromptTemplate:
+        """The judge's wording for `question`: asked in the question's language (notebook 04 measured why)."""
+        return self.prompts.get(detect_language(question)) or self.prompts["en"]
 
     def _score(self, message: AIMessage) -> float:
         alternatives = _first_token_alternatives(message)
