@@ -181,16 +181,42 @@ def _answers_within(state: ServerInfo, grace: float) -> bool:
 
     A server busy with another process's long prompt on two cores can take more than a few seconds
     to answer; replacing it then killed that process's request mid-way ("could not reach the local
-    model server"). So a slow answer is waited for, and only a server silent for the whole grace
-    period, or one whose process has died, is replaced.
+    model server"). llama.cpp's server answers /v1/models only between completions, so with several
+    kernels queued it can stay silent for minutes while it works: a server whose process keeps using
+    CPU is busy, not hung, and its deadline moves on (up to `BUSY_LIMIT_SECONDS`). Only a server
+    silent *and idle* for the whole grace period, or one whose process has died, is replaced.
     """
-    deadline = time.monotonic() + grace
+    start = time.monotonic()
+    deadline = start + grace
+    cpu, busy = _cpu_seconds(state.pid), False
     while True:
-        if served_models(state.url, timeout=min(10.0, max(1.0, deadline - time.monotonic()))) is not None:
+        wait = 10.0 if busy else min(10.0, max(1.0, deadline - time.monotonic()))
+        if served_models(state.url, timeout=wait) is not None:
             return True
-        if time.monotonic() >= deadline or not _pid_alive(state.pid):
+        if not _pid_alive(state.pid):
+            return False
+        now_cpu = _cpu_seconds(state.pid)
+        busy = now_cpu is not None and cpu is not None and now_cpu > cpu + 0.5  # working: not hung
+        if busy:
+            deadline = min(time.monotonic() + grace, start + BUSY_LIMIT_SECONDS)
+        cpu = now_cpu
+        if time.monotonic() >= deadline:
             return False
         time.sleep(1.0)
+
+
+BUSY_LIMIT_SECONDS = 3600.0  # the longest a working but silent server is waited for
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """CPU seconds the process has used so far, or None when it cannot be read."""
+    try:
+        import psutil
+
+        times = psutil.Process(pid).cpu_times()
+        return times.user + times.system
+    except Exception:  # no such process, no permission, no psutil: fall back to the plain grace period
+        return None
 
 
 def _clients_dir() -> Path:

@@ -138,3 +138,25 @@ def test_a_busy_server_is_waited_for_not_replaced(fake_model, monkeypatch, tmp_p
     slow_if["path"] = str(tmp_path / "never")
     replaced = ensure_server(timeout=20)  # silent for the whole (short) grace period: replaced
     assert replaced.pid != first.pid and not local_server._pid_alive(first.pid)
+
+
+SPINNING_WHEN_FLAGGED = FAKE_OPENAI_SERVER.replace(
+    "    def do_GET(self):\n",
+    "    def do_GET(self):\n        import os, time\n        if os.path.exists(sys.argv[3]):\n"
+    "            began = time.time()\n            while time.time() - began < 4: pass\n",
+)
+
+
+def test_a_silent_server_that_keeps_working_is_not_replaced(fake_model, monkeypatch, tmp_path):
+    # With several kernels queued, llama.cpp answers /v1/models only between completions: silent for
+    # longer than the grace period, but busy. Replacing it killed every queued request (seen 1 Dec).
+    flag = tmp_path / "busy"
+    monkeypatch.setattr(
+        local_server, "server_command",
+        lambda model, alias, port: [sys.executable, "-c", SPINNING_WHEN_FLAGGED, str(port), alias, str(flag)],
+    )
+    first = ensure_server(timeout=20)
+    flag.touch()
+    monkeypatch.setattr(local_server, "BUSY_GRACE_SECONDS", 1.5)
+    again = ensure_server(timeout=20)
+    assert again.pid == first.pid and local_server._pid_alive(first.pid)
