@@ -239,6 +239,18 @@ class RelevanceGate:
                 for i in range(len(documents))]
 
 
+# The gate used where no calibration was run (the evaluation command, notebook 06's grading loop). Until
+# notebook 04's calibration on the course gold set is copied here, these are the P(yes)-only thresholds
+# chosen in notebook 04 before the cross-encoder existed (t₁ = 0: the cross-encoder is not consulted).
+# Thresholds chosen on one corpus need not travel to another: calibrate on your own questions.
+DEFAULT_GATE = {"en": GateThresholds(0.0, 0.71), "zh": GateThresholds(0.0, 0.75)}
+
+
+def default_gate(model: BaseChatModel, thresholds: Mapping[str, GateThresholds] | None = None) -> RelevanceGate:
+    """The grading loop's gate with `DEFAULT_GATE` (or the given thresholds) — one call for every pipeline."""
+    return RelevanceGate(model, thresholds or DEFAULT_GATE)
+
+
 def _candidates(values: Sequence[float]) -> list[float]:
     """0, the midpoints between neighbouring observed values, and a value above the largest."""
     ordered = sorted(set(values))
@@ -520,3 +532,72 @@ def _share(items: Sequence[Any], predicate: Callable[[Any], bool]) -> float | No
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def goal_table(results: Sequence[LoopResult], min_abstention: float = 0.95, min_first_round: float = 0.90) -> list[dict[str, Any]]:
+    """Per language, the gate's two goals with the 95% interval that the sample size allows (notebook 04):
+    abstention on out-of-KB questions and first-round stops on in-KB ones."""
+    rows = []
+    for language in ("en", "zh"):
+        group = [r for r in results if r.language == language]
+        for goal, items, hit, target in (
+            ("abstention (out-of-KB)", [r for r in group if not r.answerable], lambda r: r.gated_outcome == "not_in_kb",
+             min_abstention),
+            ("first-round stop (in-KB)", [r for r in group if r.answerable], lambda r: r.first_round_stop, min_first_round),
+        ):
+            k, n = sum(map(hit, items)), len(items)
+            low, high = wilson_interval(k, n)
+            rows.append({"language": language, "goal": goal, "target": target, "measured": k / n if n else None,
+                         "count": f"{k}/{n}", "95% interval": f"{low:.2f}–{high:.2f}",
+                         "verdict": "no data" if not n else "met" if k / n >= target else
+                         "missed (the interval reaches the target)" if high >= target else "missed"})
+    return rows
+
+
+def gate_findings(results: Sequence[LoopResult], menu, goals, evidence_in_top_k: Mapping[str, bool], *, k: int,
+                  max_rounds: int) -> str:
+    """Notebook 04's findings as Markdown, every figure read from the run (introduced in notebook 04).
+
+    `menu`: the calibration table indexed by language (thresholds, separations); `goals`: `goal_table` as a
+    DataFrame; `evidence_in_top_k`: for each evaluated in-KB question, whether its reranked top k holds the evidence.
+    """
+    from lessons.prose import direction, pct, share
+
+    lines = []
+    for language, label in (("en", "English"), ("zh", "Chinese")):
+        group = [r for r in results if r.language == language]
+        outside = [r for r in group if not r.answerable]
+        inside = [r for r in group if r.answerable]
+        gated_abstained = sum(r.gated_outcome == "not_in_kb" for r in outside)
+        ungated_answered = sum(r.ungated_outcome == "answered" for r in outside)
+        row = menu.loc[language]
+        ce_auc, p_auc = row["separation, cross-encoder"], row["separation, P(yes)"]
+        lines.append(
+            f"- **{label}, calibration:** t₁ = {row['t₁ cross-encoder']:.2f} (cross-encoder), t₂ = {row['t₂ P(yes)']:.2f} "
+            f"(P(yes)); separation {ce_auc:.2f} for the cross-encoder's best score and {p_auc:.2f} for the best P(yes) — "
+            f"the {'cross-encoder' if ce_auc > p_auc else 'chat model' if p_auc > ce_auc else 'two alike'} "
+            f"{'separates better' if ce_auc != p_auc else ''}.".replace(" .", "."))
+        if outside:
+            lines.append(
+                f"- **{label}, out-of-KB:** the gate abstained on {share(gated_abstained, len(outside))}; without it the "
+                f"pipeline answered {share(ungated_answered, len(outside))} of these questions from chunks that do not hold "
+                f"the answer — {'hallucinations the gate caught' if ungated_answered else 'no hallucination to catch in this sample'}.")
+        if inside:
+            first = sum(r.first_round_stop for r in inside)
+            gated = sum(r.gated_outcome == "answered" for r in inside)
+            ungated = sum(r.ungated_outcome == "answered" for r in inside)
+            ceiling = [evidence_in_top_k[r.id] for r in inside if r.id in evidence_in_top_k]
+            lines.append(
+                f"- **{label}, in-KB:** answered {share(gated, len(inside))} gated against {share(ungated, len(inside))} "
+                f"ungated; {share(first, len(inside))} in the first round. The reranked top {k} held the evidence for "
+                f"{share(sum(ceiling), len(ceiling))} of them, so retrieval "
+                f"{direction(sum(ceiling) - first, 'left room the gate did not use', 'was no limit', 'was the limit')}"
+                f"{'' if sum(ceiling) >= len(ceiling) else f' and capped first-round stops at {pct(sum(ceiling) / len(ceiling))}'}.")
+    for _, goal in goals.iterrows():
+        lines.append(f"- **Goal, {goal['language']} {goal['goal']}:** {goal['count']} "
+                     f"({'n/a' if goal['measured'] is None else pct(goal['measured'])}, 95% interval {goal['95% interval']}) "
+                     f"against ≥ {pct(goal['target'])} — {goal['verdict']}.")
+    rounds = sum(r.rounds for r in results) / max(len(results), 1)
+    lines.append(f"- **Cost:** {rounds:.2f} rounds per question on average (cap {max_rounds}); "
+                 f"{sum(r.gated_calls for r in results) / max(len(results), 1):.1f} chat-model calls per question gated.")
+    return "\n".join(lines)

@@ -315,3 +315,42 @@ def test_wilson_interval_is_honest_about_small_samples():
     low, high = wilson_interval(90, 100)
     assert 0.82 < low < 0.9 < high < 0.95
     assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def loop_result(qid, language, answerable, gated, first_round=False, ungated="answered", rounds=1):
+    from lessons.grading import LoopResult
+
+    return LoopResult(id=qid, language=language, type="fact" if answerable else "out_of_kb", answerable=answerable,
+                      gated_outcome=gated, gated_answer="", rounds=rounds, first_round_stop=first_round, gated_tokens=10,
+                      gated_calls=2, ungated_outcome=ungated, ungated_answer="", ungated_tokens=5, trace=())
+
+
+def test_goal_table_names_counts_intervals_and_verdicts():
+    from lessons.grading import goal_table
+
+    results = [loop_result("a", "en", False, "not_in_kb"), loop_result("b", "en", False, "not_in_kb"),
+               loop_result("c", "en", True, "answered", first_round=True), loop_result("d", "en", True, "answered"),
+               loop_result("e", "zh", False, "answered")]
+    rows = {(r["language"], r["goal"]): r for r in goal_table(results, 0.95, 0.90)}
+    assert rows[("en", "abstention (out-of-KB)")]["count"] == "2/2"
+    assert rows[("en", "abstention (out-of-KB)")]["verdict"] == "met"
+    assert rows[("en", "first-round stop (in-KB)")]["count"] == "1/2"
+    assert rows[("en", "first-round stop (in-KB)")]["verdict"] == "missed (the interval reaches the target)"
+    assert rows[("zh", "abstention (out-of-KB)")]["verdict"] == "missed"
+    assert rows[("zh", "first-round stop (in-KB)")]["verdict"] == "no data"
+
+
+def test_gate_findings_are_computed_from_the_run():
+    import pandas as pd
+
+    from lessons.grading import gate_findings, goal_table
+
+    results = [loop_result("a", "en", False, "not_in_kb", ungated="answered"),
+               loop_result("c", "en", True, "answered", first_round=True), loop_result("d", "en", True, "not_in_kb", rounds=2)]
+    menu = pd.DataFrame([{"language": lang, "t₁ cross-encoder": 0.3, "t₂ P(yes)": 0.6, "separation, cross-encoder": 0.9,
+                          "separation, P(yes)": 0.7} for lang in ("en", "zh")]).set_index("language")
+    text = gate_findings(results, menu, pd.DataFrame(goal_table(results)), {"c": True, "d": False}, k=3, max_rounds=2)
+    assert "the gate abstained on 1/1" in text and "answered 1/1 of these questions" in text
+    assert "answered 1/2 gated against 2/2 ungated; 1/2 in the first round" in text
+    assert "held the evidence for 1/2 of them" in text and "capped first-round stops at 50%" in text
+    assert "the cross-encoder separates better" in text
