@@ -25,7 +25,7 @@
 # |---|---|
 # | **You will learn** | how to replace LangChain's removed `DoctranQATransformer` with structured output; how to make an LLM document transformer that never crashes, never costs twice and never overflows the context window; whether question/answer documents actually help retrieval (measured, chunks vs QA vs hybrid); the other doctran jobs — cleaning PDF text, extracting dates, extracting properties |
 # | **Prerequisites** | notebooks 00 (structured output) and 01 (the knowledge base, chunks, the gold set, hit@k and MRR) |
-# | **Time** | offline, the first time: ≈ 10 min on an idle 2-core laptop (≈ 42k prompt and 8k generated tokens at ≈ 180 and ≈ 30 tokens/s), 31 min measured while two other model servers shared the cores; ≈ 2 min on a re-run (everything is cached). DeepSeek: not measured; 8 requests in flight, expect a few minutes |
+# | **Time** | offline, the first time: about 34 model calls by default (30 QA chunks, 4 property extractions; retries aside), half of the 60-chunk version's 66, which took ≈ 10 min on an idle 2-core laptop (estimated from 42k prompt and 8k generated tokens at ≈ 180 and ≈ 30 tokens/s) and 31 min measured under load — so ≈ 5 min estimated on an idle laptop (a cold run of this version sent ≈ 710 prompt and ≈ 110 generated tokens per call). Not yet measured end to end: both cold runs this session lost requests when the shared model server was replaced under load (the second made 30 calls in 24 min while four other notebooks used the same server). A re-run is served from the QA and LLM caches (≈ 2 min measured for the 60-chunk version). DeepSeek: not measured; 8 requests in flight, expect a few minutes |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit) |
 #
 # A user asks *"How long do I have to use my leftover holidays in Lisbon?"*; the handbook says *"Up to 5
@@ -46,9 +46,10 @@
 
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
-N_QA_CHUNKS = 60        # chunks sent to the model: gold-evidence chunks plus a seeded sample of others
+N_QA_CHUNKS = 30        # chunks sent to the model (one call each): gold-evidence chunks plus a seeded sample of others;
+                        # 60 or more for a firmer comparison in section 8 (each chunk adds a model call)
 MAX_PAIRS = 3           # question/answer pairs asked for per chunk
-N_PROPERTY_CHUNKS = 6   # release-note chunks for the property extractor
+N_PROPERTY_CHUNKS = 4   # release-note chunks for the property extractor (one call each)
 SEED = 3
 
 # %%
@@ -58,6 +59,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown, display
 
 from lessons.models import get_chat_model, model_banner
 from lessons.usage import USAGE
@@ -71,11 +73,11 @@ llm = get_chat_model()
 # %% [markdown]
 # ## 1. The chunks we will transform
 #
-# Generating pairs costs the local model 10–20 s per chunk, so the notebook does not transform all
-# ~290 chunks of the knowledge base. `select_chunks` draws a seeded sample: about 70% are chunks that
-# hold the evidence of randomly drawn gold questions (so we can measure retrieval on them), the rest are
-# other chunks, so retrieval still has to find the right one among distractors. The same sample is used
-# for every comparison below.
+# Generating pairs costs the local model one call per chunk (section 2 times one), so the notebook does
+# not transform every chunk of the knowledge base, only `N_QA_CHUNKS` of them. `select_chunks` draws a
+# seeded sample: a share `evidence_share=0.7` of it are chunks that hold the evidence of randomly drawn
+# gold questions (so we can measure retrieval on them), the rest are other chunks, so retrieval still has
+# to find the right one among distractors. The same sample is used for every comparison below.
 
 # %%
 from lessons.corpus import load_gold
@@ -200,8 +202,9 @@ plt.show()
 print(f"largest request ≈ {totals.max()} tokens; limit {budgets[0].limit}; over the limit: {sum(b.exceeded for b in budgets)}")
 
 # %% [markdown]
-# Chunks of ≤ 800 characters are far from the limit. Skip the chunking step and hand the model a whole
-# document instead, and the transformer warns before it spends a single call:
+# The histogram and the count above place the knowledge base's chunks against the limit. Skip the
+# chunking step and hand the model a whole document instead, and the transformer warns before it spends
+# a single call:
 
 # %%
 import warnings
@@ -300,7 +303,9 @@ if model_seconds:
     print(f"cache ratio: build 2 / model time = {cache_ratio:.1e} — about {1 / cache_ratio:,.0f}× faster")
 if report.from_cache < report.chunks // 2:
     print(f"build 2 / build 1 (wall clock, build 1 mostly generated) = {second_build_seconds / first_build_seconds:.1e}")
-assert [r.pairs for r in rebuilt] == [r.pairs for r in results]
+assert [r.pairs for r in rebuilt] == [r.pairs for r in results], (
+    f"build 2 differs from build 1: {report.errors} chunk(s) of build 1 could not reach the model and were asked "
+    "again — check that the model server is running and re-run section 5")
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 2.8))
@@ -318,8 +323,8 @@ plt.show()
 # %% [markdown]
 # The model time is what the pairs cost when they were first made: the sum over chunks of each request's
 # duration, recorded in the cache. With two requests in flight on a local server that answers one at a
-# time, each request also waits for the other, so the wall-clock time of a first build is lower than
-# this sum. On a re-run of this notebook build 1 is served from the cache too — which is the point.
+# time, each request also waits for the other, so the wall-clock time of a first build can be lower
+# than this sum. On a re-run of this notebook build 1 is served from the cache too — which is the point.
 #
 # ## 7. Coverage: do the pairs cover the facts people ask about?
 #
@@ -337,14 +342,18 @@ coverage = evidence_coverage(sample, results, gold)
 print(f"{coverage.quotes} gold evidence quotes occur in the sample")
 print(f"chunk coverage : {coverage.chunk_covered}/{coverage.quotes} = {coverage.chunk_rate:.1%}")
 print(f"answer coverage: {coverage.answer_covered}/{coverage.quotes} = {coverage.answer_rate:.1%}")
+gap = coverage.chunk_covered - coverage.answer_covered
+display(Markdown(
+    f"Chunk coverage ({coverage.chunk_rate:.0%}) follows the schema success rate ({report.schema_success_rate:.0%}): "
+    "a chunk that got pairs covers its quotes. Answer coverage is the honest one: "
+    + (f"{gap} of the {coverage.chunk_covered} reachable quotes got no pair about them — with at most {MAX_PAIRS} "
+       "pairs per chunk the model picks *some* facts of a chunk, not necessarily the one a user will ask about. "
+       "That gap is why the hybrid index below keeps the raw chunks too." if gap else
+       "here every reachable quote got a pair about it; the hybrid index below keeps the raw chunks all the same, "
+       "since no sample guarantees that.")))
 
 
 # %% [markdown]
-# Chunk coverage follows the schema success rate: every chunk that got pairs covers its quotes. Answer
-# coverage is the honest one: with at most a few pairs per chunk, the model picks *some* facts of a
-# chunk, not necessarily the one a user will ask about. That gap is why the hybrid index below keeps
-# the raw chunks too.
-#
 # ## 8. A hybrid index: chunks and questions in one Chroma store
 #
 # Chunks get `metadata["doc_type"] = "chunk"`, QA documents `"qa"`; both go into one persistent Chroma
@@ -398,6 +407,7 @@ print(f"hybrid store: {len(chunk_docs)} chunks + {len(qa_docs)} QA documents · 
 # relevant at rank *r* when the chunk there contains one of the question's evidence quotes (`lessons.metrics`).
 
 # %%
+from lessons.chunk_evaluation import embed_questions
 from lessons.embeddings import get_embeddings
 from lessons.metrics import hit_at_k, mrr_at_k, relevance_labels
 
@@ -407,8 +417,7 @@ questions = [q for q in gold if q.answerable and evidence_chunk_ids(sample, q.ev
 embedder = get_embeddings()
 start = time.perf_counter()
 rows = []
-for question in questions:
-    vector = embedder.embed_query(question.question)
+for question, vector in zip(questions, embed_questions(questions, embedder), strict=True):
     for mode in MODES:
         ranked = search_source_chunks(store, vector, mode, chunks_by_id, k=K, fetch_k=4 * K)
         labels = relevance_labels([c.page_content for c in ranked], question.evidence)
@@ -450,14 +459,18 @@ if len(wide) and helped:
         print(f"  [{hit.metadata['doc_type']:5}] {hit.page_content[:110]!r}")
 
 # %% [markdown]
-# Read the numbers before you believe the idea. In our run (Qwen 1.5B, 60 chunks) QA documents *alone*
-# rank below the chunks: a few pairs per chunk miss facts (section 7), and a question about a fact that
-# got no pair can only land on some other pair. *Next to* the chunks they help a little: the hybrid index
-# moves the evidence up for a handful of questions — typically ones worded like a generated question,
-# as in the example above — while hit@5 hardly changes, because the chunks alone already had the
-# evidence in the top 5. A handful of questions is a small sample: read the per-question counts, not the
-# third decimal. Whether one LLM call per chunk at indexing time is worth that gain depends on your
-# questions; with DeepSeek the pairs are better and the comparison is worth re-running.
+# Read the numbers before you believe the idea. What this run measured:
+
+# %%
+from lessons.qa_transform import qa_findings
+
+display(Markdown(qa_findings(scores.to_dict("records"), k=K, coverage=coverage)))
+
+# %% [markdown]
+# Questions worded like a generated question are where the QA documents can help (the example above,
+# when there is one). Whether one LLM call per chunk at indexing time is worth it depends on your
+# questions; with DeepSeek the pairs are better and the comparison is worth re-running, and a larger
+# `N_QA_CHUNKS` gives it more questions.
 #
 # ## 9. The other doctran jobs
 #
@@ -597,14 +610,18 @@ facts["kind by rule"] = [kind_by_rule(heading) for heading in facts["heading"]]
 print(f"{extractor.failures} of {len(release_chunks)} documents without valid properties; "
       f"dates agree on {(facts['model date'] == facts['pattern date']).sum()}, "
       f"release kinds on {(facts['release_kind'] == facts['kind by rule']).sum()} of {len(facts)}")
-facts
+display(facts)
+dates_agree, kinds_agree = (facts["model date"] == facts["pattern date"]).sum(), (facts["release_kind"] == facts["kind by rule"]).sum()
+display(Markdown(
+    f"The last columns check the model against rules: its `released` string, parsed by `extract_dates`, gives the "
+    f"pattern-based date for {dates_agree} of {len(facts)} releases, and its `release_kind` matches the version rule for "
+    f"{kinds_agree} of {len(facts)}"
+    + (" — seeing no \"minor release\" in the text, a small model guesses." if kinds_agree < len(facts) else ".")))
 
 # %% [markdown]
-# The last columns check the model against rules. Its `released` string, parsed by `extract_dates`,
-# matches the pattern-based date; its `release_kind` is another matter: Atlas versions follow a
-# convention (x.0 major, x.y minor, x.y.z patch) that a three-line rule reads without error, while a
-# small model, seeing no "minor release" in the text, may guess. Where a rule can do the job, use the
-# rule — free, instant, repeatable — and keep the model for the properties no rule can read.
+# Atlas versions follow a convention (x.0 major, x.y minor, x.y.z patch) that a three-line rule reads
+# without error. Where a rule can do the job, use the rule — free, instant, repeatable — and keep the
+# model for the properties no rule can read.
 #
 # ## 10. What we measured
 
