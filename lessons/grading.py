@@ -587,12 +587,19 @@ def gate_findings(results: Sequence[LoopResult], menu, goals, evidence_in_top_k:
             gated = sum(r.gated_outcome == "answered" for r in inside)
             ungated = sum(r.ungated_outcome == "answered" for r in inside)
             ceiling = [evidence_in_top_k[r.id] for r in inside if r.id in evidence_in_top_k]
+            held = sum(ceiling)
+            if held > first:
+                reading = "retrieval left room: the gate refused some questions whose evidence was there"
+            elif held == first and held < len(ceiling):
+                reading = f"retrieval was the limit: first-round stops cannot exceed {pct(held / len(ceiling))} with this top {k}"
+            elif held == first:
+                reading = "retrieval and gate agree on every question"
+            else:
+                reading = "the gate also let through questions whose top chunks hold no evidence quote word for word"
             lines.append(
                 f"- **{label}, in-KB:** answered {share(gated, len(inside))} gated against {share(ungated, len(inside))} "
                 f"ungated; {share(first, len(inside))} in the first round. The reranked top {k} held the evidence for "
-                f"{share(sum(ceiling), len(ceiling))} of them, so retrieval "
-                f"{direction(sum(ceiling) - first, 'left room the gate did not use', 'was no limit', 'was the limit')}"
-                f"{'' if sum(ceiling) >= len(ceiling) else f' and capped first-round stops at {pct(sum(ceiling) / len(ceiling))}'}.")
+                f"{share(held, len(ceiling))} of them — {reading}.")
     for _, goal in goals.iterrows():
         lines.append(f"- **Goal, {goal['language']} {goal['goal']}:** {goal['count']} "
                      f"({'n/a' if goal['measured'] is None else pct(goal['measured'])}, 95% interval {goal['95% interval']}) "

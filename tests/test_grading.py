@@ -352,5 +352,5 @@ def test_gate_findings_are_computed_from_the_run():
     text = gate_findings(results, menu, pd.DataFrame(goal_table(results)), {"c": True, "d": False}, k=3, max_rounds=2)
     assert "the gate abstained on 1/1" in text and "answered 1/1 of these questions" in text
     assert "answered 1/2 gated against 2/2 ungated; 1/2 in the first round" in text
-    assert "held the evidence for 1/2 of them" in text and "capped first-round stops at 50%" in text
+    assert "held the evidence for 1/2 of them — retrieval was the limit: first-round stops cannot exceed 50%" in text
     assert "the cross-encoder separates better" in text
