@@ -1,0 +1,74 @@
+"""A learner's first Run All: every notebook at its default size with an EMPTY LLM cache, timed.
+
+    python benchmarks/bench_notebooks.py                       # every solutions/ notebook, in order
+    python benchmarks/bench_notebooks.py 02_retrieval_tricks   # some of them
+
+The run starts from an EMPTY cache folder (`AGENTIC_RAG_CACHE_DIR` pointing at a new temporary folder):
+no LLM answers, no QA pairs, no converted documents, no embeddings, no Chroma index — a learner's first
+Run All of the course, notebook after notebook in order, each in a fresh kernel (answers repeated
+within the run come from the run's own cache, as on a learner's machine; a notebook's time includes
+building what no earlier notebook built). It starts its own local model server and stops it at the end.
+The budget the course holds itself to: ≤ 10 min per notebook, ≤ 45 min in all, on 2 cores. Run it on
+an idle machine: another busy process on two cores changes everything.
+Writes benchmarks/results/notebooks.json.
+"""
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import save  # noqa: E402
+from lessons.notebook_runner import execute_notebook  # noqa: E402
+from lessons.settings import PROJECT_ROOT  # noqa: E402
+
+BUDGET_SECONDS = 600
+COURSE_BUDGET_SECONDS = 45 * 60
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+def main(names: list[str]) -> dict:
+    notebooks = sorted((PROJECT_ROOT / "solutions").glob("*.ipynb"))
+    if names:
+        notebooks = [p for p in notebooks if any(p.stem.startswith(n) for n in names)]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["AGENTIC_RAG_CACHE_DIR"] = str(Path(tmp) / "cache")
+        os.environ.pop("AGENTIC_RAG_LLM_CACHE_FILE", None)
+        for path in notebooks:
+            load_before = load_average()
+            started = time.time()
+            run = execute_notebook(path, out_dir=Path(tmp) / "executed")
+            rows.append({
+                "notebook": path.stem, "passed": run.passed, "seconds": round(run.seconds, 1),
+                "within budget": run.seconds <= BUDGET_SECONDS, "llm_calls": run.llm_calls,
+                "cached_calls": run.cached_calls, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
+                "checks_passed": sum(c["passed"] for c in run.checks), "checks": len(run.checks),
+                "load_average_before": round(load_before, 2), "load_average_after": round(load_average(), 2),
+                "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
+                "error": (run.error or "")[:500] or None,
+            })
+            print(f"{path.stem}: {'passed' if run.passed else 'FAILED'} in {run.seconds:.0f} s, {run.llm_calls} calls "
+                  f"({run.cached_calls} from this run's cache), load {load_before:.1f}", flush=True)
+        from lessons.local_server import stop_server
+        from lessons.settings import get_settings
+
+        get_settings.cache_clear()
+        stop_server()
+    total = sum(r["seconds"] for r in rows)
+    print(f"total {total / 60:.1f} min (budget {COURSE_BUDGET_SECONDS / 60:.0f} min)")
+    os.environ.pop("AGENTIC_RAG_CACHE_DIR", None)
+    return {"notebooks": rows, "total_seconds": round(total, 1), "budget_seconds_per_notebook": BUDGET_SECONDS,
+            "budget_seconds_course": COURSE_BUDGET_SECONDS}
+
+
+if __name__ == "__main__":
+    results = main(sys.argv[1:])
+    name = "notebooks" if len(sys.argv) == 1 else "notebooks-" + "-".join(sys.argv[1:])
+    save(name, results)
