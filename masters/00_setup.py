@@ -229,14 +229,14 @@ for name, similarity in similarities.items():
 
 
 # %% [markdown]
-# Read the two numbers per model, not the colours alone. E5 scores *everything* high (unrelated
-# sentences still around 0.75–0.8) and puts Chinese sentences close to each other whatever they say;
+# Read the two numbers per model, not the colours alone. E5 scores *everything* high (compare its
+# mean for unrelated pairs with its mean for translations) and puts Chinese sentences close to each other whatever they say;
 # within one language it ranks very well, which is what retrieval needs most, so it is the course
 # default. USE spreads its scores much wider and matches translations better — pick it with
 # `AGENTIC_RAG_EMBEDDER=use` when questions and documents are in different languages.
 
-# %% [markdown] lang="zh" translates="3319a5b3957c"
-# 每个模型看那两个平均数，而不要只看颜色。E5 给*所有*句子都打高分（毫不相干的句子也在 0.75–0.8 左右），
+# %% [markdown] lang="zh" translates="00a20a87724d"
+# 每个模型看那两个平均数，而不要只看颜色。E5 给*所有*句子都打高分（对比它给互不相干的句对和给互为译文的句对的平均分），
 # 而且不管意思如何都会把中文句子彼此拉得很近；不过在同一种语言之内它排序非常准，而这正是检索最需要的，
 # 所以它是本课程的默认选择。USE 的分数分布宽得多，也更能匹配互为译文的句子——当问题和文档是不同语言时
 # （跨语言检索），用 `AGENTIC_RAG_EMBEDDER=use` 选择它。

@@ -184,7 +184,7 @@ check_rrf(rrf)
 # The course version, `lessons.retrieval.reciprocal_rank_fusion`, identifies chunks by their
 # `chunk_id` and keeps the fused score in each result's metadata. `hybrid_retriever` is LangChain's
 # `EnsembleRetriever` with that fusion, so its results carry their scores too. Look at the scores
-# below: RRF scores are tiny (at most 1/61 with two lists weighted 0.5) and only their order matters.
+# below: RRF scores are tiny (at most $1/61$ with two lists weighted $0.5$) and only their order matters.
 
 # %%
 from lessons.retrieval import hybrid_retriever
@@ -298,7 +298,7 @@ rerank_table(chinese_example, routed, "score")
 # question? yes or no"*, let it generate **one token**, and read the probability of "yes" against "no"
 # from the token's log-probabilities. No text is parsed, and the score is continuous, so it ranks. It
 # is still the judge notebook 04 needs for *deciding* whether anything relevant was found — but here
-# it competes with a model built for ranking, at a second or more per passage instead of ≈ 1/60 s.
+# it competes with a model built for ranking, at a second or more per passage — the cells below print both judges' seconds on the same candidates.
 #
 # First, measure: does our server return log-probabilities at all?
 

@@ -183,7 +183,7 @@ check_fewer_pairs(first_valid_pairs)
 # If the total comes close to the context window, llama.cpp shortens the answer to fit and the JSON is
 # cut off mid-string — a parse error that no retry fixes. The transformer estimates every request
 # before it starts (one token per Chinese character, one per four other characters: conservative,
-# no tokenizer needed) and warns when a request needs more than 70% of the window:
+# no tokenizer needed) and warns when a request needs more than `70%` of the window:
 # `get_settings().n_ctx` locally (4,096 tokens by default), 64k on DeepSeek.
 
 # %%

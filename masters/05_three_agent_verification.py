@@ -336,7 +336,7 @@ show(run_three_agents(example.question, retriever=kb.retrieve, llm=llm, max_rese
 # evidence, and the drafts are
 #
 # - the **reference answer** (correct: a flag here is a *false alarm*);
-# - the reference with its first figure raised by about 20% (`plant_changed_figure`: €45 → €54);
+# - the reference with its first figure raised by about `20%` (`plant_changed_figure`: €45 → €54);
 # - the reference plus a sentence crediting an invented person (`plant_invented_name`).
 #
 # A planted draft that is flagged is a **catch**. The table says who caught it: a claim the verifier

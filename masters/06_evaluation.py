@@ -144,7 +144,7 @@ pd.DataFrame([{"corpus": corpus, "id": i.id, "language": i.language, "type": i.t
 #
 # - **grounded** — most of the answer's content words (Chinese: characters) must occur in its chunk(s),
 #   and a two-chunk question must use a word from each chunk that the other lacks;
-# - **de-duplicated** — a question whose content words overlap ≥ 80% with one already kept is dropped;
+# - **de-duplicated** — a question whose content words overlap ≥ `80%` with one already kept is dropped;
 # - **reported** — every dropped pair is listed with its reason, and a failed model call is recorded
 #   with its cause.
 #
@@ -357,7 +357,7 @@ print(f"{len(PIPELINE_NAMES)} pipelines × {len(kb)} corpora ready in {time.perf
 #
 # The rankings of dense, hybrid and hybrid + rerank need no chat model, so they are measured on every
 # answerable gold question of both corpora, at depth 5 — the depth of the course's retrieval goals: the
-# best pipeline should reach an **English recall@5 of 0.90**, and remove **half of the dense baseline's
+# best pipeline should reach an **English recall@5 of `0.90`**, and remove **half of the dense baseline's
 # recall@5 misses** over both languages (a miss is the part of a question's evidence not in the top 5).
 
 # %%
@@ -444,7 +444,7 @@ sample.sort_values(["question_id", "pipeline"]) if len(sample) else print("All p
 # ## 8. Thresholds that travel
 #
 # Every calibrated decision was tuned on one corpus. Does it hold on the other? Three cut-offs, each
-# calibrated on one corpus (the lowest threshold that still refuses 95% of its out-of-KB questions,
+# calibrated on one corpus (the lowest threshold that still refuses `95%` of its out-of-KB questions,
 # per language: notebook 04's `choose_threshold`) and measured on both, both ways:
 #
 # - **the gate** — the grading loop's P(yes) on its first-round chunks (a model call per chunk: measured on
