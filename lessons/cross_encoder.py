@@ -190,6 +190,7 @@ class OnnxCrossEncoder(BaseCrossEncoder):
         """One probability per pair; a pair scored before in this process is not run through the model again."""
         keys = [_pair_key(self.max_tokens, q, p) for q, p in text_pairs]
         todo = list({key: pair for key, pair in zip(keys, text_pairs) if key not in _SCORES}.items())
+        todo.sort(key=lambda item: len(item[1][0]) + len(item[1][1]))  # similar lengths per batch: less padding
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start : start + self.batch_size]
             feeds = self.model.encode([q for _, (q, _) in batch], [p for _, (_, p) in batch], self.max_tokens)
