@@ -33,7 +33,7 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
-def main(names: list[str]) -> dict:
+def main(names: list[str], name: str = "notebooks") -> dict:
     notebooks = sorted((PROJECT_ROOT / "solutions").glob("*.ipynb"))
     if names:
         notebooks = [p for p in notebooks if any(p.stem.startswith(n) for n in names)]
@@ -56,6 +56,7 @@ def main(names: list[str]) -> dict:
             })
             print(f"{path.stem}: {'passed' if run.passed else 'FAILED'} in {run.seconds:.0f} s, {run.llm_calls} calls "
                   f"({run.cached_calls} from this run's cache), load {load_before:.1f}", flush=True)
+            save(name, {"notebooks": rows, "complete": False})  # what is measured so far survives an interrupted run
         from lessons.local_server import stop_server
         from lessons.settings import get_settings
 
@@ -64,11 +65,10 @@ def main(names: list[str]) -> dict:
     total = sum(r["seconds"] for r in rows)
     print(f"total {total / 60:.1f} min (budget {COURSE_BUDGET_SECONDS / 60:.0f} min)")
     os.environ.pop("AGENTIC_RAG_CACHE_DIR", None)
-    return {"notebooks": rows, "total_seconds": round(total, 1), "budget_seconds_per_notebook": BUDGET_SECONDS,
-            "budget_seconds_course": COURSE_BUDGET_SECONDS}
+    return {"notebooks": rows, "complete": True, "total_seconds": round(total, 1),
+            "budget_seconds_per_notebook": BUDGET_SECONDS, "budget_seconds_course": COURSE_BUDGET_SECONDS}
 
 
 if __name__ == "__main__":
-    results = main(sys.argv[1:])
     name = "notebooks" if len(sys.argv) == 1 else "notebooks-" + "-".join(sys.argv[1:])
-    save(name, results)
+    save(name, main(sys.argv[1:], name))
