@@ -158,10 +158,14 @@ class ScoredCrossEncoderReranker(CrossEncoderReranker):
 
     first_stage_weight: float = 0.0
 
+    def texts_to_score(self, documents: Sequence[Document]) -> list[str]:
+        """What the model reads for each candidate: its text (a contextual reranker adds the neighbours)."""
+        return [document.page_content for document in documents]
+
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        scores = score_pairs(self.model, [(query, document.page_content) for document in documents], callbacks)
+        scores = score_pairs(self.model, [(query, text) for text in self.texts_to_score(documents)], callbacks)
         ranked = [with_score(d, s) for d, s in sorted(zip(documents, scores), key=lambda pair: pair[1], reverse=True)]
         if self.first_stage_weight > 0:
             weights = [self.first_stage_weight, 1 - self.first_stage_weight]
@@ -298,15 +302,8 @@ class NeighbourContextReranker(ScoredCrossEncoderReranker):
     neighbours: Any
     max_chars: int = 1500
 
-    def compress_documents(self, documents: Sequence[Document], query: str,
-                           callbacks: Callbacks | None = None) -> Sequence[Document]:
-        texts = [neighbour_context(d, self.neighbours, self.max_chars) for d in documents]
-        scores = score_pairs(self.model, [(query, text) for text in texts], callbacks)
-        ranked = [with_score(d, s) for d, s in sorted(zip(documents, scores), key=lambda pair: pair[1], reverse=True)]
-        if self.first_stage_weight > 0:
-            weights = [self.first_stage_weight, 1 - self.first_stage_weight]
-            ranked = reciprocal_rank_fusion([list(documents), ranked], weights, id_key=None)
-        return ranked[: self.top_n]
+    def texts_to_score(self, documents: Sequence[Document]) -> list[str]:
+        return [neighbour_context(d, self.neighbours, self.max_chars) for d in documents]
 
 
 class RelevantPassages(BaseModel):
