@@ -310,9 +310,7 @@ def choose_threshold(in_kb_scores: Sequence[float], out_of_kb_scores: Sequence[f
     """
     if not out_of_kb_scores:
         raise ValueError("choose_threshold needs scores of out-of-KB questions: abstention cannot be measured without them")
-    scores = sorted({*in_kb_scores, *out_of_kb_scores})
-    candidates = [0.0, *[(a + b) / 2 for a, b in zip(scores, scores[1:])], (scores[-1] + 1.0) / 2, 1.0]
-    for threshold in candidates:
+    for threshold in [*_candidates([*in_kb_scores, *out_of_kb_scores]), 1.0]:
         abstained = sum(s < threshold for s in out_of_kb_scores) / len(out_of_kb_scores)
         if abstained >= min_abstention:
             return threshold
