@@ -263,8 +263,12 @@ def calibrate_gate(in_kb: Sequence[Sequence[tuple[float, float]]], out_of_kb: Se
     out-of-KB ones (introduced in notebook 04).
 
     Each question is a list of (cross-encoder score, P(yes)) pairs, one per retrieved document; a question
-    is answered in round one when one document reaches both thresholds. Among equally good gates the one
-    with the higher cross-encoder threshold wins: it asks the chat model about fewer documents.
+    is answered in round one when one document reaches both thresholds. Among the gates that answer the
+    most, the one with the widest **margin** wins: the distance every calibration question's decision
+    would survive (how far its best passing document lies inside the gate, or its nearest document lies
+    outside). A gate pressed against one question's score — a t₁ just below the weakest in-KB question of a
+    small calibration set — flips on the next question; the one in the middle of the feasible region does
+    not. Remaining ties go to the higher cross-encoder threshold: it asks the chat model about fewer documents.
     """
     if not out_of_kb:
         raise ValueError("calibrate_gate needs out-of-KB questions: abstention cannot be measured without them")
@@ -273,17 +277,36 @@ def calibrate_gate(in_kb: Sequence[Sequence[tuple[float, float]]], out_of_kb: Se
         return any(ce >= gate.cross_encoder and p >= gate.p_yes for ce, p in question)
 
     pairs = [pair for question in [*in_kb, *out_of_kb] for pair in question]
-    best, best_key = GateThresholds(1.0, 1.0), (-1.0, -1.0)
+    best, best_key = GateThresholds(1.0, 1.0), (-1.0, -1.0, -1.0)
     for t_ce in _candidates([ce for ce, _ in pairs]):
         for t_p in _candidates([p for _, p in pairs]):
             gate = GateThresholds(t_ce, t_p)
             abstention = sum(not answered(q, gate) for q in out_of_kb) / len(out_of_kb)
             if abstention + 1e-12 < min_abstention:
                 continue
-            key = (sum(answered(q, gate) for q in in_kb) / max(len(in_kb), 1), t_ce)
+            key = (sum(answered(q, gate) for q in in_kb) / max(len(in_kb), 1),
+                   gate_margin([*in_kb, *out_of_kb], gate), t_ce)
             if key > best_key:
                 best, best_key = gate, key
     return best
+
+
+def gate_margin(questions: Sequence[Sequence[tuple[float, float]]], gate: GateThresholds) -> float:
+    """How far the thresholds could move (in either score, both on 0–1) before one question's decision flips.
+
+    An answered question's margin is how deep its best document lies inside the gate (the smaller of its
+    two distances to the thresholds); an unanswered one's is how far its nearest document lies outside (the
+    larger shortfall). A threshold of 0 is a signal switched off: it has no boundary to cross.
+    """
+    def inside(value: float, threshold: float) -> float:
+        return math.inf if threshold <= 0 else value - threshold
+
+    margins = []
+    for question in questions:
+        depths = [min(inside(ce, gate.cross_encoder), inside(p, gate.p_yes)) for ce, p in question]
+        passing = [d for d in depths if d >= 0]
+        margins.append(max(passing) if passing else min(-d for d in depths) if depths else math.inf)
+    return min(margins, default=math.inf)
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:

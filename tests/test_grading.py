@@ -300,6 +300,20 @@ def test_calibration_keeps_abstention_and_answers_the_most_in_kb_questions():
     assert half.cross_encoder >= gate.cross_encoder  # equally good gates: the one that asks the chat model less
 
 
+def test_calibration_takes_the_middle_of_the_feasible_region_not_its_edge():
+    from lessons.grading import calibrate_gate, gate_margin
+
+    # P(yes) separates everything (in-KB ≥ 0.8, out-of-KB ≤ 0.2); the cross-encoder does not (0.1–0.9 both).
+    in_kb = [[(0.9, 0.9)], [(0.1, 0.8)], [(0.5, 0.85)]]
+    out_of_kb = [[(0.8, 0.2)], [(0.2, 0.1)]]
+    gate = calibrate_gate(in_kb, out_of_kb, min_abstention=1.0)
+    assert gate.cross_encoder == 0.0  # a t1 just below 0.1 would answer all three too, pressed against one score
+    assert 0.45 < gate.p_yes < 0.55  # halfway between 0.2 and 0.8, not just below 0.8 or just above 0.2
+    assert gate_margin([*in_kb, *out_of_kb], gate) > 0.25
+    edge = type(gate)(0.05, 0.75)  # answers and abstains on all of them as well, with almost no room
+    assert gate_margin([*in_kb, *out_of_kb], edge) < gate_margin([*in_kb, *out_of_kb], gate)
+
+
 def test_calibration_without_out_of_kb_questions_is_refused():
     from lessons.grading import calibrate_gate
 
