@@ -108,7 +108,7 @@ class Resources:
     rank_k: int = RANK_K
     rerank_candidates: int = 20  # hybrid candidates the reranker reads (a cross-encoder: no model calls)
     max_rounds: int = 3
-    gate_thresholds: Mapping[str, float] | None = None  # the grading loop's; None = `gate_thresholds()`
+    gate_thresholds: Mapping[str, Any] | None = None  # the grading loop's GateThresholds per language; None = `gate_thresholds()`
     qa_chunks: Sequence[Document] | None = None  # chunks that get QA pairs (default: all of them)
     qa_max_pairs: int = 3
     qa_store_name: str = "eval-qa-hybrid"
@@ -144,16 +144,19 @@ def hybrid_retrieval(r: Resources) -> Callable[[str], list[Document]]:
     return _hybrid(r, r.rank_k).invoke
 
 
-def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:
-    """Hybrid candidates reordered by the course's reranker (`lessons.rerank.default_reranker`: the
-    cross-encoder for English, the route the lead measured best for Chinese) — no chat-model calls."""
+def _reranked(r: Resources, top_n: int) -> Callable[[str], list[Document]]:
     from langchain_classic.retrievers import ContextualCompressionRetriever
 
     from lessons.rerank import default_reranker
 
-    reranker = default_reranker(top_n=r.rank_k, llm=r.llm)
-    candidates = _hybrid(r, max(r.rerank_candidates, r.rank_k))
-    return ContextualCompressionRetriever(base_retriever=candidates, base_compressor=reranker).invoke
+    candidates = _hybrid(r, max(r.rerank_candidates, top_n))
+    return ContextualCompressionRetriever(base_retriever=candidates, base_compressor=default_reranker(top_n=top_n)).invoke
+
+
+def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """Hybrid candidates reordered by the course's reranker (`lessons.rerank.default_reranker`: the
+    cross-encoder for English, the route the lead measured best for Chinese) — no chat-model calls."""
+    return _reranked(r, r.rank_k)
 
 
 def build_dense(r: Resources) -> Pipeline:
@@ -188,21 +191,30 @@ def build_qa_hybrid(r: Resources) -> Pipeline:
     return _retrieval_pipeline(retrieve, r)
 
 
-def gate_thresholds() -> tuple[dict[str, float], str]:
-    """The grading loop's thresholds and where they come from — the ONE place the evaluation reads them.
+def gate_thresholds() -> tuple[dict[str, Any], str]:
+    """The grading loop's gate thresholds (`GateThresholds` per language) and where they come from — the ONE
+    place the evaluation reads them.
 
-    Today: notebook 04's calibration on the course corpus (`lessons.grading.DEFAULT_THRESHOLDS`). On any
-    other documents these are thresholds from elsewhere, and reports say so (`threshold_note`)."""
-    from lessons.grading import DEFAULT_THRESHOLDS
+    Today: `lessons.grading.DEFAULT_GATE` (its comment says where it was calibrated). On any other documents
+    these are thresholds from elsewhere, and reports say so (`threshold_note`)."""
+    from lessons.grading import DEFAULT_GATE, DEFAULT_GATE_SOURCE
 
-    return dict(DEFAULT_THRESHOLDS), "notebook 04's calibration on the course corpus (lessons.grading.DEFAULT_THRESHOLDS)"
+    return dict(DEFAULT_GATE), DEFAULT_GATE_SOURCE
 
 
-def gate_grader(llm: BaseChatModel, thresholds: Mapping[str, float] | None = None):
-    """The grading loop's gate: notebook 04's calibrated grader with `thresholds` (default `gate_thresholds()`)."""
-    from lessons.grading import CalibratedGrader
+def gate_grader(llm: BaseChatModel, thresholds: Mapping[str, Any] | None = None):
+    """The grading loop's gate: notebook 04's `RelevanceGate` (the cross-encoder, then the chat model's P(yes)
+    for the documents it lets through) with `thresholds` (default `gate_thresholds()`)."""
+    from lessons.grading import GateThresholds, RelevanceGate
 
-    return CalibratedGrader(llm, dict(thresholds) if thresholds is not None else gate_thresholds()[0])
+    chosen = dict(thresholds) if thresholds is not None else gate_thresholds()[0]
+    chosen = {lang: t if isinstance(t, GateThresholds) else GateThresholds(0.0, float(t)) for lang, t in chosen.items()}
+    return RelevanceGate(llm, chosen)
+
+
+def _describe(threshold: Any) -> str:
+    cross_encoder, p_yes = (threshold.cross_encoder, threshold.p_yes) if hasattr(threshold, "p_yes") else (0.0, threshold)
+    return f"cross-encoder ≥ {cross_encoder:.2f}, P(yes) ≥ {p_yes:.2f}" if cross_encoder else f"P(yes) ≥ {p_yes:.2f}"
 
 
 def threshold_note(documents: str, calibrated_on: str | None = None) -> str:
@@ -210,20 +222,21 @@ def threshold_note(documents: str, calibrated_on: str | None = None) -> str:
     thresholds, source = gate_thresholds()
     if calibrated_on is not None:
         return f"gate thresholds calibrated on {calibrated_on}"
-    values = ", ".join(f"{language} {value:.2f}" for language, value in sorted(thresholds.items()))
+    values = "; ".join(f"{language} {_describe(value)}" for language, value in sorted(thresholds.items()))
     return (f"gate thresholds ({values}) are from {source}, NOT calibrated on {documents}: "
             "measure them on questions from these documents before trusting its abstentions")
 
 
 def gate_retrieval(r: Resources) -> Callable[[str], list[Document]]:
-    """What the grading loop retrieves in a round (hybrid, top k): the chunks its gate grades."""
-    return _hybrid(r, r.k).invoke
+    """What the grading loop retrieves in a round — notebook 04's: the hybrid top `rerank_candidates`,
+    reranked by the course's reranker, the top k kept: the chunks its gate grades."""
+    return _reranked(r, r.k)
 
 
 def build_grading_loop_pipeline(r: Resources) -> Pipeline:
     from lessons.grading import build_grading_loop
 
-    # notebook 04's loop as it ended: hybrid retrieval, the calibrated grader (thresholds from gate_thresholds)
+    # notebook 04's loop as it ends: hybrid top 20 reranked, the top k graded by the two-signal gate (gate_thresholds)
     loop = build_grading_loop(r.llm, gate_retrieval(r), max_rounds=r.max_rounds,
                               grader=gate_grader(r.llm, r.gate_thresholds))  # fmt: skip
 

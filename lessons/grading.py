@@ -244,6 +244,7 @@ class RelevanceGate:
 # chosen in notebook 04 before the cross-encoder existed (t₁ = 0: the cross-encoder is not consulted).
 # Thresholds chosen on one corpus need not travel to another: calibrate on your own questions.
 DEFAULT_GATE = {"en": GateThresholds(0.0, 0.71), "zh": GateThresholds(0.0, 0.75)}
+DEFAULT_GATE_SOURCE = "notebook 04's P(yes)-only calibration on the course corpus (lessons.grading.DEFAULT_GATE)"
 
 
 def default_gate(model: BaseChatModel, thresholds: Mapping[str, GateThresholds] | None = None) -> RelevanceGate:

@@ -10,7 +10,7 @@
 #       - dense
 #       - grading-loop
 #   jupytext:
-#     cell_metadata_filter: tags,-all
+#     cell_metadata_filter: tags,lang,translates,-all
 #     notebook_metadata_filter: agentic_rag,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
@@ -64,12 +64,13 @@ SEED = 6
 
 # %%
 from lessons.evaluation import PIPELINES
+from lessons.i18n import t
 
 if FULL:  # the larger measurement: every pipeline, a bigger judged sample and gate sample
     PIPELINE_NAMES = list(PIPELINES)
     N_IN_KB, N_OUT_OF_KB, N_GATE = max(N_IN_KB, 8), max(N_OUT_OF_KB, 4), max(N_GATE, 24)
 RETRIEVAL_NAMES = ["dense", "hybrid", "hybrid+rerank"]  # their rankings need no chat model: every gold question
-print(f"judged: {PIPELINE_NAMES}; retrieval on every gold question: {RETRIEVAL_NAMES}")
+print(t("judged: {judged}; retrieval on every gold question: {retrieval}", judged=PIPELINE_NAMES, retrieval=RETRIEVAL_NAMES))
 
 # %%
 import time
@@ -90,7 +91,7 @@ pd.set_option("display.max_colwidth", 90)
 pd.set_option("display.width", 200)
 notebook_started = time.perf_counter()
 print(model_banner())
-print(f"vector store: {store_location()}")
+print(t("vector store: {location}", location=store_location()))
 llm = get_chat_model()
 kb = {}
 for corpus in CORPORA:
@@ -100,9 +101,9 @@ for corpus in CORPORA:
                   "items": from_gold(corpus_gold, corpus_chunks)}
 chunks, store, gold = kb["course"]["chunks"], kb["course"]["store"], kb["course"]["gold"]
 OUT_DIR = PROJECT_ROOT / "runs" / "06_evaluation"
-pd.DataFrame({corpus: {"chunks": len(v["chunks"]), "gold questions": len(v["gold"]),
-                       "answerable": sum(q.answerable for q in v["gold"]),
-                       "Chinese": sum(q.language == "zh" for q in v["gold"])} for corpus, v in kb.items()})
+pd.DataFrame({corpus: {t("chunks"): len(v["chunks"]), t("gold questions"): len(v["gold"]),
+                       t("answerable"): sum(q.answerable for q in v["gold"]),
+                       t("Chinese"): sum(q.language == "zh" for q in v["gold"])} for corpus, v in kb.items()})
 
 # %% [markdown]
 # ## 1. The questions: a gold sample per corpus
@@ -131,8 +132,8 @@ for corpus, v in kb.items():
     v["sample"] = balanced_sample(v["pool"], N_IN_KB, N_OUT_OF_KB, seed=SEED)
     v["qa_chunks"] = qa_sample if corpus == "course" else qa_chunk_selection(v["chunks"], v["sample"], N_QA_CHUNKS)
 gold_sample = kb["course"]["sample"]
-pd.DataFrame([{"corpus": corpus, "id": i.id, "language": i.language, "type": i.type, "question": i.question,
-               "evidence chunks": len(i.evidence_chunk_ids)} for corpus, v in kb.items() for i in v["sample"]])
+pd.DataFrame([{t("corpus"): corpus, "id": i.id, t("language"): i.language, t("type"): i.type, t("question"): i.question,
+               t("evidence chunks"): len(i.evidence_chunk_ids)} for corpus, v in kb.items() for i in v["sample"]])
 
 # %% [markdown]
 # ## 2. Generating a test set from the chunks
@@ -156,13 +157,13 @@ from lessons.testset import generate_test_set, save_test_set
 
 started = time.perf_counter()
 generated = generate_test_set(llm, chunks, n_single=N_GEN_SINGLE, n_multi=N_GEN_MULTI, seed=SEED)
-print(f"{generated} · {time.perf_counter() - started:.0f} s")
-print(f"saved to {save_test_set(generated.items, OUT_DIR / 'generated_test_set.jsonl').relative_to(PROJECT_ROOT)}")
+print(t("{generated} · {seconds:.0f} s", generated=generated, seconds=time.perf_counter() - started))
+print(t("saved to {path}", path=save_test_set(generated.items, OUT_DIR / 'generated_test_set.jsonl').relative_to(PROJECT_ROOT)))
 chunks_by_id = {chunk_id_of(c): c for c in chunks}
-display(pd.DataFrame([{"id": i.id, "type": i.type, "question": i.question, "reference": i.reference,
-                       "evidence": " + ".join(chunks_by_id[c].metadata["source"] for c in i.evidence_chunk_ids)}
+display(pd.DataFrame([{"id": i.id, t("type"): i.type, t("question"): i.question, t("reference"): i.reference,
+                       t("evidence"): " + ".join(chunks_by_id[c].metadata["source"] for c in i.evidence_chunk_ids)}
                       for i in generated.items]))
-pd.DataFrame([{"question": r.question, "why it was not kept": r.reason} for r in generated.rejected])
+pd.DataFrame([{t("question"): r.question, t("why it was not kept"): r.reason} for r in generated.rejected])
 
 # %% [markdown]
 # ### Generated vs hand-written
@@ -187,13 +188,13 @@ def dense_scores(items):
 
 
 all_gold = [i for i in kb["course"]["items"] if i.answerable][:RETRIEVAL_QUESTIONS]
-sets = {"gold (answerable)": all_gold, "generated": generated.items}
+sets = {t("gold (answerable)"): all_gold, t("generated"): generated.items}
 comparison = pd.DataFrame({name: describe(items) for name, items in sets.items()})
 for name, items in sets.items():
-    comparison.loc["question words in its evidence (mean)", name] = (
+    comparison.loc[t("question words in its evidence (mean)"), name] = (
         sum(words_shared_with_evidence(i, chunks_by_id) for i in items) / max(len(items), 1))
     for metric, value in (dense_scores(items) if items else {}).items():
-        comparison.loc[f"dense {metric}", name] = value
+        comparison.loc[t("dense {metric}", metric=metric), name] = value
 comparison.round(2)
 
 
@@ -237,7 +238,7 @@ example = next(i for i in gold_sample if i.answerable)
 ranked = dense.invoke(example.question)
 print(example.question)
 labels = relevance(ranked, example)
-print("relevant at ranks:", [rank for rank, hit in enumerate(labels, 1) if hit])
+print(t("relevant at ranks:"), [rank for rank, hit in enumerate(labels, 1) if hit])
 retrieval_scores(ranked, example, relevant_counts(chunks, [example])[example.id], k=K)
 
 # %% [markdown]
@@ -306,11 +307,12 @@ example = with_figures[0] if with_figures else next(i for i in gold_sample if i.
 context = [chunks_by_id[c] for c in example.evidence_chunk_ids]
 wrong = re.sub(r"\d+", lambda m: str(int(m.group()) + 3), example.reference)
 rows = []
-for label, answer in (("the reference", example.reference), ("figures changed", wrong)):
+for label, answer in ((t("the reference"), example.reference), (t("figures changed"), wrong)):
     faithful = judge_faithfulness(llm, example.question, answer, context)
     complete = judge_completeness(llm, example.question, answer, example.reference)
-    rows.append({"answer": label, "text": answer, "consistent": faithful.score, "judge copied (consistency)": faithful.reason,
-                 "complete": complete.score, "judge copied (completeness)": complete.reason})
+    rows.append({t("answer"): label, t("text"): answer, t("consistent"): faithful.score,
+                 t("judge copied (consistency)"): faithful.reason,
+                 t("complete"): complete.score, t("judge copied (completeness)"): complete.reason})
 print(example.question)
 pd.DataFrame(rows)
 
@@ -342,15 +344,16 @@ run_judge(ScriptedChatModel(default="Looks right to me!"), FaithfulnessVerdict, 
 # %%
 from lessons.evaluation import Resources, build_pipelines, gate_thresholds
 
-display(pd.DataFrame([{"pipeline": s.name, "notebook": s.notebook, "what it does": s.description}
-                      for s in PIPELINES.values() if s.name in PIPELINE_NAMES + RETRIEVAL_NAMES]).set_index("pipeline"))
-print("gate thresholds:", *gate_thresholds())
+display(pd.DataFrame([{t("pipeline"): s.name, "notebook": s.notebook, t("what it does"): s.description}
+                      for s in PIPELINES.values() if s.name in PIPELINE_NAMES + RETRIEVAL_NAMES]).set_index(t("pipeline")))
+print(t("gate thresholds:"), *gate_thresholds())
 started = time.perf_counter()
 for corpus, v in kb.items():
     v["resources"] = Resources(chunks=v["chunks"], store=v["store"], llm=llm, k=K, qa_chunks=v["qa_chunks"],
                                qa_store_name=f"nb06-qa-hybrid-{corpus}")
     v["pipelines"] = build_pipelines(PIPELINE_NAMES, v["resources"])
-print(f"{len(PIPELINE_NAMES)} pipelines × {len(kb)} corpora ready in {time.perf_counter() - started:.0f} s")
+print(t("{pipelines} pipelines × {corpora} corpora ready in {seconds:.0f} s", pipelines=len(PIPELINE_NAMES),
+        corpora=len(kb), seconds=time.perf_counter() - started))
 
 # %% [markdown]
 # ## 6. Retrieval on every gold question, both corpora (no model calls)
@@ -393,8 +396,9 @@ from lessons.evaluation import compare, evaluate, judge_failures
 run_seconds = {}
 for corpus, v in kb.items():
     items = v["sample"]
-    print(f"{corpus}: {len(items)} questions ({sum(i.answerable for i in items)} answerable, "
-          f"{sum(i.language == 'zh' for i in items)} Chinese) × {len(v['pipelines'])} pipelines")
+    print(t("{corpus}: {n} questions ({answerable} answerable, {chinese} Chinese) × {pipelines} pipelines",
+            corpus=corpus, n=len(items), answerable=sum(i.answerable for i in items),
+            chinese=sum(i.language == 'zh' for i in items), pipelines=len(v['pipelines'])))
     started = time.perf_counter()
     v["rows"] = evaluate(v["pipelines"], items, llm, v["chunks"], k=K)
     run_seconds[corpus] = time.perf_counter() - started
@@ -402,8 +406,9 @@ for corpus, v in kb.items():
 answers = {corpus: v["table"] for corpus, v in kb.items()}
 rows, table, test_items = kb["course"]["rows"], kb["course"]["table"], kb["course"]["sample"]
 all_rows = pd.concat([v["rows"].assign(corpus=corpus) for corpus, v in kb.items()], ignore_index=True)
-print(f"judge failures: {int(sum(t['judge failures'].sum() for t in answers.values()))}; "
-      f"pipeline errors: {int(sum(t['pipeline errors'].sum() for t in answers.values()))}")
+print(t("judge failures: {failures}; pipeline errors: {errors}",
+        failures=int(sum(frame['judge failures'].sum() for frame in answers.values())),
+        errors=int(sum(frame['pipeline errors'].sum() for frame in answers.values()))))
 pd.concat(answers, names=["corpus"]).style.format(precision=2).format({"DeepSeek $/question": "{:.5f}"})
 
 # %% [markdown]
@@ -427,7 +432,7 @@ answerable.pivot_table(index="pipeline", columns=["corpus", "language"], values=
 
 # %%
 failures = judge_failures(all_rows)
-print(f"{len(failures)} judge failure(s) in {len(all_rows)} rows")
+print(t("{failures} judge failure(s) in {rows} rows", failures=len(failures), rows=len(all_rows)))
 failures if len(failures) else None
 
 # %% [markdown]
@@ -438,7 +443,7 @@ failures if len(failures) else None
 wide = answerable.pivot_table(index="question_id", columns="pipeline", values="complete", aggfunc="first")
 disputed = wide[wide.nunique(axis=1) > 1].index[:3]
 sample = all_rows[all_rows["question_id"].isin(disputed)][["question_id", "pipeline", "answer", "complete", "complete_reason"]]
-sample.sort_values(["question_id", "pipeline"]) if len(sample) else print("All pipelines agree on every question.")
+sample.sort_values(["question_id", "pipeline"]) if len(sample) else print(t("All pipelines agree on every question."))
 
 # %% [markdown]
 # ## 8. Thresholds that travel
@@ -460,20 +465,22 @@ from lessons.evaluation import best_scores, gate_grader, gate_retrieval, thresho
 from lessons.rerank import get_cross_encoder
 from lessons.retrieval import dense_retriever
 
-cross_encoder, grader = get_cross_encoder(), gate_grader(llm)
-score_sets = {"gate P(yes)": {}, "cross-encoder score": {}, "dense similarity": {}}
+cross_encoder, grader = get_cross_encoder(), gate_grader(llm)  # the grading loop's gate (lessons.grading.RelevanceGate)
+GATE, CROSS_ENCODER, DENSE = t("gate P(yes)"), t("cross-encoder score"), t("dense similarity")
+score_sets = {GATE: {}, CROSS_ENCODER: {}, DENSE: {}}
 for corpus, v in kb.items():
     every = measured_items(v) + measured_items(v, answerable=False)
     first_round = gate_retrieval(v["resources"])
     gate_items = (v["sample"] + [i for i in v["pool"] if i not in v["sample"]])[:N_GATE]
-    score_sets["gate P(yes)"][corpus] = best_scores(grader.probabilities, first_round, gate_items, desc=f"{corpus} gate")
-    score_sets["cross-encoder score"][corpus] = best_scores(
-        lambda q, docs: cross_encoder.score([(q, d.page_content) for d in docs]), first_round, every, desc=f"{corpus} cross-encoder")
+    score_sets[GATE][corpus] = best_scores(grader.p_yes, first_round, gate_items, desc=t("{corpus} gate", corpus=corpus))
+    score_sets[CROSS_ENCODER][corpus] = best_scores(
+        lambda q, docs: cross_encoder.score([(q, d.page_content) for d in docs]), first_round, every,
+        desc=t("{corpus} cross-encoder", corpus=corpus))
     top1 = dense_retriever(v["store"], 1)
-    score_sets["dense similarity"][corpus] = best_scores(
-        lambda q, docs: [d.metadata["score"] for d in docs], top1.invoke, every, desc=f"{corpus} dense")
+    score_sets[DENSE][corpus] = best_scores(
+        lambda q, docs: [d.metadata["score"] for d in docs], top1.invoke, every, desc=t("{corpus} dense", corpus=corpus))
 transfer = {what: threshold_transfer(scores) for what, scores in score_sets.items()}
-pd.concat(transfer, names=["score"]).style.format(precision=2)
+pd.concat(transfer, names=[t("score")]).style.format(precision=2)
 
 # %% [markdown]
 # ## 9. What this run says
@@ -500,11 +507,12 @@ from lessons.evaluation import save_report, threshold_note
 meta = {"model": model_banner(), "vector store": store_location(), "questions": f"{len(test_items)}", "k": K,
         "gate thresholds": threshold_note("the course corpus", calibrated_on="the course corpus (notebook 04)")}
 json_path, md_path = save_report(OUT_DIR, rows, table, test_items, meta)
-print(f"wrote {json_path.relative_to(PROJECT_ROOT)} and {md_path.relative_to(PROJECT_ROOT)}")
+print(t("wrote {json} and {markdown}", json=json_path.relative_to(PROJECT_ROOT), markdown=md_path.relative_to(PROJECT_ROOT)))
 started = time.perf_counter()
 again = evaluate(kb["course"]["pipelines"], test_items, llm, chunks, k=K, progress=False)
 same = compare(again, k=K, timing=False).equals(compare(rows, k=K, timing=False))
-print(f"second run: {time.perf_counter() - started:.0f} s (first: {run_seconds['course']:.0f} s); same table: {same}")
+print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}",
+        seconds=time.perf_counter() - started, first=run_seconds['course'], same=same))
 
 # %% [markdown]
 # ## 11. Your documents, from the command line
@@ -542,5 +550,5 @@ from lessons.evaluate import EXAMPLE_CONFIG
 print(EXAMPLE_CONFIG)
 
 # %%
-print(f"whole notebook: {(time.perf_counter() - notebook_started) / 60:.1f} min")
+print(t("whole notebook: {minutes:.1f} min", minutes=(time.perf_counter() - notebook_started) / 60))
 print(USAGE.report())

@@ -145,7 +145,11 @@ def test_the_gate_has_one_threshold_source_and_reports_say_where_it_comes_from(m
     assert set(thresholds) == {"en", "zh"} and "course corpus" in source
     assert "NOT calibrated on my-docs" in threshold_note("my-docs")
     monkeypatch.setattr(evaluation, "gate_thresholds", lambda: ({"en": 0.1, "zh": 0.2}, "elsewhere"))
-    assert evaluation.gate_grader(ScriptedChatModel(default="x")).thresholds == {"en": 0.1, "zh": 0.2}
+    from lessons.grading import GateThresholds, RelevanceGate
+
+    gate = evaluation.gate_grader(ScriptedChatModel(default="x"))  # bare numbers: P(yes)-only gates
+    assert isinstance(gate, RelevanceGate) and gate.thresholds == {"en": GateThresholds(0.0, 0.1), "zh": GateThresholds(0.0, 0.2)}
+    assert "en P(yes) ≥ 0.10" in threshold_note("docs")
     assert "from elsewhere" in threshold_note("docs")
 
 
