@@ -47,6 +47,30 @@
 # | thresholds away from home | `lessons.evaluation.best_scores`, `threshold_transfer` | the gate: the chat model; cut-offs: locally |
 # | your documents | `python -m lessons.evaluate my_eval.toml` (`--preset packages`) | locally; Chroma server and DeepSeek by settings |
 
+# %% [markdown] lang="zh" translates="56d06ee7c15d"
+# # 06 · 评测：所有流水线、同一批问题、两个知识库、一张表
+#
+# | | |
+# |---|---|
+# | **你将学到** | 怎样用你自己的分块造一个测试集（单块问题和需要两块的问题，有依据、去重、带证据 id），以及它和手写的测试集有什么不同；不用 LLM 的检索指标（hit@k、recall@k、MRR、nDCG），在每一道金标准问题上测；由 LLM 评审给出的回答指标，判决有类型、带理由（事实一致性、完整性），评审失败会被计数而不是藏起来；怎样在两个知识库上并排比较 notebook 01–05 的各条流水线——质量、延迟、LLM 调用次数、token、DeepSeek 费用——而且可复现；一个校准过的阈值换到没校准过的文档上是否还管用；以及怎样在命令行上对你自己的文档跑同样的评测 |
+# | **前置条件** | notebook 01（金标准问题集、指标）、02（混合检索、重排）、03（QA 索引）、04（评分循环）、05（三个智能体） |
+# | **用时** | 离线、第一次运行（LLM 缓存为空）：这一版尚未实测——规模按约 110 次模型调用设计（4 道评审问题 × 3 条流水线 × 2 个语料库、评审探针、2 道生成的问题；检索和截断阈值不花调用），按每次调用 1–4 秒计在 10 分钟以内；本次会话的快速规模运行在负载 ≈ 11 的共享机器上没能跑完（一次模型调用用了 ≈ 50 秒）。早先 6 条流水线的版本实测 44 分钟。`FULL = True`（每条流水线、更大的评审样本、在更多问题上测门控）：本次会话未测，预计 45 分钟或更久。使用 DeepSeek：未测（这里没有网络） |
+# | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（ONNX）得出；评审就是同一个小型对话模型——把它的判决当作粗略的信号来读，想要更强的评审就换 DeepSeek 重跑 |
+#
+# 五个 notebook，五个想法，每个都单独测过。一个团队该上线哪一个？这需要**一次运行**：
+# 所有流水线、同一批问题、同一个模型、同一个评审，再加一张同时显示质量*和*代价的表。而且一个知识库还不够：
+# 在课程的 Tidewell 文档上调好的技巧，换到真实文档上排名可能就不一样了。所以这次运行测两个知识库——
+# 课程语料库和十个真实软件包的 README（`data/packages/`，有自己手写的金标准问题集）——并排比较。
+#
+# | 环节 | 工具 | 运行在 |
+# |---|---|---|
+# | 测试集（金标准、生成） | `lessons.testset` | 本地（生成：对话模型） |
+# | 检索指标，每道金标准问题 | `lessons.evaluation.retrieval_rows`、`retrieval_goals` | 本地，不用 LLM |
+# | 回答指标，一个评审样本 | `lessons.evaluation` 的评审（有类型的判决） | 对话模型（本地或 DeepSeek） |
+# | 比较 | `lessons.evaluation.evaluate`、`compare`、`plot_corpora`、`save_report` | 本地 |
+# | 离开本地的阈值 | `lessons.evaluation.best_scores`、`threshold_transfer` | 门控：对话模型；截断阈值：本地 |
+# | 你的文档 | `python -m lessons.evaluate my_eval.toml`（`--preset packages`） | 本地；Chroma 服务和 DeepSeek 由设置决定 |
+
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
 FULL = False          # True: every pipeline judged, a larger sample, the gate on more questions (45 min or more)
@@ -119,6 +143,18 @@ pd.DataFrame({corpus: {t("chunks"): len(v["chunks"]), t("gold questions"): len(v
 # whose evidence lies inside that sample. Keep the bias in mind: the evidence chunks all have QA pairs
 # while most distractor chunks do not, which favours the QA-hybrid index.
 
+# %% [markdown] lang="zh" translates="0aa6885c6932"
+# ## 1. 问题：每个语料库一份金标准样本
+#
+# 一个 `TestItem` 是一道问题，带参考答案和它的**证据**：包含答案的那些分块的 id（金标准问题还带原文引文）。
+# `from_gold` 为每条引文找出它所在的分块。
+#
+# 评审回答要花模型调用，所以回答只在每个语料库的一个小而均衡的样本上评审
+# （中文和英文、可回答和不可回答）；检索指标不花模型调用，在每一道金标准问题上都跑（第 6 节）。
+# 评审 QA-hybrid 流水线时，它的问答对来自 notebook 03 对课程分块的抽样（先是金标准证据所在的分块，
+# 再是干扰分块；给每个分块都生成问答对要每块一次调用）——所以课程语料库的可回答问题只从证据落在这个样本之内的问题里抽。
+# 记住这里的偏差：证据分块都有 QA 对，而大多数干扰分块没有，这对 QA-hybrid 索引有利。
+
 # %%
 from lessons.qa_transform import chunk_id_of, select_chunks
 from lessons.testset import balanced_sample, describe, qa_chunk_selection
@@ -152,6 +188,20 @@ pd.DataFrame([{t("corpus"): corpus, "id": i.id, t("language"): i.language, t("ty
 # Each kept question is saved with the ids of its evidence chunks. The word overlap works the same for
 # Chinese and English: no sentence splitting, no English-only rules.
 
+# %% [markdown] lang="zh" translates="67ec02bbe94c"
+# ## 2. 从分块生成测试集
+#
+# 手写的金标准问题集是最好的测试集，也是最贵的。在新文档上做原型时，生成的测试集能让你先跑起来：
+# 让模型**根据一个分块**出一道题和它的答案，再出一些需要来自不同页面或不同文档的**两个分块**才能回答的题
+# （搭档分块是按嵌入最相似、但位于别处的那一块）。什么都不轻信：
+#
+# - **有依据**——答案的大部分实词（中文：汉字）必须出现在它的分块里，
+#   而需要两块的问题必须各用上一个只在其中一块里出现的词；
+# - **去重**——一道题的实词与已保留的某道题重合 ≥ `80%` 就丢掉；
+# - **有记录**——每个被丢掉的问答对都连同原因列出来，一次失败的模型调用也连同原因记录下来。
+#
+# 每道保留下来的问题都连同它的证据分块 id 一起保存。词重合的算法对中文和英文一样：不分句，也没有只适用于英文的规则。
+
 # %%
 from lessons.testset import generate_test_set, save_test_set
 
@@ -172,6 +222,13 @@ pd.DataFrame([{t("question"): r.question, t("why it was not kept"): r.reason} fo
 # two-chunk questions, lengths) and how **easy** it is — a question written while looking at a chunk tends
 # to reuse the chunk's words, and then any retriever finds it. The dense baseline's retrieval metrics
 # on both sets (no LLM) make the difference visible.
+
+# %% [markdown] lang="zh" translates="ff835a627f90"
+# ### 生成的 vs 手写的
+#
+# 生成的测试集和金标准问题集比起来怎样？看两件事：它的**形状**（语言、需要两块的问题、长度），以及它有多**容易**——
+# 看着一个分块写出来的问题往往会复用这个分块里的词，这样任何检索器都能找到它。
+# dense 基线在两个测试集上的检索指标（不用 LLM）能把这个差别显示出来。
 
 # %%
 from lessons.evaluation import relevant_counts, retrieval_scores
@@ -215,6 +272,24 @@ comparison.round(2)
 #
 # Write `mrr(labels, k)`: `labels` is a list of booleans in rank order (rank 1 first). Return
 # 1 / rank of the first `True` within the first `k`, or `0.0` when there is none.
+
+# %% [markdown] lang="zh" translates="21bd9737abb7"
+# ## 3. 不用 LLM 的检索指标
+#
+# 对一个排好序的列表和一道问题，每个分块要么*相关*要么不相关（它的 id 是证据 id，或者它包含一条证据引文）。
+# 由这些标签得到：
+#
+# - **hit@k**——前 k 个里有没有相关分块？（回答那一步最多能用上的东西）
+# - **recall@k**——前 k 个里找到的证据占多少：需要两块的问题要两块都找到
+# - **MRR**——第一个相关分块的排名的倒数：证据排得有多靠前
+# - **nDCG**——每个相关分块都算数，按 log₂(rank + 1) 打折，再除以可能达到的最好值
+#
+# 确定、瞬间完成，每次运行都一样。
+#
+# ### 练习 1 —— 平均倒数排名（MRR）
+#
+# 写 `mrr(labels, k)`：`labels` 是按排名顺序（第 1 名在前）排列的布尔值列表。返回前 `k` 个里第一个 `True`
+# 的排名的倒数（1 / rank），没有就返回 `0.0`。
 
 # %% tags=["exercise"]
 def mrr(labels, k):
@@ -271,6 +346,32 @@ retrieval_scores(ranked, example, relevant_counts(chunks, [example])[example.id]
 # `complete`, which can only be `"yes"` or `"no"`. Give each a `Field(description=...)` — the descriptions
 # are what the model reads.
 
+# %% [markdown] lang="zh" translates="121a3e4265ff"
+# ## 4. 回答指标：判决有类型的 LLM 评审
+#
+# 每个回答问两个是/否问题，每个都是一个 Pydantic schema，通过 `invoke_structured` 填写——
+# 模型*必须*用 `"yes"` 或 `"no"` 调用一个函数，而不是写一句我们还得去解析的话：
+#
+# - **事实一致性**（`FaithfulnessVerdict.consistent`）：回答的主要论断是否出现在写这个回答所用的上下文里？
+#   这能抓住超出检索到的分块、凭空编出来的回答（幻觉）。
+# - **完整性**（`CompletenessVerdict.complete`）：回答是否说出了参考答案的关键事实？措辞和语言可以不同。
+#
+# **先抄，再判。** 我们最早的评审有一个 `reason` 和一个判决。Qwen2.5-1.5B 于是把每个探针回答都判为完整：
+# 对"Atlas 从哪个版本开始使用 jieba？"（参考答案：4.0），它接受了"2026年2月"、"2.1 分词"和"version 5.2"，
+# 每个都配了一段流畅的理由。改成先*抄下*参考答案的关键事实，再*抄下*回答里关于它说了什么，最后才做判断，
+# 同一个模型在第一次测试中把每个探针案例都判对了。这样更好，但还谈不上好：它仍然时不时接受错误的回答
+# （第 7 节里有争议的判决显示出在哪里）。抄下来的文字同时就是评审的理由——去读它，
+# 对一个小模型评审给出的平均数，不要信任超出你亲自核对过的范围。
+#
+# 弃答（"不在知识库中"）不提出任何论断：它不参与一致性评审，而在可回答的问题上完整性记 0 分。
+# 在知识库之外的问题上，唯一算数的是流水线有没有弃答。
+#
+# ### 练习 2 —— 完整性评审的 schema
+#
+# 按这个顺序写出 `CompletenessVerdict` 的字段：`reference_key_fact`（从参考答案抄来的文字）、
+# `answer_says`（从回答抄来的文字，回答对这个事实什么都没说就留空），以及只能是 `"yes"` 或 `"no"` 的 `complete`。
+# 给每个字段一个 `Field(description=...)`——模型读的就是这些描述。
+
 # %% tags=["exercise"]
 from typing import Literal
 
@@ -297,6 +398,10 @@ check_completeness_schema(CompletenessVerdict)
 # The course's judges (`lessons.evaluation`) on one question: the reference answer itself, and the same
 # answer with its figures changed. A judge that calls both complete is not worth running.
 
+# %% [markdown] lang="zh" translates="bdea2a065868"
+# 课程的评审（`lessons.evaluation`）在一道问题上的表现：参考答案本身，以及把其中数字改掉的同一个回答。
+# 一个把两者都判为完整的评审不值得用。
+
 # %%
 import re
 
@@ -322,6 +427,11 @@ pd.DataFrame(rows)
 # `status="judge_failed"` and the cause, and the comparison table counts judge failures per pipeline.
 # Here is what is recorded when the judge never calls the function (a scripted model):
 
+# %% [markdown] lang="zh" translates="41442ae3df81"
+# **评审失败的时候。** 小模型有时给出不符合 schema 的回复，即使 `invoke_structured` 已经再问过一次。
+# 这*既不是* 0 也不是 1：这一行保留 `score=None`、`status="judge_failed"` 和原因，比较表按流水线统计评审失败的次数。
+# 下面是评审始终不调用函数时（一个脚本化的模型）记录下来的内容：
+
 # %%
 from lessons.evaluation import FaithfulnessVerdict, run_judge
 from lessons.fakes import ScriptedChatModel
@@ -340,6 +450,17 @@ run_judge(ScriptedChatModel(default="Looks right to me!"), FaithfulnessVerdict, 
 # The grading loop and the three agents bring their own answer steps; their retrieval metrics are computed
 # on what they retrieved in the round they answered from (`K` chunks). The grading loop's thresholds come
 # from one call, `gate_thresholds()`: notebook 04's calibration on the course corpus.
+
+# %% [markdown] lang="zh" translates="9d88c9cd4c54"
+# ## 5. 各条流水线，统一在一个接口之后
+#
+# 前面各个 notebook 的每条流水线都是一个适配器 `question → PipelineResult(answer, abstained,
+# retrieved, context)`。四条只做检索的流水线共用**同一个**回答步骤——notebook 04 不加门控的回答，
+# 基于它们的前 `K` 个分块，也可以说"没找到"——所以它们只在检索到什么上有区别。`hybrid+rerank`
+# 用课程的重排器（`lessons.rerank.default_reranker`）对混合检索的候选重新排序：英文问题用交叉编码器——
+# 一个相关性模型，不是对话模型——中文问题用实测效果最好的路由（打包的交叉编码器是用英文训练的）。
+# 评分循环和三个智能体有自己的回答步骤；它们的检索指标按它们作答所依据的那一轮检索到的内容（`K` 个分块）计算。
+# 评分循环的阈值来自一次调用 `gate_thresholds()`：notebook 04 在课程语料库上的校准。
 
 # %%
 from lessons.evaluation import Resources, build_pipelines, gate_thresholds
@@ -362,6 +483,13 @@ print(t("{pipelines} pipelines × {corpora} corpora ready in {seconds:.0f} s", p
 # answerable gold question of both corpora, at depth 5 — the depth of the course's retrieval goals: the
 # best pipeline should reach an **English recall@5 of `0.90`**, and remove **half of the dense baseline's
 # recall@5 misses** over both languages (a miss is the part of a question's evidence not in the top 5).
+
+# %% [markdown] lang="zh" translates="165b1f34c9fb"
+# ## 6. 每道金标准问题上的检索，两个语料库（不调用模型）
+#
+# dense、hybrid 和 hybrid + rerank 的排序不需要对话模型，所以在两个语料库的每一道可回答的金标准问题上测，
+# 深度为 5——即课程检索目标的深度：最好的流水线应当达到**英文 recall@5 为 `0.90`**，
+# 并且在两种语言上消除 **dense 基线一半的 recall@5 漏检**（漏检是一道问题的证据中不在前 5 名里的那部分）。
 
 # %%
 from lessons.evaluation import GOAL_K, retrieval_goals, retrieval_rows
@@ -390,6 +518,14 @@ retrieval.pivot_table(index="pipeline", columns=["corpus", "language"], values=[
 # price of evaluating, not of answering). The generated questions of section 2 could go through too
 # (`test_items = gold_sample + generated.items`); on a laptop that doubles the run.
 
+# %% [markdown] lang="zh" translates="93b27d75da38"
+# ## 7. 一次运行：在样本上评审回答，两个语料库
+#
+# 评审样本走过每一条流水线，用同一个模型、同一个评审。每一行记录回答、检索指标、两项评审
+# （分数、状态、理由、原因）、秒数，以及*流水线*用掉的 LLM 调用次数和 token（从 LLM 缓存取出的回答
+# 按第一次提问时花掉的 token 计，所以重跑报告的代价相同；评审的调用不计在内——那是评测的代价，不是回答的代价）。
+# 第 2 节生成的问题也可以一起跑（`test_items = gold_sample + generated.items`）；在笔记本电脑上这会让运行时间翻倍。
+
 # %%
 from lessons.evaluation import compare, evaluate, judge_failures
 
@@ -415,6 +551,9 @@ pd.concat(answers, names=["corpus"]).style.format(precision=2).format({"DeepSeek
 # Both corpora in one figure: retrieval quality on every gold question, then the judged sample's answers
 # and what they cost.
 
+# %% [markdown] lang="zh" translates="1f9c917dc01c"
+# 两个语料库画在一张图里：先是每道金标准问题上的检索质量，再是评审样本的回答质量和它们的代价。
+
 # %%
 from lessons.evaluation import plot_corpora
 
@@ -424,6 +563,9 @@ plt.show()
 # %% [markdown]
 # The averages hide the languages. The same answer metrics, English against Chinese (answerable
 # questions only):
+
+# %% [markdown] lang="zh" translates="56678d440fa5"
+# 平均数掩盖了语言差异。同样的回答指标，英文对中文（只看可回答的问题）：
 
 # %%
 answerable = all_rows[all_rows["answerable"]]
@@ -438,6 +580,10 @@ failures if len(failures) else None
 # %% [markdown]
 # Read a few verdicts before you trust the averages: where two pipelines disagree on completeness,
 # here is what each answered and why the judge decided as it did.
+
+# %% [markdown] lang="zh" translates="23e2de909560"
+# 在信任平均数之前，先读几条判决：在两条流水线对完整性判断不一致的地方，
+# 下面是每条流水线的回答，以及评审为什么这样判。
 
 # %%
 wide = answerable.pivot_table(index="question_id", columns="pipeline", values="complete", aggfunc="first")
@@ -459,6 +605,20 @@ sample.sort_values(["question_id", "pipeline"]) if len(sample) else print(t("All
 #
 # A cut-off that travels keeps the share of answerable questions it answers, and the share of out-of-KB
 # questions it refuses, when it leaves home.
+
+# %% [markdown] lang="zh" translates="dbc0c3e13f00"
+# ## 8. 能迁移的阈值
+#
+# 每个经过校准的决定都是在一个语料库上调出来的。换到另一个语料库还成立吗？三个截断阈值，每个都在一个语料库上校准
+# （按语言分别取仍能拒答 `95%` 知识库外问题的最低阈值：notebook 04 的 `choose_threshold`），
+# 并在两个语料库上测量，双向都测：
+#
+# - **门控**——评分循环对第一轮分块给出的 P(yes)（每个分块一次模型调用：在每个语料库的 `N_GATE` 道问题上测——
+#   就是评审样本，评分循环已经做过这些调用）；
+# - **交叉编码器的最高分**，取混合检索的前 `K` 个——不花调用，所以在每道金标准问题上测；
+# - **dense 的最高相似度**——不花调用，每道金标准问题。
+#
+# 一个能迁移的截断阈值在离开本地语料库时，仍能保持它回答的可回答问题的比例，以及它拒答的知识库外问题的比例。
 
 # %%
 from lessons.evaluation import best_scores, gate_grader, gate_retrieval, threshold_transfer
@@ -489,6 +649,12 @@ pd.concat(transfer, names=[t("score")]).style.format(precision=2)
 # which language the change comes from, the judged answers, and how far each cut-off travels. The judged
 # sample is small at the default size: one question moves a share by a lot, so read directions, not decimals.
 
+# %% [markdown] lang="zh" translates="0fd6e2d5445a"
+# ## 9. 这次运行说明了什么
+#
+# 由上面的表格渲染而成——各项目标、哪些技巧在两个语料库之间改变了排名以及变化来自哪种语言、评审过的回答，
+# 以及每个截断阈值能迁移多远。默认规模下评审样本很小：一道题就能让一个比例变动很大，所以看方向，别看小数。
+
 # %%
 from lessons.evaluation import findings_markdown
 
@@ -500,6 +666,12 @@ display(Markdown(findings_markdown(retrieval, goals, answers, transfer)))
 # `save_report` writes `results.json` (the settings, the test set, every row with its judgements, the
 # table) and `report.md`. Run the course's evaluation again: temperature 0 and the LLM cache give the same
 # answers and the same verdicts, so every column except the seconds is identical.
+
+# %% [markdown] lang="zh" translates="f85bc8185a0f"
+# ## 10. 可复现：保存它，再跑一次，得到同一张表
+#
+# `save_report` 写出 `results.json`（设置、测试集、带评审结果的每一行、比较表）和 `report.md`。
+# 再跑一次课程的评测：温度 0 和 LLM 缓存给出同样的回答和同样的判决，所以除了秒数，每一列都完全相同。
 
 # %%
 from lessons.evaluation import save_report, threshold_note
@@ -543,6 +715,34 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # The test suite starts `chroma run` on 127.0.0.1, runs the command against it and gets the same table
 # as with the embedded store (`tests/test_evaluate_cli.py`). Asking for DeepSeek without a key is an
 # error, never a quiet fall-back to the local model.
+
+# %% [markdown] lang="zh" translates="60e222ad1c91"
+# ## 11. 你的文档，从命令行来
+#
+# 同样的评测不用 notebook 也能跑。写一个配置——一个文档文件夹、问题（`"generate"`、`"gold"`，
+# 或一个 `save_test_set` 所写格式的 `.jsonl` 文件）和流水线——然后运行：
+#
+# ```bash
+# python -m lessons.evaluate --example > my_eval.toml     # then edit: documents = "path/to/your/docs"
+# python -m lessons.evaluate my_eval.toml                 # progress bar → results.json, report.md, comparison.png
+# python -m lessons.evaluate my_eval.toml --limit 3       # a quick try first
+# python -m lessons.evaluate --preset packages            # the package READMEs and their gold set
+# ```
+#
+# 配置有错时会停下来，并给出一条指明文件和修改方法的消息（未知的流水线、缺少的文件夹、键名拼错）。
+# **来自别处的阈值：** 评分循环的门控使用在课程语料库上校准的阈值；在你的文档上，报告会用平实的话说明这一点
+# （它的 "gate thresholds" 一行）。第 8 节展示了怎样检查它们：给由你的分块生成的问题加上一些"差一点"的问题
+# （你的文档几乎能回答、但其实回答不了的问题）打分，再对它们运行 `threshold_transfer`。
+#
+# **当一个团队一台笔记本已经不够用时**，命令一点不变——只改设置：
+#
+# | 要迁移的 | 设置（在 `.env` 或环境变量里） |
+# |---|---|
+# | 向量库迁到 Chroma 服务（`chroma run --host 0.0.0.0 --port 8000 --path ./chroma-data`） | `AGENTIC_RAG_CHROMA_URL=http://chroma-host:8000` |
+# | 对话模型换成 DeepSeek | `DEEPSEEK_API_KEY=sk-…`（再加 `AGENTIC_RAG_MODEL=deepseek` 让它更明确） |
+#
+# 测试套件在 127.0.0.1 上启动 `chroma run`，对它运行这个命令，得到的表与用嵌入式向量库时相同
+# （`tests/test_evaluate_cli.py`）。要求用 DeepSeek 却没有 key 是一个错误，绝不会悄悄退回到本地模型。
 
 # %%
 from lessons.evaluate import EXAMPLE_CONFIG
