@@ -52,7 +52,7 @@ def main(names: list[str], name: str = "notebooks") -> dict:
                 "checks_passed": sum(c["passed"] for c in run.checks), "checks": len(run.checks),
                 "load_average_before": round(load_before, 2), "load_average_after": round(load_average(), 2),
                 "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
-                "error": (run.error or "")[:500] or None,
+                "error": (run.error or "")[:500] or None, "slowest cells": run.slowest_cells,
             })
             print(f"{path.stem}: {'passed' if run.passed else 'FAILED'} in {run.seconds:.0f} s, {run.llm_calls} calls "
                   f"({run.cached_calls} from this run's cache), load {load_before:.1f}", flush=True)

@@ -47,6 +47,23 @@ class NotebookRun:
     checks: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     executed_path: str | None = None
+    slowest_cells: list[dict[str, Any]] = field(default_factory=list)  # where the time went: cell, seconds, first line
+
+
+def cell_seconds(nb: nbformat.NotebookNode, top: int = 5) -> list[dict[str, Any]]:
+    """The `top` slowest code cells of an executed notebook (nbclient records each cell's start and end)."""
+    from datetime import datetime
+
+    rows = []
+    for number, cell in enumerate(nb.cells):
+        timing = cell.get("metadata", {}).get("execution", {})
+        if cell.cell_type != "code" or "iopub.execute_input" not in timing or "shell.execute_reply" not in timing:
+            continue
+        start, end = (datetime.fromisoformat(timing[key].replace("Z", "+00:00"))
+                      for key in ("iopub.execute_input", "shell.execute_reply"))
+        first = next((line for line in cell.source.splitlines() if line.strip() and not line.startswith("#")), "")
+        rows.append({"cell": number, "seconds": round((end - start).total_seconds(), 1), "first line": first[:100]})
+    return sorted(rows, key=lambda row: -row["seconds"])[:top]
 
 
 def quick_parameters(nb: nbformat.NotebookNode) -> dict[str, Any]:
@@ -147,6 +164,7 @@ def execute_notebook(
         checks=checks,
         error=error,
         executed_path=executed_path,
+        slowest_cells=cell_seconds(nb),
     )
 
 

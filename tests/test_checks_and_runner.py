@@ -84,3 +84,18 @@ def test_a_full_size_run_has_no_cell_limit_and_a_quick_run_has_one(tmp_path, mon
     assert limits == [-1, runner.QUICK_CELL_TIMEOUT, 60]
     runner.main([str(path), "--out", str(tmp_path / "out"), "--cell-timeout", "7"])
     assert limits[-1] == 7
+
+
+def test_the_runner_reports_where_the_time_went():
+    import nbformat
+
+    from lessons.notebook_runner import cell_seconds
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# title"), nbformat.v4.new_code_cell("# a comment\nslow()"),
+                nbformat.v4.new_code_cell("fast()"), nbformat.v4.new_code_cell("never_ran()")]
+    nb.cells[1].metadata["execution"] = {"iopub.execute_input": "2026-12-01T10:00:00.000Z", "shell.execute_reply": "2026-12-01T10:01:30.500Z"}
+    nb.cells[2].metadata["execution"] = {"iopub.execute_input": "2026-12-01T10:01:31.000Z", "shell.execute_reply": "2026-12-01T10:01:32.000Z"}
+    rows = cell_seconds(nb)
+    assert rows == [{"cell": 1, "seconds": 90.5, "first line": "slow()"}, {"cell": 2, "seconds": 1.0, "first line": "fast()"}]
+    assert cell_seconds(nb, top=1) == rows[:1]
