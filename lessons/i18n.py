@@ -129,7 +129,7 @@ ZH: dict[str, str] = {
         "{size} 个英文字符 ≈ {tokens} 个 token（重叠 {overlap}）；同样的 token 数 ≈ {zh_size} 个中文字符（重叠 {zh_overlap}）",
     "chunk_size=250, chunk_overlap={overlap}: {n} chunks, lengths {lengths}":
         "chunk_size=250，chunk_overlap={overlap}：{n} 个块，长度 {lengths}",
-    "chunks": "块数",
+    "chunks": "块",
     "median length": "长度中位数",
     "index size vs text": "索引大小 / 原文",
     "quotes split %": "被切断的引文 %",
@@ -229,6 +229,42 @@ ZH: dict[str, str] = {
     "second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}":
         "第二次运行：{seconds:.0f} 秒（第一次：{first:.0f} 秒）；表格相同：{same}",
     "whole notebook: {minutes:.1f} min": "整个 notebook：{minutes:.1f} 分钟",
+    # notebook 02 (retrieval tricks)
+    "{chunks} chunks; {answerable} answerable gold questions ({english} English, {chinese} Chinese)":
+        "{chunks} 个块；{answerable} 个可回答的金标准问题（英文 {english} 个，中文 {chinese} 个）",
+    "LLM sample: {n} questions — ": "LLM 样本：{n} 个问题——",
+    "{children} children for {chunks} chunks, index ready in {seconds:.1f} s":
+        "{chunks} 个块共 {children} 个子片段，索引在 {seconds:.1f} 秒内就绪",
+    "{n} candidates reranked in {seconds:.2f} s": "{n} 个候选在 {seconds:.2f} 秒内重排完毕",
+    "hybrid rank": "hybrid 排名",
+    "chunk": "块",
+    "new rank": "新排名",
+    "— other languages keep the fused order": "——其他语言保留融合后的顺序",
+    "reply: {reply!r}; log-probabilities returned: {returned}": "回答：{reply!r}；是否返回了对数概率：{returned}",
+    "probability": "概率",
+    "P(yes), chat model": "P(yes)，对话模型",
+    "cross-encoder": "交叉编码器",
+    "chat model: {llm_seconds:.1f} s for {n} judgements; cross-encoder: {ce_seconds:.2f} s":
+        "对话模型：{n} 次评判用了 {llm_seconds:.1f} 秒；交叉编码器：{ce_seconds:.2f} 秒",
+    "On this question the chat model's P(yes) ranges from {llm_min:.2f} to {llm_max:.2f}, the cross-encoder's score from {ce_min:.2f} to {ce_max:.2f}; the candidates holding the evidence rank {llm_ranks} by P(yes) and {ce_ranks} by the cross-encoder (of {n}), at {ratio:.0f}× the time for the chat model. Section 9 measures both on the same sample of questions.":
+        "在这个问题上，对话模型的 P(yes) 介于 {llm_min:.2f} 和 {llm_max:.2f} 之间，交叉编码器的分数介于 {ce_min:.2f} 和 "
+        "{ce_max:.2f} 之间；包含证据的候选按 P(yes) 排在第 {llm_ranks} 名，按交叉编码器排在第 {ce_ranks} 名（共 {n} 个），"
+        "而对话模型所用的时间是交叉编码器的 {ratio:.0f} 倍。第 9 节会在同一个问题样本上衡量这两者。",
+    "No candidate of this question holds the evidence in this run.": "本次运行中，这个问题没有任何候选包含证据。",
+    "rewrites: ": "改写：",
+    "step-back:": "后退一步：",
+    "chunk {index} alone ({characters} characters): score {score:.3f}": "第 {index} 块单独（{characters} 个字符）：分数 {score:.3f}",
+    "with its neighbours ({characters} characters): score {score:.3f}": "带上相邻块（{characters} 个字符）：分数 {score:.3f}",
+    "named by the model": "被模型点名",
+    "hit rank": "命中排名",
+    "budget": "预算",
+    "neighbours taken": "带上的相邻块",
+    "source": "来源",
+    "{techniques} techniques without a chat model × {questions} questions in {seconds:.0f} s":
+        "{techniques} 种不用对话模型的技术 × {questions} 个问题，用时 {seconds:.0f} 秒",
+    "{techniques} techniques with the chat model × {questions} questions in {seconds:.0f} s; {cached} of {calls} chat-model answers came from the cache":
+        "{techniques} 种使用对话模型的技术 × {questions} 个问题，用时 {seconds:.0f} 秒；{calls} 个对话模型回答中有 {cached} 个来自缓存",
+    "Every technique without a chat model, {n} questions, by language": "所有不用对话模型的技术，{n} 个问题，按语言分列",
 }
 TRANSLATIONS: dict[str, dict[str, str]] = {"zh": ZH}
 
