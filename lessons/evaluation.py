@@ -205,11 +205,9 @@ def gate_thresholds() -> tuple[dict[str, Any], str]:
 def gate_grader(llm: BaseChatModel, thresholds: Mapping[str, Any] | None = None):
     """The grading loop's gate: notebook 04's `RelevanceGate` (the cross-encoder, then the chat model's P(yes)
     for the documents it lets through) with `thresholds` (default `gate_thresholds()`)."""
-    from lessons.grading import GateThresholds, RelevanceGate
+    from lessons.grading import default_gate
 
-    chosen = dict(thresholds) if thresholds is not None else gate_thresholds()[0]
-    chosen = {lang: t if isinstance(t, GateThresholds) else GateThresholds(0.0, float(t)) for lang, t in chosen.items()}
-    return RelevanceGate(llm, chosen)
+    return default_gate(llm, dict(thresholds) if thresholds is not None else gate_thresholds()[0])
 
 
 def _describe(threshold: Any) -> str:

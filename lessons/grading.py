@@ -13,10 +13,12 @@ the router cannot choose `rewrite` once the cap is reached: the loop ends by con
 
 Two graders return the same typed verdict (`GradeDocuments`):
 - `StructuredGrader`: the model fills `GradeDocuments` through `invoke_structured` (function calling).
-- `CalibratedGrader`: the model answers yes/no in one token; P(yes) is read from its log-probabilities
-  (the reranker of notebook 02) and compared with a threshold chosen on held-out questions. A small
-  model's forced yes/no is a coin with a bias; its probability ranks far better, and the threshold
-  sets the trade-off between answering and abstaining explicitly.
+- `RelevanceGate`: the relevance model (the cross-encoder) scores every document; the chat model answers
+  yes/no in one token for the documents that pass its threshold, and P(yes) is read from its
+  log-probabilities (the reranker of notebook 02) and compared with a second threshold. Both thresholds
+  per language are chosen on held-out questions (`calibrate_gate`); a bare number is a P(yes)-only gate.
+  A small model's forced yes/no is a coin with a bias; its probability ranks far better, and the
+  thresholds set the trade-off between answering and abstaining explicitly.
 """
 
 from __future__ import annotations
@@ -89,11 +91,6 @@ manual or policy would use, in the question's language. Keep it short (a few key
 Question: {question}
 Queries already tried (do not repeat them): {tried}"""
 
-# Per-language thresholds for P(yes) chosen in notebook 04 on held-out gold questions with the offline
-# model (Qwen2.5-Coder-1.5B Q4_K_M) and RELEVANCE_PROMPTS (asked in the question's language): the lowest
-# that abstains on ≥ 95% of the out-of-KB calibration questions. Another model or prompt needs its own:
-# run `choose_threshold`.
-DEFAULT_THRESHOLDS = {"en": 0.71, "zh": 0.75}
 
 ANSWER_PROMPT = """Answer the question using ONLY the documents below. Do not use anything you know from elsewhere.
 If the documents do not contain the answer, set found to "no". Answer in the question's language, in one to
@@ -155,44 +152,6 @@ def _per_language(value: Any, what: str, fix: str) -> dict[str, Any]:
     return per_language
 
 
-class CalibratedGrader:
-    """Grades by P(yes) from the model's log-probabilities against a threshold (introduced in notebook 04).
-
-    The judge is notebook 02's reranker (one token), asked in the question's language: `prompts` maps
-    "en" and "zh" to a prompt (default `lessons.rerank.RELEVANCE_PROMPTS`; one prompt serves both). The
-    verdict is still a typed `GradeDocuments`; `p_yes` keeps the evidence. `thresholds` is one
-    probability or one per language ("en", "zh"): a small model's P(yes) sits on a different scale in
-    each language. Choose them on questions you do not evaluate on (`choose_threshold`). Providers
-    without log-probabilities fall back to the reply's yes/no (see `lessons.rerank.LLMRelevanceScorer`).
-    """
-
-    def __init__(self, model: BaseChatModel, thresholds: float | Mapping[str, float] = DEFAULT_THRESHOLDS,
-                 max_chars: int = 1500,
-                 prompts: ChatPromptTemplate | Mapping[str, ChatPromptTemplate] = RELEVANCE_PROMPTS):
-        self.thresholds = _per_language(thresholds, "threshold", "give one per language, e.g. {'en': 0.7, 'zh': 0.8}")
-        for language, threshold in self.thresholds.items():
-            if not 0.0 <= threshold <= 1.0:
-                raise ValueError(f"threshold ({language}) is a probability between 0 and 1, got {threshold}")
-        prompts = _per_language(prompts, "prompt", "give one per language or one for both")
-        self.scorers = {language: LLMRelevanceScorer(model, prompt=prompt, max_chars=max_chars, max_concurrency=1)
-                        for language, prompt in prompts.items()}
-
-    def threshold_for(self, question: str) -> float:
-        """The threshold that applies to `question` (by its language)."""
-        return self.thresholds[detect_language(question)]
-
-    def probabilities(self, question: str, documents: Sequence[Document]) -> list[float]:
-        """P(yes) for each document, in order (asked in the question's language)."""
-        return self.scorers[detect_language(question)].score([(question, d.page_content) for d in documents])
-
-    def __call__(self, question: str, documents: Sequence[Document]) -> list[Grade]:
-        threshold = self.threshold_for(question)
-        return [
-            Grade(GradeDocuments(binary_score="yes" if p >= threshold else "no"), p)
-            for p in self.probabilities(question, documents)
-        ]
-
-
 @dataclass(frozen=True)
 class GateThresholds:
     """One language's gate: a document is relevant when the cross-encoder's score reaches `cross_encoder`
@@ -212,12 +171,19 @@ class RelevanceGate:
     typed `GradeDocuments`; `p_yes` keeps the chat model's probability (None when it was not asked).
     """
 
-    def __init__(self, model: BaseChatModel, thresholds: Mapping[str, GateThresholds], cross_encoder=None,
+    def __init__(self, model: BaseChatModel, thresholds: GateThresholds | float | Mapping[str, GateThresholds | float],
+                 cross_encoder=None,
                  max_chars: int = 1500,
                  prompts: ChatPromptTemplate | Mapping[str, ChatPromptTemplate] = RELEVANCE_PROMPTS):
         from lessons.cross_encoder import OnnxCrossEncoder
 
-        self.thresholds = _per_language(thresholds, "gate thresholds", "calibrate them with calibrate_gate(...)")
+        thresholds = _per_language(thresholds, "gate thresholds", "calibrate them with calibrate_gate(...)")
+        self.thresholds = {language: t if isinstance(t, GateThresholds) else GateThresholds(0.0, float(t))
+                           for language, t in thresholds.items()}  # a bare number: a P(yes)-only gate
+        for language, gate in self.thresholds.items():
+            for name, value in (("cross-encoder", gate.cross_encoder), ("P(yes)", gate.p_yes)):
+                if not 0.0 <= value <= 1.0:
+                    raise ValueError(f"the {name} threshold ({language}) is a score between 0 and 1, got {value}")
         self.cross_encoder = cross_encoder or OnnxCrossEncoder()
         prompts = _per_language(prompts, "prompt", "give one per language or one for both")
         self.scorers = {language: LLMRelevanceScorer(model, prompt=prompt, max_chars=max_chars, max_concurrency=1)
@@ -410,7 +376,7 @@ def build_grading_loop(
 ):
     """A compiled LangGraph graph; invoke it with `{"question": ...}` (introduced in notebook 04).
 
-    `grader` defaults to `StructuredGrader(model)`; pass a `CalibratedGrader` to grade by P(yes).
+    `grader` defaults to `StructuredGrader(model)`; pass a `RelevanceGate` to grade by the two calibrated signals.
     """
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")

@@ -149,59 +149,63 @@ def judged_by_passage(probabilities):
     return ScriptedChatModel(default=reply)
 
 
-def test_the_calibrated_grader_returns_typed_verdicts_from_p_yes_and_a_threshold():
-    from lessons.grading import CalibratedGrader, GradeDocuments
+def p_yes_gate(judge, thresholds, **kwargs):
+    """notebook 04's gate with the cross-encoder switched off (t1 = 0): P(yes) alone decides."""
+    from lessons.grading import RelevanceGate
+
+    return RelevanceGate(judge, thresholds, cross_encoder=LengthCrossEncoder(), **kwargs)
+
+
+def test_a_p_yes_gate_returns_typed_verdicts_from_p_yes_and_a_threshold():
+    from lessons.grading import GradeDocuments
 
     judge = judged_by_passage({"a": 0.95, "b": 0.7, "c": 0.2})
-    grades = CalibratedGrader(judge, thresholds=0.8)("q", [Document("a"), Document("b"), Document("c")])
+    grades = p_yes_gate(judge, 0.8)("q", [Document("a"), Document("b"), Document("c")])
     assert [g.binary_score for g in grades] == ["yes", "no", "no"]
     assert all(isinstance(g.verdict, GradeDocuments) for g in grades)
     assert [round(g.p_yes, 2) for g in grades] == [0.95, 0.7, 0.2]
-    assert [g.binary_score for g in CalibratedGrader(judge, thresholds=0.5)("q", [Document("b")])] == ["yes"]
+    assert [g.binary_score for g in p_yes_gate(judge, 0.5)("q", [Document("b")])] == ["yes"]
 
 
 def test_each_language_gets_its_own_threshold():
-    from lessons.grading import CalibratedGrader
-
-    grader = CalibratedGrader(judged_by_passage({"b": 0.7}), thresholds={"en": 0.6, "zh": 0.8})
+    grader = p_yes_gate(judged_by_passage({"b": 0.7}), {"en": 0.6, "zh": 0.8})
     assert grader("Which port?", [Document("b")])[0].binary_score == "yes"
     assert grader("哪个端口？", [Document("b")])[0].binary_score == "no"
-    with pytest.raises(ValueError, match="one per language"):
-        CalibratedGrader(judged_by_passage({}), thresholds={"en": 0.6})
+    with pytest.raises(ValueError, match="no gate thresholds for \\['zh'\\]"):
+        p_yes_gate(judged_by_passage({}), {"en": 0.6})
 
 
 def test_the_judge_is_asked_in_the_questions_language():
-    from lessons.grading import CalibratedGrader
     from lessons.rerank import RELEVANCE_PROMPT
 
     judge = judged_by_passage({"b": 0.7})
-    grader = CalibratedGrader(judge, thresholds=0.5)
+    grader = p_yes_gate(judge, 0.5)
     grader("Which port?", [Document("b")])
     grader("哪个端口？", [Document("b")])
     asked = [call["messages"][-1].content for call in judge.calls]
     assert "Does this search result help answer the question above?" in asked[0]
     assert "这段搜索结果是否写明了上述问题所问的具体信息？" in asked[1] and "Search result" not in asked[1]
     one_prompt = judged_by_passage({"b": 0.7})
-    CalibratedGrader(one_prompt, thresholds=0.5, prompts=RELEVANCE_PROMPT)("哪个端口？", [Document("b")])
+    p_yes_gate(one_prompt, 0.5, prompts=RELEVANCE_PROMPT)("哪个端口？", [Document("b")])
     assert "Search result:" in one_prompt.calls[-1]["messages"][-1].content
     with pytest.raises(ValueError, match="no prompt for"):
-        CalibratedGrader(judge, thresholds=0.5, prompts={"en": RELEVANCE_PROMPT})
+        p_yes_gate(judge, 0.5, prompts={"en": RELEVANCE_PROMPT})
 
 
 def test_a_threshold_outside_zero_to_one_is_rejected():
-    from lessons.grading import CalibratedGrader
+    from lessons.grading import GateThresholds
 
     with pytest.raises(ValueError, match="between 0 and 1"):
-        CalibratedGrader(judged_by_passage({}), thresholds=80)
+        p_yes_gate(judged_by_passage({}), 80)
+    with pytest.raises(ValueError, match="cross-encoder threshold \\(en\\)"):
+        p_yes_gate(judged_by_passage({}), {"en": GateThresholds(1.5, 0.5), "zh": 0.5})
 
 
 def test_the_loop_records_each_documents_p_yes_in_the_trace():
-    from lessons.grading import CalibratedGrader
-
     judge = judged_by_passage({"port 7420": 0.9, "leave policy": 0.1})
     model = scripted(lambda doc: "no", answer="Port 7420.")
     loop = build_grading_loop(model, Retriever([["port 7420", "leave policy"]]),
-                              grader=CalibratedGrader(judge, thresholds=0.5))
+                              grader=p_yes_gate(judge, 0.5))
     state = loop.invoke({"question": "Which port?"})
     assert state["outcome"] == "answered" and state["trace"][0].grades == ("yes", "no")
     assert [round(p, 2) for p in state["trace"][0].p_yes] == [0.9, 0.1]
