@@ -265,6 +265,76 @@ ZH: dict[str, str] = {
     "{techniques} techniques with the chat model × {questions} questions in {seconds:.0f} s; {cached} of {calls} chat-model answers came from the cache":
         "{techniques} 种使用对话模型的技术 × {questions} 个问题，用时 {seconds:.0f} 秒；{calls} 个对话模型回答中有 {cached} 个来自缓存",
     "Every technique without a chat model, {n} questions, by language": "所有不用对话模型的技术，{n} 个问题，按语言分列",
+    # notebook 07 (deep-research agent)
+    "{n} chunks in the knowledge base index": "知识库索引中有 {n} 个分块",
+    "characters per page (median)": "每页字符数（中位数）",
+    "A chunk of {chunk} characters sits on {source}, {title} ({page} characters).":
+        "一个 {chunk} 个字符的分块位于 {source} 的 {title}（这一页 {page} 个字符）。",
+    "\nThe chunk ends:   …": "\n分块的结尾：  …",
+    "\nThe page goes on: …": "\n页面接着写道：…",
+    "page": "页",
+    "snippet": "片段",
+    "first stage (no rerank)": "第一阶段（不重排）",
+    "chat model P(yes)": "对话模型 P(yes)",
+    "all": "全部",
+    "seconds per search": "每次检索秒数",
+    "Searches": "检索",
+    "ERROR: ": "错误：",
+    "→ {outcome} after {calls} tool calls ({decisions} decisions by the model); pages read: {pages}":
+        "→ {outcome}：{calls} 次工具调用之后（模型做了 {decisions} 次决定）；读过的页面：{pages}",
+    "none": "无",
+    "   cites {source}": "   引用 {source}",
+    ", page {page}": "，第 {page} 页",
+    "\nreference:": "\n参考答案：",
+    "{banner}\n→ tool calls emitted: {calls}": "{banner}\n→ 发出的工具调用：{calls}",
+    "\nWhat it wrote instead (as text — no ToolNode runs this):\n": "\n它写出来的是这些（文本——没有 ToolNode 会去执行它）：\n",
+    "[SCRIPTED — not a model's answer] A tool-calling model would now answer from the tool results above.":
+        "[脚本化——不是模型的回答] 一个会调用工具的模型此时会根据上面的工具结果作答。",
+    "SCRIPTED model: {calls} tool calls (cap {cap}), {turns} model turns, ended by the cap: {at_cap}":
+        "脚本化模型：{calls} 次工具调用（上限 {cap}），{turns} 轮模型回复，由上限结束：{at_cap}",
+    "{calls} tool calls, ended by the cap: {at_cap}\n→ {answer}": "{calls} 次工具调用，由上限结束：{at_cap}\n→ {answer}",
+    "The active model emits no tool calls (probe above): the tool-calling agent is not run with it. "
+    "With DeepSeek (AGENTIC_RAG_MODEL=deepseek) this cell runs it.":
+        "当前模型不发出工具调用（见上面的探针）：不用它运行工具调用智能体。"
+        "换成 DeepSeek（AGENTIC_RAG_MODEL=deepseek）时，这个单元格会运行它。",
+    "user": "用户",
+    "retrieved": "检索了",
+    "standalone question": "独立问题",
+    "tool calls": "工具调用",
+    "pages read": "读过的页数",
+    "reply": "回复",
+    "seconds": "秒",
+    "The main agent's history (all it will ever see of the research):": "主智能体的历史（关于这次研究，它能看到的全部内容）：",
+    "Questions": "问题",
+    "{n} questions × 2 methods in {seconds:.0f} s": "{n} 道问题 × 2 种方法，用时 {seconds:.0f} 秒",
+    "mean per question": "每道问题的平均值",
+    "Quality": "质量",
+    "Cost per question (tokens: {tokens})": "每道问题的代价（token：{tokens}）",
+    "{n} of {total} questions judged differently for the two methods": "{total} 道问题中有 {n} 道，两种方法的评审结果不同",
+    "\n{qid}  reference: {reference}": "\n{qid}  参考答案：{reference}",
+    "  {method} (correct {correct}): {answer}": "  {method}（correct {correct}）：{answer}",
+    "Our run: {n} questions ({multi_hop} multi-hop, {table} table, the contradiction case), "
+    "`MAX_STEPS = {max_steps}`, search reranker `{reranker}`.":
+        "我们这次运行：{n} 道问题（{multi_hop} 道多跳、{table} 道表格、矛盾案例），"
+        "`MAX_STEPS = {max_steps}`，检索重排器 `{reranker}`。",
+    "**The search tool's reranker** ({n} questions, four hits shown): evidence recall {recalls}"
+    " — `default_reranker` {change} it by {gain:.2f} over the first stage (per language: {per_language}).":
+        "**检索工具的重排器**（{n} 道问题，显示四个命中）：证据召回率 {recalls}"
+        "——相对第一阶段，`default_reranker` 使它{change} {gain:.2f}（分语言：{per_language}）。",
+    "raises": "提高了",
+    "lowers": "降低了",
+    "does not change": "没有改变，差值",
+    "**Tool calling**: the active model emitted {n} tool call(s) when it was free to":
+        "**工具调用**：在可以自由选择时，当前模型发出了 {n} 个工具调用",
+    " — the tool-calling agent ran with it (above).": "——工具调用智能体已经用它运行过了（见上文）。",
+    " — it wrote its call as text, so offline the loop decides with forced typed choices; the scripted model "
+    "drove the `ToolNode` loop to {calls} tool calls and the cap ended it: {at_cap}.":
+        "——它把调用写成了文本，所以离线时循环用强制的有类型选择来做决定；脚本化模型驱动 `ToolNode` 循环"
+        "做了 {calls} 次工具调用，由上限结束：{at_cap}。",
+    "**The conversation** (section 5): \"{user}\" became \"{standalone}\"; the reply: "
+    "\"{reply}\" — check it against the release notes: a standalone question is necessary, not sufficient.":
+        "**对话**（第 5 节）：“{user}”被改写成了“{standalone}”；回复是：“{reply}”"
+        "——请对照发布说明核对它：独立问题是必要条件，而不是充分条件。",
 }
 TRANSLATIONS: dict[str, dict[str, str]] = {"zh": ZH}
 
