@@ -7,7 +7,7 @@
 #       N_SEARCH: 4
 #       N_TABLE: 0
 #   jupytext:
-#     cell_metadata_filter: tags,-all
+#     cell_metadata_filter: tags,lang,translates,-all
 #     notebook_metadata_filter: agentic_rag,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
@@ -47,6 +47,38 @@
 # found, names what is still missing, and searches again or reads the page. The local model emits no
 # free tool calls (section 4 measures it with one probe call), so each step is a typed choice the model must fill.
 
+# %% [markdown] lang="zh" translates="a315320f2fba"
+# # 07 · 深度研究子智能体：读整页，而不只是分块
+#
+# | | |
+# |---|---|
+# | **你将学到** | 怎样把一个聊天助手拆成与用户对话的**主智能体**和负责研究的**知识子智能体**，两者的上下文相互隔离；主智能体怎样把每一轮对话改写成一个**独立问题**；子智能体怎样循环——检索、读出一个有希望的分块所在的整**页**、再检索、作答——每一步都是一次**强制的结构化选择**，步数上限由构造本身保证；怎样读它的轨迹；为什么它的检索工具用一个**相关性模型**（交叉编码器）而不是对话模型来排序；LangChain 1.x 文档里的**工具调用智能体**（一个 `ToolNode` 循环）与强制选择的对比，以及为什么离线路径用有类型的选择来做决定；与单次混合检索的 RAG 相比，多出来的步骤换来了什么、又花了多少 |
+# | **前置条件** | notebook 00（结构化输出）、02（混合检索、邻块扩展、重排）、04（有上限的循环）、05（引用、矛盾案例）、06（完整性评审） |
+# | **用时** | 在 2 核笔记本上离线、第一次运行：估计 ≈ 9 分钟，这个规模下尚未在冷缓存上实测（默认运行约做 ≈ 43 次模型调用；早先 9 道题的默认设置做了 68 次调用，在 LLM 缓存为空时用了 14.7 分钟；本次会话的共享机器在 2 核上负载 ≈ 11，一次调用要好几分钟，冷启动计时测到的只会是拥挤程度）；`N_MULTI_HOP = N_TABLE = 4` 是更大的测量（≈ 多 5 分钟）；使用 DeepSeek：未测 |
+# | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（ONNX）得出；下面的每个数字都由它上方的单元格计算 |
+#
+# ```
+# user turn ─→ main agent ──(mode "decide": no documents needed → reply from the conversation)
+#                  │ rewrites the turn into a standalone question        the chat history stays here
+#                  ↓
+#              sub-agent:  search_chunks(question) → decide ─ search ────→ search_chunks(query) ──┐
+#                                                      ↑     ├ read_page ─→ read_page(source, page) ┤
+#                                                      └─────┼──────────────────────────────────────┘
+#                                                            └ answer, or the step cap → answer + citations
+#                  ↓ only the answer and its citations come back          the scratchpad stays here
+#              main agent replies
+# ```
+#
+# （图中：用户的一轮对话交给主智能体；在 `"decide"` 模式下，不需要文档的轮次直接根据对话回复。
+# 否则主智能体把这一轮改写成独立问题——聊天历史留在主智能体这里——交给子智能体：子智能体先用问题本身调用
+# `search_chunks`，然后每一步决定再检索（`search_chunks(query)`）、读页（`read_page(source, page)`），
+# 或作答；到达步数上限也去作答并给出引用。只有回答和引用回到主智能体——子智能体的草稿本留在它自己那里。）
+#
+# 一次检索交给生成器几个分块，然后指望它们包含了一切。一个多跳问题（"哪些套餐包含 Atlas Guard，**以及**它是什么时候发布的？"）
+# 需要两处信息；一张被分块器从中间切断的表格需要它所在页面的其余部分。子智能体看看自己找到了什么，
+# 指出还缺什么，然后再检索或读页。本地模型不会自由地发出工具调用（第 4 节用一次探针调用测了这一点），
+# 所以每一步都是一个模型必须填写的有类型的选择。
+
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
 N_MULTI_HOP = 2     # multi-hop gold questions in the measurement (half English, half Chinese); 4 for a larger one (≈ +5 min cold)
@@ -67,6 +99,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lessons.corpus import load_gold
+from lessons.i18n import t
 from lessons.knowledge_base import build_index, chunk_knowledge_base, load_documents
 from lessons.models import get_chat_model, model_banner
 from lessons.usage import USAGE
@@ -77,7 +110,7 @@ llm = get_chat_model(max_tokens=MAX_TOKENS)
 gold = load_gold()
 chunks = chunk_knowledge_base()
 store = build_index(chunks, name="kb")
-print(f"{len(chunks)} chunks in the knowledge base index")
+print(t("{n} chunks in the knowledge base index", n=len(chunks)))
 
 # %% [markdown]
 # ## 1. Pages, not just chunks
@@ -88,20 +121,29 @@ print(f"{len(chunks)} chunks in the knowledge base index")
 # — a section longer than 1,800 characters is paginated at paragraph or sentence ends. Each page has an
 # address, `(source_id, page_index)`, and `locate(chunk)` tells which page a chunk sits on.
 
+# %% [markdown] lang="zh" translates="7065940cf685"
+# ## 1. 页面，而不只是分块
+#
+# 分块是分块器切出来的东西；**页面**是读者翻的东西。`lessons.deep_research.PageStore`
+# 把转换后的文档（与分块来源相同的 Docling 转换）按页保存：PDF 和 PPTX 用真实的页，
+# Markdown、DOCX、HTML 和纯文本则用每个标题下的小节——超过 1,800 个字符的小节会在段落或句子结束处分页。
+# 每一页都有一个地址 `(source_id, page_index)`，`locate(chunk)` 告诉你一个分块位于哪一页。
+
 # %%
 from lessons.deep_research import PageStore
 
 pages = PageStore.from_documents(load_documents())
-pd.DataFrame([{"source": s, "pages": len(pages.page_numbers(s)),
-               "characters per page (median)": int(pd.Series([len(pages.read(s, i).text) for i in pages.page_numbers(s)]).median())}
-              for s in pages.sources]).set_index("source").T
+pd.DataFrame([{t("source"): s, t("pages"): len(pages.page_numbers(s)),
+               t("characters per page (median)"): int(pd.Series([len(pages.read(s, i).text) for i in pages.page_numbers(s)]).median())}
+              for s in pages.sources]).set_index(t("source")).T
 
 # %%
 chunk = next(c for c in chunks if c.metadata["source"] == "atlas_whitepaper.pdf" and "| Tier" in c.page_content)
 page = pages.read(chunk.metadata["source"], pages.locate(chunk))
-print(f"A chunk of {len(chunk.page_content)} characters sits on {page.source}, {page.title} ({len(page.text)} characters).")
-print("\nThe chunk ends:   …", chunk.page_content[-160:].replace("\n", " "))
-print("\nThe page goes on: …", page.text[page.text.find(chunk.page_content[-60:]) + 60:][:300].replace("\n", " "))
+print(t("A chunk of {chunk} characters sits on {source}, {title} ({page} characters).", chunk=len(chunk.page_content),
+        source=page.source, title=page.title, page=len(page.text)))
+print(t("\nThe chunk ends:   …"), chunk.page_content[-160:].replace("\n", " "))
+print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[-60:]) + 60:][:300].replace("\n", " "))
 
 # %% [markdown]
 # ## 2. The sub-agent's two tools
@@ -123,6 +165,22 @@ print("\nThe page goes on: …", page.text[page.text.find(chunk.page_content[-60
 # window is about 4,000 tokens). A tool that raises would end the loop; this one returns the error as
 # an observation — the agent reads it and can correct itself.
 
+# %% [markdown] lang="zh" translates="03e39e6b62fa"
+# ## 2. 子智能体的两个工具
+#
+# **`search_chunks(query)`**（`ChunkSearch`）：notebook 02 的混合检索器（BM25 + dense，RRF）
+# 返回 20 个分块；每个分块都用它的相邻分块扩展（`lessons.context_expansion.expand_hits`；
+# 落在一个更好的块之内的命中会并入那个块）。然后最好的 10 个块作为完整段落由 `lessons.rerank.default_reranker` 重排——
+# 这是一个**相关性模型**：交叉编码器 ms-marco-MiniLM-L-12-v2（用 ONNX 离线运行）把问题和一个段落放在一起读，
+# 给这个段落能多好地回答问题打分。它学的是英文，所以中文问题走课程选定的路由（notebook 02 测过各条路由）。
+# 给段落排序是相关性模型的活；对话模型负责写和做决定。对话模型*也能*重排——它对每个块给出的 P(yes)，
+# 即 `RERANKER = "llm"`——代价是每次检索 10 次模型调用；下面的表测的就是重排器改变了什么。
+# 子智能体看到的是前四个命中，每个截到 300 个字符，**并标出它所在的页面**：做决定时想看更多，它就去读那一页。
+# 最终回答根据它读过的页面和片段背后的*完整*分块写成（`answer_context`，最多 4,000 个字符）。
+#
+# **`read_page(source_id, page_index)`**：整页内容，截到 1,500 个字符（本地模型的上下文窗口约 4,000 个 token）。
+# 一个抛出异常的工具会终止循环；这个工具把错误作为一次观察结果返回——智能体读到它，就能自我纠正。
+
 # %%
 from lessons.deep_research import ChunkSearch, search_reranker
 from lessons.document_processor import hybrid_over
@@ -133,7 +191,7 @@ search = ChunkSearch(first_stage, chunks, pages, reranker=reranker)
 print(f"RERANKER = {RERANKER!r}: {type(reranker).__name__}", getattr(reranker, "routes", ""))
 observation = search("Atlas Guard release")
 print(observation.header)
-pd.DataFrame([{"source": d.metadata["source"], "page": d.metadata["page"], "snippet": d.page_content[:120]}
+pd.DataFrame([{t("source"): d.metadata["source"], t("page"): d.metadata["page"], t("snippet"): d.page_content[:120]}
               for d in observation.evidence])
 
 # %% [markdown]
@@ -143,6 +201,12 @@ pd.DataFrame([{"source": d.metadata["source"], "page": d.metadata["page"], "snip
 # calls, so it is cheap to measure on more questions than the agent runs. `COMPARE_LLM_RERANKER = True` adds
 # the chat model as the reranker.
 
+# %% [markdown] lang="zh" translates="1dee8e90076a"
+# 重排器改变了智能体看到的什么？在 `N_SEARCH` 道多跳和表格类金标准问题上（中英文各半）：
+# 第一次检索显示的四个命中（取它们的完整分块）里包含了多少比例的金标准证据引文——不用重排器，以及用 `default_reranker`——
+# 不调用模型，所以可以低成本地在比智能体实际运行的更多问题上测。`COMPARE_LLM_RERANKER = True`
+# 会再加上对话模型作为重排器。
+
 # %%
 from tqdm.auto import tqdm
 
@@ -150,15 +214,15 @@ from lessons.corpus import sample_by_language
 from lessons.deep_research_eval import search_recall
 
 search_questions = sample_by_language([q for q in gold if q.type in ("multi_hop", "table")], N_SEARCH, SEED)
-rankers = {"first stage (no rerank)": None,
+rankers = {t("first stage (no rerank)"): None,
            "default_reranker": reranker if RERANKER == "default" else search_reranker("default", llm)}
 if COMPARE_LLM_RERANKER:
-    rankers["chat model P(yes)"] = reranker if RERANKER == "llm" else search_reranker("llm", llm)
-recall = search_recall(tqdm(search_questions, desc="Searches"),
+    rankers[t("chat model P(yes)")] = reranker if RERANKER == "llm" else search_reranker("llm", llm)
+recall = search_recall(tqdm(search_questions, desc=t("Searches")),
                        {label: ChunkSearch(first_stage, chunks, pages, reranker=r) for label, r in rankers.items()})
 search_table = recall.pivot_table(index="reranker", columns="language", values="evidence recall", sort=False)
-search_table["all"] = recall.groupby("reranker", sort=False)["evidence recall"].mean()
-search_table["seconds per search"] = recall.groupby("reranker", sort=False)["seconds"].mean()
+search_table[t("all")] = recall.groupby("reranker", sort=False)["evidence recall"].mean()
+search_table[t("seconds per search")] = recall.groupby("reranker", sort=False)["seconds"].mean()
 search_table.round(2)
 
 # %% [markdown]
@@ -171,6 +235,17 @@ search_table.round(2)
 # - for a page that exists: `evidence` is one `Document` with the page's text, cut to `max_chars`
 #   (say how much was cut), and the metadata `source`, `page` (the index) and `kind="page"`;
 # - for a bad source or page: **no exception** — an `Observation` whose `error` is the message.
+
+# %% [markdown] lang="zh" translates="72a8ccbc2f29"
+# ### 练习 1 —— 读页工具
+#
+# 写 `my_read_page(pages, source_id, page_index, max_chars)`。用 `pages.read(source_id, page_index)`，
+# 它返回一个 `Page`（`source`、`index`、`title`、`text`），或者抛出 `PageNotFound`，其消息会列出存在的内容。
+# 返回一个 `Observation(action, header, evidence=(...), error="")`：
+#
+# - 页面存在时：`evidence` 是一个 `Document`，内容是这一页的文本，截到 `max_chars`
+#   （并说明截掉了多少），元数据为 `source`、`page`（页的索引）和 `kind="page"`；
+# - 来源或页码有误时：**不抛异常**——返回一个 `error` 为该消息的 `Observation`。
 
 # %% tags=["exercise"]
 from langchain_core.documents import Document
@@ -202,12 +277,17 @@ check_read_page(my_read_page)
 # a good page and for the two kinds of mistake a small model makes (a source name it invented, a page
 # that does not exist):
 
+# %% [markdown] lang="zh" translates="35e305fa0447"
+# 课程的版本是 `lessons.deep_research.read_page`；它还接受带着笔记里那种修饰抄过来的来源 id，
+# 比如 `"(faq_zh.html, page 3)"`——小模型就会这么写。下面是智能体在读一个正常页面时看到的内容，
+# 以及小模型会犯的两类错误（编造出来的来源名、不存在的页面）时看到的内容：
+
 # %%
 from lessons.deep_research import read_page
 
 for source_id, page_index in [("atlas_whitepaper.pdf", 6), ("pricing.pdf", 3), ("faq_zh.html", 99)]:
     seen = read_page(pages, source_id, page_index)
-    print(seen.header, "→", ("ERROR: " + seen.error) if seen.error else seen.evidence[0].page_content[:150].replace("\n", " ") + " …")
+    print(seen.header, "→", (t("ERROR: ") + seen.error) if seen.error else seen.evidence[0].page_content[:150].replace("\n", " ") + " …")
 
 # %% [markdown]
 # ## 3. The sub-agent's loop: one typed decision per step
@@ -230,6 +310,22 @@ for source_id, page_index in [("atlas_whitepaper.pdf", 6), ("pricing.pdf", 3), (
 # prompt and `ResearchDraft` (answer, cited numbers, found) over the pages read and the search results
 # not already inside them.
 
+# %% [markdown] lang="zh" translates="1f180588d566"
+# ## 3. 子智能体的循环：每一步一个有类型的决定
+#
+# 每次观察之后，模型填写 `ResearchDecision`：先是 `reason`（问题中笔记还没有回答的部分），然后是 `action`——
+# `search`、`read_page` 或 `answer`——以及参数（`query`，或 `source_id` 和 `page_index`；所有字段都是必填的，
+# 不适用时留空：小模型会跳过可选字段）。它读的笔记给每条证据编号，并写明做过哪些检索、哪些页面可以读。
+# 提示词里需要两个示例：没有示例时，1.5B 的模型每一步都拿整个问题再检索一遍；而关于 Atlas 本身的示例
+# 又被原样抄进了中文问题的检索词里，所以示例讲的是菜谱。
+#
+# 防护措施全部写在代码里：第一步总是用问题本身检索（不调用模型）；
+# 检索词为空或与之前的某次检索重复（比较时忽略大小写、空格和标点）时，改用 `reason` 检索——
+# 也就是模型指出的缺失部分，在探针测试中它往往比模型给的检索词更好——如果这个也检索过了，观察结果会说明这一点；
+# 同一页读两次就不再读；工具调用的计数器存放在图的状态里，由工具步骤推进；到达 `MAX_STEPS` 时，
+# 决定步骤不再询问模型，直接去作答。作答步骤复用 notebook 05 的研究提示词和 `ResearchDraft`
+# （回答、引用的编号、是否找到），基于读过的页面以及不在这些页面之内的检索结果。
+
 # %%
 from lessons.deep_research import DeepResearchAgent, ResearchDecision
 
@@ -243,21 +339,24 @@ from lessons.deep_research import trace_rows
 
 def show_research(result):
     display(pd.DataFrame(trace_rows(result)).set_index("step"))
-    print(f"→ {result.outcome} after {result.tool_calls} tool calls ({result.decisions} decisions by the model); "
-          f"pages read: {result.pages_read or 'none'}")
+    print(t("→ {outcome} after {calls} tool calls ({decisions} decisions by the model); pages read: {pages}",
+            outcome=result.outcome, calls=result.tool_calls, decisions=result.decisions, pages=result.pages_read or t("none")))
     print(f"→ {result.answer}")
     for citation in result.citations:
-        print(f"   cites {citation.source}" + ("" if citation.page is None else f", page {citation.page}"))
+        print(t("   cites {source}", source=citation.source) + ("" if citation.page is None else t(", page {page}", page=citation.page)))
 
 
 demo = next(q for q in gold if q.id == "en-056")  # two documents: the white paper and the release notes
-print(demo.question, "\nreference:", demo.answer)
+print(demo.question, t("\nreference:"), demo.answer)
 demo_result = researcher.research(demo.question)
 show_research(demo_result)
 
 # %% [markdown]
 # The prompt of the model's last decision, exactly as it was sent — everything the sub-agent knows is in
 # it; nothing of any conversation is:
+
+# %% [markdown] lang="zh" translates="b3e41422656c"
+# 模型最后一次决定时的提示词，与发送时一字不差——子智能体知道的一切都在里面；任何对话内容都不在里面：
 
 # %%
 from lessons.deep_research import last_decision_prompt
@@ -283,14 +382,30 @@ print(last_decision_prompt(demo_result, MAX_STEPS))
 # the model fill the schema. Does the active model emit tool calls when it may? One probe call, with the
 # two tools offered and the demo question:
 
+# %% [markdown] lang="zh" translates="dce60b2dc48e"
+# ## 4. 同样的工具做成工具调用智能体——LangChain 文档里的模式
+#
+# LangChain 1.x 的文档用另一种方式搭智能体：把**工具交给模型**（`bind_tools`），模型回复*工具调用*——
+# 诸如 `search_chunks(query="…")` 这样的结构化请求——或者一段最终文本。`ToolNode`（LangGraph 预置的节点）
+# 执行这些调用，把结果作为 `ToolMessage` 追加进去；循环回到模型，直到它不带调用地回复为止。
+# `langchain.agents.create_agent(model, tools)` 封装的正是这个循环（用 `ToolCallLimitMiddleware` 设上限）。
+# `lessons.tool_agent.build_tool_agent` 把它搭成一个你能读懂的小 LangGraph 图：`agent` ⇄ `tools`，
+# 用的是子智能体自己的两个工具（它们的结果按数据规则把文档文本放在 `<document>` 块里引用），并且——和本课程的每个循环一样——
+# **状态里有一个工具调用计数器**：工具步骤最多执行剩下的调用次数并推进计数器；到达上限时，模型在*没有*工具的情况下被询问，
+# 所以循环由构造本身保证会结束。
+#
+# 这里模型可以自由选择发出调用还是写文本。强制的结构化决定（`invoke_structured`）不给这个选择：
+# 服务端强制那一次调用，它的语法约束让模型必须填写 schema。当前的模型在可以自由选择时会发出工具调用吗？
+# 一次探针调用，提供这两个工具和演示问题：
+
 # %%
 from lessons.tool_agent import build_tool_agent, message_rows, probe_tool_calling, research_tools, run_tool_agent
 
 tools = research_tools(search, pages)
 probe = probe_tool_calling(llm, tools, demo.question)
-print(f"{model_banner()}\n→ tool calls emitted: {probe.tool_calls or 'none'}")
+print(t("{banner}\n→ tool calls emitted: {calls}", banner=model_banner(), calls=probe.tool_calls or t("none")))
 if not probe.emits_tool_calls:
-    print("\nWhat it wrote instead (as text — no ToolNode runs this):\n" + probe.text[:900])
+    print(t("\nWhat it wrote instead (as text — no ToolNode runs this):\n") + probe.text[:900])
 
 # %% [markdown]
 # When the model writes its "call" as text, nothing runs it: the loop would end at once with that text as
@@ -302,6 +417,15 @@ if not probe.emits_tool_calls:
 # `lessons.tool_agent.scripted_researcher` makes planned calls — its calls are scripted, the tools and
 # their results are real — and writes a scripted closing text when it is asked without tools at the cap.
 
+# %% [markdown] lang="zh" translates="038dbace63d0"
+# 当模型把它的"调用"写成文本时，没有任何东西去执行它：循环会立刻结束，把那段文本当作回答。
+# 这就是为什么课程的离线路径用有类型的选择来做决定（第 3 节）——它们对本地小模型*和* DeepSeek 都管用。
+# 当前模型确实发出工具调用时（上面的探针会告诉你属于哪种情况），下一个单元格就用它运行工具调用智能体。
+#
+# 为了在离线时也能看到这个循环运转，由一个**脚本化的**模型来扮演会调用工具的模型：
+# `lessons.tool_agent.scripted_researcher` 发出预先计划好的调用——调用是脚本写好的，工具和它们的结果是真实的——
+# 并在到达上限、没有工具可用时写出一段脚本化的收尾文本。
+
 # %%
 from lessons.tool_agent import scripted_researcher
 
@@ -310,23 +434,24 @@ script = scripted_researcher(
      ("read_page", {"source_id": "atlas_whitepaper.pdf", "page_index": 4}),
      ("search_chunks", {"query": "Atlas Guard first release"}),
      ("search_chunks", {"query": "Atlas 4.2 release date"})],
-    "[SCRIPTED — not a model's answer] A tool-calling model would now answer from the tool results above.")
+    t("[SCRIPTED — not a model's answer] A tool-calling model would now answer from the tool results above."))
 tool_agent = build_tool_agent(script, tools, max_steps=MAX_STEPS)
 display(Markdown("```mermaid\n" + tool_agent.get_graph().draw_mermaid() + "\n```"))
 scripted_run = run_tool_agent(tool_agent, demo.question, MAX_STEPS)
-print(f"SCRIPTED model: {scripted_run.tool_calls} tool calls (cap {MAX_STEPS}), {scripted_run.model_calls} model turns, "
-      f"ended by the cap: {scripted_run.at_cap}")
+print(t("SCRIPTED model: {calls} tool calls (cap {cap}), {turns} model turns, ended by the cap: {at_cap}",
+        calls=scripted_run.tool_calls, cap=MAX_STEPS, turns=scripted_run.model_calls, at_cap=scripted_run.at_cap))
 pd.DataFrame(message_rows(scripted_run.messages))
 
 # %%
 if probe.emits_tool_calls:
     live_run = run_tool_agent(build_tool_agent(llm, tools, max_steps=MAX_STEPS), demo.question, MAX_STEPS)
     display(pd.DataFrame(message_rows(live_run.messages)))
-    print(f"{live_run.tool_calls} tool calls, ended by the cap: {live_run.at_cap}\n→ {live_run.answer}")
+    print(t("{calls} tool calls, ended by the cap: {at_cap}\n→ {answer}", calls=live_run.tool_calls, at_cap=live_run.at_cap,
+            answer=live_run.answer))
 else:
     live_run = None
-    print("The active model emits no tool calls (probe above): the tool-calling agent is not run with it. "
-          "With DeepSeek (AGENTIC_RAG_MODEL=deepseek) this cell runs it.")
+    print(t("The active model emits no tool calls (probe above): the tool-calling agent is not run with it. "
+            "With DeepSeek (AGENTIC_RAG_MODEL=deepseek) this cell runs it."))
 
 # %% [markdown]
 # ## 5. The main agent: a standalone question, and isolated contexts
@@ -343,6 +468,19 @@ else:
 # for `StandaloneQuestion` with `invoke_structured(model, StandaloneQuestion, prompt)`, where the prompt
 # is `REWRITE_PROMPT.format(history=format_history(history), turn=user_turn)`, and return its
 # `question` (stripped) — or the turn itself if the rewrite is empty.
+
+# %% [markdown] lang="zh" translates="bf29e025e346"
+# ## 5. 主智能体：独立问题，以及相互隔离的上下文
+#
+# 对话中的用户说："那它是什么时候发布的？"子智能体不能看到这段聊天（它会把自己很小的上下文窗口花在聊天上，
+# 还可能回答错了轮次），所以主智能体先把这一轮改写成一个能独立成立的问题。没有历史时就没有什么需要消解的：不调用模型。
+#
+# ### 练习 2 —— 改写成独立问题
+#
+# 写 `my_standalone_question(model, history, user_turn)`：`history` 是 `(role, text)` 对的列表。
+# 历史为空时原样返回 `user_turn`，不调用模型。否则用 `invoke_structured(model, StandaloneQuestion, prompt)`
+# 请求一个 `StandaloneQuestion`，其中提示词是 `REWRITE_PROMPT.format(history=format_history(history), turn=user_turn)`，
+# 返回它的 `question`（去掉首尾空白）——如果改写结果为空，就返回这一轮原话。
 
 # %% tags=["exercise"]
 from lessons.deep_research import REWRITE_PROMPT, StandaloneQuestion, format_history
@@ -371,15 +509,22 @@ check_standalone_question(my_standalone_question)
 # (`tests/test_deep_research.py`) check the isolation with markers: no sub-agent prompt contains the
 # chat history, no main-agent prompt contains the sub-agent's notes.
 
+# %% [markdown] lang="zh" translates="e7877624165a"
+# `lessons.deep_research.MainAgent` 保存聊天历史，用 `standalone_question` 改写每一轮，调用子智能体，
+# 并且在它的历史里**只保留回复**（回答和来源）。两种模式：`"always"` 每一轮都检索；`"decide"` 先向模型要一个有类型的
+# `TurnDecision`——这一轮需要文档吗（`yes`/`no`，为 `no` 时附上回复）？单元测试
+# （`tests/test_deep_research.py`）用标记检查这种隔离：没有任何子智能体的提示词包含聊天历史，
+# 也没有任何主智能体的提示词包含子智能体的笔记。
+
 # %%
 from lessons.deep_research import MainAgent
 
 
 def show_turns(agent):
-    display(pd.DataFrame([{"user": t.user, "retrieved": t.retrieved, "standalone question": t.standalone,
-                           "tool calls": t.research.tool_calls if t.research else 0,
-                           "pages read": len(t.research.pages_read) if t.research else 0,
-                           "reply": t.reply[:160], "seconds": round(t.seconds, 1)} for t in agent.turns]))
+    display(pd.DataFrame([{t("user"): turn.user, t("retrieved"): turn.retrieved, t("standalone question"): turn.standalone,
+                           t("tool calls"): turn.research.tool_calls if turn.research else 0,
+                           t("pages read"): len(turn.research.pages_read) if turn.research else 0,
+                           t("reply"): turn.reply[:160], t("seconds"): round(turn.seconds, 1)} for turn in agent.turns]))
 
 
 always = MainAgent(llm, researcher, mode="always")
@@ -392,7 +537,7 @@ decide_mode = MainAgent(llm, researcher, mode="decide")
 for turn in ["Which subscription tiers include Atlas Guard?", "Thanks, that is all I needed."]:
     decide_mode.ask(turn)
 show_turns(decide_mode)
-print("The main agent's history (all it will ever see of the research):")
+print(t("The main agent's history (all it will ever see of the research):"))
 for role, text in decide_mode.history:
     print(f"  {role}: {text[:150]}")
 
@@ -412,6 +557,20 @@ for role, text in decide_mode.history:
 # - **tool calls**, **pages read**, **LLM calls** and **tokens** per question (the judge's excluded;
 #   cached answers count with the tokens they cost when first asked), and seconds.
 
+# %% [markdown] lang="zh" translates="7b1f4bff3cde"
+# ## 6. 测量：深度研究对比单次混合检索 RAG
+#
+# 同一批金标准问题分别走两种方法：多跳问题（证据分布在两个文档里）、表格问题，以及矛盾案例
+# （Q3 演示文稿说 Team 套餐每月 €54，白皮书和 FAQ 说是 €45）。基线是 notebook 06 的 `hybrid` 流水线：
+# 一次混合检索，根据前 `K` 个分块作答。对每道问题、每种方法：
+#
+# - **correct**（正确）——notebook 06 的完整性评审（抄下参考答案的关键事实，抄下回答里说了什么，再做判断），
+#   弃答记 0；评审失败会被计数，而不是猜一个值；
+# - **evidence recall**（证据召回率）——在方法*读过*的内容中找到的金标准证据引文的比例
+#   （子智能体的笔记，以及写回答所依据的页面和完整分块；基线的前 `K` 个分块）；
+# - 每道问题的 **tool calls**（工具调用）、**pages read**（读过的页数）、**LLM calls**（LLM 调用）和 **tokens**
+#   （不含评审的调用；缓存命中的回答按第一次提问时花掉的 token 计），以及秒数。
+
 # %%
 from lessons.deep_research_eval import compare_methods, measure_sample, run_deep_research, run_single_shot, runs_table
 from lessons.evaluation import Resources, build_hybrid
@@ -419,10 +578,10 @@ from lessons.evaluation import Resources, build_hybrid
 sample = measure_sample(gold, N_MULTI_HOP, N_TABLE, seed=SEED)
 single_shot = build_hybrid(Resources(chunks=chunks, store=store, llm=llm, k=K))
 runs, started = [], time.perf_counter()
-for question in tqdm(sample, desc="Questions"):
+for question in tqdm(sample, desc=t("Questions")):
     runs.append(run_deep_research(question, researcher, llm))
     runs.append(run_single_shot(question, single_shot, llm, K))
-print(f"{len(sample)} questions × 2 methods in {time.perf_counter() - started:.0f} s")
+print(t("{n} questions × 2 methods in {seconds:.0f} s", n=len(sample), seconds=time.perf_counter() - started))
 comparison = compare_methods(runs)
 comparison.round(2)
 
@@ -433,10 +592,11 @@ compare_methods(runs, by="type").round(2)
 fig, (ax_quality, ax_cost) = plt.subplots(1, 2, figsize=(12, 3.8))
 comparison[["correct", "evidence recall"]].T.plot.bar(ax=ax_quality, rot=0)
 ax_quality.set_ylim(0, 1.05)
-ax_quality.set_ylabel("mean per question")
-ax_quality.set_title("Quality")
+ax_quality.set_ylabel(t("mean per question"))
+ax_quality.set_title(t("Quality"))
 comparison[["LLM calls", "tool calls"]].T.plot.bar(ax=ax_cost, rot=0)
-ax_cost.set_title(f"Cost per question (tokens: " + ", ".join(f"{m} {t:,.0f}" for m, t in comparison["tokens"].items()) + ")")
+ax_cost.set_title(t("Cost per question (tokens: {tokens})",
+                    tokens=", ".join(f"{m} {n:,.0f}" for m, n in comparison["tokens"].items())))
 for ax in (ax_quality, ax_cost):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
 plt.tight_layout()
@@ -451,14 +611,17 @@ table[["id", "type", "language", "method", "correct", "evidence recall", "tool c
 # The table cuts answers at 90 characters. Where the two methods were judged differently, read the
 # whole answers against the reference before you trust the judge:
 
+# %% [markdown] lang="zh" translates="c84ef33e7437"
+# 表格把回答截到 90 个字符。在两种方法被判得不一样的地方，先对照参考答案读完整的回答，再决定是否相信评审：
+
 # %%
 reference = {q.id: q.answer for q in sample}
 disagree = table[table.groupby("id")["correct"].transform("nunique") > 1]
-print(f"{disagree['id'].nunique()} of {len(sample)} questions judged differently for the two methods")
+print(t("{n} of {total} questions judged differently for the two methods", n=disagree['id'].nunique(), total=len(sample)))
 for qid, rows in disagree.groupby("id", sort=False):
-    print(f"\n{qid}  reference: {reference[qid]}")
+    print(t("\n{qid}  reference: {reference}", qid=qid, reference=reference[qid]))
     for method, correct, answer in zip(rows["method"], rows["correct"], rows["answer"]):
-        print(f"  {method} (correct {correct}): {answer}")
+        print(t("  {method} (correct {correct}): {answer}", method=method, correct=correct, answer=answer))
 
 # %% [markdown]
 # ### The contradiction case
@@ -466,6 +629,12 @@ for qid, rows in disagree.groupby("id", sort=False):
 # An acceptable answer states the conflict or follows the sources that agree with each other (€45);
 # quoting only the Q3 deck's €54 is wrong. `contradiction_handling` (notebook 05) reads which of these
 # each method's answer did:
+
+# %% [markdown] lang="zh" translates="d62e2e5f4dc4"
+# ### 矛盾案例
+#
+# 一个可以接受的回答要么指出冲突，要么采信彼此一致的那些来源（€45）；只引用 Q3 演示文稿的 €54 是错的。
+# `contradiction_handling`（notebook 05）判断每种方法的回答属于哪一种：
 
 # %%
 table[table["type"] == "contradiction"][["method", "contradiction", "answer"]]
@@ -477,28 +646,39 @@ table[table["type"] == "contradiction"][["method", "contradiction", "answer"]]
 # the judge is notebook 06's completeness judge — better than a free-text judge, still a small model: read
 # the answers in the table above before you quote a share.
 
+# %% [markdown] lang="zh" translates="40652c4307d5"
+# ### 我们这次运行说明了什么
+#
+# 由这次运行的表格渲染而成（测量部分用 `lessons.deep_research_eval.comparison_findings`）；
+# 评审是 notebook 06 的完整性评审——比自由文本的评审好，但仍是一个小模型：在引用某个比例之前，先读读上面表格里的回答。
+
 # %%
 from lessons.deep_research_eval import comparison_findings
 
-by_language = search_table.drop(columns=["all", "seconds per search"])
-rerank_gain = search_table.loc["default_reranker", "all"] - search_table.loc["first stage (no rerank)", "all"]
+by_language = search_table.drop(columns=[t("all"), t("seconds per search")])
+rerank_gain = search_table.loc["default_reranker", t("all")] - search_table.loc[t("first stage (no rerank)"), t("all")]
 second = always.turns[1]
 findings = [
-    f"Our run: {len(sample)} questions ({N_MULTI_HOP} multi-hop, {N_TABLE} table, the contradiction case), "
-    f"`MAX_STEPS = {MAX_STEPS}`, search reranker `{RERANKER}`.",
+    t("Our run: {n} questions ({multi_hop} multi-hop, {table} table, the contradiction case), "
+      "`MAX_STEPS = {max_steps}`, search reranker `{reranker}`.",
+      n=len(sample), multi_hop=N_MULTI_HOP, table=N_TABLE, max_steps=MAX_STEPS, reranker=RERANKER),
     *comparison_findings(runs),
-    f"**The search tool's reranker** ({len(search_questions)} questions, four hits shown): evidence recall "
-    + "; ".join(f"{label} {row['all']:.2f}" for label, row in search_table.iterrows())
-    + f" — `default_reranker` {'raises' if rerank_gain > 0 else 'lowers' if rerank_gain < 0 else 'does not change'} it"
-    + f" by {abs(rerank_gain):.2f} over the first stage (per language: "
-    + "; ".join(f"{lang} {by_language.loc['first stage (no rerank)', lang]:.2f} → {by_language.loc['default_reranker', lang]:.2f}"
-                for lang in by_language.columns) + ").",
-    f"**Tool calling**: the active model emitted {len(probe.tool_calls)} tool call(s) when it was free to"
-    + (" — the tool-calling agent ran with it (above)." if probe.emits_tool_calls else
-       " — it wrote its call as text, so offline the loop decides with forced typed choices; the scripted model "
-       f"drove the `ToolNode` loop to {scripted_run.tool_calls} tool calls and the cap ended it: {scripted_run.at_cap}."),
-    f"**The conversation** (section 5): \"{second.user}\" became \"{second.standalone}\"; the reply: "
-    f"\"{second.reply[:200]}\" — check it against the release notes: a standalone question is necessary, not sufficient.",
+    t("**The search tool's reranker** ({n} questions, four hits shown): evidence recall {recalls}"
+      " — `default_reranker` {change} it by {gain:.2f} over the first stage (per language: {per_language}).",
+      n=len(search_questions),
+      recalls="; ".join(f"{label} {row[t('all')]:.2f}" for label, row in search_table.iterrows()),
+      change=t("raises") if rerank_gain > 0 else t("lowers") if rerank_gain < 0 else t("does not change"),
+      gain=abs(rerank_gain),
+      per_language="; ".join(f"{lang} {by_language.loc[t('first stage (no rerank)'), lang]:.2f} → "
+                             f"{by_language.loc['default_reranker', lang]:.2f}" for lang in by_language.columns)),
+    t("**Tool calling**: the active model emitted {n} tool call(s) when it was free to", n=len(probe.tool_calls))
+    + (t(" — the tool-calling agent ran with it (above).") if probe.emits_tool_calls else
+       t(" — it wrote its call as text, so offline the loop decides with forced typed choices; the scripted model "
+         "drove the `ToolNode` loop to {calls} tool calls and the cap ended it: {at_cap}.",
+         calls=scripted_run.tool_calls, at_cap=scripted_run.at_cap)),
+    t("**The conversation** (section 5): \"{user}\" became \"{standalone}\"; the reply: "
+      "\"{reply}\" — check it against the release notes: a standalone question is necessary, not sufficient.",
+      user=second.user, standalone=second.standalone, reply=second.reply[:200]),
 ]
 display(Markdown("\n".join(f"- {line}" for line in findings)))
 
