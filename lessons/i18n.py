@@ -335,6 +335,103 @@ ZH: dict[str, str] = {
     "\"{reply}\" — check it against the release notes: a standalone question is necessary, not sufficient.":
         "**对话**（第 5 节）：“{user}”被改写成了“{standalone}”；回复是：“{reply}”"
         "——请对照发布说明核对它：独立问题是必要条件，而不是充分条件。",
+    # notebook 03 (QA transformation)
+    "gold evidence": "含金标准证据",
+    "other": "其他",
+    "total": "合计",
+    "{chunks} chunks in the knowledge base; {sample} in the sample": "知识库中有 {chunks} 个块；样本中有 {sample} 个",
+    "\n--- the system prompt for this chunk ---": "\n--- 这个块的系统提示 ---",
+    "QA pairs for one chunk": "一个块的问答对",
+    "status {status!r}, asked for {tried} pair(s), model time when generated {seconds:.1f} s":
+        "状态 {status!r}，要求的问答对数：{tried}，生成时的模型用时 {seconds:.1f} 秒",
+    "(from the QA cache)": "（来自 QA 缓存）",
+    "schedule for 4:": "4 对的安排：",
+    "· for 3:": "· 3 对的安排：",
+    "70% of {n} tokens": "{n} 个 token 的 70%",
+    "estimated tokens per QA request (rules + chunk + schema + answer)": "每个 QA 请求估计的 token 数（规则 + 块 + schema + 回答）",
+    "Every chunk of the knowledge base against the context budget": "知识库的每个块与上下文预算的对比",
+    "largest request ≈ {largest} tokens; limit {limit}; over the limit: {over}":
+        "最大的请求 ≈ {largest} 个 token；上限 {limit}；超过上限的：{over} 个",
+    "{n} request over budget": "{n} 个请求超出预算",
+    "QA pairs for {n} chunks (build 1)": "{n} 个块的问答对（第 1 次构建）",
+    "schema success rate: {rate:.1%} of chunks got valid pairs ({first:.1%} on the first request); LLM calls in this build: {calls}":
+        "schema 成功率：{rate:.1%} 的块得到了有效的问答对（第一次请求就成功的 {first:.1%}）；这次构建的 LLM 调用次数：{calls}",
+    "Pairs per chunk against chunk length: thin chunks get fewer pairs.": "每个块的问答对数与块长度的关系：内容单薄的块得到的问答对更少。",
+    "no QA documents": "没有 QA 文档",
+    "QA pairs for {n} chunks (build 2, cached)": "{n} 个块的问答对（第 2 次构建，已缓存）",
+    "build 1 (this run): {seconds:9.3f} s, {cached}/{chunks} chunks already in the QA cache":
+        "第 1 次构建（本次运行）：{seconds:9.3f} 秒，{cached}/{chunks} 个块已在 QA 缓存中",
+    "build 2           : {seconds:9.3f} s, {cached}/{chunks} from the QA cache, {calls} LLM calls (cached or not)":
+        "第 2 次构建           ：{seconds:9.3f} 秒，{cached}/{chunks} 个来自 QA 缓存，{calls} 次 LLM 调用（无论是否命中缓存）",
+    "model time recorded when the pairs were generated: {seconds:.1f} s (summed over chunks)":
+        "生成问答对时记录的模型用时：{seconds:.1f} 秒（所有块的总和）",
+    "cache ratio: build 2 / model time = {ratio:.1e} — about {faster:,.0f}× faster":
+        "缓存比：第 2 次构建 / 模型用时 = {ratio:.1e}——大约快 {faster:,.0f} 倍",
+    "build 2 / build 1 (wall clock, build 1 mostly generated) = {ratio:.1e}":
+        "第 2 次构建 / 第 1 次构建（墙钟时间，第 1 次构建大多是现场生成）= {ratio:.1e}",
+    "model time when generated\n(sum over chunks)": "生成时的模型用时\n（所有块的总和）",
+    "build 1, this run": "第 1 次构建，本次运行",
+    "build 2 (QA cache)": "第 2 次构建（QA 缓存）",
+    "seconds (log scale)": "秒（对数刻度）",
+    " {seconds:,.0f} s": " {seconds:,.0f} 秒",
+    " {ms:.1f} ms": " {ms:.1f} 毫秒",
+    "Generating QA pairs for {n} chunks vs reading them from the cache": "为 {n} 个块生成问答对 vs 从缓存读取",
+    "{n} gold evidence quotes occur in the sample": "样本中出现了 {n} 条金标准证据引文",
+    "chunk coverage : {covered}/{quotes} = {rate:.1%}": "块覆盖率  ：{covered}/{quotes} = {rate:.1%}",
+    "answer coverage: {covered}/{quotes} = {rate:.1%}": "答案覆盖率：{covered}/{quotes} = {rate:.1%}",
+    "Chunk coverage ({chunk_rate:.0%}) follows the schema success rate ({success_rate:.0%}): a chunk that got pairs covers its quotes. Answer coverage is the honest one: ":
+        "块覆盖率（{chunk_rate:.0%}）跟着 schema 成功率（{success_rate:.0%}）走：得到了问答对的块就覆盖了它的引文。"
+        "答案覆盖率才是老实的那个：",
+    "{gap} of the {reachable} reachable quotes got no pair about them — with at most {max_pairs} pairs per chunk the model picks *some* facts of a chunk, not necessarily the one a user will ask about. That gap is why the hybrid index below keeps the raw chunks too.":
+        "{reachable} 条可达的引文中有 {gap} 条没有得到关于它的问答对——每个块最多 {max_pairs} 对时，模型只挑一个块的*某些*事实，"
+        "不一定是用户会问的那一个。正因为有这个差距，下面的混合索引也保留了原始的块。",
+    "here every reachable quote got a pair about it; the hybrid index below keeps the raw chunks all the same, since no sample guarantees that.":
+        "这里每条可达的引文都得到了关于它的问答对；下面的混合索引仍然保留了原始的块，因为没有哪个样本能保证这一点。",
+    "index chunks + QA documents": "为块 + QA 文档建索引",
+    "hybrid store: {chunks} chunks + {qa} QA documents · {stats}": "混合库：{chunks} 个块 + {qa} 个 QA 文档 · {stats}",
+    "retrieval for {n} questions × 3": "{n} 个问题 × 3 种检索",
+    "{n} gold questions have their evidence in the sample": "{n} 个金标准问题的证据在样本中",
+    "chunks only": "只检索块",
+    "QA only (mapped to chunks)": "只检索 QA（映射回块）",
+    "hybrid": "混合",
+    "Retrieval on {questions} gold questions, {chunks}-chunk sample": "在 {questions} 个金标准问题上的检索，{chunks} 个块的样本",
+    "MRR@{k} by question language": "按问题语言分列的 MRR@{k}",
+    "hybrid vs chunks only: better on {helped} question(s), worse on {hurt}, equal on {equal}":
+        "混合 vs 只检索块：{helped} 个问题上更好，{hurt} 个更差，{equal} 个持平",
+    "best MRR@{k}: {best} ({best_mrr:.3f}); chunks only {chunks_mrr:.3f}; one question moves MRR@{k} by up to {step:.3f}":
+        "最好的 MRR@{k}：{best}（{best_mrr:.3f}）；只检索块 {chunks_mrr:.3f}；一个问题最多能让 MRR@{k} 变动 {step:.3f}",
+    "\nA question where the hybrid index ranks the evidence higher ({qid}): {question}":
+        "\n混合索引把证据排得更靠前的一个问题（{qid}）：{question}",
+    "--- raw ---\n": "--- 原始文本 ---\n",
+    "\n\n--- cleaned ---\n": "\n\n--- 清理后 ---\n",
+    "\nlines: {raw} → {cleaned}": "\n行数：{raw} → {cleaned}",
+    "{dated} of {chunks} chunks mention at least one date": "{chunks} 个块中有 {dated} 个提到了至少一个日期",
+    "distinct dates found per source:": "每个来源中找到的不同日期数：",
+    "as written": "原文写法",
+    "date": "日期",
+    "precision": "精度",
+    "chunks that mention a date from September 2026 on: {n}": "提到 2026 年 9 月及以后日期的块：{n} 个",
+    "properties of {n} release notes": "{n} 篇发布说明的属性",
+    "{failures} of {documents} documents without valid properties; dates agree on {dates}, release kinds on {kinds} of {n}":
+        "{documents} 个文档中有 {failures} 个没有得到有效属性；{n} 个中日期一致 {dates} 个，版本类型一致 {kinds} 个",
+    "heading": "标题",
+    "model date": "模型给的日期",
+    "pattern date": "模式匹配的日期",
+    "kind by rule": "按规则的类型",
+    "The last columns check the model against rules: its `released` string, parsed by `extract_dates`, gives the pattern-based date for {dates_agree} of {n} releases, and its `release_kind` matches the version rule for {kinds_agree} of {n}":
+        "最后几列用规则来检验模型：它给出的 `released` 字符串经 `extract_dates` 解析后，在 {n} 个版本中有 {dates_agree} 个"
+        "与模式匹配得到的日期一致；它的 `release_kind` 在 {n} 个中有 {kinds_agree} 个符合版本号规则",
+    " — seeing no \"minor release\" in the text, a small model guesses.": "——文中看不到\"次版本\"（minor release）的字样，小模型只好去猜。",
+    ".": "。",
+    "value": "数值",
+    "{rate:.1%} ({valid}/{chunks}; first try {first:.1%})": "{rate:.1%}（{valid}/{chunks}；第一次就成功 {first:.1%}）",
+    "{chunk_rate:.1%} chunk · {answer_rate:.1%} answer ({quotes} quotes)": "块 {chunk_rate:.1%} · 答案 {answer_rate:.1%}（{quotes} 条引文）",
+    "{rebuild:.3f} s vs {model:.1f} s model time (ratio {ratio:.1e}), {calls} LLM calls":
+        "{rebuild:.3f} 秒 vs {model:.1f} 秒模型用时（比值 {ratio:.1e}），{calls} 次 LLM 调用",
+    "schema success rate": "schema 成功率",
+    "evidence coverage": "证据覆盖率",
+    "rebuild from the QA cache": "从 QA 缓存重建",
+    "{step:45} {seconds:8.2f} s": "{step:45} {seconds:8.2f} 秒",
 }
 TRANSLATIONS: dict[str, dict[str, str]] = {"zh": ZH}
 
