@@ -469,6 +469,34 @@ ZH: dict[str, str] = {
     "ungated answer": "无门控的回答",
     "queries tried": "试过的查询",
     "The two pipelines agreed on every question of this sample.": "在这个样本的每个问题上，两条流水线的结果都一致。",
+    # notebook 05 (three-agent verification)
+    "reranker score": "重排器分数",
+    "cross-encoder: CAN_ANSWER from {can_answer}, PARTIAL from {partial}, else NO_MATCH":
+        "交叉编码器：从 {can_answer} 起为 CAN_ANSWER，从 {partial} 起为 PARTIAL，否则为 NO_MATCH",
+    "in the documents": "在文档中",
+    "same company, not in the documents": "同一家公司，但不在文档中",
+    "unrelated": "无关",
+    "best cross-encoder score": "最高的交叉编码器分数",
+    "chat model": "对话模型",
+    "draft": "草稿",
+    "supported": "有依据",
+    "relevant": "切题",
+    "the model listed": "模型列出的",
+    "what stands": "站得住的",
+    "passed": "通过",
+    "step": "步骤",
+    "detail": "细节",
+    "share of drafts flagged (correct drafts: false alarms)": "被标记的草稿占比（正确的草稿：误报）",
+    "Hallucination drill: who catches what": "幻觉演练：谁抓住了什么",
+    "flagged": "被标记",
+    "unsupported": "缺乏依据",
+    "{n} questions in {seconds:.0f} s": "{n} 个问题用时 {seconds:.0f} 秒",
+    "Three agents on the gold sample, by language": "三个智能体在金标准样本上的表现，按语言分列",
+    "outcome": "结果",
+    "Latency per question": "每个问题的延迟",
+    "correct": "正确",
+    "rounds": "轮数",
+    "\nContradiction handling:": "\n矛盾的处理方式：",
 }
 TRANSLATIONS: dict[str, dict[str, str]] = {"zh": ZH}
 
@@ -487,5 +515,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _chinese_plots() -> None:
+    """A notebook that speaks Chinese draws Chinese plot text: every translated notebook imports `t` in its
+    first cell, so this registers the packaged font (lessons.plot_fonts) before any plot, no cell needed."""
+    try:
+        language = course_language()
+    except LanguageError:
+        return  # t() reports the bad setting where it is used
+    if language != ENGLISH:
+        from lessons.plot_fonts import use_chinese_font
+
+        use_chinese_font()
+
+
 if __name__ == "__main__":
     raise SystemExit(main())
+else:
+    _chinese_plots()
