@@ -132,9 +132,9 @@ from lessons.grading import GateThresholds, GradeDocuments, RelevanceGate, grade
 
 print(GradeDocuments.model_json_schema()["properties"])
 scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # reads both scores
-examples = {
-    t("in the knowledge base"): next(q for q in gold if q.id == "en-001"),
-    t("not in the knowledge base"): next(q for q in gold if q.type == "out_of_kb" and q.language == "en"),
+examples = {  # two calibration questions: section 2 reads the same scores again, from the LLM cache
+    t("in the knowledge base"): next(q for q in calibration if q.answerable and q.language == "en"),
+    t("not in the knowledge base"): next(q for q in calibration if not q.answerable and q.language == "en"),
 }
 rows = []
 for label, question in examples.items():
