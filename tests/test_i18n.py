@@ -17,6 +17,9 @@ from lessons.settings import PROJECT_ROOT
 
 TRANSLATED = sorted(m.stem for m in (PROJECT_ROOT / "masters").glob("[0-9][0-9]_*.py")
                     if 'lang="zh"' in m.read_text(encoding="utf-8"))
+# The lessons modules whose learner-facing text (findings, summary tables) goes through t().
+TRANSLATED_HELPERS = sorted(p.stem for p in (PROJECT_ROOT / "lessons").glob("*.py")
+                            if p.stem != "i18n" and "from lessons.i18n import t" in p.read_text(encoding="utf-8"))
 
 
 @pytest.fixture
@@ -131,6 +134,24 @@ def test_a_translated_notebook_has_chinese_for_every_string_its_code_prints(name
     assert not missing, f"masters/{name}.py: no Chinese in lessons/i18n.py ZH for {missing}"
     for key in keys:
         assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), f"{key!r}: placeholders differ"
+
+
+@pytest.mark.parametrize("name", TRANSLATED_HELPERS)
+def test_a_translated_helper_has_chinese_for_every_string_it_renders(name):
+    """Issue 22: the findings and table headers that lessons/ helpers render speak the notebook's language too."""
+    keys = _t_keys((PROJECT_ROOT / "lessons" / f"{name}.py").read_text(encoding="utf-8"))
+    assert keys, f"lessons/{name}.py imports t but renders nothing through it"
+    missing = sorted(keys - set(i18n.ZH))
+    assert not missing, f"lessons/{name}.py: no Chinese in lessons/i18n.py ZH for {missing}"
+    for key in keys:
+        assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), f"{key!r}: placeholders differ"
+        assert sorted(re.findall(r"\{[^{}]*\}", key)) == sorted(re.findall(r"\{[^{}]*\}", i18n.ZH[key])), (
+            f"{key!r}: format specs differ")
+
+
+def test_the_helpers_that_render_findings_are_translated():
+    assert {"chunk_evaluation", "retrieval_evaluation", "qa_transform", "grading", "three_agent_eval", "evaluation",
+            "deep_research_eval", "usage"} <= set(TRANSLATED_HELPERS)
 
 
 @pytest.mark.parametrize("name", TRANSLATED)
