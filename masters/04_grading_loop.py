@@ -62,8 +62,8 @@
 
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
-N_IN_KB = 8         # answerable gold questions in the evaluation (balanced en/zh)
-N_OUT_OF_KB = 8     # questions whose answer is in no document (balanced en/zh)
+N_IN_KB = 6         # answerable gold questions in the evaluation (balanced en/zh)
+N_OUT_OF_KB = 6     # questions whose answer is in no document (balanced en/zh)
 N_CALIBRATION = 6   # in-KB and out-of-KB questions (each, en/zh) to choose the gate on — never evaluated
 MIN_ABSTENTION = 0.95  # the abstention goal the gate is chosen for
 MIN_FIRST_ROUND = 0.90  # the goal for in-KB questions answered in the first round

@@ -77,8 +77,8 @@
 FULL = False              # True: the larger samples below (about three times the model calls and the time)
 N_IN_KB = 10 if FULL else 4        # answerable gold questions in the evaluation (balanced en/zh)
 N_OUT_OF_KB = 6 if FULL else 4     # questions whose answer is in no document (balanced en/zh)
-N_DRILL = 12 if FULL else 4        # gold questions whose reference answers become drill drafts (balanced en/zh)
-N_RELEVANCE = 24 if FULL else 8    # questions (half out-of-KB) on which the two relevance checkers are compared
+N_DRILL = 12 if FULL else 2        # gold questions whose reference answers become drill drafts (balanced en/zh)
+N_RELEVANCE = 24 if FULL else 6    # questions (half out-of-KB) on which the two relevance checkers are compared
 K = 4                     # chunks the reranker hands to the agents (from the hybrid top 20)
 MAX_RESEARCH_ROUNDS = 2   # research rounds per question, the first included
 MAX_TOKENS = 400          # cap on every reply of the chat model
