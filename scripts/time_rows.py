@@ -1,6 +1,7 @@
-"""Write each notebook's measured first-run time into its front matter, in English and in Chinese.
+"""Write each notebook's measured first-run time into its front matter (English and Chinese) and the agenda.
 
-    python -m scripts.time_rows            # rewrite the "Time" / "用时" rows of masters/*.py, then regenerate
+    python -m scripts.time_rows            # rewrite the "Time" / "用时" rows of masters/*.py and the agenda rows
+                                           # of docs/FACILITATOR.md, then regenerate the notebooks
     python -m scripts.time_rows --check    # exit 1 naming every master whose row differs from the measurement
 
 The figures come from `benchmarks/bench_notebooks.py` (a first Run All from an empty cache folder, each
@@ -95,6 +96,33 @@ def update_master(path: Path, row: dict) -> str:
     return text.replace(old, new, 1)
 
 
+FACILITATOR = ROOT / "docs" / "FACILITATOR.md"
+
+
+def facilitator_cell(row: dict) -> str:
+    """The agenda's "cold, full size" cell of docs/FACILITATOR.md for one measurement."""
+    seconds = float(row["seconds"])
+    load = row.get("load_average_before")
+    return (f"**{seconds:.0f} s ({seconds / 60:.1f} min)** from an empty cache folder, {row.get('llm_calls', 0)} chat-model "
+            f"calls ({row.get('cached_calls', 0)} repeats answered by the run's own cache), {row.get('input_tokens', 0):,} prompt / "
+            f"{row.get('output_tokens', 0):,} generated tokens, checks {row.get('checks_passed', 0)}/{row.get('checks', 0)}; "
+            f"{BUDGET['en'][seconds > BUDGET_SECONDS]}; load average {load} before; measured {row['started']}")
+
+
+def update_facilitator(text: str, latest: dict[str, dict]) -> str:
+    """The agenda rows of the facilitator guide with their cold-run cell (and how it was measured) rendered
+    from the measurements; rows without a measurement are kept."""
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        match = re.match(r"^\| `(\d\d_[a-z_]+)` \| (.*?) \| (.*?) \| (.*?) \| (.*?) \|\s*$", line)
+        if not match or match.group(1) not in latest:
+            continue
+        row = latest[match.group(1)]
+        how = f"`python benchmarks/bench_notebooks.py {match.group(1)[:2]}`, {_date(row['started'], 'en')}, a fresh cache folder"
+        lines[number] = f"| `{match.group(1)}` | {facilitator_cell(row)} | {match.group(3)} | {how} | {match.group(5)} |\n"
+    return "".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a master's row differs from its measurement")
@@ -112,6 +140,11 @@ def main(argv: list[str] | None = None) -> int:
             if not args.check:
                 path.write_text(text, encoding="utf-8")
         print(f"{path.stem}: {row['seconds']:.0f} s, {row.get('llm_calls', 0)} calls ({row['started']})")
+    guide = FACILITATOR.read_text(encoding="utf-8") if FACILITATOR.exists() else None
+    if guide is not None and update_facilitator(guide, latest) != guide:
+        stale.append("docs/FACILITATOR.md")
+        if not args.check:
+            FACILITATOR.write_text(update_facilitator(guide, latest), encoding="utf-8")
     if args.check:
         if stale:
             print("Time rows differ from the measurements: " + ", ".join(stale) + " — run python -m scripts.time_rows")

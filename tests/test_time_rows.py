@@ -65,3 +65,16 @@ def test_the_latest_passing_measurement_wins(tmp_path):
     (tmp_path / "notebooks.json").write_text(json.dumps({"notebooks": [older]}))
     (tmp_path / "notebooks-09.json").write_text(json.dumps({"notebooks": [ROW, failed]}))
     assert measurements(tmp_path)["09_demo"]["seconds"] == 712.0
+
+
+def test_the_facilitator_agenda_row_is_rendered_from_the_measurement():
+    from scripts.time_rows import update_facilitator
+
+    guide = ("| notebook | cold | warm | how | session |\n|---|---|---|---|---|\n"
+             "| `09_demo` | typed by hand | seconds | by hand | 45 min |\n| `10_other` | kept | x | y | 30 min |\n")
+    row = {**ROW, "cached_calls": 3, "input_tokens": 12345, "output_tokens": 678, "checks_passed": 2, "checks": 2}
+    text = update_facilitator(guide, {"09_demo": row})
+    assert "| `09_demo` | **712 s (11.9 min)** from an empty cache folder, 41 chat-model calls (3 repeats" in text
+    assert "12,345 prompt / 678 generated tokens, checks 2/2; over the 10-minute budget" in text
+    assert "| seconds | `python benchmarks/bench_notebooks.py 09`, 1 Dec 2026, a fresh cache folder | 45 min |" in text
+    assert "| `10_other` | kept | x | y | 30 min |" in text
