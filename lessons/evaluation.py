@@ -787,8 +787,8 @@ def plot_corpora(retrieval: pd.DataFrame, answers: Mapping[str, pd.DataFrame], k
     (no LLM), completeness and out-of-KB abstention on the judged sample, and LLM calls per question."""
     import matplotlib.pyplot as plt
 
-    panels = [("recall", f"recall@{k} (every gold question)"), ("complete", "completeness (judged sample)"),
-              ("abstain", "abstained on out-of-KB (sample)"), ("calls", "LLM calls / question")]  # fmt: skip
+    panels = [("recall", t("recall@{k} (every gold question)", k=k)), ("complete", t("completeness (judged sample)")),
+              ("abstain", t("abstained on out-of-KB (sample)")), ("calls", t("LLM calls / question"))]  # fmt: skip
     data = {"recall": retrieval.pivot_table(index="pipeline", columns="corpus", values=f"recall@{k}", sort=False)}
     for key, column in (("complete", "completeness"), ("abstain", "abstained (out-of-KB)"), ("calls", "LLM calls/question")):
         data[key] = pd.DataFrame({corpus: table[column] for corpus, table in answers.items()}).astype(float)
@@ -798,7 +798,7 @@ def plot_corpora(retrieval: pd.DataFrame, answers: Mapping[str, pd.DataFrame], k
         frame.plot.barh(ax=ax, title=title, xlim=(0, 1.05) if key != "calls" else None, legend=False)
         ax.invert_yaxis()
         ax.set_ylabel("")
-    axes[0].legend(title="corpus", fontsize=8, loc="lower left")
+    axes[0].legend(title=t("corpus"), fontsize=8, loc="lower left")
     fig.tight_layout()
     return fig
 

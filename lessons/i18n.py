@@ -95,6 +95,32 @@ def t(text: str, /, **values: object) -> str:
     return text.format(**values) if values else text
 
 
+def t_labels(table, keys, /):
+    """`table` (a DataFrame or its Styler) showing the labels in `keys` in the course language, for display only.
+
+    The summary tables of lessons/ helpers are read by their English column names, so a master translates
+    them where it displays them: `display(t_labels(summary, ["questions", "language"]))`. The column and
+    row labels (every level) and the names of the index and column axes that are in `keys` are shown
+    through `t()`; other labels (metric names such as hit@5, technique names) stay as they are. `keys` is a
+    literal list, so tests/test_i18n.py finds every key. On a Styler only the display changes: its
+    `.format()` and `subset=` still name the English columns. In English `t()` returns the key: no change.
+    """
+    names = {key: t(key) for key in keys}
+    if all(key == name for key, name in names.items()):
+        return table  # English: the very table, displayed as before
+
+    def label(name):
+        return names.get(name, name) if isinstance(name, str) else name
+
+    if hasattr(table, "format_index"):  # a pandas Styler
+        for axis in ("index", "columns"):
+            table = table.format_index(label, axis=axis).format_index_names(label, axis=axis)
+        return table
+    if not hasattr(table, "columns"):  # a Series
+        return table.rename(index=label).rename_axis(index=label)
+    return table.rename(index=label, columns=label).rename_axis(index=label, columns=label)
+
+
 # Chinese for the strings the notebooks' own cells print (table headers, plot labels, findings text),
 # keyed by the English text of the t("…") call, one block per notebook.
 ZH: dict[str, str] = {
@@ -772,6 +798,111 @@ ZH: dict[str, str] = {
     "correct": "正确",
     "rounds": "轮数",
     "\nContradiction handling:": "\n矛盾的处理方式：",
+    # the headers of the lessons/ helpers' summary tables, shown through t_labels() where a master displays them
+    # (the code reads these tables by their English names; metric and technique names stay as they are)
+    "questions": "问题数",
+    # notebook 01: compare_strategy
+    "strategy": "策略",
+    "median chars": "字符数中位数",
+    "max chars": "最大字符数",
+    # notebook 02: summarise, breakdown, gains_over
+    "technique": "技术",
+    "ms/query": "毫秒/查询",
+    "LLM calls/query": "LLM 调用/查询",
+    "tokens/query": "token/查询",
+    "cached share": "缓存占比",
+    "compared with": "对比对象",
+    "error": "错误",
+    # notebook 03
+    "valid": "有效",
+    "first_try": "第一次就成功",
+    "pairs_per_chunk": "每块问答对数",
+    "mode": "方式",
+    # notebook 04: grading.summarise, goal_table
+    "abstention (out-of-KB), gated": "拒答率（知识库外），有门控",
+    "abstention (out-of-KB), ungated": "拒答率（知识库外），无门控",
+    "answer rate (in-KB), gated": "回答率（知识库内），有门控",
+    "answer rate (in-KB), ungated": "回答率（知识库内），无门控",
+    "rounds per question": "每个问题的轮数",
+    "tokens per question, gated": "每个问题的 token 数，有门控",
+    "tokens per question, ungated": "每个问题的 token 数，无门控",
+    "goal": "目标",
+    "target": "目标值",
+    "measured": "实测",
+    "count": "计数",
+    "95% interval": "95% 区间",
+    "verdict": "结论",
+    # notebook 05: relevance_summary, compare_relevance, drill_summary, summarise_runs
+    "name": "名称",
+    "right decision": "决定正确",
+    "stopped (no evidence)": "拦下（无证据）",
+    "passed on (evidence)": "放行（有证据）",
+    "holds_evidence": "含证据",
+    "cross_encoder": "交叉编码器",
+    "best_score": "最高分",
+    "chat_model": "对话模型",
+    "changed figure": "改动的数字",
+    "invented name": "捏造的名称",
+    "injected instruction": "注入的指令",
+    "drafts": "草稿数",
+    "by the verifier's list": "由核查者的列表",
+    "by the string checks": "由字符串检查",
+    "by the model's yes/no": "由模型的 yes/no",
+    "research agent followed it": "研究智能体照做了",
+    "meaning": "含义",
+    "correct (in-KB)": "正确（知识库内）",
+    "answered (in-KB)": "已回答（知识库内）",
+    "fully supported (of answered)": "完全有依据（占已回答）",
+    "re-researched": "重新研究过",
+    "with citations (of answered)": "带引用（占已回答）",
+    "seconds per question": "每个问题的秒数",
+    "tokens per question": "每个问题的 token 数",
+    "LLM calls per question": "每个问题的 LLM 调用次数",
+    # notebook 06: describe, retrieval_goals, compare, judge_failures, threshold_transfer
+    "needs 2+ chunks": "需要 2 个以上分块",
+    "question chars (mean)": "问题字符数（平均）",
+    "reference chars (mean)": "参考答案字符数（平均）",
+    "evidence chunks per question": "每道问题的证据分块数",
+    "English recall@5": "英文 recall@5",
+    "misses": "未命中",
+    "dense's misses removed": "消除的 dense 未命中",
+    "English goal met": "达到英文目标",
+    "misses goal met": "达到未命中目标",
+    "ms": "毫秒",
+    "factual consistency": "事实一致性",
+    "judged answers": "评审过的回答数",
+    "completeness": "完整性",
+    "abstained (out-of-KB)": "拒答（知识库外）",
+    "judge failures": "评审失败",
+    "pipeline errors": "流水线错误",
+    "LLM calls/question": "LLM 调用/问题",
+    "tokens/question": "token/问题",
+    "DeepSeek $/question": "DeepSeek $/问题",
+    "s/question": "秒/问题",
+    "judge": "评审",
+    "cause": "原因",
+    "complete_reason": "完整性理由",
+    "calibrated on": "校准于",
+    "measured on": "测量于",
+    "thresholds": "阈值",
+    "answerable kept": "保留的可回答问题",
+    "out-of-KB refused": "拒绝的知识库外问题",
+    "recall@{k} (every gold question)": "recall@{k}（每道金标准问题）",
+    "completeness (judged sample)": "完整性（评审样本）",
+    "abstained on out-of-KB (sample)": "知识库外拒答（样本）",
+    "LLM calls / question": "LLM 调用 / 问题",
+    # notebook 07: search_recall, trace_rows, message_rows, compare_methods, runs_table
+    "reranker": "重排器",
+    "action": "动作",
+    "argument": "参数",
+    "reason": "理由",
+    "result": "结果",
+    "message": "消息",
+    "method": "方法",
+    "evidence recall": "证据召回率",
+    "at the cap": "止于上限",
+    "LLM calls": "LLM 调用",
+    "contradiction": "矛盾",
 }
 TRANSLATIONS: dict[str, dict[str, str]] = {"zh": ZH}
 

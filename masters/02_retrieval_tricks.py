@@ -113,7 +113,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 from lessons.corpus import load_gold
-from lessons.i18n import t
+from lessons.i18n import t, t_labels
 from lessons.knowledge_base import build_index, chunk_knowledge_base
 from lessons.models import get_chat_model, model_banner
 from lessons.retrieval_evaluation import relevant_chunk_counts, stratified_sample
@@ -188,7 +188,7 @@ tokenizer_results = evaluate_techniques(
     [Technique(f"BM25 · {name}", bm25_retriever(chunks, 10, tokenize)) for name, tokenize in TOKENIZERS.items()],
     cheap_questions, relevant, progress=False,
 )
-breakdown(tokenizer_results, "hit@5", by="language")
+t_labels(breakdown(tokenizer_results, "hit@5", by="language"), ["technique"])
 
 
 # %% [markdown]
@@ -748,7 +748,7 @@ print(t("{techniques} techniques with the chat model × {questions} questions in
         seconds=time.perf_counter() - start, cached=llm_results['cached_calls'].sum(), calls=llm_results['llm_calls'].sum()))
 errors = results[results["error"].notna()]
 if len(errors):
-    display(errors[["technique", "question_id", "error"]])
+    display(t_labels(errors[["technique", "question_id", "error"]], ["technique", "error"]))
 
 # %% [markdown]
 # **Every question, no chat model** — the sturdy numbers, per language (n in the column names):
@@ -761,9 +761,9 @@ cheap_names = [t.name for t in cheap]
 cheap_rows = results[results["technique"].isin(cheap_names)]
 columns = ["questions", "hit@5", "recall@5", "MRR@10", "nDCG@10", "Δ recall@5", "Δ MRR@10", "chars@5", "ms/query"]
 overall = summarise(cheap_rows, BASELINE)
-display(overall[columns])
+display(t_labels(overall[columns], ["technique", "questions", "ms/query"]))
 per_language = pd.concat({metric: breakdown(cheap_rows, metric, by="language") for metric in ["recall@5", "MRR@10"]}, axis=1)
-per_language
+t_labels(per_language, ["technique"])
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
@@ -788,14 +788,15 @@ plt.show()
 # %%
 sample_ids = [q.id for q in sample]
 comparison = summarise(results, BASELINE, question_ids=sample_ids)
-comparison[["questions", "hit@5", "recall@5", "MRR@10", "Δ recall@5", "Δ MRR@10", "chars@5", "ms/query",
-            "LLM calls/query", "tokens/query", "cached share"]]
+t_labels(comparison[["questions", "hit@5", "recall@5", "MRR@10", "Δ recall@5", "Δ MRR@10", "chars@5", "ms/query",
+                     "LLM calls/query", "tokens/query", "cached share"]],
+         ["technique", "questions", "ms/query", "LLM calls/query", "tokens/query", "cached share"])
 
 # %%
 from lessons.retrieval_evaluation import LLM_REFERENCES, gains_over
 
 gains = gains_over(comparison, LLM_REFERENCES(LLM_RERANK_CANDIDATES))
-gains
+t_labels(gains, ["compared with", "LLM calls/query", "ms/query"])
 
 # %% [markdown]
 # ### What helped, and what did not

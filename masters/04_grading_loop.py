@@ -81,7 +81,7 @@ from IPython.display import Markdown, display
 from langchain_classic.retrievers import ContextualCompressionRetriever
 
 from lessons.corpus import load_gold, sample_by_language
-from lessons.i18n import t
+from lessons.i18n import t, t_labels
 from lessons.knowledge_base import build_index, chunk_knowledge_base
 from lessons.models import get_chat_model, model_banner
 from lessons.rerank import default_reranker
@@ -381,17 +381,22 @@ seconds = time.perf_counter() - start
 print(t("{n} questions in {seconds:.0f} s ({per_question:.1f} s per question, both pipelines)",
         n=len(results), seconds=seconds, per_question=seconds / len(results)))
 summary = pd.DataFrame(summarise(results)).set_index("language")
-summary.round(2).T
+t_labels(summary.round(2).T, ["language", "all", "questions", "abstention (out-of-KB), gated",
+                              "abstention (out-of-KB), ungated", "answer rate (in-KB), gated",
+                              "answer rate (in-KB), ungated", "first-round stop (in-KB)", "rounds per question",
+                              "tokens per question, gated", "tokens per question, ungated"])
 
 # %%
 goals = pd.DataFrame(goal_table(results, MIN_ABSTENTION, MIN_FIRST_ROUND))
-goals
+t_labels(goals, ["language", "goal", "target", "measured", "count", "95% interval", "verdict"])
 
 # %%
 metrics = ["abstention (out-of-KB), ungated", "abstention (out-of-KB), gated",
            "answer rate (in-KB), ungated", "answer rate (in-KB), gated", "first-round stop (in-KB)"]
 fig, (ax, ax_rounds) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [3, 1.2]})
-summary.loc[["en", "zh"], metrics].T.plot.barh(ax=ax)
+t_labels(summary.loc[["en", "zh"], metrics].T,
+         ["language", "abstention (out-of-KB), ungated", "abstention (out-of-KB), gated", "answer rate (in-KB), ungated",
+          "answer rate (in-KB), gated", "first-round stop (in-KB)"]).plot.barh(ax=ax)
 ax.set_xlim(0, 1.05)
 ax.set_xlabel(t("share of questions"))
 ax.set_title(t("Gated vs ungated, by language"))

@@ -94,7 +94,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lessons.corpus import CORPUS_DIR, load_gold, sample_by_language
-from lessons.i18n import t
+from lessons.i18n import t, t_labels
 from lessons.models import get_chat_model, model_banner
 from lessons.usage import USAGE
 
@@ -230,8 +230,9 @@ relevance_sample = sample_by_language([q for q in gold if q.answerable], N_RELEV
 relevance_rows = compare_relevance(relevance_sample, kb.retrieve, llm, cross_encoder_checker)
 relevance_table = pd.DataFrame(relevance_summary(relevance_rows)).set_index("name").drop(columns="checker")
 RELEVANCE = better_relevance_checker(relevance_summary(relevance_rows))
-display(relevance_table)
-pd.DataFrame([vars(r) for r in relevance_rows]).round(3)
+display(t_labels(relevance_table, ["name", "questions", "right decision", "stopped (no evidence)", "passed on (evidence)"]))
+t_labels(pd.DataFrame([vars(r) for r in relevance_rows]).round(3),
+         ["language", "answerable", "holds_evidence", "cross_encoder", "best_score", "chat_model"])
 
 # %%
 display(Markdown(relevance_findings(relevance_summary(relevance_rows), relevance_agreement(relevance_rows), RELEVANCE)))
@@ -469,11 +470,15 @@ from lessons.three_agent_eval import drill_findings, drill_summary, run_drill
 drill_questions = sample_by_language([q for q in gold if q.type in ("fact", "table")], N_DRILL, SEED)
 cases = run_drill(llm, drill_questions, kb.chunks)
 drill = pd.DataFrame(drill_summary(cases)).set_index("draft")
-drill
+t_labels(drill, ["draft", "changed figure", "invented name", "correct", "injected instruction", "drafts", "flagged",
+                 "by the verifier's list", "by the string checks", "by the model's yes/no", "research agent followed it",
+                 "meaning"])
 
 # %%
 columns = ["flagged", "by the verifier's list", "by the string checks", "by the model's yes/no", "research agent followed it"]
-ax = drill[columns].plot.barh(figsize=(8, 3.5), xlim=(0, 1.05))
+ax = t_labels(drill[columns], ["draft", "changed figure", "invented name", "correct", "injected instruction", "flagged",
+                               "by the verifier's list", "by the string checks", "by the model's yes/no",
+                               "research agent followed it"]).plot.barh(figsize=(8, 3.5), xlim=(0, 1.05))
 ax.set_xlabel(t("share of drafts flagged (correct drafts: false alarms)"))
 ax.set_title(t("Hallucination drill: who catches what"))
 plt.tight_layout()
@@ -522,12 +527,17 @@ runs = [evaluate_question(q, retriever=kb.retrieve, llm=llm, max_research_rounds
 seconds = time.perf_counter() - start
 print(t("{n} questions in {seconds:.0f} s", n=len(runs), seconds=seconds))
 summary = pd.DataFrame(summarise_runs(runs)).set_index("language")
-summary.round(2).T
+t_labels(summary.round(2).T, ["language", "all", "questions", "correct (in-KB)", "answered (in-KB)",
+                              "fully supported (of answered)", "abstention (out-of-KB)", "re-researched",
+                              "with citations (of answered)", "seconds per question", "tokens per question",
+                              "LLM calls per question"])
 
 # %%
 metrics = ["correct (in-KB)", "answered (in-KB)", "fully supported (of answered)", "abstention (out-of-KB)", "re-researched"]
 fig, (ax, ax_time) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [3, 1.4]})
-summary.loc[["en", "zh"], metrics].T.plot.barh(ax=ax)
+t_labels(summary.loc[["en", "zh"], metrics].T,
+         ["language", "correct (in-KB)", "answered (in-KB)", "fully supported (of answered)", "abstention (out-of-KB)",
+          "re-researched"]).plot.barh(ax=ax)
 ax.set_xlim(0, 1.05)
 ax.set_xlabel(t("share of questions"))
 ax.set_title(t("Three agents on the gold sample, by language"))
