@@ -140,10 +140,19 @@ def test_searches_never_see_a_mix_of_old_and_new_chunks(running, client):
     searcher = threading.Thread(target=search_all_the_time)
     searcher.start()
     try:
-        jobs = []
-        for round_number, marker in enumerate(["marker-B", "marker-C", "marker-D"]):
-            jobs.append(upload(client, "handbook.md", document_text("handbook", marker, paragraphs=6 - round_number))["job_id"])
+        jobs, markers = [], ["marker-A"]
+        # Re-upload (each version a different length) until enough searches ran meanwhile: a reranked search
+        # takes longer than a plain one, so how many rounds that needs depends on the service's settings.
+        for round_number in range(12):
+            markers.append(f"marker-{chr(ord('B') + round_number)}")
+            paragraphs = 6 - round_number % 4
+            jobs.append(upload(client, "handbook.md", document_text("handbook", markers[-1], paragraphs=paragraphs))["job_id"])
             wait_for_jobs(client, jobs[-1:])
+            if round_number >= 2 and len(seen) >= 10:
+                break
+        settled = time.monotonic() + 30  # let a search see the last version before the searcher stops
+        while time.monotonic() < settled and not any(markers[-1] in text for hits in seen[-3:] for _g, text in hits):
+            time.sleep(0.2)
     finally:
         stop.set()
         searcher.join(timeout=60)
@@ -151,10 +160,10 @@ def test_searches_never_see_a_mix_of_old_and_new_chunks(running, client):
     markers_seen = set()
     for hits in seen:
         generations = {g for g, _text in hits}
-        markers = {next(m for m in ("marker-A", "marker-B", "marker-C", "marker-D") if m in text) for _g, text in hits}
-        assert len(generations) <= 1 and len(markers) <= 1, hits  # one version per search, never a mix
-        markers_seen |= markers
-    assert {"marker-A", "marker-D"} <= markers_seen
+        found = {next(m for m in reversed(markers) if m in text) for _g, text in hits}
+        assert len(generations) <= 1 and len(found) <= 1, hits  # one version per search, never a mix
+        markers_seen |= found
+    assert {"marker-A", markers[-1]} <= markers_seen
 
 
 def test_kill_the_worker_mid_job_and_the_job_finishes_once_on_restart(tmp_path):
