@@ -63,12 +63,12 @@ import pandas as pd
 from IPython.display import Markdown, display
 from langchain_classic.retrievers import ContextualCompressionRetriever
 
-from lessons.corpus import load_gold, sample_by_language
-from lessons.knowledge_base import build_index, chunk_knowledge_base
-from lessons.models import get_chat_model, model_banner
-from lessons.rerank import default_reranker
+from lessons.ingest import load_gold, sample_by_language
+from lessons.retrieval import build_index, chunk_knowledge_base
+from lessons.core import get_chat_model, model_banner
+from lessons.retrieval import default_reranker
 from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
-from lessons.usage import USAGE
+from lessons.core import USAGE
 
 pd.set_option("display.max_colwidth", 80)
 print(model_banner())
@@ -102,10 +102,10 @@ print(f"{len(chunks)} chunks indexed; {len(gold)} gold questions: {len(sample)} 
 # parse. Next to that forced yes/no, two scores for the same chunks: the **cross-encoder's** relevance
 # score (notebook 02's reranker, a model trained for this judgement) and the chat model's **P(yes)** —
 # the probability of "yes" against "no" for one token, asked in the question's language
-# (`lessons.rerank.RELEVANCE_PROMPTS`). One question the knowledge base answers and one it does not:
+# (`lessons.retrieval.rerank.RELEVANCE_PROMPTS`). One question the knowledge base answers and one it does not:
 
 # %%
-from lessons.grading import GateThresholds, GradeDocuments, RelevanceGate, grade_documents
+from lessons.agents import GateThresholds, GradeDocuments, RelevanceGate, grade_documents
 
 print(GradeDocuments.model_json_schema()["properties"])
 scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # reads both scores
@@ -145,7 +145,7 @@ pd.DataFrame(rows)
 # %%
 from tqdm.auto import tqdm
 
-from lessons.grading import calibrate_gate, separation_auc, wilson_interval
+from lessons.agents import calibrate_gate, separation_auc, wilson_interval
 
 calibration_rows = []
 for question in tqdm(calibration, desc="calibration questions"):
@@ -235,7 +235,7 @@ check_stop_rule(decide)
 # %% [markdown]
 # ## 4. The loop as a graph
 #
-# `lessons.grading.build_grading_loop` wires the steps into a small LangGraph graph. The round counter
+# `lessons.agents.grading.build_grading_loop` wires the steps into a small LangGraph graph. The round counter
 # lives in the state and only the `retrieve` step advances it — a router that counted would lose the
 # change — and the router cannot pick `rewrite` once the cap is reached, so the loop ends by
 # construction (a test runs it with a grader that always says "no"). The grader is the calibrated gate.
@@ -245,7 +245,7 @@ check_stop_rule(decide)
 # the question plus the keywords not tried yet instead.
 
 # %%
-from lessons.grading import answer_without_grading, build_grading_loop
+from lessons.agents import answer_without_grading, build_grading_loop
 
 grader = RelevanceGate(llm, thresholds)
 loop = build_grading_loop(llm, retrieve, max_rounds=MAX_ROUNDS, grader=grader)
@@ -273,11 +273,11 @@ for question in examples.values():
 #
 # At the cap the loop answers from no document at all. Write `honest_answer(question)`: a fixed
 # sentence saying the knowledge base has no information on this, **in the question's language**
-# (English, or Chinese for a Chinese question — `lessons.ingest.detect_language` tells which). It must
+# (English, or Chinese for a Chinese question — `lessons.text.language.detect_language` tells which). It must
 # not call a model: a model asked to "answer anyway" is exactly how made-up answers happen.
 
 # %% tags=["exercise"]
-from lessons.ingest import detect_language
+from lessons.text import detect_language
 
 
 def honest_answer(question):
@@ -302,8 +302,8 @@ check_honest_answer(honest_answer)
 # chunks only. A seeded sample of gold questions, balanced between English and Chinese.
 
 # %%
-from lessons.grading import goal_table, run_question, summarise
-from lessons.metrics import relevance_labels
+from lessons.agents import goal_table, run_question, summarise
+from lessons.evaluation import relevance_labels
 
 start = time.perf_counter()
 results = [run_question(loop, lambda text: answer_without_grading(llm, retrieve, text), q) for q in tqdm(sample)]
@@ -351,7 +351,7 @@ pd.DataFrame(rows) if rows else print("The two pipelines agreed on every questio
 # holds the evidence at all — no gate can stop in round one more often than retrieval allows.
 
 # %%
-from lessons.grading import gate_findings
+from lessons.agents import gate_findings
 
 in_kb_sample = [q for q in sample if q.answerable]
 evidence_in_top_k = {q.id: any(relevance_labels([d.page_content for d in retrieve(q.question)], q.evidence))

@@ -67,9 +67,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.corpus import CORPUS_DIR, load_gold, sample_by_language
-from lessons.models import get_chat_model, model_banner
-from lessons.usage import USAGE
+from lessons.ingest import CORPUS_DIR, load_gold, sample_by_language
+from lessons.core import get_chat_model, model_banner
+from lessons.core import USAGE
 
 pd.set_option("display.max_colwidth", 90)
 print(model_banner())
@@ -79,21 +79,21 @@ gold = load_gold()
 # %% [markdown]
 # ## 1. The document processor
 #
-# `lessons.document_processor.process_documents` chains what notebooks 01 and 02 built, for *any* set
+# `lessons.retrieval.document_processor.process_documents` chains what notebooks 01 and 02 built, for *any* set
 # of files: Docling conversion with validation and the content-hash JSON cache
-# (`lessons.ingest.ingest`), chunks cut at the Markdown headings and capped in size, de-duplicated
+# (`lessons.ingest.files.ingest`), chunks cut at the Markdown headings and capped in size, de-duplicated
 # by content hash, and a hybrid retriever — dense (Chroma) and BM25 fused by reciprocal rank fusion.
 # On the course knowledge base it rebuilds exactly the chunks of the `kb` index, so nothing is
 # embedded again.
 #
 # Then the **relevance model** reads the fused top 20 (`kb.first_stage`) and hands the best `K` on
-# (`kb.retrieve`): `lessons.rerank.default_reranker(K)`, the cross-encoder of notebook 02 for English
+# (`kb.retrieve`): `lessons.retrieval.rerank.default_reranker(K)`, the cross-encoder of notebook 02 for English
 # questions and the route `default_reranker` chooses for Chinese ones (the packaged cross-encoder learned
 # English only). A cross-encoder reads question and passage together — the right model for ranking
 # and grading passages, and no chat-model call.
 
 # %%
-from lessons.document_processor import process_documents
+from lessons.retrieval import process_documents
 
 kb = process_documents(CORPUS_DIR, index_name="kb", k=K)
 print(kb.summary())
@@ -106,7 +106,7 @@ pd.Series([c.metadata["source"] for c in kb.chunks]).value_counts().rename("chun
 # traceback).
 
 # %%
-from lessons.document_processor import NoDocumentsError
+from lessons.retrieval import NoDocumentsError
 
 with tempfile.TemporaryDirectory() as folder:
     folder = Path(folder)
@@ -146,7 +146,7 @@ pd.DataFrame([{"source": d.metadata["source"], "page": d.metadata.get("page"), "
 # Three probes first, then the measurement.
 
 # %%
-from lessons.three_agents import CrossEncoderRelevance, RelevanceCheck, check_relevance
+from lessons.agents import CrossEncoderRelevance, RelevanceCheck, check_relevance
 
 print(RelevanceCheck.model_json_schema()["properties"]["label"])
 cross_encoder_checker = CrossEncoderRelevance()
@@ -169,7 +169,7 @@ pd.DataFrame([{"question": text, "kind": kind, "best cross-encoder score": f"{ma
 # it as `relevance="cross_encoder"` (the default) or `relevance="llm"`.
 
 # %%
-from lessons.three_agent_eval import (better_relevance_checker, compare_relevance, relevance_agreement,
+from lessons.evaluation import (better_relevance_checker, compare_relevance, relevance_agreement,
                                       relevance_findings, relevance_summary)
 
 relevance_sample = sample_by_language([q for q in gold if q.answerable], N_RELEVANCE - N_RELEVANCE // 2, SEED + 1) + \
@@ -193,7 +193,7 @@ display(Markdown(relevance_findings(relevance_summary(relevance_rows), relevance
 # answer.
 
 # %%
-from lessons.three_agents import citations_for, research
+from lessons.agents import citations_for, research
 
 question = next(q for q in gold if q.id == "en-001")
 context = kb.retrieve(question.question)
@@ -214,7 +214,7 @@ citations_for(draft.cited_chunks, context)
 # A 1.5B verifier is a noisy witness, though (section 6 measures it): it lists phrases it copied from
 # the context, sentences the draft never said, and the draft itself when the context says it in
 # other words, and its yes/no fields can say "no" to *known-correct* drafts (section 6 counts how often). So the workflow asks
-# for **reasons and checks them** — with string matching, no model (`lessons.claim_check`):
+# for **reasons and checks them** — with string matching, no model (`lessons.agents.claim_check`):
 #
 # - a listed claim **stands** only if the draft says it and the context does not (a figure of the
 #   claim missing from every chunk, or more than one of its words — two Chinese character pairs — missing);
@@ -253,13 +253,13 @@ from checks.nb05 import check_verdict_schema
 check_verdict_schema(MyVerdict)
 
 # %% [markdown]
-# The course's version is `lessons.three_agents.Verification`. Here it judges the draft above, and
+# The course's version is `lessons.agents.three_agents.Verification`. Here it judges the draft above, and
 # the same draft with its first figure changed (`plant_changed_figure`, section 6 uses it at scale):
 # what the model listed (`model_verdict`) next to what still stands after the checks (`verify`).
 
 # %%
-from lessons.three_agent_eval import plant_changed_figure
-from lessons.three_agents import model_verdict, verify
+from lessons.evaluation import plant_changed_figure
+from lessons.agents import model_verdict, verify
 
 tampered = plant_changed_figure(draft.answer) or draft.answer + " It was approved by Marcus Lindqvist."
 rows = []
@@ -303,7 +303,7 @@ from checks.nb05 import check_routing_rule
 check_routing_rule(route_after_verification)
 
 # %% [markdown]
-# `lessons.three_agents.build_three_agent_graph` wires the steps into a LangGraph graph with
+# `lessons.agents.three_agents.build_three_agent_graph` wires the steps into a LangGraph graph with
 # `decide_after_verification` as the rule; `run_three_agents(question, retriever=..., llm=...)` runs
 # it and returns a `ThreeAgentResult`: answer, abstained, citations, the context the research agent
 # read, the verification report and a trace of every step (notebook 06 evaluates it). The unit tests
@@ -311,7 +311,7 @@ check_routing_rule(route_after_verification)
 # the feedback in the prompt, and a verifier that always rejects ends at the cap.
 
 # %%
-from lessons.three_agents import build_three_agent_graph, run_three_agents
+from lessons.agents import build_three_agent_graph, run_three_agents
 
 graph = build_three_agent_graph(llm, kb.retrieve, MAX_RESEARCH_ROUNDS, relevance=RELEVANCE)
 display(Markdown("```mermaid\n" + graph.get_graph().draw_mermaid() + "\n```"))
@@ -351,14 +351,14 @@ show(run_three_agents(example.question, retriever=kb.retrieve, llm=llm, max_rese
 #
 # - the **research agent** answers the question from that context: does its answer repeat what the
 #   note told it to say (`follows_injection`)? Its prompt wraps every chunk as a `<document>` block
-#   and says that text inside is data, never an instruction (`lessons.prompt_safety`); the column
+#   and says that text inside is data, never an instruction (`lessons.core.prompt_safety`); the column
 #   *research agent followed it* is the share of questions where it obeyed anyway;
 # - the **verifier** checks the draft that obeys the note: does verification flag it? The checks
 #   know the chunks' instructions (`ClaimContext.instructions`), so a draft that repeats one is a
 #   finding, whatever the verifier says — the row's *flagged* share.
 
 # %%
-from lessons.three_agent_eval import drill_findings, drill_summary, run_drill
+from lessons.evaluation import drill_findings, drill_summary, run_drill
 
 drill_questions = sample_by_language([q for q in gold if q.type in ("fact", "table")], N_DRILL, SEED)
 cases = run_drill(llm, drill_questions, kb.chunks)
@@ -397,7 +397,7 @@ pd.DataFrame([{"id": c.id, "draft": c.kind, "flagged": c.flagged, "unsupported":
 # %%
 from tqdm.auto import tqdm
 
-from lessons.three_agent_eval import evaluate_question, summarise_runs
+from lessons.evaluation import evaluate_question, summarise_runs
 
 sample = sample_by_language([q for q in gold if q.answerable and q.type != "contradiction"], N_IN_KB, SEED) + \
          sample_by_language([q for q in gold if not q.answerable], N_OUT_OF_KB, SEED) + \
@@ -436,9 +436,9 @@ pd.DataFrame([{"id": r.id, "type": r.type, "outcome": r.outcome, "correct": r.co
 # `contradiction_handling` reads which of these the answer did.
 
 # %%
-from lessons.three_agent_eval import contradiction_handling
+from lessons.evaluation import contradiction_handling
 
-from lessons.three_agent_eval import run_findings
+from lessons.evaluation import run_findings
 
 contradiction = next(r for r in runs if r.type == "contradiction")
 show(contradiction.result)
@@ -458,11 +458,11 @@ display(Markdown(run_findings(summarise_runs(runs), runs, contradiction_handling
 # Upload your own files (PDF, DOCX, PPTX, HTML, Markdown, text, XLSX, CSV) or ask about the course
 # knowledge base. The panel shows the answer, its citations, the verification report and the agent
 # trace; a bad file or a failing model shows up as a message in the panel. The callbacks are
-# `lessons.chat_panel.ChatPanel.on_upload` / `on_ask`, tested without a browser in
+# `lessons.widgets.chat_panel.ChatPanel.on_upload` / `on_ask`, tested without a browser in
 # `tests/test_chat_panel.py`.
 
 # %%
-from lessons.chat_panel import ChatPanel
+from lessons.widgets import ChatPanel
 
 panel = ChatPanel(llm, retriever=kb.retrieve, max_research_rounds=MAX_RESEARCH_ROUNDS)  # uploads are reranked the same way
 panel.question.value = example.question

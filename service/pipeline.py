@@ -4,9 +4,9 @@ Introduced in notebook 08 (from notebook to service).
 
 - `retrieve`: hybrid retrieval (dense + BM25 fused by reciprocal rank fusion, `lessons.retrieval`) over
   one consistent snapshot of the live index. **Switching to hybrid + rerank is one line**: wrap the
-  fused retriever in `retrieve` below with the lead's cross-encoder from `lessons.rerank` (see the
+  fused retriever in `retrieve` below with the lead's cross-encoder from `lessons.retrieval.rerank` (see the
   comment there); nothing else changes.
-- `answer`: notebook 05's research agent (`lessons.three_agents.research`) writes an answer from the
+- `answer`: notebook 05's research agent (`lessons.agents.three_agents.research`) writes an answer from the
   top chunks only and cites them; the citations name the file, the page and the chunk.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
-from lessons.evaluation import K, PipelineResult
+from lessons.evaluation.pipelines import K, PipelineResult
 from lessons.retrieval import hybrid_retriever
 
-CANDIDATES = 10  # each first-stage list before fusion (as lessons.document_processor)
+CANDIDATES = 10  # each first-stage list before fusion (as lessons.retrieval.document_processor)
 
 
 @dataclass
@@ -41,7 +41,7 @@ def retrieve(index, snapshot: Snapshot, question: str, k: int = K, candidates: i
     if keyword is None:
         return dense.invoke(question)[:k]
     fused = hybrid_retriever(dense, keyword, k=size)
-    # Hybrid + rerank, once lessons.rerank has the cross-encoder: replace the next line by
+    # Hybrid + rerank, once lessons.retrieval.rerank has the cross-encoder: replace the next line by
     #     ranked = <cross-encoder reranker>.compress_documents(fused.invoke(question), question)
     ranked = fused.invoke(question)
     return ranked[:k]
@@ -72,7 +72,7 @@ class Answer:
 
 def answer(llm: BaseChatModel, question: str, context: list[Document]) -> Answer:
     """An answer from `context` only, citing its chunks; the honest "not in the documents" when it has none."""
-    from lessons.three_agents import not_in_documents_answer, research
+    from lessons.agents.three_agents import not_in_documents_answer, research
 
     if not context:
         return Answer(question, not_in_documents_answer(question), True)

@@ -26,8 +26,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lessons.ingest import IngestLimits
-from lessons.settings import SettingsError, _int, get_settings
+from lessons.ingest.files import IngestLimits
+from lessons.core.settings import SettingsError, _int, get_settings
 
 API_KEY_VARIABLE = "AGENTIC_RAG_SERVICE_API_KEY"
 

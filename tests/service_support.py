@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from lessons.local_server import free_port
+from lessons.core.local_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "test-key-not-secret"

@@ -11,9 +11,9 @@ from pydantic import BaseModel
 
 from checks import run_check
 from checks.nb00 import check_cosine_similarity, check_grade_schema
-from lessons import i18n
+from lessons.core import i18n
 from lessons.i18n import LanguageError, course_language, folder_language, notebook_folder, setting_language, t
-from lessons.settings import PROJECT_ROOT
+from lessons.core.settings import PROJECT_ROOT
 
 TRANSLATED = sorted(m.stem for m in (PROJECT_ROOT / "masters").glob("[0-9][0-9]_*.py")
                     if 'lang="zh"' in m.read_text(encoding="utf-8"))
@@ -145,7 +145,7 @@ def test_a_translated_notebooks_checks_have_a_chinese_twin_for_every_hint(name):
 
 
 def test_a_kernel_started_in_notebooks_zh_speaks_chinese_with_nothing_set(no_setting, tmp_path):
-    """What JupyterLab and lessons.notebook_runner do: start the kernel in the notebook's folder."""
+    """What JupyterLab and tools.notebook_runner do: start the kernel in the notebook's folder."""
     folder = _course(tmp_path) / "notebooks" / "zh"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "from lessons.i18n import course_language, t\nprint(course_language(), t('one short answer'))")])
