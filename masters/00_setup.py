@@ -38,7 +38,7 @@
 # | vector store | `lessons.core.vectorstore.open_store()` → Chroma, persistent | locally |
 # | conversion | `lessons.ingest.convert_file()` → Docling | locally |
 
-# %% [markdown] lang="zh" translates="4020ac2767d7"
+# %% [markdown] lang="zh" translates="6d3f4de7d41e"
 # # 00 · 环境准备：确认整套工具能跑通
 #
 # | | |

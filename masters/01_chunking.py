@@ -118,7 +118,7 @@ print(t("{files} files as {pages} pages or files; {questions} gold questions abo
 # formulas (found by `lessons.chunking.markdown_blocks.atomic_blocks`, section 7), and the tokens the
 # embedder sees.
 
-# %% [markdown] lang="zh" translates="268cc57b9f4b"
+# %% [markdown] lang="zh" translates="c700316251d1"
 # ## 1. 分块之前的知识库
 #
 # `load_documents()` 为每个 PDF 或 PowerPoint 的每一页、以及其他每个文件各返回一个 LangChain `Document`——
@@ -297,7 +297,7 @@ display(HTML(boundaries_html(token_windows, max_height_px=200)))
 # strategy here, so its embeddings are cached on disk (LangChain's `CacheBackedEmbeddings`). (The
 # `langchain-experimental` package is being sunset; the class is small and stable, but pin it.)
 
-# %% [markdown] lang="zh" translates="accda1659d40"
+# %% [markdown] lang="zh" translates="d0d25a5f2ad3"
 # ## 4. 按句子，以及在意思转折处切分
 #
 # **句子打包**保留完整的句子，把每个块填到上限为止。LangChain 的 `CharacterTextSplitter`
@@ -353,7 +353,7 @@ print(t("sentence packing at 300 characters: {n} chunks, {clean} end at a senten
 # code block is not a heading) and records the heading path; `header_chunker()` adds the languages of
 # the section's code blocks. Sections are as long as the author wrote them:
 
-# %% [markdown] lang="zh" translates="80d9d56510bf"
+# %% [markdown] lang="zh" translates="5351a40a9848"
 # ## 5. 感知结构：按标题切分，以及 Docling 的混合分块器
 #
 # Docling 已经把每个文件都转成了带标题的 Markdown。`lessons.ingest.files.split_sections` 用 LangChain 的
@@ -518,7 +518,7 @@ check_chinese_splitter(chinese_sentence_splitter)
 #   `section_path`;
 # - only a paragraph or list item longer than the limit is split, at sentence ends.
 
-# %% [markdown] lang="zh" translates="816f31c03027"
+# %% [markdown] lang="zh" translates="1a6fa2c627ce"
 # ## 7. Markdown 块：绝不拆开表格、公式或代码块
 #
 # 先按标题切分、再递归切分（本课程的基线，`header_recursive_chunker`）仍然会切开比块大小更长的小节——
@@ -562,7 +562,7 @@ for name, chunker in [("headers + recursive", header_recursive_chunker(400, 0)),
 # On the whole knowledge base at `CHUNK_SIZE`, the share of tables, code blocks and formulas that come
 # out of chunking whole (`lessons.evaluation.chunk_evaluation.intact_share`):
 
-# %% [markdown] lang="zh" translates="76eb9d1e9354"
+# %% [markdown] lang="zh" translates="aa102699547a"
 # 在整个知识库上、以 `CHUNK_SIZE` 分块时，表格、代码块和公式在分块后保持完整的比例
 # （`lessons.evaluation.chunk_evaluation.intact_share`）：
 

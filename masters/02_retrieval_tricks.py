@@ -255,7 +255,7 @@ check_rrf(rrf)
 # `EnsembleRetriever` with that fusion, so its results carry their scores too. Look at the scores
 # below: RRF scores are tiny (at most $1/61$ with two lists weighted $0.5$) and only their order matters.
 
-# %% [markdown] lang="zh" translates="554139eefd3e"
+# %% [markdown] lang="zh" translates="9e2e0922f8b1"
 # 课程的版本 `lessons.retrieval.retrievers.reciprocal_rank_fusion` 用 `chunk_id` 识别块，并把融合分数存进每个结果的元数据。
 # `hybrid_retriever` 就是带这种融合的 LangChain `EnsembleRetriever`，所以它的结果也带着分数。看看下面的分数：
 # RRF 分数很小（两个权重为 $0.5$ 的列表时最多 $1/61$），只有它们的顺序才有意义。
@@ -312,7 +312,7 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 # `CrossEncoderReranker` and `ContextualCompressionRetriever` use it unchanged. Its input stops at 512
 # tokens (question and passage together); longer passages are cut.
 
-# %% [markdown] lang="zh" translates="342574b46d5c"
+# %% [markdown] lang="zh" translates="2ba4497059aa"
 # ## 5. 用交叉编码器重排
 #
 # 第一阶段比较的是*分别*算出的两个向量：问题的和块的。**交叉编码器**把问题和一个候选*放在一起*读——
@@ -488,7 +488,7 @@ check_yes_probability(yes_probability)
 # passage: llama.cpp reuses the already-read prefix. Here it judges the hybrid top
 # `LLM_RERANK_CANDIDATES` of our example, and the cross-encoder judges the same candidates:
 
-# %% [markdown] lang="zh" translates="53f0e9b554f8"
+# %% [markdown] lang="zh" translates="9880f27bc08a"
 # `lessons.retrieval.rerank.LLMRelevanceScorer` 把它封装成一个 LangChain `BaseCrossEncoder`，所以它能接入和真正的交叉编码器
 # 同样的 `CrossEncoderReranker`。它用问题的语言来提问（中文问题用中文措辞，`RELEVANCE_PROMPTS`），并把问题放在段落之前：
 # llama.cpp 会复用已经读过的前缀。这里它评判我们例子的 hybrid 前 `LLM_RERANK_CANDIDATES` 个候选，
@@ -718,7 +718,7 @@ pd.DataFrame({
 # without a chat model (the cross-encoder included) run on every answerable question; the others on
 # the sample; everything is compared with the baseline **on the same questions**.
 
-# %% [markdown] lang="zh" translates="5c569ee77dbf"
+# %% [markdown] lang="zh" translates="c24c56fb49d7"
 # ## 9. 把一切都和基线比较
 #
 # `build_techniques` 用上面的这些组件组合出每一种技术（可以在 `lessons/evaluation/retrieval_evaluation.py` 里读到）。

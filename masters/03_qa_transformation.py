@@ -44,7 +44,7 @@
 # | date handling | `lessons.transforms.doc_transforms.DateExtractor` — patterns + python-dateutil, English and Chinese | no |
 # | `DoctranPropertyExtractor` | `lessons.transforms.doc_transforms.PropertyExtractor` — structured output into *your* schema | yes |
 
-# %% [markdown] lang="zh" translates="dfac656ddd4b"
+# %% [markdown] lang="zh" translates="5cf508f33ac0"
 # # 03 · QA 转换：为你的块能回答的问题建索引
 #
 # | | |
@@ -539,7 +539,7 @@ print(t("hybrid store: {chunks} chunks + {qa} QA documents · {stats}", chunks=l
 # Now the gold questions whose evidence is in the sample, asked of each retriever. A result list is
 # relevant at rank *r* when the chunk there contains one of the question's evidence quotes (`lessons.evaluation.metrics`).
 
-# %% [markdown] lang="zh" translates="72a2928106bd"
+# %% [markdown] lang="zh" translates="5883466118f2"
 # 现在，用证据在样本里的金标准问题去问每个检索器。如果排在第 *r* 位的块包含问题的某条证据引文，
 # 结果列表在第 *r* 位就是相关的（`lessons.evaluation.metrics`）。
 

@@ -47,7 +47,7 @@
 # | thresholds away from home | `lessons.evaluation.best_scores`, `threshold_transfer` | the gate: the chat model; cut-offs: locally |
 # | your documents | `python -m lessons.evaluation.cli my_eval.toml` (`--preset packages`) | locally; Chroma server and DeepSeek by settings |
 
-# %% [markdown] lang="zh" translates="56d06ee7c15d"
+# %% [markdown] lang="zh" translates="c1a157ef4d4b"
 # # 06 · 评测：所有流水线、同一批问题、两个知识库、一张表
 #
 # | | |
@@ -451,7 +451,7 @@ run_judge(ScriptedChatModel(default="Looks right to me!"), FaithfulnessVerdict, 
 # on what they retrieved in the round they answered from (`K` chunks). The grading loop's thresholds come
 # from one call, `gate_thresholds()`: notebook 04's calibration on the course corpus.
 
-# %% [markdown] lang="zh" translates="9d88c9cd4c54"
+# %% [markdown] lang="zh" translates="a829cd1563b0"
 # ## 5. 各条流水线，统一在一个接口之后
 #
 # 前面各个 notebook 的每条流水线都是一个适配器 `question → PipelineResult(answer, abstained,
@@ -716,7 +716,7 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # as with the embedded store (`tests/test_evaluate_cli.py`). Asking for DeepSeek without a key is an
 # error, never a quiet fall-back to the local model.
 
-# %% [markdown] lang="zh" translates="60e222ad1c91"
+# %% [markdown] lang="zh" translates="ba61b29af484"
 # ## 11. 你的文档，从命令行来
 #
 # 同样的评测不用 notebook 也能跑。写一个配置——一个文档文件夹、问题（`"generate"`、`"gold"`，

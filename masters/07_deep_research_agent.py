@@ -122,7 +122,7 @@ print(t("{n} chunks in the knowledge base index", n=len(chunks)))
 # — a section longer than 1,800 characters is paginated at paragraph or sentence ends. Each page has an
 # address, `(source_id, page_index)`, and `locate(chunk)` tells which page a chunk sits on.
 
-# %% [markdown] lang="zh" translates="7065940cf685"
+# %% [markdown] lang="zh" translates="7c15f525400c"
 # ## 1. 页面，而不只是分块
 #
 # 分块是分块器切出来的东西；**页面**是读者翻的东西。`lessons.agents.deep_research.PageStore`
@@ -166,7 +166,7 @@ print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[
 # window is about 4,000 tokens). A tool that raises would end the loop; this one returns the error as
 # an observation — the agent reads it and can correct itself.
 
-# %% [markdown] lang="zh" translates="03e39e6b62fa"
+# %% [markdown] lang="zh" translates="1f06f798a34b"
 # ## 2. 子智能体的两个工具
 #
 # **`search_chunks(query)`**（`ChunkSearch`）：notebook 02 的混合检索器（BM25 + dense，RRF）
@@ -278,7 +278,7 @@ check_read_page(my_read_page)
 # a good page and for the two kinds of mistake a small model makes (a source name it invented, a page
 # that does not exist):
 
-# %% [markdown] lang="zh" translates="35e305fa0447"
+# %% [markdown] lang="zh" translates="4ba9654e3ee8"
 # 课程的版本是 `lessons.agents.deep_research.read_page`；它还接受带着笔记里那种修饰抄过来的来源 id，
 # 比如 `"(faq_zh.html, page 3)"`——小模型就会这么写。下面是智能体在读一个正常页面时看到的内容，
 # 以及小模型会犯的两类错误（编造出来的来源名、不存在的页面）时看到的内容：
@@ -383,7 +383,7 @@ print(last_decision_prompt(demo_result, MAX_STEPS))
 # the model fill the schema. Does the active model emit tool calls when it may? One probe call, with the
 # two tools offered and the demo question:
 
-# %% [markdown] lang="zh" translates="dce60b2dc48e"
+# %% [markdown] lang="zh" translates="2f2430aab2e8"
 # ## 4. 同样的工具做成工具调用智能体——LangChain 文档里的模式
 #
 # LangChain 1.x 的文档用另一种方式搭智能体：把**工具交给模型**（`bind_tools`），模型回复*工具调用*——
@@ -418,7 +418,7 @@ if not probe.emits_tool_calls:
 # `lessons.agents.tool_agent.scripted_researcher` makes planned calls — its calls are scripted, the tools and
 # their results are real — and writes a scripted closing text when it is asked without tools at the cap.
 
-# %% [markdown] lang="zh" translates="038dbace63d0"
+# %% [markdown] lang="zh" translates="3db711ffe89d"
 # 当模型把它的"调用"写成文本时，没有任何东西去执行它：循环会立刻结束，把那段文本当作回答。
 # 这就是为什么课程的离线路径用有类型的选择来做决定（第 3 节）——它们对本地小模型*和* DeepSeek 都管用。
 # 当前模型确实发出工具调用时（上面的探针会告诉你属于哪种情况），下一个单元格就用它运行工具调用智能体。
@@ -510,7 +510,7 @@ check_standalone_question(my_standalone_question)
 # (`tests/test_deep_research.py`) check the isolation with markers: no sub-agent prompt contains the
 # chat history, no main-agent prompt contains the sub-agent's notes.
 
-# %% [markdown] lang="zh" translates="e7877624165a"
+# %% [markdown] lang="zh" translates="a0c632a44fea"
 # `lessons.agents.deep_research.MainAgent` 保存聊天历史，用 `standalone_question` 改写每一轮，调用子智能体，
 # 并且在它的历史里**只保留回复**（回答和来源）。两种模式：`"always"` 每一轮都检索；`"decide"` 先向模型要一个有类型的
 # `TurnDecision`——这一轮需要文档吗（`yes`/`no`，为 `no` 时附上回复）？单元测试
@@ -647,7 +647,7 @@ table[table["type"] == "contradiction"][["method", "contradiction", "answer"]]
 # the judge is notebook 06's completeness judge — better than a free-text judge, still a small model: read
 # the answers in the table above before you quote a share.
 
-# %% [markdown] lang="zh" translates="40652c4307d5"
+# %% [markdown] lang="zh" translates="17402d749372"
 # ### 我们这次运行说明了什么
 #
 # 由这次运行的表格渲染而成（测量部分用 `lessons.evaluation.deep_research_eval.comparison_findings`）；

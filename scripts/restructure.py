@@ -35,6 +35,8 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `python scripts/restructure.py` puts scripts/ first, not the repository
+    sys.path.insert(0, str(ROOT))
 
 STAGES = ("core", "text", "ingest", "chunking", "transforms", "retrieval", "agents", "evaluation", "widgets")
 TOOLS = "tools"  # outside lessons/: imported by no notebook, may import any stage
@@ -672,6 +674,32 @@ def rewrite_text(text: str, rel: str) -> str:
     return text
 
 
+def _twin_hashes(text: str) -> list[tuple[str, dict[str, str]]]:
+    """(hash of each English Markdown cell, {language: its twin's `translates`}) of a master's text."""
+    import tempfile
+
+    from scripts.notebooks import parse, source_hash
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "master.py"
+        path.write_text(text, encoding="utf-8")
+        _, cells = parse(path)
+    return [(source_hash(c.cell.source), {lang: h for lang, (_, h) in c.twins.items()})
+            for c in cells if c.cell.cell_type == "markdown"]
+
+
+def keep_translations_current(old: str, new: str) -> str:
+    """A twin that translated the English text before the path rewrite translates it after it too (the rewrite
+    changed its paths in both); a twin that was already stale stays stale."""
+    before, after = _twin_hashes(old), _twin_hashes(new)
+    if len(before) != len(after):
+        return new
+    for (was, twins), (now, _) in zip(before, after):
+        if was != now and was in twins.values():
+            new = new.replace(f'translates="{was}"', f'translates="{now}"')
+    return new
+
+
 def scope_files() -> list[Path]:
     files = set()
     for folder in SCOPE_DIRS:
@@ -692,6 +720,8 @@ def rewrite_all(write: bool) -> list[str]:
         except UnicodeDecodeError:
             continue
         new = rewrite_text(text, rel)
+        if new != text and rel.startswith("masters/"):
+            new = keep_translations_current(text, new)
         if new != text:
             changed.append(rel)
             if write:
