@@ -69,7 +69,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from lessons.i18n import t
+from lessons.core import t
 from lessons.core import get_chat_model, model_banner
 from lessons.core import USAGE
 

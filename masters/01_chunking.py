@@ -87,7 +87,7 @@ from tqdm.auto import tqdm
 
 from lessons.evaluation import findable_quotes
 from lessons.ingest import load_gold
-from lessons.i18n import t
+from lessons.core import t
 from lessons.ingest import load_documents, load_sections
 from lessons.core import USAGE
 

@@ -113,7 +113,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 from lessons.ingest import load_gold
-from lessons.i18n import t
+from lessons.core import t
 from lessons.retrieval import build_index, chunk_knowledge_base
 from lessons.core import get_chat_model, model_banner
 from lessons.evaluation import relevant_chunk_counts, stratified_sample

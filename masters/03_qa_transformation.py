@@ -86,7 +86,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.i18n import t
+from lessons.core import t
 from lessons.core import get_chat_model, model_banner
 from lessons.core import USAGE
 

@@ -88,7 +88,7 @@ SEED = 6
 
 # %%
 from lessons.evaluation import PIPELINES
-from lessons.i18n import t
+from lessons.core import t
 
 if FULL:  # the larger measurement: every pipeline, a bigger judged sample and gate sample
     PIPELINE_NAMES = list(PIPELINES)

@@ -99,7 +99,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lessons.ingest import load_gold
-from lessons.i18n import t
+from lessons.core import t
 from lessons.retrieval import build_index, chunk_knowledge_base
 from lessons.ingest import load_documents
 from lessons.core import get_chat_model, model_banner

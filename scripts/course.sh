@@ -8,9 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export TRANSFORMERS_VERBOSITY=error
 # The folder of the language the setting chooses; a value the course does not have stops here with the fix.
-folder=$(.venv/bin/python -m lessons.i18n --folder)
+folder=$(.venv/bin/python -m lessons.core.i18n --folder)
 if ! compgen -G "$folder/*.ipynb" >/dev/null; then
-  echo "$folder/ holds no notebooks: run \`make notebooks\` (AGENTIC_RAG_LANG=$(.venv/bin/python -m lessons.i18n))" >&2
+  echo "$folder/ holds no notebooks: run \`make notebooks\` (AGENTIC_RAG_LANG=$(.venv/bin/python -m lessons.core.i18n))" >&2
   exit 1
 fi
 open_at=""  # where the browser opens, below notebooks/ (empty: notebooks/ itself)

@@ -152,7 +152,7 @@ NEW_MODULES = {
     '`lessons.ingest` before issue 20.\n"""\n',
     "lessons.chunking.base": '"""What every chunker shares: the `Chunker` type, the bilingual separators, the '
     'default sizes,\nand `number_chunks` (de-duplicated chunks with their position within their source).\n\n'
-    'Introduced in notebook 01 (chunking); lived in `lessons.knowledge_base` before issue 20.\n"""\n',
+    'Introduced in notebook 01 (chunking); lived in the knowledge-base module (now `lessons.retrieval.index`) before issue 20.\n"""\n',
 }
 
 # (file, old text, new text): applied when the old text is present.
@@ -463,7 +463,7 @@ from importlib import import_module
 
 _EXPORTS = {exports}
 
-__all__ = sorted(_EXPORTS)
+__all__ = {names}
 
 
 def __getattr__(name):
@@ -515,10 +515,15 @@ def master_imports() -> dict[str, set[str]]:
     return found
 
 
+def _isort_key(name: str) -> tuple[int, str]:
+    """The order ruff wants in `__all__` (RUF022): CONSTANTS, then Classes, then the rest."""
+    return (0 if name.isupper() or (name.upper() == name and "_" in name) else 1 if name[:1].isupper() else 2, name)
+
+
 def write_inits(log: list[str]) -> None:
     by_package: dict[str, dict[str, str]] = {f"lessons.{stage}": {} for stage in STAGES}
-    for package in by_package:
-        by_package[package].update(package_exports(package))
+    for package, table in by_package.items():
+        table.update(package_exports(package))
     for module, names in master_imports().items():
         package = module.rsplit(".", 1)[0]
         if package in by_package and module_path(module).exists():
@@ -527,10 +532,11 @@ def write_inits(log: list[str]) -> None:
                     by_package[package].setdefault(name, module)
     for index, stage in enumerate(STAGES, 1):
         package = f"lessons.{stage}"
-        exports = dict(sorted(by_package[package].items()))
+        exports = dict(sorted(by_package[package].items(), key=lambda item: _isort_key(item[0])))
         body = "{\n" + "".join(f'    "{name}": "{module}",\n' for name, module in exports.items()) + "}"
         text = INIT_TEMPLATE.format(doc="\n".join(textwrap.wrap(STAGE_DOCS[stage], 110)), index=index, count=len(STAGES), stage=stage,
-                                    stages=" → ".join(STAGES), exports=body if exports else "{}")
+                                    stages=" → ".join(STAGES), exports=body if exports else "{}",
+                                    names="[\n" + "".join(f'    "{name}",\n' for name in exports) + "]" if exports else "[]")
         _write_if_changed(ROOT / "lessons" / stage / "__init__.py", text, log)
     rows = "\n".join(textwrap.fill(f"{i}. `lessons.{stage}`: {STAGE_DOCS[stage]}", 110, subsequent_indent="   ")
                      for i, stage in enumerate(STAGES, 1))
@@ -555,7 +561,7 @@ def _write_if_changed(path: Path, text: str, log: list[str]) -> None:
 # ----------------------------------------------------------------------------------------------------------
 
 FROM_IMPORT = re.compile(
-    r"^(?P<indent>[ \t]*(?:#[ \t]*)?)from[ \t]+lessons\.(?P<mod>[a-z_]+)[ \t]+import[ \t]+"
+    r"^(?P<indent>[ \t]*(?:#[ \t]*)?)from[ \t]+lessons\.(?P<mod>[a-z_][a-z0-9_]*)[ \t]+import[ \t]+"
     r"(?P<names>\((?:[^)]*)\)|[^\n#]*[^\n# \t])(?P<comment>[ \t]*#[^\n]*)?$",
     re.MULTILINE,
 )
@@ -563,8 +569,8 @@ FROM_LESSONS = re.compile(
     r"^(?P<indent>[ \t]*)from[ \t]+lessons[ \t]+import[ \t]+(?P<names>[^\n#(]*[^\n#( \t])(?P<comment>[ \t]*#[^\n]*)?$",
     re.MULTILINE,
 )
-DOTTED = re.compile(r"(?<![\w.])lessons\.(?P<mod>[a-z_]+)(?:\.(?P<attr>[A-Za-z_]\w*))?")
-PATH = re.compile(r"(?<![\w/.])lessons/(?P<mod>[a-z_]+)\.py\b")
+DOTTED = re.compile(r"(?<![\w.])lessons\.(?P<mod>[a-z_][a-z0-9_]*)(?:\.(?P<attr>[A-Za-z_]\w*))?")
+PATH = re.compile(r"(?<![\w/.])lessons/(?P<mod>[a-z_][a-z0-9_]*)\.py\b")
 
 
 def _parse_names(text: str) -> list[tuple[str, str | None]]:
@@ -756,6 +762,14 @@ def leftovers() -> list[str]:
     return problems
 
 
+def sort_imports(paths: list[str]) -> None:
+    """Import blocks of the rewritten modules sorted again (ruff's isort rule; ruff is in the dev extra)."""
+    ruff = Path(sys.executable).parent / "ruff"
+    if paths and ruff.exists():
+        subprocess.run([str(ruff), "check", "--select", "I", "--fix", "--quiet", *sorted(set(paths))], cwd=ROOT,
+                       check=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if anything is still old")
@@ -772,6 +786,9 @@ def main(argv: list[str] | None = None) -> int:
     changed = rewrite_all(write=True)
     log += [f"rewrote old paths in {rel}" for rel in changed]
     apply_fixups(log)
+    sort_imports([rel for rel in changed if rel.startswith(("lessons/", f"{TOOLS}/")) and rel.endswith(".py")]
+                 + [str(module_path(m).relative_to(ROOT)) for old, targets in SPLITS.items()
+                    for m in (MOVES[old], *targets) if module_path(m).exists()])
     write_inits(log)  # masters' package-level imports are now known exports
     update_pyproject(log)
     print("\n".join(log) or "restructure: nothing to do")

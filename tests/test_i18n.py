@@ -1,4 +1,4 @@
-"""lessons.i18n: the course language, chosen by the notebook's folder or AGENTIC_RAG_LANG; t(); checks that
+"""lessons.core.i18n: the course language, chosen by the notebook's folder or AGENTIC_RAG_LANG; t(); checks that
 speak it; and every translated notebook has the Chinese for its printed strings and its checks' hints."""
 
 import ast
@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from checks import run_check
 from checks.nb00 import check_cosine_similarity, check_grade_schema
 from lessons.core import i18n
-from lessons.i18n import LanguageError, course_language, folder_language, notebook_folder, setting_language, t
+from lessons.core.i18n import LanguageError, course_language, folder_language, notebook_folder, setting_language, t
 from lessons.core.settings import PROJECT_ROOT
 
 TRANSLATED = sorted(m.stem for m in (PROJECT_ROOT / "masters").glob("[0-9][0-9]_*.py")
@@ -126,9 +126,9 @@ def _t_keys(master_text: str) -> set[str]:
 @pytest.mark.parametrize("name", TRANSLATED)
 def test_a_translated_notebook_has_chinese_for_every_string_its_code_prints(name):
     keys = _t_keys((PROJECT_ROOT / "masters" / f"{name}.py").read_text(encoding="utf-8"))
-    assert keys, f"{name}: a translated notebook prints its own strings through lessons.i18n.t()"
+    assert keys, f"{name}: a translated notebook prints its own strings through lessons.core.i18n.t()"
     missing = sorted(keys - set(i18n.ZH))
-    assert not missing, f"masters/{name}.py: no Chinese in lessons/i18n.py ZH for {missing}"
+    assert not missing, f"masters/{name}.py: no Chinese in lessons/core/i18n.py ZH for {missing}"
     for key in keys:
         assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), f"{key!r}: placeholders differ"
 
@@ -148,7 +148,7 @@ def test_a_kernel_started_in_notebooks_zh_speaks_chinese_with_nothing_set(no_set
     """What JupyterLab and tools.notebook_runner do: start the kernel in the notebook's folder."""
     folder = _course(tmp_path) / "notebooks" / "zh"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from lessons.i18n import course_language, t\nprint(course_language(), t('one short answer'))")])
+        "from lessons.core.i18n import course_language, t\nprint(course_language(), t('one short answer'))")])
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
     assert nb.cells[0].outputs[0]["text"].strip() == "zh 一次简短回答"
 

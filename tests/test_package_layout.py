@@ -136,3 +136,19 @@ def test_exported_names_import():
 def test_no_old_path_left():
     """Every `lessons.<flat module>` import, dotted mention and `lessons/<flat>.py` path is rewritten."""
     assert restructure.leftovers() == []
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("from lessons.i18n import t\n", "from lessons.core.i18n import t\n"),
+    ("from lessons.ingest import IngestLimits, detect_language\n",
+     "from lessons.ingest.files import IngestLimits\nfrom lessons.text.language import detect_language\n"),
+    ("from lessons import evaluation\n", "from lessons.evaluation import pipelines as evaluation\n"),
+    ('monkeypatch.setattr("lessons.notebook_runner.execute_notebook", f)\n',
+     'monkeypatch.setattr("lessons.notebook_runner.execute_notebook", f)\n'.replace("lessons.", "tools.")),
+    ("see lessons/knowledge_base.py and `lessons.knowledge_base.BILINGUAL_SEPARATORS`\n",
+     "see lessons/retrieval/index.py and `lessons.chunking.base.BILINGUAL_SEPARATORS`\n"),
+])
+def test_rewrite_examples(old, new):
+    """Old paths become new ones, name by name for a split module; a second pass changes nothing."""
+    assert restructure.rewrite_text(old, "tests/example.py") == new
+    assert restructure.rewrite_text(new, "tests/example.py") == new

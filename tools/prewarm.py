@@ -437,8 +437,8 @@ def kb_index_step(settings: Settings, root: Path = PROJECT_ROOT) -> Step:
     """Chunk the knowledge base and embed it into the Chroma collection `kb` that notebooks 02–06 open."""
 
     def run() -> str:
-        from lessons.retrieval.index import chunk_knowledge_base
         from lessons.core.vectorstore import index_documents, open_store
+        from lessons.retrieval.index import chunk_knowledge_base
 
         chunks = chunk_knowledge_base()
         stats = index_documents(open_store("kb"), chunks, prune=True)

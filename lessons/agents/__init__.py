@@ -10,6 +10,7 @@ loaded on first use, so `from lessons.agents import X` imports only X's module.
 from importlib import import_module
 
 _EXPORTS = {
+    "REWRITE_PROMPT": "lessons.agents.deep_research",
     "ChunkSearch": "lessons.agents.deep_research",
     "CrossEncoderRelevance": "lessons.agents.three_agents",
     "DeepResearchAgent": "lessons.agents.deep_research",
@@ -19,7 +20,6 @@ _EXPORTS = {
     "Observation": "lessons.agents.deep_research",
     "PageNotFound": "lessons.agents.deep_research",
     "PageStore": "lessons.agents.deep_research",
-    "REWRITE_PROMPT": "lessons.agents.deep_research",
     "RelevanceCheck": "lessons.agents.three_agents",
     "RelevanceGate": "lessons.agents.grading",
     "ResearchDecision": "lessons.agents.deep_research",
@@ -54,7 +54,50 @@ _EXPORTS = {
     "wilson_interval": "lessons.agents.grading",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "REWRITE_PROMPT",
+    "ChunkSearch",
+    "CrossEncoderRelevance",
+    "DeepResearchAgent",
+    "GateThresholds",
+    "GradeDocuments",
+    "MainAgent",
+    "Observation",
+    "PageNotFound",
+    "PageStore",
+    "RelevanceCheck",
+    "RelevanceGate",
+    "ResearchDecision",
+    "StandaloneQuestion",
+    "answer_without_grading",
+    "build_grading_loop",
+    "build_three_agent_graph",
+    "build_tool_agent",
+    "calibrate_gate",
+    "check_relevance",
+    "citations_for",
+    "format_history",
+    "gate_findings",
+    "goal_table",
+    "grade_documents",
+    "last_decision_prompt",
+    "message_rows",
+    "model_verdict",
+    "probe_tool_calling",
+    "read_page",
+    "research",
+    "research_tools",
+    "run_question",
+    "run_three_agents",
+    "run_tool_agent",
+    "scripted_researcher",
+    "search_reranker",
+    "separation_auc",
+    "summarise",
+    "trace_rows",
+    "verify",
+    "wilson_interval",
+]
 
 
 def __getattr__(name):

@@ -36,12 +36,12 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
-from lessons.retrieval.context_expansion import ChunkNeighbours, expand_hits
-from lessons.ingest.files import PAGED_FORMATS, split_sections
+from lessons.agents.three_agents import RESEARCH_PROMPT, ResearchDraft, format_context, not_in_documents_answer
 from lessons.chunking.base import BILINGUAL_SEPARATORS
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
-from lessons.agents.three_agents import RESEARCH_PROMPT, ResearchDraft, format_context, not_in_documents_answer
+from lessons.ingest.files import PAGED_FORMATS, split_sections
+from lessons.retrieval.context_expansion import ChunkNeighbours, expand_hits
 
 PAGE_CHARS = 1800  # a section longer than this is paginated (unpaged formats)
 DEFAULT_MAX_STEPS = 4  # tool calls per question, the first search included
@@ -270,8 +270,7 @@ def search_reranker(name: str, llm: BaseChatModel | None = None, top_n: int = 10
     if name == "llm":
         if llm is None:
             raise ValueError("search_reranker('llm') needs the chat model: pass llm=get_chat_model()")
-        from lessons.retrieval.rerank import llm_reranker
-        from lessons.retrieval.rerank import BLEND_WEIGHT
+        from lessons.retrieval.rerank import BLEND_WEIGHT, llm_reranker
 
         return llm_reranker(llm, top_n=top_n, max_chars=600, first_stage_weight=BLEND_WEIGHT)
     if name == "none":

@@ -34,10 +34,10 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
-from lessons.text.language import detect_language
 from lessons.core.prompt_safety import DATA_RULE, as_data
-from lessons.retrieval.rerank import RELEVANCE_PROMPTS, LLMRelevanceScorer
 from lessons.core.structured import invoke_structured
+from lessons.retrieval.rerank import RELEVANCE_PROMPTS, LLMRelevanceScorer
+from lessons.text.language import detect_language
 
 Retriever = Callable[[str], Sequence[Document]]
 

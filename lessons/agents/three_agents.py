@@ -43,10 +43,10 @@ from lessons.agents.claim_check import (
     unsupported_figures,
     unsupported_sentences,
 )
-from lessons.text.language import detect_language
-from lessons.text.normalise import normalise_for_match
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
+from lessons.text.language import detect_language
+from lessons.text.normalise import normalise_for_match
 
 Retriever = Callable[[str], Sequence[Document]]
 RelevanceJudge = Callable[[str, Sequence[Document]], str]  # (question, chunks) → CAN_ANSWER / PARTIAL / NO_MATCH

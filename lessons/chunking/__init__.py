@@ -9,8 +9,8 @@ loaded on first use, so `from lessons.chunking import X` imports only X's module
 from importlib import import_module
 
 _EXPORTS = {
-    "ChineseTextSplitter": "lessons.chunking.strategies",
     "SEMANTIC_SENTENCE_SPLIT": "lessons.chunking.strategies",
+    "ChineseTextSplitter": "lessons.chunking.strategies",
     "TokenWindowSplitter": "lessons.chunking.strategies",
     "atomic_blocks": "lessons.chunking.markdown_blocks",
     "cached_embeddings": "lessons.chunking.strategies",
@@ -30,7 +30,27 @@ _EXPORTS = {
     "token_window_chunker": "lessons.chunking.strategies",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "SEMANTIC_SENTENCE_SPLIT",
+    "ChineseTextSplitter",
+    "TokenWindowSplitter",
+    "atomic_blocks",
+    "cached_embeddings",
+    "character_window_chunker",
+    "docling_chunker",
+    "embedder_token_counter",
+    "header_chunker",
+    "header_recursive_chunker",
+    "language_aware_chunker",
+    "markdown_block_chunker",
+    "parent_child_chunks",
+    "parents_of",
+    "parse_blocks",
+    "recursive_chunker",
+    "semantic_chunker",
+    "sentence_chunker",
+    "token_window_chunker",
+]
 
 
 def __getattr__(name):

@@ -1,13 +1,14 @@
 """What every chunker shares: the `Chunker` type, the bilingual separators, the default sizes,
 and `number_chunks` (de-duplicated chunks with their position within their source).
 
-Introduced in notebook 01 (chunking); lived in `lessons.retrieval.index` before issue 20.
+Introduced in notebook 01 (chunking); lived in the knowledge-base module (now `lessons.retrieval.index`) before issue 20.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+
 from langchain_core.documents import Document
 
 from lessons.ingest.files import dedupe

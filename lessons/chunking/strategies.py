@@ -1,6 +1,6 @@
 """Chunking strategies for the knowledge base, each behind the same signature: documents in, chunks out.
 
-Introduced in notebook 01 (chunking). Every strategy is a `Chunker` (see `lessons.retrieval.index`):
+Introduced in notebook 01 (chunking). Every strategy is a `Chunker` (see `lessons.chunking.base`):
 a function from LangChain documents (one per page or file, `load_documents()`) to chunks that keep
 their source metadata. Where LangChain or Docling has the splitter, it is used as it is:
 
@@ -32,11 +32,16 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_text_splitters import CharacterTextSplitter, RecursiveCharacterTextSplitter, TextSplitter
 
+from lessons.chunking.base import (
+    BILINGUAL_SEPARATORS,
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    Chunker,
+    number_chunks,
+)
+from lessons.chunking.markdown_blocks import parse_blocks, repeat_table_headers
 from lessons.ingest.files import split_sections
 from lessons.text.normalise import tidy_inline_spacing
-from lessons.chunking.base import BILINGUAL_SEPARATORS, Chunker, number_chunks
-from lessons.chunking.markdown_blocks import parse_blocks, repeat_table_headers
-from lessons.chunking.base import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 
 # Sentence ends: . ! ? followed by whitespace, 。！？； (Chinese needs no space after them), or a line break.
 SENTENCE_BOUNDARY = r"(?<=[.!?])[ \t]+|(?<=[。！？；])(?![”’」』）])|(?<=[。！？；][”’」』）])|\n+"

@@ -11,9 +11,9 @@ from importlib import import_module
 
 _EXPORTS = {
     "PROJECT_ROOT": "lessons.core.settings",
+    "USAGE": "lessons.core.usage",
     "ScriptedChatModel": "lessons.core.fakes",
     "StructuredOutputError": "lessons.core.structured",
-    "USAGE": "lessons.core.usage",
     "as_data": "lessons.core.prompt_safety",
     "get_chat_model": "lessons.core.models",
     "get_embeddings": "lessons.core.embeddings",
@@ -25,7 +25,21 @@ _EXPORTS = {
     "t": "lessons.core.i18n",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "PROJECT_ROOT",
+    "USAGE",
+    "ScriptedChatModel",
+    "StructuredOutputError",
+    "as_data",
+    "get_chat_model",
+    "get_embeddings",
+    "index_documents",
+    "invoke_structured",
+    "model_banner",
+    "open_store",
+    "store_location",
+    "t",
+]
 
 
 def __getattr__(name):

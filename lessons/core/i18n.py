@@ -3,7 +3,7 @@
 Introduced in notebook 00 (setup). The English and the Chinese copy of a notebook run the very same
 code; what differs is the language `course_language()` returns, and so what `t()` gives back:
 
-    from lessons.i18n import t
+
     timings[t("one short answer")] = ...            # "one short answer" / "一次简短回答"
     print(t("{n} characters", n=1200))               # "1200 characters" / "1200 个字符"
 
@@ -16,7 +16,7 @@ How the language is chosen (one setting, no action in the notebook):
 2. anywhere else (a terminal, a script, `scripts/course.sh`): `AGENTIC_RAG_LANG` (`en`, the default, or
    `zh`), from the environment or `.env`.
 
-`python -m lessons.i18n` prints the language the setting chooses, `--folder` where its learner copies
+`python -m lessons.core.i18n` prints the language the setting chooses, `--folder` where its learner copies
 are (scripts/course.sh opens that folder).
 The Chinese strings live in `ZH` below, keyed by the English text; a key missing there is an error in
 the Chinese copy (tests/test_i18n.py also finds every `t("…")` of a translated master and fails on a
@@ -89,7 +89,7 @@ def t(text: str, /, **values: object) -> str:
     if language != ENGLISH:
         table = TRANSLATIONS[language]
         if text not in table:
-            raise KeyError(f"no {language} translation of {text!r}: add it to lessons/i18n.py "
+            raise KeyError(f"no {language} translation of {text!r}: add it to lessons/core/i18n.py "
                            f"{language.upper()} (the notebook's own printed strings are translated there)")
         text = table[text]
     return text.format(**values) if values else text
@@ -437,7 +437,7 @@ TRANSLATIONS: dict[str, dict[str, str]] = {"zh": ZH}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m lessons.i18n [--folder]`: print the language the setting chooses (or its notebook folder)."""
+    """`python -m lessons.core.i18n [--folder]`: print the language the setting chooses (or its notebook folder)."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv

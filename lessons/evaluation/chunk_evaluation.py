@@ -24,13 +24,13 @@ from functools import lru_cache
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from lessons.chunking.strategies import cached_embeddings, parents_of
-from lessons.ingest.corpus import GoldQuestion
-from lessons.text.normalise import normalise_for_match
 from lessons.chunking.base import Chunker, number_chunks
-from lessons.retrieval.index import build_index
 from lessons.chunking.markdown_blocks import ATOMIC_KINDS, Block, atomic_blocks
+from lessons.chunking.strategies import cached_embeddings, parents_of
 from lessons.evaluation.metrics import hit_at_k, mrr_at_k, relevance_labels
+from lessons.ingest.corpus import GoldQuestion
+from lessons.retrieval.index import build_index
+from lessons.text.normalise import normalise_for_match
 
 LANGUAGES = ("en", "zh")
 SENTENCE_FINAL = ".!?。！？；…"

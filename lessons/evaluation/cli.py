@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lessons.evaluation.pipelines import K, RANK_K, UnknownPipeline, check_pipeline_names
+from lessons.evaluation.pipelines import RANK_K, K, UnknownPipeline, check_pipeline_names
 
 EXAMPLE_CONFIG = """\
 # Evaluate RAG pipelines on a folder of documents: python -m lessons.evaluation.cli this_file.toml
@@ -332,12 +332,12 @@ def read_documents(config: EvalConfig, progress: bool = True):
 
 def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Run one evaluation as configured; returns the paths written and the comparison table."""
-    from lessons.evaluation.pipelines import Resources, build_pipelines, compare, evaluate, plot_comparison, save_report
-    from lessons.retrieval.index import build_index
     from lessons.core.models import get_chat_model, model_banner
-    from lessons.evaluation.testset import qa_chunk_selection, save_test_set
     from lessons.core.usage import USAGE
     from lessons.core.vectorstore import store_location
+    from lessons.evaluation.pipelines import Resources, build_pipelines, compare, evaluate, plot_comparison, save_report
+    from lessons.evaluation.testset import qa_chunk_selection, save_test_set
+    from lessons.retrieval.index import build_index
 
     started = time.perf_counter()
     print(model_banner())
@@ -385,8 +385,8 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
 
 def gate_note(config: EvalConfig) -> str:
     """What the report says about the grading loop's thresholds on these documents (never left unsaid)."""
-    from lessons.ingest.corpus import CORPUS_DIR
     from lessons.evaluation.pipelines import threshold_note
+    from lessons.ingest.corpus import CORPUS_DIR
 
     if config.documents.resolve() == CORPUS_DIR.resolve():
         return threshold_note(str(config.documents), calibrated_on="the course corpus (notebook 04), these documents")

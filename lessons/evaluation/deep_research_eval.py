@@ -18,11 +18,11 @@ from typing import Any
 import pandas as pd
 from langchain_core.language_models import BaseChatModel
 
-from lessons.ingest.corpus import GoldQuestion, sample_by_language
 from lessons.agents.deep_research import FULL_TEXT, DeepResearchAgent, Observation
-from lessons.evaluation.pipelines import Pipeline, judge_completeness, metered
 from lessons.evaluation.metrics import quotes_found
+from lessons.evaluation.pipelines import Pipeline, judge_completeness, metered
 from lessons.evaluation.three_agent_eval import contradiction_handling
+from lessons.ingest.corpus import GoldQuestion, sample_by_language
 
 DEEP = "deep research"
 SINGLE_SHOT = "single-shot hybrid"

@@ -46,12 +46,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tracers.context import register_configure_hook
 from pydantic import BaseModel, Field
 
-from lessons.evaluation.metrics import chunk_recall_at_k, evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k
-from lessons.transforms.qa_transform import chunk_id_of
-from lessons.evaluation.retrieval_evaluation import LLMCallMeter
 from lessons.core.structured import invoke_structured
-from lessons.evaluation.testset import TestItem
 from lessons.core.usage import _price
+from lessons.evaluation.metrics import chunk_recall_at_k, evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k
+from lessons.evaluation.retrieval_evaluation import LLMCallMeter
+from lessons.evaluation.testset import TestItem
+from lessons.transforms.qa_transform import chunk_id_of
 
 K = 3  # chunks an answer step reads; hit@k and recall@k are measured at this depth
 RANK_K = 10  # depth of MRR and nDCG
@@ -173,8 +173,8 @@ def build_hybrid_rerank(r: Resources) -> Pipeline:
 
 def build_qa_hybrid(r: Resources) -> Pipeline:
     from lessons.chunking.strategies import cached_embeddings
-    from lessons.transforms.qa_transform import DOC_TYPE_CHUNK, QATransformer, mark_doc_type, search_source_chunks
     from lessons.core.vectorstore import index_documents, open_store
+    from lessons.transforms.qa_transform import DOC_TYPE_CHUNK, QATransformer, mark_doc_type, search_source_chunks
 
     qa_chunks = list(r.qa_chunks if r.qa_chunks is not None else r.chunks)
     qa_docs = QATransformer(r.llm, max_pairs=r.qa_max_pairs, progress=r.progress).transform_documents(qa_chunks)

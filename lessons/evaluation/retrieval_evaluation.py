@@ -28,13 +28,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables import Runnable
 
-from lessons.retrieval.context_expansion import MAX_BLOCK_CHARS, ChunkNeighbours, ContextExpansionRetriever
-from lessons.ingest.corpus import GoldQuestion
+from lessons.core.usage import _token_usage
 from lessons.evaluation.metrics import evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k, relevance_labels
+from lessons.ingest.corpus import GoldQuestion
+from lessons.retrieval.context_expansion import MAX_BLOCK_CHARS, ChunkNeighbours, ContextExpansionRetriever
 from lessons.retrieval.query_transform import hyde_retriever, multi_query_retriever, step_back_retriever
 from lessons.retrieval.rerank import llm_reranker
 from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, hybrid_retriever, small_to_big_retriever
-from lessons.core.usage import _token_usage
 
 HIT_K = 5
 RANK_K = 10
@@ -98,8 +98,14 @@ def build_techniques(
     blocks of at most `max_block_chars` characters.
     """
     from lessons.retrieval.cross_encoder import ColbertScorer, OnnxCrossEncoder
-    from lessons.retrieval.rerank import (ContextualListwiseReranker, LanguageRoutedReranker, NeighbourContextReranker,
-                                ScoredCrossEncoderReranker, cross_encoder_reranker, default_reranker)
+    from lessons.retrieval.rerank import (
+        ContextualListwiseReranker,
+        LanguageRoutedReranker,
+        NeighbourContextReranker,
+        ScoredCrossEncoderReranker,
+        cross_encoder_reranker,
+        default_reranker,
+    )
 
     def hybrid(size: int):
         return hybrid_retriever(dense_retriever(store, size), bm25_retriever(chunks, size), k=size)

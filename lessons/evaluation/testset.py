@@ -29,12 +29,18 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field, ValidationError
 
+from lessons.core.prompt_safety import DATA_RULE, as_data
+from lessons.core.structured import invoke_structured
 from lessons.ingest.corpus import GoldQuestion, QuestionType
 from lessons.text.language import detect_language
 from lessons.text.normalise import normalise_for_match
-from lessons.core.prompt_safety import DATA_RULE, as_data
-from lessons.transforms.qa_transform import LANGUAGE_NAMES, chunk_id_of, content_tokens, evidence_chunk_ids, quote_overlap
-from lessons.core.structured import invoke_structured
+from lessons.transforms.qa_transform import (
+    LANGUAGE_NAMES,
+    chunk_id_of,
+    content_tokens,
+    evidence_chunk_ids,
+    quote_overlap,
+)
 
 OUT_OF_KB = "out_of_kb"
 GENERATED_SINGLE = "generated"

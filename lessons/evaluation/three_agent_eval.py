@@ -28,9 +28,6 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
-from lessons.ingest.corpus import GoldQuestion, find_evidence
-from lessons.text.language import detect_language
-from lessons.core.structured import invoke_structured
 from lessons.agents.three_agents import (
     DEFAULT_RELEVANCE,
     Retriever,
@@ -43,6 +40,9 @@ from lessons.agents.three_agents import (
     run_three_agents,
     standing_claims,
 )
+from lessons.core.structured import invoke_structured
+from lessons.ingest.corpus import GoldQuestion, find_evidence
+from lessons.text.language import detect_language
 
 INVENTED_NAME = {
     "en": " The figure was confirmed by Chief Operating Officer Marcus Lindqvist.",
@@ -348,8 +348,8 @@ def compare_relevance(
     """
     from tqdm.auto import tqdm
 
-    from lessons.evaluation.metrics import relevance_labels
     from lessons.agents.three_agents import CrossEncoderRelevance, check_relevance
+    from lessons.evaluation.metrics import relevance_labels
 
     checker = cross_encoder if cross_encoder is not None else CrossEncoderRelevance()
     rows = []

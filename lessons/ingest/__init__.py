@@ -17,7 +17,14 @@ _EXPORTS = {
     "sample_by_language": "lessons.ingest.corpus",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "CORPUS_DIR",
+    "convert_file",
+    "load_documents",
+    "load_gold",
+    "load_sections",
+    "sample_by_language",
+]
 
 
 def __getattr__(name):

@@ -20,13 +20,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
 from langchain_core.documents import Document
+from pydantic import BaseModel, Field, model_validator
 
-from lessons.ingest.files import IngestLimits, IngestResult, ingest
-from lessons.text.normalise import normalise_for_match
 from lessons.core.settings import PROJECT_ROOT
-from lessons.ingest.files import split_sections, to_documents
+from lessons.ingest.files import IngestLimits, IngestResult, ingest, split_sections, to_documents
+from lessons.text.normalise import normalise_for_match
 
 CORPUS_DIR = PROJECT_ROOT / "data" / "corpus"
 GOLD_DIR = PROJECT_ROOT / "data" / "eval"

@@ -40,11 +40,11 @@ import docling
 from langchain_core.documents import Document
 from langchain_text_splitters import MarkdownHeaderTextSplitter
 
-from lessons.ingest.pdf_headings import pdf_pages_markdown
 from lessons.core.settings import get_settings
-from lessons.text.text_encoding import BinaryData, DecodedText, Mojibake, UnknownEncoding, decode_text, encoding_label
+from lessons.ingest.pdf_headings import pdf_pages_markdown
 from lessons.text.language import detect_language
 from lessons.text.normalise import _FENCE, _collapse_whitespace, tidy_inline_spacing
+from lessons.text.text_encoding import BinaryData, DecodedText, Mojibake, UnknownEncoding, decode_text, encoding_label
 
 logger = logging.getLogger(__name__)
 

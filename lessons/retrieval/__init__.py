@@ -10,14 +10,14 @@ loaded on first use, so `from lessons.retrieval import X` imports only X's modul
 from importlib import import_module
 
 _EXPORTS = {
+    "HYDE_PROMPT": "lessons.retrieval.query_transform",
+    "RELEVANCE_PROMPT": "lessons.retrieval.rerank",
+    "TOKENIZERS": "lessons.retrieval.retrievers",
     "ChunkNeighbours": "lessons.retrieval.context_expansion",
     "ContextExpansionRetriever": "lessons.retrieval.context_expansion",
     "ContextualListwiseReranker": "lessons.retrieval.rerank",
-    "HYDE_PROMPT": "lessons.retrieval.query_transform",
     "NoDocumentsError": "lessons.retrieval.document_processor",
     "OnnxCrossEncoder": "lessons.retrieval.cross_encoder",
-    "RELEVANCE_PROMPT": "lessons.retrieval.rerank",
-    "TOKENIZERS": "lessons.retrieval.retrievers",
     "bm25_retriever": "lessons.retrieval.retrievers",
     "build_index": "lessons.retrieval.index",
     "child_chunks": "lessons.retrieval.retrievers",
@@ -41,7 +41,37 @@ _EXPORTS = {
     "step_back_question": "lessons.retrieval.query_transform",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "HYDE_PROMPT",
+    "RELEVANCE_PROMPT",
+    "TOKENIZERS",
+    "ChunkNeighbours",
+    "ContextExpansionRetriever",
+    "ContextualListwiseReranker",
+    "NoDocumentsError",
+    "OnnxCrossEncoder",
+    "bm25_retriever",
+    "build_index",
+    "child_chunks",
+    "chunk_knowledge_base",
+    "cross_encoder_reranker",
+    "default_reranker",
+    "dense_retriever",
+    "expand_hits",
+    "get_cross_encoder",
+    "hybrid_over",
+    "hybrid_retriever",
+    "hypothetical_answer",
+    "llm_reranker",
+    "load_knowledge_base",
+    "neighbour_budget",
+    "neighbour_context",
+    "packaged_models_report",
+    "process_documents",
+    "rewrite_queries",
+    "small_to_big_retriever",
+    "step_back_question",
+]
 
 
 def __getattr__(name):

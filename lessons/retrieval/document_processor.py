@@ -21,10 +21,10 @@ from pathlib import Path
 
 from langchain_core.documents import BaseDocumentCompressor, Document
 
+from lessons.chunking.base import number_chunks
+from lessons.chunking.strategies import default_chunker
 from lessons.ingest.files import IngestError, IngestLimits, Skipped, ingest, split_sections, to_documents
 from lessons.retrieval.index import build_index
-from lessons.chunking.strategies import default_chunker
-from lessons.chunking.base import number_chunks
 from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, hybrid_retriever
 
 DEFAULT_K = 4

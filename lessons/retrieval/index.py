@@ -17,12 +17,11 @@ from collections.abc import Sequence
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from lessons.ingest.corpus import CORPUS_DIR, corpus_folder, load_corpus
-from lessons.ingest.files import IngestLimits, split_sections, to_documents
-from lessons.core.vectorstore import index_documents, open_store
 from lessons.chunking.base import Chunker, number_chunks
 from lessons.chunking.strategies import default_chunker
-from lessons.ingest.corpus import DEFAULT_LIMITS
+from lessons.core.vectorstore import index_documents, open_store
+from lessons.ingest.corpus import CORPUS_DIR, DEFAULT_LIMITS, corpus_folder, load_corpus
+from lessons.ingest.files import IngestLimits, split_sections, to_documents
 
 
 def chunk_knowledge_base(

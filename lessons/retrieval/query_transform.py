@@ -26,9 +26,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
-from lessons.text.language import detect_language
-from lessons.retrieval.retrievers import reciprocal_rank_fusion
 from lessons.core.structured import invoke_structured
+from lessons.retrieval.retrievers import reciprocal_rank_fusion
+from lessons.text.language import detect_language
 
 HYDE_MAX_TOKENS = 120
 

@@ -33,10 +33,10 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, Field
 
-from lessons.text.language import detect_language
 from lessons.core.prompt_safety import DATA_RULE, as_data
-from lessons.retrieval.retrievers import reciprocal_rank_fusion, with_score
 from lessons.core.structured import invoke_structured
+from lessons.retrieval.retrievers import reciprocal_rank_fusion, with_score
+from lessons.text.language import detect_language
 
 YES, NO = "yes", "no"
 # How each answer may be spelled as the first generated token (compared after strip + lower-case).
@@ -221,8 +221,8 @@ def huggingface_cross_encoder(model_name: str) -> BaseCrossEncoder:
 
 def get_cross_encoder() -> BaseCrossEncoder:
     """The cross-encoder the settings choose (`AGENTIC_RAG_RERANKER`): the packaged one by default."""
-    from lessons.retrieval.cross_encoder import OnnxCrossEncoder
     from lessons.core.settings import get_settings
+    from lessons.retrieval.cross_encoder import OnnxCrossEncoder
 
     name = get_settings().reranker
     return OnnxCrossEncoder() if name == "packaged" else huggingface_cross_encoder(name)

@@ -30,9 +30,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import InMemoryStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from lessons.text.cjk import CJK_IDEOGRAPHS
 from lessons.chunking.base import BILINGUAL_SEPARATORS
 from lessons.core.vectorstore import index_documents, open_store
+from lessons.text.cjk import CJK_IDEOGRAPHS
 
 SCORE = "score"
 ID_KEY = "chunk_id"

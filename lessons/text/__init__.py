@@ -12,7 +12,9 @@ _EXPORTS = {
     "detect_language": "lessons.text.language",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "detect_language",
+]
 
 
 def __getattr__(name):

@@ -9,15 +9,15 @@ loaded on first use, so `from lessons.transforms import X` imports only X's modu
 from importlib import import_module
 
 _EXPORTS = {
-    "ContextBudgetWarning": "lessons.transforms.qa_transform",
     "DOC_TYPE_CHUNK": "lessons.transforms.qa_transform",
+    "QA_SYSTEM_PROMPT": "lessons.transforms.qa_transform",
+    "ContextBudgetWarning": "lessons.transforms.qa_transform",
     "DateExtractor": "lessons.transforms.doc_transforms",
     "PropertyExtractor": "lessons.transforms.doc_transforms",
     "QACache": "lessons.transforms.qa_transform",
     "QAPair": "lessons.transforms.qa_transform",
     "QAPairList": "lessons.transforms.qa_transform",
     "QATransformer": "lessons.transforms.qa_transform",
-    "QA_SYSTEM_PROMPT": "lessons.transforms.qa_transform",
     "TextCleaner": "lessons.transforms.doc_transforms",
     "chunk_id_of": "lessons.transforms.qa_transform",
     "clean_text": "lessons.transforms.doc_transforms",
@@ -34,7 +34,31 @@ _EXPORTS = {
     "select_chunks": "lessons.transforms.qa_transform",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "DOC_TYPE_CHUNK",
+    "QA_SYSTEM_PROMPT",
+    "ContextBudgetWarning",
+    "DateExtractor",
+    "PropertyExtractor",
+    "QACache",
+    "QAPair",
+    "QAPairList",
+    "QATransformer",
+    "TextCleaner",
+    "chunk_id_of",
+    "clean_text",
+    "context_budgets",
+    "evidence_chunk_ids",
+    "evidence_coverage",
+    "extract_dates",
+    "fewer_pairs_schedule",
+    "mark_doc_type",
+    "qa_findings",
+    "qa_messages",
+    "qa_pair_list_schema",
+    "search_source_chunks",
+    "select_chunks",
+]
 
 
 def __getattr__(name):

@@ -28,9 +28,9 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
 from tqdm.auto import tqdm
 
-from lessons.text.cjk import CJK_WIDE
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import StructuredOutputError, invoke_structured
+from lessons.text.cjk import CJK_WIDE
 
 logger = logging.getLogger(__name__)
 

@@ -43,13 +43,13 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model
 from tqdm.auto import tqdm
 
-from lessons.text.cjk import CJK_WIDE
-from lessons.text.language import detect_language
-from lessons.text.normalise import normalise_for_match
 from lessons.core.llm_cache import SQLiteFile
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.settings import get_settings
 from lessons.core.structured import StructuredOutputError, ainvoke_structured, invoke_structured
+from lessons.text.cjk import CJK_WIDE
+from lessons.text.language import detect_language
+from lessons.text.normalise import normalise_for_match
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,12 @@ _EXPORTS = {
     "technique_explorer": "lessons.widgets.retrieval_explorer",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "ChatPanel",
+    "boundaries_html",
+    "side_by_side_html",
+    "technique_explorer",
+]
 
 
 def __getattr__(name):

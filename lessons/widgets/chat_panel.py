@@ -23,10 +23,10 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from lessons.retrieval.document_processor import process_documents
-from lessons.ingest.files import SUPPORTED_SUFFIXES, IngestLimits
-from lessons.core.settings import get_settings
 from lessons.agents.three_agents import DEFAULT_MAX_RESEARCH_ROUNDS, Retriever, ThreeAgentResult, run_three_agents
+from lessons.core.settings import get_settings
+from lessons.ingest.files import SUPPORTED_SUFFIXES, IngestLimits
+from lessons.retrieval.document_processor import process_documents
 
 OUTCOME_LABELS = {
     "answered": "✅ answered, verified",

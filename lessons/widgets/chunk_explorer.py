@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.documents import Document
 
+from lessons.chunking.base import Chunker
+from lessons.chunking.markdown_blocks import markdown_block_chunker
 from lessons.chunking.strategies import (
     character_window_chunker,
     header_recursive_chunker,
@@ -22,8 +24,6 @@ from lessons.chunking.strategies import (
     recursive_chunker,
     sentence_chunker,
 )
-from lessons.chunking.base import Chunker
-from lessons.chunking.markdown_blocks import markdown_block_chunker
 
 BACKGROUNDS = ("#fde9b8", "#cfe8fb")
 OVERLAP_STYLE = "text-decoration: underline; text-decoration-color: #c0392b; text-decoration-thickness: 2px"

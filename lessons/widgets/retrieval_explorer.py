@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 
-from lessons.ingest.corpus import GoldQuestion
 from lessons.evaluation.metrics import relevance_labels
+from lessons.ingest.corpus import GoldQuestion
 from lessons.retrieval.retrievers import SCORE
 
 SNIPPET_CHARS = 180
