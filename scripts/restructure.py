@@ -157,6 +157,9 @@ NEW_MODULES = {
 
 # (file, old text, new text): applied when the old text is present.
 FIXUPS = [  # (applied after the rewrite, so in new paths) markdown_blocks no longer imports the chunker pieces' module
+    # one folder deeper: the repository is the parent of lessons/, now three levels up from the module
+    ("lessons/core/settings.py", "PROJECT_ROOT = Path(__file__).resolve().parent.parent\n",
+     "PROJECT_ROOT = Path(__file__).resolve().parents[2]\n"),
     ("lessons/chunking/strategies.py", "from lessons.chunking.markdown_blocks import parse_blocks\n",
      "from lessons.chunking.markdown_blocks import parse_blocks, repeat_table_headers\n"),
     ("lessons/chunking/strategies.py",

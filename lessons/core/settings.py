@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 
 from dotenv import load_dotenv
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 MODEL_CHOICES = ("auto", "deepseek", "local")
 EMBEDDER_CHOICES = ("e5", "use")
