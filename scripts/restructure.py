@@ -573,7 +573,7 @@ FROM_LESSONS = re.compile(
     re.MULTILINE,
 )
 DOTTED = re.compile(r"(?<![\w.])lessons\.(?P<mod>[a-z_][a-z0-9_]*)(?:\.(?P<attr>[A-Za-z_]\w*))?")
-PATH = re.compile(r"(?<![\w/.])lessons/(?P<mod>[a-z_][a-z0-9_]*)\.py\b")
+PATH = re.compile(r"(?<![\w/.])lessons/(?P<mod>[a-z_][a-z0-9_]*)(?P<dot>\\?\.)py\b")  # `\.py` in a regex too
 
 
 def _parse_names(text: str) -> list[tuple[str, str | None]]:
@@ -674,7 +674,7 @@ def rewrite_text(text: str, rel: str) -> str:
         old = match.group("mod")
         if old not in MOVES:
             return match.group(0)
-        return MOVES[old].replace(".", "/") + ".py"
+        return MOVES[old].replace(".", "/") + match.group("dot") + "py"
 
     text = FROM_IMPORT.sub(from_import, text)
     text = FROM_LESSONS.sub(from_lessons, text)

@@ -81,7 +81,7 @@ def test_t_translates_and_formats_and_a_missing_translation_is_an_error(no_setti
     monkeypatch.chdir(root / "notebooks" / "zh")
     assert t("one short answer") == "一次简短回答"
     assert t(key, step="一次", seconds=1.5).split() == ["一次", "1.50", "秒"]
-    with pytest.raises(KeyError, match=r"no zh translation of 'not in any table': add it to lessons/i18n\.py ZH"):
+    with pytest.raises(KeyError, match=r"no zh translation of 'not in any table': add it to lessons/core/i18n\.py ZH"):
         t("not in any table")
 
 

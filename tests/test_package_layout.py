@@ -152,3 +152,8 @@ def test_rewrite_examples(old, new):
     """Old paths become new ones, name by name for a split module; a second pass changes nothing."""
     assert restructure.rewrite_text(old, "tests/example.py") == new
     assert restructure.rewrite_text(new, "tests/example.py") == new
+
+
+def test_an_escaped_path_in_a_regex_is_rewritten():
+    old = 'match=r"add it to lessons/i18n\\.py ZH"\n'
+    assert restructure.rewrite_text(old, "tests/example.py") == 'match=r"add it to lessons/core/i18n\\.py ZH"\n'
