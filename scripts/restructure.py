@@ -73,6 +73,7 @@ MOVES = {
     "prompt_safety": "lessons.core.prompt_safety",
     "prose": "lessons.core.prose",
     "i18n": "lessons.core.i18n",
+    "plot_fonts": "lessons.core.plot_fonts",
     # text
     "cjk": "lessons.text.cjk",
     "text_encoding": "lessons.text.text_encoding",
@@ -381,7 +382,7 @@ def split_modules(log: list[str]) -> None:
         pieces: dict[str, list[tuple[str, str]]] = {}
         for name, first, last, node in sorted(moving, key=lambda m: m[1]):
             kind = "constant" if isinstance(node, (ast.Assign, ast.AnnAssign)) else "code"
-            pieces.setdefault(wanted[name], []).append((kind, "\n".join(lines[first - 1:last])))
+            pieces.setdefault(wanted[name], []).append((kind, "\n".join(lines[first - 1:last]), name))
         for name, first, last, _ in sorted(moving, key=lambda m: -m[1]):
             del lines[first - 1:last]
         remaining = "\n".join(lines)
@@ -392,6 +393,15 @@ def split_modules(log: list[str]) -> None:
                 text = target_path.read_text(encoding="utf-8")
             else:
                 text = NEW_MODULES[target] + "\nfrom __future__ import annotations\n"
+            # A definition the target already has (a merge brought the old module back): the source's copy is the
+            # newer one, so it replaces the target's in place.
+            already = {seg[0]: (seg[1], seg[2]) for seg in _segments(text)}
+            text_lines = text.split("\n")
+            for kind, body, name in sorted((p for p in parts if p[2] in already), key=lambda p: -already[p[2]][0]):
+                first, last = already[name]
+                text_lines[first - 1:last] = body.split("\n")
+            text = "\n".join(text_lines)
+            parts = [(kind, body) for kind, body, name in parts if name not in already]
             constants = [body for kind, body in parts if kind == "constant"]
             code = [body for kind, body in parts if kind == "code"]
             tree = ast.parse(text)
