@@ -87,7 +87,7 @@ from tqdm.auto import tqdm
 
 from lessons.evaluation import findable_quotes
 from lessons.ingest import load_gold
-from lessons.core import t
+from lessons.core import t, t_labels
 from lessons.ingest import load_documents, load_sections
 from lessons.core import USAGE
 
@@ -808,9 +808,11 @@ for language, title in [("en", t("English")), ("zh", t("Chinese"))]:
     table = results[results.language == language].set_index("strategy")[columns]
     n_questions = int(results[results.language == language]["questions"].iloc[0])
     display(HTML(t("<h4>{title}: {n} questions</h4>", title=title, n=n_questions)))
-    display(table.style.format(formats, na_rep="–")
-            .highlight_max(subset=[f"hit@{TOP_K}", f"MRR@{TOP_K}"], color="#c7e9c0")
-            .apply(lambda row: ["font-weight: bold" if row.name == BASELINE else "" for _ in row], axis=1))
+    display(t_labels(table.style.format(formats, na_rep="–")
+                     .highlight_max(subset=[f"hit@{TOP_K}", f"MRR@{TOP_K}"], color="#c7e9c0")
+                     .apply(lambda row: ["font-weight: bold" if row.name == BASELINE else "" for _ in row], axis=1),
+                     ["strategy", "chunks", "median chars", "max chars", "clean end %", "quotes split %",
+                      "tables+code intact %"]))
 
 # %%
 figure, axes = plt.subplots(1, 2, figsize=(12, 0.5 * len(chosen) + 1.8), sharey=True)

@@ -99,7 +99,7 @@ N_LLM_QUESTIONS = 4  # gold questions for the techniques that call the chat mode
 SAMPLE_SEED = 2
 ALL_QUESTIONS = True  # run the techniques without a chat model on every answerable question (else on the sample)
 RERANK_CANDIDATES = 20  # first-stage results the cross-encoder reorders
-LLM_RERANK_CANDIDATES = 8  # first-stage results the chat model judges (one call each)
+LLM_RERANK_CANDIDATES = 6  # first-stage results the chat model judges (one call each; the contextual rerank reads them in one prompt)
 COLBERT = False  # add late interaction (ColBERT) to the comparison: ≈ 2 min more, and it did not beat the cross-encoder here
 EXPAND_HITS = 10  # reranked hits widened with their neighbours
 MAX_BLOCK_CHARS = 1200  # longest expanded block, and the most a reranker reads per candidate
@@ -113,7 +113,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 from lessons.ingest import load_gold
-from lessons.core import t
+from lessons.core import t, t_labels
 from lessons.retrieval import build_index, chunk_knowledge_base
 from lessons.core import get_chat_model, model_banner
 from lessons.evaluation import relevant_chunk_counts, stratified_sample
@@ -188,7 +188,7 @@ tokenizer_results = evaluate_techniques(
     [Technique(f"BM25 · {name}", bm25_retriever(chunks, 10, tokenize)) for name, tokenize in TOKENIZERS.items()],
     cheap_questions, relevant, progress=False,
 )
-breakdown(tokenizer_results, "hit@5", by="language")
+t_labels(breakdown(tokenizer_results, "hit@5", by="language"), ["technique"])
 
 
 # %% [markdown]
@@ -748,7 +748,7 @@ print(t("{techniques} techniques with the chat model × {questions} questions in
         seconds=time.perf_counter() - start, cached=llm_results['cached_calls'].sum(), calls=llm_results['llm_calls'].sum()))
 errors = results[results["error"].notna()]
 if len(errors):
-    display(errors[["technique", "question_id", "error"]])
+    display(t_labels(errors[["technique", "question_id", "error"]], ["technique", "error"]))
 
 # %% [markdown]
 # **Every question, no chat model** — the sturdy numbers, per language (n in the column names):
@@ -761,9 +761,9 @@ cheap_names = [t.name for t in cheap]
 cheap_rows = results[results["technique"].isin(cheap_names)]
 columns = ["questions", "hit@5", "recall@5", "MRR@10", "nDCG@10", "Δ recall@5", "Δ MRR@10", "chars@5", "ms/query"]
 overall = summarise(cheap_rows, BASELINE)
-display(overall[columns])
+display(t_labels(overall[columns], ["technique", "questions", "ms/query"]))
 per_language = pd.concat({metric: breakdown(cheap_rows, metric, by="language") for metric in ["recall@5", "MRR@10"]}, axis=1)
-per_language
+t_labels(per_language, ["technique"])
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
@@ -788,14 +788,15 @@ plt.show()
 # %%
 sample_ids = [q.id for q in sample]
 comparison = summarise(results, BASELINE, question_ids=sample_ids)
-comparison[["questions", "hit@5", "recall@5", "MRR@10", "Δ recall@5", "Δ MRR@10", "chars@5", "ms/query",
-            "LLM calls/query", "tokens/query", "cached share"]]
+t_labels(comparison[["questions", "hit@5", "recall@5", "MRR@10", "Δ recall@5", "Δ MRR@10", "chars@5", "ms/query",
+                     "LLM calls/query", "tokens/query", "cached share"]],
+         ["technique", "questions", "ms/query", "LLM calls/query", "tokens/query", "cached share"])
 
 # %%
 from lessons.evaluation import LLM_REFERENCES, gains_over
 
 gains = gains_over(comparison, LLM_REFERENCES(LLM_RERANK_CANDIDATES))
-gains
+t_labels(gains, ["compared with", "LLM calls/query", "ms/query"])
 
 # %% [markdown]
 # ### What helped, and what did not

@@ -86,7 +86,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import t
+from lessons.core import t, t_labels
 from lessons.core import get_chat_model, model_banner
 from lessons.core import USAGE
 
@@ -344,7 +344,8 @@ by_language = outcomes.groupby("language").agg(
 )
 print(t("Pairs per chunk against chunk length: thin chunks get fewer pairs."))
 print(outcomes.groupby(pd.cut(outcomes["chunk characters"], [0, 100, 300, 600, 900]), observed=True)["pairs"].mean().round(2).to_string())
-by_language.style.format({"valid": "{:.0%}", "first_try": "{:.0%}", "pairs_per_chunk": "{:.2f}"})
+t_labels(by_language.style.format({"valid": "{:.0%}", "first_try": "{:.0%}", "pairs_per_chunk": "{:.2f}"}),
+         ["language", "chunks", "valid", "first_try", "pairs_per_chunk"])
 
 # %%
 examples = pd.DataFrame([
@@ -564,7 +565,7 @@ timings[t("retrieval for {n} questions × 3", n=len(questions))] = time.perf_cou
 scores = pd.DataFrame(rows)
 summary = scores.groupby("mode", sort=False)[[f"hit@{K}", f"MRR@{K}"]].mean().loc[MODES]
 print(t("{n} gold questions have their evidence in the sample", n=len(questions)))
-summary.style.format("{:.3f}")
+t_labels(summary.style.format("{:.3f}"), ["mode"])
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.2))
@@ -578,7 +579,7 @@ ax.set_title(t("Retrieval on {questions} gold questions, {chunks}-chunk sample",
 ax.legend(loc="upper center", ncol=2)
 plt.show()
 mrr_by_language = scores.pivot_table(index="language", columns="mode", values=f"MRR@{K}", aggfunc="mean")[MODES]
-mrr_by_language.style.format("{:.3f}").set_caption(t("MRR@{k} by question language", k=K))
+t_labels(mrr_by_language.style.format("{:.3f}").set_caption(t("MRR@{k} by question language", k=K)), ["language", "mode"])
 
 # %%
 wide = scores.pivot_table(index="id", columns="mode", values=f"MRR@{K}")

@@ -9,7 +9,7 @@
 #       N_IN_KB: 1
 #       N_OUT_OF_KB: 1
 #   jupytext:
-#     cell_metadata_filter: tags,-all
+#     cell_metadata_filter: tags,lang,translates,-all
 #     notebook_metadata_filter: agentic_rag,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
@@ -43,10 +43,27 @@
 # 4. at the cap, answer **"the knowledge base has no information on this"** — on its own path, not as a
 #    prompt instruction the model may ignore.
 
+# %% [markdown] lang="zh" translates="4d04ce78b7a1"
+# # 04 · 评分循环：评分、改写、设上限，以及说出“知识库里没有”
+#
+# | | |
+# |---|---|
+# | **你将学到** | 相关性门控怎样决定生成器能看到什么——以及它为什么需要两个评审：一个相关性模型（交叉编码器）和对话模型经过校准的 yes/no 概率；为什么有一个相关文档就足以停下；查询改写加上重试上限，怎样构成一个总会结束的循环；为什么明确回答“知识库里没有”胜过用模型自己的知识编出一个答案——与不带门控的同一条流水线对比测量，并给出小样本带来的不确定性 |
+# | **前置条件** | notebook 00（结构化输出）、notebook 01（知识库及其金标准问题集）、notebook 02（混合检索、交叉编码器、由对数概率得到的 P(yes)） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **19.4 分钟**（1163 秒，102 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，按顺序运行整个课程，超出 10 分钟的预算；测试套件的 notebook 运行同时占用着这台机器（结束时负载均值 5.5））；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **文中的数字** | 由本次运行计算：离线使用 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 |
+#
+# 检索器总会返回*一些东西*。向知识库问 CFO 叫什么名字——没有任何文档提到——你照样会拿到与问题最相像的那些块。把这些块交给生成器，它往往还是会作答。这个 notebook 在检索和生成之间放了一道**门控**：
+#
+# 1. 给每个检索到的块**评分**：它回答了这个问题吗？（`yes` / `no`，一个有类型的字段——从不解析一句话；由校准过的分数来决定，而不是让小模型硬选 yes 或 no）
+# 2. 只要有一个块相关就**停下**，并且只根据相关的块作答；
+# 3. 否则**改写**查询（换新的关键词）再检索一次——最多 `MAX_ROUNDS` 轮；
+# 4. 到达上限时回答**“知识库中没有这方面的信息”**——走它自己的路径，而不是写成一条模型可能无视的提示指令。
+
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
-N_IN_KB = 8         # answerable gold questions in the evaluation (balanced en/zh)
-N_OUT_OF_KB = 8     # questions whose answer is in no document (balanced en/zh)
+N_IN_KB = 6         # answerable gold questions in the evaluation (balanced en/zh)
+N_OUT_OF_KB = 6     # questions whose answer is in no document (balanced en/zh)
 N_CALIBRATION = 6   # in-KB and out-of-KB questions (each, en/zh) to choose the gate on — never evaluated
 MIN_ABSTENTION = 0.95  # the abstention goal the gate is chosen for
 MIN_FIRST_ROUND = 0.90  # the goal for in-KB questions answered in the first round
@@ -64,6 +81,7 @@ from IPython.display import Markdown, display
 from langchain_classic.retrievers import ContextualCompressionRetriever
 
 from lessons.ingest import load_gold, sample_by_language
+from lessons.core import t, t_labels
 from lessons.retrieval import build_index, chunk_knowledge_base
 from lessons.core import get_chat_model, model_banner
 from lessons.retrieval import default_reranker
@@ -91,8 +109,8 @@ sample = sample_by_language(in_kb, N_IN_KB, SEED) + sample_by_language(out_of_kb
 held_out = [q for q in gold if q not in sample]
 calibration = sample_by_language([q for q in held_out if q.answerable], N_CALIBRATION, SEED) + \
               sample_by_language([q for q in held_out if not q.answerable], N_CALIBRATION, SEED)
-print(f"{len(chunks)} chunks indexed; {len(gold)} gold questions: {len(sample)} to evaluate, "
-      f"{len(calibration)} others to calibrate the gate")
+print(t("{chunks} chunks indexed; {gold} gold questions: {sample} to evaluate, {calibration} others to calibrate the gate",
+        chunks=len(chunks), gold=len(gold), sample=len(sample), calibration=len(calibration)))
 
 # %% [markdown]
 # ## 1. Three graders on the same chunks
@@ -104,22 +122,27 @@ print(f"{len(chunks)} chunks indexed; {len(gold)} gold questions: {len(sample)} 
 # the probability of "yes" against "no" for one token, asked in the question's language
 # (`lessons.retrieval.rerank.RELEVANCE_PROMPTS`). One question the knowledge base answers and one it does not:
 
+# %% [markdown] lang="zh" translates="c1b982d12959"
+# ## 1. 三个评分器，同一批块
+#
+# `GradeDocuments` 只有一个字段，`binary_score: Literal["yes", "no"]`。通过 `invoke_structured`，模型*必须*用这两个值之一去调用一个函数——没有“Yes, I think so”这样的话需要解析。除了这个硬选的 yes/no，同一批块还有两个分数：**交叉编码器**的相关性分数（notebook 02 的重排器，一个专门为这种判断训练的模型），以及对话模型的 **P(yes)**——用问题的语言提问（`lessons.retrieval.rerank.RELEVANCE_PROMPTS`）时，一个 token 上“yes”相对于“no”的概率。下面是一个知识库能回答的问题和一个它回答不了的问题：
+
 # %%
 from lessons.agents import GateThresholds, GradeDocuments, RelevanceGate, grade_documents
 
 print(GradeDocuments.model_json_schema()["properties"])
 scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # reads both scores
-examples = {
-    "in the knowledge base": next(q for q in gold if q.id == "en-001"),
-    "not in the knowledge base": next(q for q in gold if q.type == "out_of_kb" and q.language == "en"),
+examples = {  # two calibration questions: section 2 reads the same scores again, from the LLM cache
+    t("in the knowledge base"): next(q for q in calibration if q.answerable and q.language == "en"),
+    t("not in the knowledge base"): next(q for q in calibration if not q.answerable and q.language == "en"),
 }
 rows = []
 for label, question in examples.items():
     documents = retrieve(question.question)
     grades = grade_documents(llm, question.question, documents)
     for doc, grade, scored in zip(documents, grades, scores_only(question.question, documents)):
-        rows.append({"question": question.question[:60], "kind": label, "chunk": doc.page_content[:60].replace("\n", " "),
-                     "forced yes/no": grade, "cross-encoder": round(scored.cross_encoder, 3), "P(yes)": round(scored.p_yes, 3)})
+        rows.append({t("question"): question.question[:60], t("kind"): label, t("chunk"): doc.page_content[:60].replace("\n", " "),
+                     t("forced yes/no"): grade, t("cross-encoder"): round(scored.cross_encoder, 3), "P(yes)": round(scored.p_yes, 3)})
 pd.DataFrame(rows)
 
 # %% [markdown]
@@ -142,13 +165,24 @@ pd.DataFrame(rows)
 # **separation** columns (AUC) give the chance that a random in-KB question's best score beats a random
 # out-of-KB one's: 1.0 separates perfectly, 0.5 is a coin.
 
+# %% [markdown] lang="zh" translates="8ea1722337e7"
+# ## 2. 在不参与评测的问题上校准门控
+#
+# 一个被迫回答 yes 或 no 的 1.5B 模型就像一枚有偏的硬币：随着提示的措辞不同，它要么几乎对什么都说“no”，要么几乎对什么都说“yes”。它的*概率*包含更多信息，对英文来说交叉编码器的分数又更多一些——但没有哪一个分数能完美地区分“答案就在这里”和“关于同一个客户、差之毫厘的内容”。所以门控把它们结合起来：
+#
+# > 当一个块的**交叉编码器分数 ≥ t₁** *并且*对话模型的 **P(yes) ≥ t₂** 时，它才算相关
+#
+# t₁ 和 t₂ **按语言**分别在评测永远看不到的校准问题上选定：`calibrate_gate` 选出这样一对阈值——在对 `MIN_ABSTENTION` 比例的知识库外问题弃答的前提下，让第一轮就能回答的知识库内问题尽可能多。低于 t₁ 的块直接判为“no”，不去问对话模型——便宜的评审替慢的评审先筛一遍。t₁ = 0 表示忽略交叉编码器（它是一个英文模型；它对中文有没有帮助由校准来决定），t₂ = 0 则表示忽略 P(yes)。
+#
+# 对每个校准问题，我们读取它前 K 个块的两个分数（K 次对话模型调用）。**区分度（separation）**几列（AUC）给出的是：随机取一个知识库内问题，它的最高分高于随机取的一个知识库外问题的最高分的概率：1.0 表示完美区分，0.5 就是抛硬币。
+
 # %%
 from tqdm.auto import tqdm
 
 from lessons.agents import calibrate_gate, separation_auc, wilson_interval
 
 calibration_rows = []
-for question in tqdm(calibration, desc="calibration questions"):
+for question in tqdm(calibration, desc=t("calibration questions")):
     scored = scores_only(question.question, retrieve(question.question))
     calibration_rows.append({"id": question.id, "in KB": question.answerable, "language": question.language,
                              "pairs": [(g.cross_encoder, g.p_yes) for g in scored],
@@ -175,21 +209,26 @@ for lang in ("en", "zh"):
         "out-of-KB abstained (calibration)": f"{abstained}/{len(outside)}",
         "95% interval, abstention": "{:.2f}–{:.2f}".format(*wilson_interval(abstained, len(outside))),
     })  # fmt: skip
-menu_table = pd.DataFrame(menu).set_index("language")
-menu_table.round(2)
+menu_table = pd.DataFrame(menu).set_index("language")  # English column names: gate_findings (section 5) reads them
+menu_table.round(2).rename_axis(t("language")).rename(columns={
+    "t₁ cross-encoder": t("t₁ cross-encoder"), "t₂ P(yes)": t("t₂ P(yes)"),
+    "separation, cross-encoder": t("separation, cross-encoder"), "separation, P(yes)": t("separation, P(yes)"),
+    "in-KB answered (calibration)": t("in-KB answered (calibration)"),
+    "out-of-KB abstained (calibration)": t("out-of-KB abstained (calibration)"),
+    "95% interval, abstention": t("95% interval, abstention")})
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(12, 5))
 for ax, lang in zip(axes, ("en", "zh")):
-    for answerable, colour, label in ((True, "tab:green", "in-KB"), (False, "tab:red", "out-of-KB")):
+    for answerable, colour, label in ((True, "tab:green", t("in-KB")), (False, "tab:red", t("out-of-KB"))):
         rows = group(lang, answerable)
         ax.scatter(rows["best cross-encoder"], rows["best P(yes)"], color=colour, label=label, s=40, alpha=0.8)
     gate = thresholds[lang]
     ax.axvline(gate.cross_encoder, color="black", linestyle="--", linewidth=1)
     ax.axhline(gate.p_yes, color="black", linestyle="--", linewidth=1)
-    ax.fill_between([gate.cross_encoder, 1.02], gate.p_yes, 1.02, color="tab:green", alpha=0.08, label="the gate lets through")
-    ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel="best cross-encoder score among the top K",
-           ylabel="best P(yes) among the top K", title=f"{lang}: calibration questions and the chosen gate")
+    ax.fill_between([gate.cross_encoder, 1.02], gate.p_yes, 1.02, color="tab:green", alpha=0.08, label=t("the gate lets through"))
+    ax.set(xlim=(-0.02, 1.02), ylim=(-0.02, 1.02), xlabel=t("best cross-encoder score among the top K"),
+           ylabel=t("best P(yes) among the top K"), title=t("{language}: calibration questions and the chosen gate", language=lang))
     ax.legend(loc="lower right", fontsize=8)
 plt.tight_layout()
 plt.show()
@@ -202,6 +241,9 @@ plt.show()
 # (DeepSeek) or a multilingual cross-encoder pulls them apart; re-run this section with one and the
 # thresholds move. With a handful of questions per cell, the intervals in the table are wide: one
 # question moves a rate by many points.
+
+# %% [markdown] lang="zh" translates="47831ddc66f7"
+# 把这两张图当作门控的菜单来读：一个问题只要有一个块落在阴影角里，就会在第一轮得到回答。绿点和红点混在一起的地方，没有哪一对阈值能把知识库内和知识库外的问题分开——限制门控的是这种重叠，而不是代码。更强的对话模型（DeepSeek）或多语言的交叉编码器能把它们拉开；换上其中一个重跑这一节，阈值就会移动。每个格子只有寥寥几个问题，表中的区间很宽：一个问题就能让一个比率变动许多个百分点。
 
 # %% [markdown]
 # ## 3. The stop rule: one relevant chunk is enough
@@ -217,6 +259,15 @@ plt.show()
 #
 # Return `"generate"` when at least one grade is `"yes"`; otherwise `"rewrite"` while rounds remain
 # (`round_number < max_rounds`), and `"not_in_kb"` at the cap.
+
+# %% [markdown] lang="zh" translates="d97462db27ea"
+# ## 3. 停止规则：一个相关的块就够了
+#
+# 为什么不等到检索到的*所有*块都相关？因为 top-k 检索几乎从不返回 k 个相关的块：大多数问题由一两段文字回答，其余的都是差之毫厘的内容。“全部相关”会把好的查询送去改写，白白消耗轮次和 token，最后在上限处对知识库*确实*能回答的问题说“我不知道”。“至少一个”则一有可以作答的依据就停下——而且此后只把评为相关的块给生成器看。
+#
+# ### 练习 1——写出停止规则
+#
+# 至少有一个评分是 `"yes"` 时返回 `"generate"`；否则在还有轮次时（`round_number < max_rounds`）返回 `"rewrite"`，到达上限时返回 `"not_in_kb"`。
 
 # %% tags=["exercise"]
 def decide(grades, round_number, max_rounds):
@@ -244,6 +295,13 @@ check_stop_rule(decide)
 # back unchanged, which would only fetch the same chunks again; `new_query` catches that and searches
 # the question plus the keywords not tried yet instead.
 
+# %% [markdown] lang="zh" translates="30d5c49ecd8e"
+# ## 4. 把循环画成图
+#
+# `lessons.agents.grading.build_grading_loop` 把这些步骤连成一个小小的 LangGraph 图。轮次计数器放在状态里，只有 `retrieve` 这一步会推进它——如果由路由器来计数，这个改动会丢失——而且一旦到达上限，路由器就不能再选 `rewrite`，所以循环按构造必然结束（有一个测试用一个永远说“no”的评分器来运行它）。评分器就是校准过的门控。
+#
+# 改写这一步要求一个*新的*查询，换用别的关键词。小模型喜欢把问题原样交回来，那只会再取回同样的块；`new_query` 会发现这种情况，改为用问题加上还没试过的关键词去检索。
+
 # %%
 from lessons.agents import answer_without_grading, build_grading_loop
 
@@ -254,9 +312,9 @@ display(Markdown("```mermaid\n" + loop.get_graph().draw_mermaid() + "\n```"))
 
 # %%
 def show_trace(state):
-    trace = pd.DataFrame([{"round": s.round, "query": s.query, "grades": " ".join(s.grades),
-                           "cross-encoder": " ".join(f"{c:.2f}" for c in s.cross_encoder),
-                           "P(yes)": " ".join("—" if p is None else f"{p:.2f}" for p in s.p_yes), "decision": s.decision}
+    trace = pd.DataFrame([{t("round"): s.round, t("query"): s.query, t("grades"): " ".join(s.grades),
+                           t("cross-encoder"): " ".join(f"{c:.2f}" for c in s.cross_encoder),
+                           "P(yes)": " ".join("—" if p is None else f"{p:.2f}" for p in s.p_yes), t("decision"): s.decision}
                           for s in state["trace"]])
     display(trace)
     print(f"→ {state['outcome']}: {state['answer']}")
@@ -275,6 +333,13 @@ for question in examples.values():
 # sentence saying the knowledge base has no information on this, **in the question's language**
 # (English, or Chinese for a Chinese question — `lessons.text.language.detect_language` tells which). It must
 # not call a model: a model asked to "answer anyway" is exactly how made-up answers happen.
+
+# %% [markdown] lang="zh" translates="88856cd0c419"
+# P(yes) 下的“—”表示这个块已被交叉编码器排除：没有去问对话模型。
+#
+# ### 练习 2——诚实的兜底回答
+#
+# 到达上限时，循环不依据任何文档作答。写一个 `honest_answer(question)`：返回一句固定的话，说明知识库中没有这方面的信息，而且**用问题的语言**（英文；中文问题则用中文——`lessons.text.language.detect_language` 能告诉你是哪种）。它不能调用模型：让模型“无论如何都回答一下”，正是编造答案的由来。
 
 # %% tags=["exercise"]
 from lessons.text import detect_language
@@ -301,6 +366,11 @@ check_honest_answer(honest_answer)
 # generator; the **gated** one grades them first, rewrites up to the cap, and answers from relevant
 # chunks only. A seeded sample of gold questions, balanced between English and Chinese.
 
+# %% [markdown] lang="zh" translates="c06a9018d2a2"
+# ## 5. 有门控 vs 无门控：实测
+#
+# 同一个检索器、同一个模型、同一个回答提示（它也允许模型说自己什么都没找到）。唯一的区别是：**无门控**流水线把前 K 个块直接交给生成器；**有门控**的流水线先给它们评分，改写直到上限，并且只根据相关的块作答。样本是一组按固定种子抽取的金标准问题，英文和中文各占一半。
+
 # %%
 from lessons.agents import goal_table, run_question, summarise
 from lessons.evaluation import relevance_labels
@@ -308,25 +378,31 @@ from lessons.evaluation import relevance_labels
 start = time.perf_counter()
 results = [run_question(loop, lambda text: answer_without_grading(llm, retrieve, text), q) for q in tqdm(sample)]
 seconds = time.perf_counter() - start
-print(f"{len(results)} questions in {seconds:.0f} s ({seconds / len(results):.1f} s per question, both pipelines)")
+print(t("{n} questions in {seconds:.0f} s ({per_question:.1f} s per question, both pipelines)",
+        n=len(results), seconds=seconds, per_question=seconds / len(results)))
 summary = pd.DataFrame(summarise(results)).set_index("language")
-summary.round(2).T
+t_labels(summary.round(2).T, ["language", "all", "questions", "abstention (out-of-KB), gated",
+                              "abstention (out-of-KB), ungated", "answer rate (in-KB), gated",
+                              "answer rate (in-KB), ungated", "first-round stop (in-KB)", "rounds per question",
+                              "tokens per question, gated", "tokens per question, ungated"])
 
 # %%
 goals = pd.DataFrame(goal_table(results, MIN_ABSTENTION, MIN_FIRST_ROUND))
-goals
+t_labels(goals, ["language", "goal", "target", "measured", "count", "95% interval", "verdict"])
 
 # %%
 metrics = ["abstention (out-of-KB), ungated", "abstention (out-of-KB), gated",
            "answer rate (in-KB), ungated", "answer rate (in-KB), gated", "first-round stop (in-KB)"]
 fig, (ax, ax_rounds) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [3, 1.2]})
-summary.loc[["en", "zh"], metrics].T.plot.barh(ax=ax)
+t_labels(summary.loc[["en", "zh"], metrics].T,
+         ["language", "abstention (out-of-KB), ungated", "abstention (out-of-KB), gated", "answer rate (in-KB), ungated",
+          "answer rate (in-KB), gated", "first-round stop (in-KB)"]).plot.barh(ax=ax)
 ax.set_xlim(0, 1.05)
-ax.set_xlabel("share of questions")
-ax.set_title("Gated vs ungated, by language")
+ax.set_xlabel(t("share of questions"))
+ax.set_title(t("Gated vs ungated, by language"))
 pd.Series([r.rounds for r in results]).value_counts().sort_index().plot.bar(ax=ax_rounds, color="tab:gray", rot=0)
-ax_rounds.set_xlabel("rounds used")
-ax_rounds.set_title("Rounds per question")
+ax_rounds.set_xlabel(t("rounds used"))
+ax_rounds.set_title(t("Rounds per question"))
 plt.tight_layout()
 plt.show()
 
@@ -336,19 +412,27 @@ plt.show()
 # price: the gate judged every retrieved chunk irrelevant, or retrieval never found the evidence in
 # `MAX_ROUNDS` tries. Read them:
 
+# %% [markdown] lang="zh" translates="b441cf7f164f"
+# 两条流水线意见不一的地方，正是门控证明（或者证伪）自身价值的地方。一个被无门控流水线“回答了”的知识库外问题，就是一次被拦下的幻觉；一个被门控拒答的知识库内问题则是代价：要么门控把检索到的每个块都判为不相关，要么检索在 `MAX_ROUNDS` 次尝试里始终没找到证据。读一读它们：
+
 # %%
 rows = []
 for r in results:
     if r.gated_outcome != r.ungated_outcome:
-        rows.append({"id": r.id, "in KB": r.answerable, "gated": r.gated_outcome, "ungated": r.ungated_outcome,
-                     "ungated answer": r.ungated_answer[:120], "queries tried": " | ".join(s.query for s in r.trace)})
-pd.DataFrame(rows) if rows else print("The two pipelines agreed on every question of this sample.")
+        rows.append({"id": r.id, t("in KB"): r.answerable, t("gated"): r.gated_outcome, t("ungated"): r.ungated_outcome,
+                     t("ungated answer"): r.ungated_answer[:120], t("queries tried"): " | ".join(s.query for s in r.trace)})
+pd.DataFrame(rows) if rows else print(t("The two pipelines agreed on every question of this sample."))
 
 # %% [markdown]
 # ### What this run showed
 #
 # Written by the notebook from the tables above. One more number first: how often the reranked top K
 # holds the evidence at all — no gate can stop in round one more often than retrieval allows.
+
+# %% [markdown] lang="zh" translates="e67d60a971a3"
+# ### 这次运行说明了什么
+#
+# 由 notebook 根据上面的表格写出。先补一个数字：重排后的前 K 个块到底有多少次包含证据——门控在第一轮停下的次数，不可能超过检索所允许的。
 
 # %%
 from lessons.agents import gate_findings

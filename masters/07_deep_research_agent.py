@@ -99,7 +99,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lessons.ingest import load_gold
-from lessons.core import t
+from lessons.core import t, t_labels
 from lessons.retrieval import build_index, chunk_knowledge_base
 from lessons.ingest import load_documents
 from lessons.core import get_chat_model, model_banner
@@ -224,7 +224,7 @@ recall = search_recall(tqdm(search_questions, desc=t("Searches")),
 search_table = recall.pivot_table(index="reranker", columns="language", values="evidence recall", sort=False)
 search_table[t("all")] = recall.groupby("reranker", sort=False)["evidence recall"].mean()
 search_table[t("seconds per search")] = recall.groupby("reranker", sort=False)["seconds"].mean()
-search_table.round(2)
+t_labels(search_table.round(2), ["reranker", "language"])
 
 # %% [markdown]
 # ### Exercise 1 — the page-reading tool
@@ -339,7 +339,8 @@ from lessons.agents import trace_rows
 
 
 def show_research(result):
-    display(pd.DataFrame(trace_rows(result)).set_index("step"))
+    display(t_labels(pd.DataFrame(trace_rows(result)).set_index("step"),
+                     ["step", "action", "argument", "reason", "result", "seconds"]))
     print(t("→ {outcome} after {calls} tool calls ({decisions} decisions by the model); pages read: {pages}",
             outcome=result.outcome, calls=result.tool_calls, decisions=result.decisions, pages=result.pages_read or t("none")))
     print(f"→ {result.answer}")
@@ -441,12 +442,12 @@ display(Markdown("```mermaid\n" + tool_agent.get_graph().draw_mermaid() + "\n```
 scripted_run = run_tool_agent(tool_agent, demo.question, MAX_STEPS)
 print(t("SCRIPTED model: {calls} tool calls (cap {cap}), {turns} model turns, ended by the cap: {at_cap}",
         calls=scripted_run.tool_calls, cap=MAX_STEPS, turns=scripted_run.model_calls, at_cap=scripted_run.at_cap))
-pd.DataFrame(message_rows(scripted_run.messages))
+t_labels(pd.DataFrame(message_rows(scripted_run.messages)), ["message", "tool calls", "text"])
 
 # %%
 if probe.emits_tool_calls:
     live_run = run_tool_agent(build_tool_agent(llm, tools, max_steps=MAX_STEPS), demo.question, MAX_STEPS)
-    display(pd.DataFrame(message_rows(live_run.messages)))
+    display(t_labels(pd.DataFrame(message_rows(live_run.messages)), ["message", "tool calls", "text"]))
     print(t("{calls} tool calls, ended by the cap: {at_cap}\n→ {answer}", calls=live_run.tool_calls, at_cap=live_run.at_cap,
             answer=live_run.answer))
 else:
@@ -584,18 +585,21 @@ for question in tqdm(sample, desc=t("Questions")):
     runs.append(run_single_shot(question, single_shot, llm, K))
 print(t("{n} questions × 2 methods in {seconds:.0f} s", n=len(sample), seconds=time.perf_counter() - started))
 comparison = compare_methods(runs)
-comparison.round(2)
+t_labels(comparison.round(2), ["method", "questions", "correct", "evidence recall", "tool calls", "at the cap", "pages read",
+                               "LLM calls", "tokens", "seconds", "judge failures"])
 
 # %%
-compare_methods(runs, by="type").round(2)
+t_labels(compare_methods(runs, by="type").round(2),
+         ["method", "type", "questions", "correct", "evidence recall", "tool calls", "at the cap", "pages read",
+          "LLM calls", "tokens", "seconds", "judge failures"])
 
 # %%
 fig, (ax_quality, ax_cost) = plt.subplots(1, 2, figsize=(12, 3.8))
-comparison[["correct", "evidence recall"]].T.plot.bar(ax=ax_quality, rot=0)
+t_labels(comparison[["correct", "evidence recall"]].T, ["method", "correct", "evidence recall"]).plot.bar(ax=ax_quality, rot=0)
 ax_quality.set_ylim(0, 1.05)
 ax_quality.set_ylabel(t("mean per question"))
 ax_quality.set_title(t("Quality"))
-comparison[["LLM calls", "tool calls"]].T.plot.bar(ax=ax_cost, rot=0)
+t_labels(comparison[["LLM calls", "tool calls"]].T, ["method", "LLM calls", "tool calls"]).plot.bar(ax=ax_cost, rot=0)
 ax_cost.set_title(t("Cost per question (tokens: {tokens})",
                     tokens=", ".join(f"{m} {n:,.0f}" for m, n in comparison["tokens"].items())))
 for ax in (ax_quality, ax_cost):
@@ -605,8 +609,10 @@ plt.show()
 
 # %%
 table = runs_table(runs)
-table[["id", "type", "language", "method", "correct", "evidence recall", "tool calls", "pages read", "LLM calls",
-       "tokens", "seconds", "answer"]].assign(answer=table["answer"].str[:90]).round(2)
+t_labels(table[["id", "type", "language", "method", "correct", "evidence recall", "tool calls", "pages read", "LLM calls",
+                "tokens", "seconds", "answer"]].assign(answer=table["answer"].str[:90]).round(2),
+         ["type", "language", "method", "correct", "evidence recall", "tool calls", "pages read", "LLM calls", "tokens",
+          "seconds", "answer"])
 
 # %% [markdown]
 # The table cuts answers at 90 characters. Where the two methods were judged differently, read the
@@ -638,7 +644,7 @@ for qid, rows in disagree.groupby("id", sort=False):
 # `contradiction_handling`（notebook 05）判断每种方法的回答属于哪一种：
 
 # %%
-table[table["type"] == "contradiction"][["method", "contradiction", "answer"]]
+t_labels(table[table["type"] == "contradiction"][["method", "contradiction", "answer"]], ["method", "contradiction", "answer"])
 
 # %% [markdown]
 # ### What our run says

@@ -11,7 +11,7 @@ constant time and never logged (uvicorn's access log has no headers).
     DELETE /v1/documents/{id}       hide it from searches now; chunks and files are removed
     GET    /v1/jobs/{id}            a job: pending, running, done, failed (with the reason), …
     GET    /v1/jobs                 recent jobs (?status=failed)
-    POST   /v1/search               {"query": …, "k": 3} → ranked chunks (hybrid)
+    POST   /v1/search               {"query": …, "k": 3} → ranked chunks (hybrid, then the reranker)
     POST   /v1/ask                  {"question": …} → answer with citations
     GET    /v1/index                chunks per generation, duplicate ids (for checks)
     GET    /v1/eval/runs            the nightly evaluations, oldest first
@@ -31,6 +31,7 @@ from sqlalchemy import func, select
 from service.core import Service, document_record, job_record
 from service.db import Document, EvalRun, Job, job_counts
 from service.filestore import BadFileName
+from service.pipeline import MAX_K
 from service.settings import API_KEY_VARIABLE
 
 logger = logging.getLogger("service.api")
@@ -38,7 +39,7 @@ logger = logging.getLogger("service.api")
 
 class SearchRequest(BaseModel):
     query: str = Field(min_length=1, max_length=2000)
-    k: int = Field(default=3, ge=1, le=50)
+    k: int = Field(default=3, ge=1, le=MAX_K)
 
 
 class AskRequest(BaseModel):
@@ -145,14 +146,14 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
     def search(request: SearchRequest):
         from service.pipeline import retrieve
 
-        ranked = retrieve(service.index, service.snapshot(), request.query, k=request.k)
+        ranked = retrieve(service.index, service.snapshot(), request.query, k=request.k, reranker=service.reranker)
         return {"query": request.query, "results": [{"text": d.page_content, "metadata": d.metadata} for d in ranked]}
 
     @app.post("/v1/ask")
     def ask(request: AskRequest):
         from service.pipeline import answer, retrieve
 
-        context = retrieve(service.index, service.snapshot(), request.question, k=request.k)
+        context = retrieve(service.index, service.snapshot(), request.question, k=request.k, reranker=service.reranker)
         return answer(service.llm, request.question, context).as_json()
 
     @app.get("/v1/index")

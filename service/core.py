@@ -47,6 +47,13 @@ class Service:
                          path=self.settings.data_dir / "chroma")  # fmt: skip
 
     @cached_property
+    def reranker(self):
+        """The search reranker the settings choose (`service.pipeline.service_reranker`); None: the hybrid order."""
+        from service.pipeline import service_reranker
+
+        return service_reranker(self.settings.reranker)
+
+    @cached_property
     def llm(self):
         """The chat model of the ask endpoint: `lessons.core.models.get_chat_model()` unless one was given."""
         if self._chat_model_factory is not None:

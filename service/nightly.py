@@ -29,7 +29,9 @@ from service.db import DONE, FAILED, EvalResult, EvalRun
 from service.db import Document as DocumentRecord
 from service.pipeline import as_pipeline_result
 
-PIPELINE = "service: hybrid + cited answer"
+# The pipeline a run evaluates, by the service's AGENTIC_RAG_SERVICE_RERANKER setting (service.pipeline.retrieve).
+PIPELINES = {"default": "service: hybrid + rerank + cited answer", "none": "service: hybrid + cited answer"}
+PIPELINE = PIPELINES["default"]
 TREND_METRICS = (f"recall@{K}", f"hit@{K}", "factual consistency", "completeness")
 
 
@@ -75,8 +77,9 @@ def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, ou
     db = service.db
     since = _since(db)
     started = time.time()
+    pipeline = PIPELINES.get(service.settings.reranker, PIPELINE)
     with db.write() as session:
-        record = EvalRun(started_at=started, since=since, status="running", pipeline=PIPELINE, model=_model_name(llm))
+        record = EvalRun(started_at=started, since=since, status="running", pipeline=pipeline, model=_model_name(llm))
         session.add(record)
         session.flush()
         run_id = record.id
@@ -92,7 +95,7 @@ def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, ou
             metrics: dict[str, Any] = {"new documents": len(documents), "chunks": len(chunks), "questions": len(items)}
             rows = None
             if items:
-                rows = evaluate({PIPELINE: service_pipeline(client)}, items, llm, chunks, k=K, progress=progress)
+                rows = evaluate({pipeline: service_pipeline(client)}, items, llm, chunks, k=K, progress=progress)
                 table = compare(rows, k=K, timing=True)
                 summary = table.iloc[0].to_dict()
                 metrics.update({key: (None if value != value else value) for key, value in summary.items()})  # NaN → None
@@ -139,7 +142,7 @@ def trend(db) -> list[dict[str, Any]]:
     """Every finished run, oldest first, with its trend metrics."""
     with db.read() as session:
         runs = session.execute(select(EvalRun).where(EvalRun.status == DONE).order_by(EvalRun.id)).scalars().all()
-        return [{"run": r.id, "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at)),
+        return [{"run": r.id, "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at)), "pipeline": r.pipeline,
                  "new documents": r.documents, "questions": r.questions,
                  **{m: r.metrics.get(m) for m in TREND_METRICS}} for r in runs]  # fmt: skip
 
@@ -154,8 +157,9 @@ def write_report(db, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     rows = trend(db)
     header = ["run", "date", "new documents", "questions", *TREND_METRICS]
-    lines = ["# Nightly evaluation: the trend", "", f"Pipeline: {PIPELINE}. Questions are generated from the documents "
-             "indexed since the run before; a run with no new documents has no scores.", "",
+    pipelines = ", ".join(dict.fromkeys(row["pipeline"] for row in rows)) or PIPELINE
+    lines = ["# Nightly evaluation: the trend", "", (f"Pipeline: {pipelines}. Questions are generated from the documents "
+             "indexed since the run before; a run with no new documents has no scores."), "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]  # fmt: skip
     for row in rows:
         lines.append("| " + " | ".join("–" if row[h] is None else f"{row[h]:.2f}" if isinstance(row[h], float) else str(row[h])

@@ -3,9 +3,12 @@
 Introduced in notebook 08 (from notebook to service).
 
 - `retrieve`: hybrid retrieval (dense + BM25 fused by reciprocal rank fusion, `lessons.retrieval`) over
-  one consistent snapshot of the live index. **Switching to hybrid + rerank is one line**: wrap the
-  fused retriever in `retrieve` below with the lead's cross-encoder from `lessons.retrieval.rerank` (see the
-  comment there); nothing else changes.
+  one consistent snapshot of the live index, then the course's reranker: the fused top `RERANK_CANDIDATES`
+  reordered by `lessons.retrieval.rerank.default_reranker` — the packaged cross-encoder for English questions, the
+  fused order kept for Chinese ones (the English model pushes good Chinese passages down, notebook 02).
+  `AGENTIC_RAG_SERVICE_RERANKER=none` turns the reranker off (the hybrid order alone, e.g. when search
+  latency matters more than order: `benchmarks/bench_service.py` measures both); `AGENTIC_RAG_RERANKER`
+  chooses the cross-encoder, as everywhere in the course.
 - `answer`: notebook 05's research agent (`lessons.agents.three_agents.research`) writes an answer from the
   top chunks only and cites them; the citations name the file, the page and the chunk.
 """
@@ -15,13 +18,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from langchain_core.documents import Document
+from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
 
 from lessons.evaluation.pipelines import K, PipelineResult
 from lessons.retrieval import hybrid_retriever
 
-CANDIDATES = 10  # each first-stage list before fusion (as lessons.retrieval.document_processor)
+CANDIDATES = 10  # each first-stage list before fusion, without a reranker (as lessons.retrieval.document_processor)
+RERANK_CANDIDATES = 20  # the fused list the reranker reads (lessons.retrieval.document_processor.RERANK_CANDIDATES)
+MAX_K = 50  # the most chunks a request may ask for (service.api)
 
 
 @dataclass
@@ -31,19 +36,34 @@ class Snapshot:
     generations: dict[str, int]
 
 
-def retrieve(index, snapshot: Snapshot, question: str, k: int = K, candidates: int = CANDIDATES) -> list[Document]:
-    """The best `k` chunks for `question` among the snapshot's generations (hybrid: dense + BM25, RRF)."""
+def service_reranker(name: str = "default") -> BaseDocumentCompressor | None:
+    """The reranker a setting names: "default" → `lessons.retrieval.rerank.default_reranker` (keeping up to `MAX_K`), "none" → None."""
+    if name == "none":
+        return None
+    if name != "default":
+        raise ValueError(f"reranker {name!r}: use 'default' (the course's reranker) or 'none' (the hybrid order)")
+    from lessons.retrieval.rerank import default_reranker
+
+    return default_reranker(top_n=MAX_K)
+
+
+def retrieve(index, snapshot: Snapshot, question: str, k: int = K, candidates: int | None = None,
+             reranker: BaseDocumentCompressor | None = None) -> list[Document]:  # fmt: skip
+    """The best `k` chunks for `question` among the snapshot's generations.
+
+    Hybrid (dense + BM25, RRF) over `candidates` chunks per first stage (default: `RERANK_CANDIDATES` with a
+    reranker, `CANDIDATES` without); with `reranker` (the service passes `service_reranker()`), the fused
+    list reordered by it — each chunk's reranker score in `metadata["score"]`.
+    """
     if not snapshot.generations:
         return []
-    size = max(k, candidates)
+    size = max(k, candidates or (RERANK_CANDIDATES if reranker is not None else CANDIDATES))
     keyword = index.keyword_index(snapshot.generations, size)
     dense = index.dense(snapshot.generations, size)
-    if keyword is None:
-        return dense.invoke(question)[:k]
-    fused = hybrid_retriever(dense, keyword, k=size)
-    # Hybrid + rerank, once lessons.retrieval.rerank has the cross-encoder: replace the next line by
-    #     ranked = <cross-encoder reranker>.compress_documents(fused.invoke(question), question)
-    ranked = fused.invoke(question)
+    first_stage = dense if keyword is None else hybrid_retriever(dense, keyword, k=size)
+    ranked = first_stage.invoke(question)[:size]
+    if reranker is not None:
+        ranked = list(reranker.compress_documents(ranked, question))
     return ranked[:k]
 
 

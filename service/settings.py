@@ -16,6 +16,7 @@ Introduced in notebook 08 (from notebook to service). Each storage is a setting,
 | `AGENTIC_RAG_SERVICE_RETIRE_SECONDS` | how long replaced chunks stay in the index for searches already running | `10` |
 | `AGENTIC_RAG_SERVICE_POLL_SECONDS` | how often an idle worker looks for jobs | `0.5` |
 | `AGENTIC_RAG_SERVICE_WORKERS` | ingestion worker threads inside the API process (0: run `python -m service worker` instead, needs a Chroma server) | `1` |
+| `AGENTIC_RAG_SERVICE_RERANKER` | `default`: the hybrid top 20 reordered by `lessons.retrieval.rerank.default_reranker` (the cross-encoder for English, the fused order for Chinese); `none`: the hybrid order alone | `default` |
 | `AGENTIC_RAG_SERVICE_URL` | where the nightly job finds the running service | `http://127.0.0.1:8008` |
 | `AGENTIC_RAG_SERVICE_HOST`, `AGENTIC_RAG_SERVICE_PORT` | where `python -m service api` listens | `127.0.0.1`, `8008` |
 """
@@ -30,6 +31,7 @@ from lessons.ingest.files import IngestLimits
 from lessons.core.settings import SettingsError, _int, get_settings
 
 API_KEY_VARIABLE = "AGENTIC_RAG_SERVICE_API_KEY"
+RERANKERS = ("default", "none")  # AGENTIC_RAG_SERVICE_RERANKER: service.pipeline.service_reranker
 
 
 def _float(name: str, default: float) -> float:
@@ -62,6 +64,7 @@ class ServiceSettings:
     port: int
     workers: int = 1
     url: str = "http://127.0.0.1:8008"
+    reranker: str = "default"
 
     def __repr__(self) -> str:  # the key never appears in a log line or a traceback
         fields = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "api_key"}
@@ -82,6 +85,7 @@ class ServiceSettings:
             "file store": f"folder {self.file_store}",
             "index": f"Chroma server {self.chroma_url}" if self.chroma_url else f"embedded Chroma in {self.data_dir / 'chroma'}",
             "collection": self.collection,
+            "reranker": self.reranker,
         }
 
 
@@ -106,6 +110,10 @@ def load_service_settings() -> ServiceSettings:
             "sqlite:///path/service.sqlite or postgresql+psycopg://user:password@127.0.0.1:5432/service"
         )
     port = _int("AGENTIC_RAG_SERVICE_PORT", 8008)
+    reranker = os.environ.get("AGENTIC_RAG_SERVICE_RERANKER", "").strip().lower() or "default"
+    if reranker not in RERANKERS:
+        raise SettingsError(f"AGENTIC_RAG_SERVICE_RERANKER={reranker!r} — use 'default' (hybrid, then the course's "
+                            "reranker) or 'none' (the hybrid order alone)")  # fmt: skip
     return ServiceSettings(
         api_key=os.environ.get(API_KEY_VARIABLE, "").strip() or None,
         data_dir=data_dir,
@@ -122,4 +130,5 @@ def load_service_settings() -> ServiceSettings:
         port=port,
         workers=int(_float("AGENTIC_RAG_SERVICE_WORKERS", 1)),
         url=(os.environ.get("AGENTIC_RAG_SERVICE_URL", "").strip() or f"http://127.0.0.1:{port}").rstrip("/"),
+        reranker=reranker,
     )

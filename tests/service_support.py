@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 
 from lessons.core.local_server import free_port
+from service.client import Running
+from service.client import ServiceProcess as _ServiceProcess
+from service.client import wait_for_jobs as _wait_for_jobs
+
+__all__ = ["API_KEY", "Postgres", "Running", "ServiceProcess", "document_text", "service_env", "upload", "wait_for_jobs",
+           "wait_until"]
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "test-key-not-secret"
@@ -39,58 +43,8 @@ def service_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-class Running:
-    """A `python -m service …` process and its log."""
-
-    def __init__(self, args: list[str], env: dict[str, str], log: Path):
-        self.log_path = log
-        self._log = log.open("a")
-        self.process = subprocess.Popen([sys.executable, "-m", "service", *args], cwd=ROOT, env=env,
-                                        stdout=self._log, stderr=subprocess.STDOUT)  # fmt: skip
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-4000:]
-
-    def kill(self) -> None:
-        """SIGKILL: no clean-up of any kind runs."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-        self._log.close()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._log.close()
-
-
-class ServiceProcess(Running):
-    """`python -m service api` on a free port of 127.0.0.1, ready when /v1/health answers."""
-
-    def __init__(self, env: dict[str, str], log: Path, port: int | None = None, workers: int | None = None,
-                 timeout: float = 90):  # fmt: skip
-        self.port = port or free_port()
-        args = ["api", "--host", "127.0.0.1", "--port", str(self.port), "--no-access-log", "--log-level", "warning"]
-        if workers is not None:
-            args += ["--workers", str(workers)]
-        super().__init__(args, env, log)
-        self.url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(f"{self.url}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the service did not start: {self.log()}")
-            time.sleep(0.2)
+class ServiceProcess(_ServiceProcess):
+    """`service.client.ServiceProcess` (the service on a free port of 127.0.0.1), with raw httpx clients for the tests."""
 
     def client(self, key: str | None = API_KEY) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers={"X-API-Key": key} if key else {}, timeout=60)
@@ -102,20 +56,10 @@ def upload(client: httpx.Client, name: str, content: bytes) -> dict:
     return reply.json()
 
 
-def wait_for_jobs(client: httpx.Client, job_ids, timeout: float = 120, states=("done", "failed", "cancelled", "superseded")) -> dict[int, dict]:
-    """Poll until every job is in a final state; the jobs by id. Fails after `timeout` seconds."""
-    pending, jobs = set(job_ids), {}
-    deadline = time.monotonic() + timeout
-    while pending:
-        for job_id in list(pending):
-            job = client.get(f"/v1/jobs/{job_id}").json()
-            if job["status"] in states:
-                jobs[job_id] = job
-                pending.discard(job_id)
-        if pending:
-            assert time.monotonic() < deadline, f"jobs {sorted(pending)[:10]} not finished after {timeout} s"
-            time.sleep(0.2)
-    return jobs
+def wait_for_jobs(client: httpx.Client, job_ids, timeout: float = 120) -> dict[int, dict]:
+    """Poll until every job is in a final state; the jobs (JSON) by id. Fails after `timeout` seconds
+    (`service.client.wait_for_jobs`, over a raw httpx client)."""
+    return _wait_for_jobs(lambda job_id: client.get(f"/v1/jobs/{job_id}").json(), job_ids, timeout=timeout, every=0.2)
 
 
 def wait_until(condition, timeout: float = 30, every: float = 0.2, what: str = "condition"):

@@ -12,11 +12,14 @@ from pydantic import BaseModel
 from checks import run_check
 from checks.nb00 import check_cosine_similarity, check_grade_schema
 from lessons.core import i18n
-from lessons.core.i18n import LanguageError, course_language, folder_language, notebook_folder, setting_language, t
+from lessons.core.i18n import LanguageError, course_language, folder_language, notebook_folder, setting_language, t, t_labels
 from lessons.core.settings import PROJECT_ROOT
 
 TRANSLATED = sorted(m.stem for m in (PROJECT_ROOT / "masters").glob("[0-9][0-9]_*.py")
                     if 'lang="zh"' in m.read_text(encoding="utf-8"))
+# The lessons modules whose learner-facing text (findings, summary tables) goes through t().
+TRANSLATED_HELPERS = sorted(p.stem for p in (PROJECT_ROOT / "lessons").glob("*.py")
+                            if p.stem != "i18n" and "from lessons.core.i18n import t" in p.read_text(encoding="utf-8"))
 
 
 @pytest.fixture
@@ -85,6 +88,32 @@ def test_t_translates_and_formats_and_a_missing_translation_is_an_error(no_setti
         t("not in any table")
 
 
+def test_t_labels_translates_the_listed_labels_for_display_and_leaves_the_rest(no_setting, monkeypatch, tmp_path):
+    """Issue 22: the summary tables' headers are translated where a master displays them, not where code reads them."""
+    import pandas as pd
+
+    root = _course(tmp_path)
+    table = pd.DataFrame({"language": ["en"], "chunks": [3], "hit@5": [0.5]}).set_index("language")
+    monkeypatch.chdir(root / "notebooks")
+    assert t_labels(table, ["language", "chunks"]) is table, "English: the very table, displayed as before"
+    styler = table.style.format({"chunks": "{:.1f}"})
+    assert t_labels(styler, ["chunks"]) is styler
+    monkeypatch.chdir(root / "notebooks" / "zh")
+    shown = t_labels(table, ["language", "chunks"])
+    assert list(shown.columns) == ["块", "hit@5"] and shown.index.name == "语言", "metric names stay"
+    assert list(table.columns) == ["chunks", "hit@5"] and table.index.name == "language", "the table itself is unchanged"
+    nested = pd.concat({"recall@5": table, "MRR@10": table}, axis=1)
+    assert list(t_labels(nested, ["chunks"]).columns) == [("recall@5", "块"), ("recall@5", "hit@5"),
+                                                          ("MRR@10", "块"), ("MRR@10", "hit@5")]
+    assert list(t_labels(table.T, ["chunks"]).index) == ["块", "hit@5"], "row labels too"
+    assert list(t_labels(table["chunks"], ["language"]).index.names) == ["语言"], "a Series"
+    html = t_labels(table.style.format({"chunks": "{:.1f}"}).highlight_max(subset=["hit@5"]),
+                    ["language", "chunks"]).to_html()
+    assert ">块<" in html and ">语言<" in html and ">3.0<" in html, "a Styler: its formats still name the English column"
+    with pytest.raises(KeyError, match="no zh translation of 'not in any table'"):
+        t_labels(table, ["not in any table"])
+
+
 class _NoField(BaseModel):
     pass
 
@@ -114,12 +143,18 @@ def test_checks_speak_the_notebooks_language(no_setting, monkeypatch, tmp_path, 
 
 
 def _t_keys(master_text: str) -> set[str]:
-    """The first argument of every t("…") call in a master's code."""
+    """The first argument of every t("…") call in a master's code, and the keys of every t_labels(table, […])."""
     keys = set()
     for node in ast.walk(ast.parse(master_text)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "t":
             assert node.args and isinstance(node.args[0], ast.Constant), f"t() needs a literal key: {ast.unparse(node)}"
             keys.add(node.args[0].value)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "t_labels":
+            listed = node.args[1] if len(node.args) == 2 else None
+            assert isinstance(listed, ast.List | ast.Tuple) and all(
+                isinstance(key, ast.Constant) and isinstance(key.value, str) for key in listed.elts), (
+                f"t_labels() needs a literal list of keys: {ast.unparse(node)}")
+            keys.update(key.value for key in listed.elts)
     return keys
 
 
@@ -131,6 +166,24 @@ def test_a_translated_notebook_has_chinese_for_every_string_its_code_prints(name
     assert not missing, f"masters/{name}.py: no Chinese in lessons/core/i18n.py ZH for {missing}"
     for key in keys:
         assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), f"{key!r}: placeholders differ"
+
+
+@pytest.mark.parametrize("name", TRANSLATED_HELPERS)
+def test_a_translated_helper_has_chinese_for_every_string_it_renders(name):
+    """Issue 22: the findings and table headers that lessons/ helpers render speak the notebook's language too."""
+    keys = _t_keys((PROJECT_ROOT / "lessons" / f"{name}.py").read_text(encoding="utf-8"))
+    assert keys, f"lessons/{name}.py imports t but renders nothing through it"
+    missing = sorted(keys - set(i18n.ZH))
+    assert not missing, f"lessons/{name}.py: no Chinese in lessons/core/i18n.py ZH for {missing}"
+    for key in keys:
+        assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), f"{key!r}: placeholders differ"
+        assert sorted(re.findall(r"\{[^{}]*\}", key)) == sorted(re.findall(r"\{[^{}]*\}", i18n.ZH[key])), (
+            f"{key!r}: format specs differ")
+
+
+def test_the_helpers_that_render_findings_are_translated():
+    assert {"chunk_evaluation", "retrieval_evaluation", "qa_transform", "grading", "three_agent_eval", "evaluation",
+            "deep_research_eval", "usage"} <= set(TRANSLATED_HELPERS)
 
 
 @pytest.mark.parametrize("name", TRANSLATED)

@@ -34,6 +34,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
+from lessons.core.i18n import t
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
 from lessons.retrieval.rerank import RELEVANCE_PROMPTS, LLMRelevanceScorer
@@ -529,16 +530,16 @@ def goal_table(results: Sequence[LoopResult], min_abstention: float = 0.95, min_
     for language in ("en", "zh"):
         group = [r for r in results if r.language == language]
         for goal, items, hit, target in (
-            ("abstention (out-of-KB)", [r for r in group if not r.answerable], lambda r: r.gated_outcome == "not_in_kb",
+            (t("abstention (out-of-KB)"), [r for r in group if not r.answerable], lambda r: r.gated_outcome == "not_in_kb",
              min_abstention),
-            ("first-round stop (in-KB)", [r for r in group if r.answerable], lambda r: r.first_round_stop, min_first_round),
+            (t("first-round stop (in-KB)"), [r for r in group if r.answerable], lambda r: r.first_round_stop, min_first_round),
         ):
             k, n = sum(map(hit, items)), len(items)
             low, high = wilson_interval(k, n)
             rows.append({"language": language, "goal": goal, "target": target, "measured": k / n if n else None,
                          "count": f"{k}/{n}", "95% interval": f"{low:.2f}–{high:.2f}",
-                         "verdict": "no data" if not n else "met" if k / n >= target else
-                         "missed (the interval reaches the target)" if high >= target else "missed"})
+                         "verdict": t("no data") if not n else t("met") if k / n >= target else
+                         t("missed (the interval reaches the target)") if high >= target else t("missed")})
     return rows
 
 
@@ -552,7 +553,7 @@ def gate_findings(results: Sequence[LoopResult], menu, goals, evidence_in_top_k:
     from lessons.core.prose import direction, pct, share
 
     lines = []
-    for language, label in (("en", "English"), ("zh", "Chinese")):
+    for language, label in (("en", t("English")), ("zh", t("Chinese"))):
         group = [r for r in results if r.language == language]
         outside = [r for r in group if not r.answerable]
         inside = [r for r in group if r.answerable]
@@ -560,16 +561,19 @@ def gate_findings(results: Sequence[LoopResult], menu, goals, evidence_in_top_k:
         ungated_answered = sum(r.ungated_outcome == "answered" for r in outside)
         row = menu.loc[language]
         ce_auc, p_auc = row["separation, cross-encoder"], row["separation, P(yes)"]
-        lines.append(
-            f"- **{label}, calibration:** t₁ = {row['t₁ cross-encoder']:.2f} (cross-encoder), t₂ = {row['t₂ P(yes)']:.2f} "
-            f"(P(yes)); separation {ce_auc:.2f} for the cross-encoder's best score and {p_auc:.2f} for the best P(yes) — "
-            f"the {'cross-encoder' if ce_auc > p_auc else 'chat model' if p_auc > ce_auc else 'two alike'} "
-            f"{'separates better' if ce_auc != p_auc else ''}.".replace(" .", "."))
+        lines.append(t(
+            "- **{label}, calibration:** t₁ = {t1:.2f} (cross-encoder), t₂ = {t2:.2f} (P(yes)); separation {ce_auc:.2f} "
+            "for the cross-encoder's best score and {p_auc:.2f} for the best P(yes) — {better}.", label=label,
+            t1=row["t₁ cross-encoder"], t2=row["t₂ P(yes)"], ce_auc=ce_auc, p_auc=p_auc,
+            better=t("the cross-encoder separates better") if ce_auc > p_auc else
+            t("the chat model separates better") if p_auc > ce_auc else t("the two alike")))
         if outside:
-            lines.append(
-                f"- **{label}, out-of-KB:** the gate abstained on {share(gated_abstained, len(outside))}; without it the "
-                f"pipeline answered {share(ungated_answered, len(outside))} of these questions from chunks that do not hold "
-                f"the answer — {'hallucinations the gate caught' if ungated_answered else 'no hallucination to catch in this sample'}.")
+            lines.append(t(
+                "- **{label}, out-of-KB:** the gate abstained on {abstained}; without it the pipeline answered {answered} "
+                "of these questions from chunks that do not hold the answer — {caught}.", label=label,
+                abstained=share(gated_abstained, len(outside)), answered=share(ungated_answered, len(outside)),
+                caught=t("hallucinations the gate caught") if ungated_answered else
+                t("no hallucination to catch in this sample")))
         if inside:
             first = sum(r.first_round_stop for r in inside)
             gated = sum(r.gated_outcome == "answered" for r in inside)
@@ -577,22 +581,26 @@ def gate_findings(results: Sequence[LoopResult], menu, goals, evidence_in_top_k:
             ceiling = [evidence_in_top_k[r.id] for r in inside if r.id in evidence_in_top_k]
             held = sum(ceiling)
             if held > first:
-                reading = "retrieval left room: the gate refused some questions whose evidence was there"
+                reading = t("retrieval left room: the gate refused some questions whose evidence was there")
             elif held == first and held < len(ceiling):
-                reading = f"retrieval was the limit: first-round stops cannot exceed {pct(held / len(ceiling))} with this top {k}"
+                reading = t("retrieval was the limit: first-round stops cannot exceed {share} with this top {k}",
+                            share=pct(held / len(ceiling)), k=k)
             elif held == first:
-                reading = "retrieval and gate agree on every question"
+                reading = t("retrieval and gate agree on every question")
             else:
-                reading = "the gate also let through questions whose top chunks hold no evidence quote word for word"
-            lines.append(
-                f"- **{label}, in-KB:** answered {share(gated, len(inside))} gated against {share(ungated, len(inside))} "
-                f"ungated; {share(first, len(inside))} in the first round. The reranked top {k} held the evidence for "
-                f"{share(held, len(ceiling))} of them — {reading}.")
+                reading = t("the gate also let through questions whose top chunks hold no evidence quote word for word")
+            lines.append(t(
+                "- **{label}, in-KB:** answered {gated} gated against {ungated} ungated; {first} in the first round. The "
+                "reranked top {k} held the evidence for {held} of them — {reading}.", label=label,
+                gated=share(gated, len(inside)), ungated=share(ungated, len(inside)), first=share(first, len(inside)), k=k,
+                held=share(held, len(ceiling)), reading=reading))
     for _, goal in goals.iterrows():
-        lines.append(f"- **Goal, {goal['language']} {goal['goal']}:** {goal['count']} "
-                     f"({'n/a' if goal['measured'] is None else pct(goal['measured'])}, 95% interval {goal['95% interval']}) "
-                     f"against ≥ {pct(goal['target'])} — {goal['verdict']}.")
+        lines.append(t("- **Goal, {language} {goal}:** {count} ({measured}, 95% interval {interval}) against ≥ {target} — "
+                       "{verdict}.", language=goal["language"], goal=goal["goal"], count=goal["count"],
+                       measured="n/a" if goal["measured"] is None else pct(goal["measured"]),
+                       interval=goal["95% interval"], target=pct(goal["target"]), verdict=goal["verdict"]))
     rounds = sum(r.rounds for r in results) / max(len(results), 1)
-    lines.append(f"- **Cost:** {rounds:.2f} rounds per question on average (cap {max_rounds}); "
-                 f"{sum(r.gated_calls for r in results) / max(len(results), 1):.1f} chat-model calls per question gated.")
+    lines.append(t("- **Cost:** {rounds:.2f} rounds per question on average (cap {max_rounds}); {calls:.1f} chat-model "
+                   "calls per question gated.", rounds=rounds, max_rounds=max_rounds,
+                   calls=sum(r.gated_calls for r in results) / max(len(results), 1)))
     return "\n".join(lines)

@@ -20,9 +20,11 @@ _EXPORTS = {
     "index_documents": "lessons.core.vectorstore",
     "invoke_structured": "lessons.core.structured",
     "model_banner": "lessons.core.models",
+    "num": "lessons.core.prose",
     "open_store": "lessons.core.vectorstore",
     "store_location": "lessons.core.vectorstore",
     "t": "lessons.core.i18n",
+    "t_labels": "lessons.core.i18n",
 }
 
 __all__ = [
@@ -36,9 +38,11 @@ __all__ = [
     "index_documents",
     "invoke_structured",
     "model_banner",
+    "num",
     "open_store",
     "store_location",
     "t",
+    "t_labels",
 ]
 
 

@@ -18,6 +18,8 @@ from typing import Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
+from lessons.core.i18n import t
+
 # US$ per million tokens for deepseek-chat (cache-miss input, output), from DeepSeek's price page,
 # September 2025. Override with DEEPSEEK_PRICE_INPUT / DEEPSEEK_PRICE_OUTPUT when prices change.
 DEEPSEEK_PRICE_PER_MTOK = {"input": 0.28, "output": 0.42}
@@ -109,11 +111,10 @@ class UsageTracker(BaseCallbackHandler):
 
     def report(self) -> str:
         """One line for the end of a notebook."""
-        t = self.totals
-        return (
-            f"LLM calls: {t.calls} (+{t.cached_calls} from cache) · tokens: {t.input_tokens:,} in, "
-            f"{t.output_tokens:,} out · DeepSeek cost: ${t.cost_usd:.4f}"
-        )
+        totals = self.totals
+        return t("LLM calls: {calls} (+{cached} from cache) · tokens: {input:,} in, {output:,} out · DeepSeek cost: ${cost:.4f}",
+                 calls=totals.calls, cached=totals.cached_calls, input=totals.input_tokens, output=totals.output_tokens,
+                 cost=totals.cost_usd)
 
 
 USAGE = UsageTracker()

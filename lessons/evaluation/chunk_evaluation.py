@@ -27,6 +27,7 @@ from langchain_core.embeddings import Embeddings
 from lessons.chunking.base import Chunker, number_chunks
 from lessons.chunking.markdown_blocks import ATOMIC_KINDS, Block, atomic_blocks
 from lessons.chunking.strategies import cached_embeddings, parents_of
+from lessons.core.i18n import t
 from lessons.evaluation.metrics import hit_at_k, mrr_at_k, relevance_labels
 from lessons.ingest.corpus import GoldQuestion
 from lessons.retrieval.index import build_index
@@ -303,36 +304,38 @@ def comparison_findings(rows: Sequence[dict], baseline: str, k: int = 5) -> str:
         raise ValueError(f"the baseline {baseline!r} is not among the measured strategies {strategies}: "
                          "add it to STRATEGIES or choose another BASELINE")
     lines = []
-    for language, title in (("en", "English"), ("zh", "Chinese")):
+    for language, title in (("en", t("English")), ("zh", t("Chinese"))):
         table = {row["strategy"]: row for row in rows if row["language"] == language}
         if not table or not table[baseline]["questions"]:
             continue
         n = table[baseline]["questions"]
         base = table[baseline]
-        lines.append(f"**{title}** ({n} questions; one question moves hit@{k} by {1 / n:.2f}):")
-        lines.append("- " + _extremes(table, f"hit@{k}", 2) + "; " + _extremes(table, f"MRR@{k}", 2) + ".")
+        lines.append(t("**{title}** ({n} questions; one question moves hit@{k} by {step:.2f}):", title=title, n=n, k=k,
+                       step=1 / n))
+        lines.append("- " + t("{first}; {second}.", first=_extremes(table, f"hit@{k}", 2), second=_extremes(table, f"MRR@{k}", 2)))
         for name, row in table.items():
             if name != baseline:
                 lines.append(f"- {_against_baseline(name, row, base, baseline, n, k)}")
-        lines.append("- " + _extremes(table, "clean end %", 0, "chunks that end at a sentence or line end") + ".")
+        lines.append("- " + t("{text}.", text=_extremes(table, "clean end %", 0, t("chunks that end at a sentence or line end"))))
         split = [row["quotes split %"] for row in table.values() if row["quotes split %"] == row["quotes split %"]]
         if split and max(split) == 0:
-            lines.append("- No strategy returned a gold evidence quote cut in two.")
+            lines.append("- " + t("No strategy returned a gold evidence quote cut in two."))
         elif split:
-            lines.append("- " + _extremes(table, "quotes split %", 1, "gold quotes cut in two") + ".")
-        lines.append("- " + _extremes(table, "tables+code intact %", 0, "tables, code blocks and formulas returned whole") + ".")
+            lines.append("- " + t("{text}.", text=_extremes(table, "quotes split %", 1, t("gold quotes cut in two"))))
+        lines.append("- " + t("{text}.", text=_extremes(table, "tables+code intact %", 0,
+                                                         t("tables, code blocks and formulas returned whole"))))
         longest = max(table, key=lambda name: table[name]["max chars"])
-        lines.append(f"- The longest chunk is {table[longest]['max chars']:.0f} characters ({longest}); the baseline's "
-                     f"median is {base['median returned chars']:.0f}.")
+        lines.append("- " + t("The longest chunk is {longest:.0f} characters ({name}); the baseline's median is {median:.0f}.",
+                              longest=table[longest]["max chars"], name=longest, median=base["median returned chars"]))
         lines.append("")
     wins = [_best(rows, language, f"hit@{k}") & _best(rows, language, f"MRR@{k}") for language in LANGUAGES
             if any(row["language"] == language and row["questions"] for row in rows)]
     everywhere = set.intersection(*wins) if wins else set()
     if everywhere:
-        lines.append(f"**{', '.join(sorted(everywhere))}** has the highest hit@{k} and MRR@{k} in every language "
-                     "measured here — by how many questions, the lines above say.")
+        lines.append(t("**{names}** has the highest hit@{k} and MRR@{k} in every language measured here — by how many "
+                       "questions, the lines above say.", names=", ".join(sorted(everywhere)), k=k))
     else:
-        lines.append(f"No strategy has the highest hit@{k} and MRR@{k} in every language measured here.")
+        lines.append(t("No strategy has the highest hit@{k} and MRR@{k} in every language measured here.", k=k))
     return "\n".join(lines)
 
 
@@ -345,15 +348,22 @@ def _median_length(documents: Sequence[Document], language: str) -> float:
 def _extremes(table: dict[str, dict], column: str, digits: int, what: str = "") -> str:
     """ "column: from low (strategies) to high (strategies)", or one value when every strategy has it."""
     values = {name: row[column] for name, row in table.items() if row[column] == row[column]}
-    label = f"{column} ({what})" if what else column
+    label = t("{column} ({what})", column=_column_name(column), what=what) if what else column
     if not values:
-        return f"{label}: not measured"
+        return t("{label}: not measured", label=label)
     low, high = min(values.values()), max(values.values())
     if low == high:
-        return f"{label}: {low:.{digits}f} for every strategy"
+        return t("{label}: {value} for every strategy", label=label, value=f"{low:.{digits}f}")
     lowest = ", ".join(name for name, value in values.items() if value == low)
     highest = ", ".join(name for name, value in values.items() if value == high)
-    return f"{label}: from {low:.{digits}f} ({lowest}) to {high:.{digits}f} ({highest})"
+    return t("{label}: from {low} ({lowest}) to {high} ({highest})", label=label, low=f"{low:.{digits}f}", lowest=lowest,
+             high=f"{high:.{digits}f}", highest=highest)
+
+
+def _column_name(column: str) -> str:
+    """A `compare_strategy` column as a findings line names it, in the course language."""
+    return {"clean end %": t("clean end %"), "quotes split %": t("quotes split %"),
+            "tables+code intact %": t("tables+code intact %")}.get(column, column)
 
 
 def _against_baseline(name: str, row: dict, base: dict, baseline: str, n: int, k: int) -> str:
@@ -361,16 +371,25 @@ def _against_baseline(name: str, row: dict, base: dict, baseline: str, n: int, k
     questions = round((row[f"hit@{k}"] - base[f"hit@{k}"]) * n)
     mrr = row[f"MRR@{k}"] - base[f"MRR@{k}"]
     if questions == 0:
-        found = f"finds evidence in the top {k} for as many questions as {baseline}"
+        found = t("finds evidence in the top {k} for as many questions as {baseline}", k=k, baseline=baseline)
+    elif questions == 1:
+        found = t("finds evidence in the top {k} for {count} question more than {baseline}", k=k, count=1, baseline=baseline)
+    elif questions > 0:
+        found = t("finds evidence in the top {k} for {count} questions more than {baseline}", k=k, count=questions,
+                  baseline=baseline)
+    elif questions == -1:
+        found = t("finds evidence in the top {k} for {count} question fewer than {baseline}", k=k, count=1, baseline=baseline)
     else:
-        found = (f"finds evidence in the top {k} for {abs(questions)} question{'s' if abs(questions) != 1 else ''} "
-                 f"{'more' if questions > 0 else 'fewer'} than {baseline}")
+        found = t("finds evidence in the top {k} for {count} questions fewer than {baseline}", k=k, count=-questions,
+                  baseline=baseline)
     if abs(questions) == 1:
-        found += " (one question: read it as a tie)"
-    ranked = "ranks it the same" if round(mrr, 2) == 0 else f"ranks it {'higher' if mrr > 0 else 'lower'} (MRR {mrr:+.2f})"
+        found += t(" (one question: read it as a tie)")
+    ranked = (t("ranks it the same") if round(mrr, 2) == 0 else
+              t("ranks it higher (MRR {mrr:+.2f})", mrr=mrr) if mrr > 0 else t("ranks it lower (MRR {mrr:+.2f})", mrr=mrr))
     longer = row["median returned chars"] / base["median returned chars"] if base["median returned chars"] else float("nan")
-    size = f"; its returned texts have a median of {row['median returned chars']:.0f} characters ({longer:.1f}× the baseline's)"
-    return f"{name} {found}, and {ranked}{size}."
+    size = t("; its returned texts have a median of {median:.0f} characters ({ratio:.1f}× the baseline's)",
+             median=row["median returned chars"], ratio=longer)
+    return t("{name} {found}, and {ranked}{size}.", name=name, found=found, ranked=ranked, size=size)
 
 
 def _best(rows: Sequence[dict], language: str, column: str) -> set[str]:

@@ -19,6 +19,7 @@ import pandas as pd
 from langchain_core.language_models import BaseChatModel
 
 from lessons.agents.deep_research import FULL_TEXT, DeepResearchAgent, Observation
+from lessons.core.i18n import t
 from lessons.evaluation.metrics import quotes_found
 from lessons.evaluation.pipelines import Pipeline, judge_completeness, metered
 from lessons.evaluation.three_agent_eval import contradiction_handling
@@ -182,29 +183,35 @@ def comparison_findings(runs: Sequence[MethodRun]) -> list[str]:
     n = int(deep["questions"])
     right = {m: int(table.loc[table["method"] == m, "correct"].fillna(0).sum()) for m in (DEEP, SINGLE_SHOT)}
     gap = right[DEEP] - right[SINGLE_SHOT]
-    verdict = (f"deep research answered {gap} more correctly" if gap > 0 else
-               f"single-shot answered {-gap} more correctly" if gap < 0 else "the same count")
+    verdict = (t("deep research answered {gap} more correctly", gap=gap) if gap > 0 else
+               t("single-shot answered {gap} more correctly", gap=-gap) if gap < 0 else t("the same count"))
     failures = int(summary["judge failures"].sum())
-    lines = [f"**Correct: deep research {right[DEEP]} of {n}, single-shot hybrid {right[SINGLE_SHOT]} of {n}** — "
-             f"{verdict}. One question moves a share by {1 / n:.2f}: read directions, not decimals"
-             + (f"; {failures} judge failure(s), counted, not guessed." if failures else ".")]
+    lines = [t("**Correct: deep research {deep} of {n}, single-shot hybrid {shot} of {n}** — {verdict}. One question moves "
+               "a share by {step:.2f}: read directions, not decimals", deep=right[DEEP], n=n, shot=right[SINGLE_SHOT],
+               verdict=verdict, step=1 / n)
+             + (t("; {failures} judge failure(s), counted, not guessed.", failures=failures) if failures else t("."))]
     recall = compare_methods(runs, by="type")["evidence recall"]
     parts = []
     for kind in dict.fromkeys(table["type"]):
         d, s = recall.loc[(DEEP, kind)], recall.loc[(SINGLE_SHOT, kind)]
-        parts.append(f"{kind.replace('_', '-')} {d:.2f} against {s:.2f} ({_direction(d, s, 'deep research read more', 'single-shot read more')})")
-    lines.append("**Evidence recall** (deep research against single-shot): " + "; ".join(parts) + ".")
+        parts.append(t("{kind} {deep:.2f} against {shot:.2f} ({who})", kind=kind.replace("_", "-"), deep=d, shot=s,
+                       who=_direction(d, s, t("deep research read more"), t("single-shot read more"), t("the same"))))
+    lines.append(t("**Evidence recall** (deep research against single-shot): {parts}.", parts=t("; ").join(parts)))
     deep_rows = table[table["method"] == DEEP]
     capped, reading = int(deep_rows["at the cap"].sum()), int((deep_rows["pages read"] > 0).sum())
-    lines.append(f"**Who ended the research**: the step cap in {capped} of {n} questions, the model's own `answer` "
-                 f"in {n - capped}; it read a page in {reading} of {n}.")
+    lines.append(t("**Who ended the research**: the step cap in {capped} of {n} questions, the model's own `answer` in "
+                   "{own}; it read a page in {reading} of {n}.", capped=capped, n=n, own=n - capped, reading=reading))
     token_ratio = deep["tokens"] / shot["tokens"] if shot["tokens"] else float("nan")
     time_ratio = deep["seconds"] / shot["seconds"] if shot["seconds"] else float("nan")
-    lines.append(f"**Cost per question**: {deep['LLM calls']:.1f} model calls and {deep['tokens']:,.0f} tokens against "
-                 f"{shot['LLM calls']:.1f} and {shot['tokens']:,.0f} — {token_ratio:.1f}× the tokens and "
-                 f"{time_ratio:.1f}× the seconds ({deep['seconds']:.0f} s against {shot['seconds']:.0f} s).")
+    lines.append(t("**Cost per question**: {deep_calls:.1f} model calls and {deep_tokens:,.0f} tokens against {shot_calls:.1f} "
+                   "and {shot_tokens:,.0f} — {token_ratio:.1f}× the tokens and {time_ratio:.1f}× the seconds ({deep_seconds:.0f} "
+                   "s against {shot_seconds:.0f} s).", deep_calls=deep["LLM calls"], deep_tokens=deep["tokens"],
+                   shot_calls=shot["LLM calls"], shot_tokens=shot["tokens"], token_ratio=token_ratio, time_ratio=time_ratio,
+                   deep_seconds=deep["seconds"], shot_seconds=shot["seconds"]))
     case = table[table["type"] == "contradiction"]
     if len(case):
-        lines.append("**The contradiction case** (`contradiction_handling`): " + "; ".join(
-            f"{method}: {handling or 'not read'}" for method, handling in zip(case["method"], case["contradiction"])) + ".")
+        methods = {DEEP: t("deep research"), SINGLE_SHOT: t("single-shot hybrid")}
+        lines.append(t("**The contradiction case** (`contradiction_handling`): {cases}.", cases=t("; ").join(
+            t("{method}: {handling}", method=methods.get(method, method), handling=handling or t("not read"))
+            for method, handling in zip(case["method"], case["contradiction"]))))
     return lines

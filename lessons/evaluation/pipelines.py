@@ -46,6 +46,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tracers.context import register_configure_hook
 from pydantic import BaseModel, Field
 
+from lessons.core.i18n import t
 from lessons.core.structured import invoke_structured
 from lessons.core.usage import _price
 from lessons.evaluation.metrics import chunk_recall_at_k, evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k
@@ -786,8 +787,8 @@ def plot_corpora(retrieval: pd.DataFrame, answers: Mapping[str, pd.DataFrame], k
     (no LLM), completeness and out-of-KB abstention on the judged sample, and LLM calls per question."""
     import matplotlib.pyplot as plt
 
-    panels = [("recall", f"recall@{k} (every gold question)"), ("complete", "completeness (judged sample)"),
-              ("abstain", "abstained on out-of-KB (sample)"), ("calls", "LLM calls / question")]  # fmt: skip
+    panels = [("recall", t("recall@{k} (every gold question)", k=k)), ("complete", t("completeness (judged sample)")),
+              ("abstain", t("abstained on out-of-KB (sample)")), ("calls", t("LLM calls / question"))]  # fmt: skip
     data = {"recall": retrieval.pivot_table(index="pipeline", columns="corpus", values=f"recall@{k}", sort=False)}
     for key, column in (("complete", "completeness"), ("abstain", "abstained (out-of-KB)"), ("calls", "LLM calls/question")):
         data[key] = pd.DataFrame({corpus: table[column] for corpus, table in answers.items()}).astype(float)
@@ -797,7 +798,7 @@ def plot_corpora(retrieval: pd.DataFrame, answers: Mapping[str, pd.DataFrame], k
         frame.plot.barh(ax=ax, title=title, xlim=(0, 1.05) if key != "calls" else None, legend=False)
         ax.invert_yaxis()
         ax.set_ylabel("")
-    axes[0].legend(title="corpus", fontsize=8, loc="lower left")
+    axes[0].legend(title=t("corpus"), fontsize=8, loc="lower left")
     fig.tight_layout()
     return fig
 
@@ -825,13 +826,13 @@ def findings_markdown(retrieval: pd.DataFrame, goals: pd.DataFrame, answers: Map
         best = part[f"English {recall}"].astype(float).idxmax()
         row = part.loc[best]
         removed = row[f"{baseline}'s misses removed"]
-        lines.append(
-            f"- **Goals on {corpus}** ({int(row['questions'])} answerable gold questions, no model calls): the best "
-            f"English {recall} is {best}'s {row[f'English {recall}']:.2f} — goal 0.90 "
-            f"{'met' if row['English goal met'] else 'missed'}; it removes "
-            + (f"{removed:.0%}" if removed is not None and not pd.isna(removed) else "none")
-            + f" of {baseline}'s {recall} misses over both languages — goal 50% "
-            f"{'met' if row['misses goal met'] else 'missed'}.")  # fmt: skip
+        lines.append(t(
+            "- **Goals on {corpus}** ({n} answerable gold questions, no model calls): the best English {recall} is "
+            "{best}'s {value:.2f} — goal 0.90 {english_met}; it removes {removed} of {baseline}'s {recall} misses over both "
+            "languages — goal 50% {misses_met}.", corpus=corpus, n=int(row["questions"]), recall=recall, best=best,
+            value=row[f"English {recall}"], english_met=t("met") if row["English goal met"] else t("missed"),
+            removed=f"{removed:.0%}" if removed is not None and not pd.isna(removed) else t("none"), baseline=baseline,
+            misses_met=t("met") if row["misses goal met"] else t("missed")))  # fmt: skip
     if len(corpora) == 2:
         means = retrieval.pivot_table(index="pipeline", columns="corpus", values=recall, sort=False)
         ranks = means.apply(_ranks)
@@ -839,35 +840,43 @@ def findings_markdown(retrieval: pd.DataFrame, goals: pd.DataFrame, answers: Map
         a, b = corpora
         moved = [name for name in ranks.index if ranks.loc[name, a] != ranks.loc[name, b]]
         if not moved:
-            lines.append(f"- **Rank by {recall}**: the same order on both corpora ("
-                         + " > ".join(means[a].sort_values(ascending=False).index) + ").")
+            lines.append(t("- **Rank by {recall}**: the same order on both corpora ({order}).", recall=recall,
+                           order=" > ".join(means[a].sort_values(ascending=False).index)))
         for name in moved:
             deltas = {lang: by_language.loc[name, (b, lang)] - by_language.loc[name, (a, lang)]
                       for lang in ("en", "zh") if (a, lang) in by_language.columns and (b, lang) in by_language.columns}
             lead = max(deltas, key=lambda lang: abs(deltas[lang])) if deltas else None
-            why = (f"; the move comes mostly from {'English' if lead == 'en' else 'Chinese'} questions "
-                   f"({recall} {by_language.loc[name, (a, lead)]:.2f} on {a} → {by_language.loc[name, (b, lead)]:.2f} on {b})"
+            why = (t("; the move comes mostly from {language} questions ({recall} {before:.2f} on {a} → {after:.2f} on {b})",
+                     language=t("English") if lead == "en" else t("Chinese"), recall=recall,
+                     before=by_language.loc[name, (a, lead)], a=a, after=by_language.loc[name, (b, lead)], b=b)
                    if lead else "")
-            lines.append(f"- **{name} changes rank**: {ranks.loc[name, a]} on {a} ({means.loc[name, a]:.2f}), "
-                         f"{ranks.loc[name, b]} on {b} ({means.loc[name, b]:.2f}){why}.")  # fmt: skip
+            lines.append(t("- **{name} changes rank**: {rank_a} on {a} ({mean_a:.2f}), {rank_b} on {b} ({mean_b:.2f}){why}.",
+                           name=name, rank_a=ranks.loc[name, a], a=a, mean_a=means.loc[name, a], rank_b=ranks.loc[name, b],
+                           b=b, mean_b=means.loc[name, b], why=why))  # fmt: skip
         shares = retrieval.drop_duplicates(["corpus", "question_id"]).groupby("corpus")["language"].apply(
             lambda s: (s == "zh").mean())
-        lines.append(f"- Chinese questions are {shares[a]:.0%} of {a}'s answerable gold set and {shares[b]:.0%} of "
-                     f"{b}'s: a technique that helps one language more moves with that share.")  # fmt: skip
+        lines.append(t("- Chinese questions are {share_a:.0%} of {a}'s answerable gold set and {share_b:.0%} of {b}'s: a "
+                       "technique that helps one language more moves with that share.", share_a=shares[a], a=a,
+                       share_b=shares[b], b=b))  # fmt: skip
     for corpus, table in answers.items():
         complete = table["completeness"].astype(float)
         abstain = table["abstained (out-of-KB)"].astype(float)
         calls = table["LLM calls/question"].astype(float)
         lines.append(
-            f"- **Answers on {corpus}** ({int(table['questions'].max())} questions, read directions, not decimals): "
-            f"most complete {complete.idxmax()} ({complete.max():.2f}), "
-            + (f"best abstention {abstain.idxmax()} ({abstain.max():.2f}), " if abstain.notna().any() else "")
-            + f"cheapest {calls.idxmin()} ({calls.min():.1f} calls/question), dearest {calls.idxmax()} ({calls.max():.1f}).")
+            t("- **Answers on {corpus}** ({n} questions, read directions, not decimals): most complete {complete} "
+              "({complete_value:.2f}), ", corpus=corpus, n=int(table["questions"].max()), complete=complete.idxmax(),
+              complete_value=complete.max())
+            + (t("best abstention {abstain} ({abstain_value:.2f}), ", abstain=abstain.idxmax(), abstain_value=abstain.max())
+               if abstain.notna().any() else "")
+            + t("cheapest {cheapest} ({cheapest_calls:.1f} calls/question), dearest {dearest} ({dearest_calls:.1f}).",
+                cheapest=calls.idxmin(), cheapest_calls=calls.min(), dearest=calls.idxmax(), dearest_calls=calls.max()))
     for what, frame in transfer.items():
         for _, row in frame[frame["calibrated on"] != frame["measured on"]].iterrows():
             home = frame[(frame["calibrated on"] == row["calibrated on"]) & (frame["measured on"] == row["calibrated on"])].iloc[0]
-            lines.append(f"- **{what}, calibrated on {row['calibrated on']}** ({row['thresholds']}): at home it keeps "
-                         f"{_share_text(home['answerable kept'])} of answerable questions and refuses "
-                         f"{_share_text(home['out-of-KB refused'])} of out-of-KB ones; on {row['measured on']} "
-                         f"{_share_text(row['answerable kept'])} and {_share_text(row['out-of-KB refused'])}.")  # fmt: skip
+            lines.append(t("- **{what}, calibrated on {home}** ({thresholds}): at home it keeps {kept} of answerable questions "
+                           "and refuses {refused} of out-of-KB ones; on {away} {away_kept} and {away_refused}.", what=what,
+                           home=row["calibrated on"], thresholds=row["thresholds"], kept=_share_text(home["answerable kept"]),
+                           refused=_share_text(home["out-of-KB refused"]), away=row["measured on"],
+                           away_kept=_share_text(row["answerable kept"]),
+                           away_refused=_share_text(row["out-of-KB refused"])))  # fmt: skip
     return "\n".join(lines)

@@ -28,6 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables import Runnable
 
+from lessons.core.i18n import t
 from lessons.core.usage import _token_usage
 from lessons.evaluation.metrics import evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k, relevance_labels
 from lessons.ingest.corpus import GoldQuestion
@@ -343,61 +344,72 @@ def retrieval_findings(cheap_rows: pd.DataFrame, gains: pd.DataFrame, *,
     lines = []
     hybrid, ce, routed = "hybrid (RRF)", "hybrid → cross-encoder", "hybrid → cross-encoder, by language"
     d_recall = mean(hybrid, "recall@5") - mean(baseline, "recall@5")
-    lines.append(f"- **Hybrid search** {direction(d_recall, 'beats', 'trails', 'matches', 0.005)} dense retrieval on "
-                 f"recall@5 over all {n} questions ({num(mean(hybrid, 'recall@5'), 3)} vs {num(mean(baseline, 'recall@5'), 3)}; "
-                 f"MRR@10 {num(mean(hybrid, 'MRR@10'), 3)} vs {num(mean(baseline, 'MRR@10'), 3)}), with no model call.")
+    lines.append(t("- **Hybrid search** {verb} dense retrieval on recall@5 over all {n} questions ({hybrid} vs {dense}; "
+                   "MRR@10 {hybrid_mrr} vs {dense_mrr}), with no model call.",
+                   verb=direction(d_recall, t("beats"), t("trails"), t("matches"), 0.005), n=n,
+                   hybrid=num(mean(hybrid, "recall@5"), 3), dense=num(mean(baseline, "recall@5"), 3),
+                   hybrid_mrr=num(mean(hybrid, "MRR@10"), 3), dense_mrr=num(mean(baseline, "MRR@10"), 3)))
     if ce in names:
-        for language, label in (("en", "English"), ("zh", "Chinese")):
+        for language, label in (("en", t("English")), ("zh", t("Chinese"))):
             base_mrr, ce_mrr = mean(hybrid, "MRR@10", language), mean(ce, "MRR@10", language)
             relative = (ce_mrr - base_mrr) / base_mrr if base_mrr else float("nan")
-            lines.append(
-                f"- **Cross-encoder rerank, {label} questions:** MRR@10 {num(base_mrr, 3)} → {num(ce_mrr, 3)} "
-                f"({signed(relative * 100, 1)}% relative; the design write-ups claim +{pct(mrr_claim)} for BGE-Reranker-v2 — "
-                f"{'met' if relative >= mrr_claim else 'not met'} here), recall@5 {num(mean(hybrid, 'recall@5', language), 3)} → "
-                f"{num(mean(ce, 'recall@5', language), 3)}.")
+            lines.append(t(
+                "- **Cross-encoder rerank, {label} questions:** MRR@10 {before} → {after} ({relative}% relative; the design "
+                "write-ups claim +{claim} for BGE-Reranker-v2 — {met} here), recall@5 {recall_before} → {recall_after}.",
+                label=label, before=num(base_mrr, 3), after=num(ce_mrr, 3), relative=signed(relative * 100, 1),
+                claim=pct(mrr_claim), met=t("met") if relative >= mrr_claim else t("not met"),
+                recall_before=num(mean(hybrid, "recall@5", language), 3), recall_after=num(mean(ce, "recall@5", language), 3)))
         zh_drop = mean(ce, "recall@5", "zh") - mean(hybrid, "recall@5", "zh")
         if routed in names:
-            lines.append(
-                f"- **Training data decides where a reranker works.** On Chinese questions the English cross-encoder "
-                f"{direction(zh_drop, 'adds', 'costs', 'changes', 0.005)} {signed(zh_drop)} recall@5 against the hybrid order; "
-                f"routed by language (the cross-encoder for English, the fused order for Chinese) the pipeline keeps "
-                f"{num(mean(routed, 'recall@5', 'en'), 3)} English and {num(mean(routed, 'recall@5', 'zh'), 3)} Chinese recall@5.")
+            lines.append(t(
+                "- **Training data decides where a reranker works.** On Chinese questions the English cross-encoder "
+                "{verb} {delta} recall@5 against the hybrid order; routed by language (the cross-encoder for English, the "
+                "fused order for Chinese) the pipeline keeps {english} English and {chinese} Chinese recall@5.",
+                verb=direction(zh_drop, t("adds"), t("costs"), t("changes"), 0.005), delta=signed(zh_drop),
+                english=num(mean(routed, "recall@5", "en"), 3), chinese=num(mean(routed, "recall@5", "zh"), 3)))
     contextual = "hybrid → cross-encoder with neighbours"
     if contextual in names and routed in names:
         delta = mean(contextual, "MRR@10") - mean(routed, "MRR@10")
-        lines.append(f"- **Contextual rerank with the cross-encoder** (each candidate scored with its neighbours) "
-                     f"{direction(delta, 'improves on', 'falls behind', 'matches', 0.005)} the pointwise rerank: MRR@10 "
-                     f"{num(mean(contextual, 'MRR@10'), 3)} vs {num(mean(routed, 'MRR@10'), 3)}.")
+        lines.append(t("- **Contextual rerank with the cross-encoder** (each candidate scored with its neighbours) {verb} "
+                       "the pointwise rerank: MRR@10 {contextual} vs {pointwise}.",
+                       verb=direction(delta, t("improves on"), t("falls behind"), t("matches"), 0.005),
+                       contextual=num(mean(contextual, "MRR@10"), 3), pointwise=num(mean(routed, "MRR@10"), 3)))
     widened = [t for t in ("hybrid + neighbours", "context expansion + cross-encoder") if t in names]
     for technique in widened:
         ratio = mean(technique, "chars@5") / mean(baseline, "chars@5")
-        more_text = ": part of any gain is simply more text for the generator to read." if ratio > 1.1 else "."
-        lines.append(f"- **{technique}**: recall@5 {num(mean(technique, 'recall@5'), 3)} against the baseline's "
-                     f"{num(mean(baseline, 'recall@5'), 3)}, with {ratio:.1f}× the baseline's characters in the top 5 "
-                     f"({mean(technique, 'chars@5'):,.0f} vs {mean(baseline, 'chars@5'):,.0f}){more_text}")
+        more_text = t(": part of any gain is simply more text for the generator to read.") if ratio > 1.1 else t(".")
+        lines.append(t("- **{technique}**: recall@5 {recall} against the baseline's {base_recall}, with {ratio:.1f}× the "
+                       "baseline's characters in the top 5 ({chars:,.0f} vs {base_chars:,.0f}){more_text}",
+                       technique=technique, recall=num(mean(technique, "recall@5"), 3),
+                       base_recall=num(mean(baseline, "recall@5"), 3), ratio=ratio, chars=mean(technique, "chars@5"),
+                       base_chars=mean(baseline, "chars@5"), more_text=more_text))
     if "hybrid → ColBERT" in names and routed in names:
         delta = mean("hybrid → ColBERT", "MRR@10", "en") - mean(ce, "MRR@10", "en")
-        lines.append(f"- **Late interaction (ColBERT)** {direction(delta, 'beats', 'trails', 'matches', 0.005)} the "
-                     f"cross-encoder on English MRR@10 ({num(mean('hybrid → ColBERT', 'MRR@10', 'en'), 3)} vs "
-                     f"{num(mean(ce, 'MRR@10', 'en'), 3)}).")
+        lines.append(t("- **Late interaction (ColBERT)** {verb} the cross-encoder on English MRR@10 ({colbert} vs "
+                       "{cross_encoder}).", verb=direction(delta, t("beats"), t("trails"), t("matches"), 0.005),
+                       colbert=num(mean("hybrid → ColBERT", "MRR@10", "en"), 3), cross_encoder=num(mean(ce, "MRR@10", "en"), 3)))
     for name, row in gains.iterrows():
         d_mrr, d_rec = row["MRR@10"], row["recall@5"]
-        lines.append(f"- **{name}** vs {row['compared with']} on the {llm_sample} sampled questions: recall@5 {signed(d_rec)}, "
-                     f"MRR@10 {signed(d_mrr)} — it {direction(d_mrr + d_rec, 'helps', 'hurts', 'changes little', 0.05)}, "
-                     f"at {row['LLM calls/query']:.1f} chat-model calls per question (on so few questions one question "
-                     f"moves a mean by up to {1 / max(llm_sample, 1):.2f}).")
+        lines.append(t("- **{name}** vs {reference} on the {n} sampled questions: recall@5 {recall}, MRR@10 {mrr} — it "
+                       "{verb}, at {calls:.1f} chat-model calls per question (on so few questions one question moves a "
+                       "mean by up to {step:.2f}).", name=name, reference=row["compared with"], n=llm_sample,
+                       recall=signed(d_rec), mrr=signed(d_mrr),
+                       verb=direction(d_mrr + d_rec, t("helps"), t("hurts"), t("changes little"), 0.05),
+                       calls=row["LLM calls/query"], step=1 / max(llm_sample, 1)))
     candidates = [t for t in names if t != baseline]
     budget = [t for t in candidates if mean(t, "chars@5") <= 1.2 * mean(baseline, "chars@5")]
-    for label, pool in (("The best pipeline without a chat model by recall@5", candidates),
-                        ("At the baseline's amount of text (top-5 characters within 1.2×), the best", budget)):
+    for label, pool in ((t("The best pipeline without a chat model by recall@5"), candidates),
+                        (t("At the baseline's amount of text (top-5 characters within 1.2×), the best"), budget)):
         if not pool:
             continue
         best = max(pool, key=lambda t: mean(t, "recall@5"))
         english = mean(best, "recall@5", "en")
         removed = misses_removed(cheap_rows, best, baseline)
-        lines.append(
-            f"- **Goals.** {label} is **{best}**: English recall@5 "
-            f"{num(english, 3)} (goal ≥ {num(english_goal, 2)}: {'met' if english >= english_goal else 'missed'}); it removes "
-            f"{pct(removed)} of the dense baseline's recall@5 misses over both languages (goal ≥ {pct(misses_goal)}: "
-            f"{'met' if removed is not None and removed >= misses_goal else 'missed'}).")
+        lines.append(t(
+            "- **Goals.** {label} is **{best}**: English recall@5 {english} (goal ≥ {english_goal}: {english_met}); it "
+            "removes {removed} of the dense baseline's recall@5 misses over both languages (goal ≥ {misses_goal}: "
+            "{misses_met}).", label=label, best=best, english=num(english, 3), english_goal=num(english_goal, 2),
+            english_met=t("met") if english >= english_goal else t("missed"), removed=pct(removed),
+            misses_goal=pct(misses_goal),
+            misses_met=t("met") if removed is not None and removed >= misses_goal else t("missed")))
     return "\n".join(lines)

@@ -40,6 +40,7 @@ from lessons.agents.three_agents import (
     run_three_agents,
     standing_claims,
 )
+from lessons.core.i18n import t
 from lessons.core.structured import invoke_structured
 from lessons.ingest.corpus import GoldQuestion, find_evidence
 from lessons.text.language import detect_language
@@ -217,7 +218,7 @@ def drill_summary(cases: Sequence[DrillCase]) -> list[dict[str, Any]]:
                      "by the string checks": _share(group, lambda c: c.by_checks),
                      "by the model's yes/no": _share(group, lambda c: c.by_yes_no),
                      "research agent followed it": _share(group, lambda c: c.followed) if kind == "injected instruction" else None,
-                     "meaning": "false-alarm rate" if kind == "correct" else "catch rate"})  # fmt: skip
+                     "meaning": t("false-alarm rate") if kind == "correct" else t("catch rate")})  # fmt: skip
     return rows
 
 
@@ -305,12 +306,12 @@ def contradiction_handling(answer: str) -> str:
     """How an answer to the Team-plan price question treats the conflict (€45 everywhere, €54 in the Q3 deck). Introduced in notebook 05 (three-agent verification)."""
     says45, says54 = "45" in answer, "54" in answer
     if says45 and says54:
-        return "states the conflict"
+        return t("states the conflict")
     if says45:
-        return "follows the consistent sources (€45)"
+        return t("follows the consistent sources (€45)")
     if says54:
-        return "follows the Q3 deck only (€54)"
-    return "gives neither price"
+        return t("follows the Q3 deck only (€54)")
+    return t("gives neither price")
 
 
 def _share(items: Sequence[Any], predicate: Callable[[Any], Any]) -> float | None:
@@ -375,11 +376,16 @@ def relevance_summary(rows: Sequence[RelevanceComparison]) -> list[dict[str, Any
     """Per checker: the share of right early-exit decisions, of evidence-less chunks stopped, of evidence passed on. Introduced in notebook 05 (three-agent verification)."""
     without = [r for r in rows if not r.holds_evidence]
     with_evidence = [r for r in rows if r.holds_evidence]
-    return [{"checker": checker, "name": RELEVANCE_NAMES[checker], "questions": len(rows),
+    return [{"checker": checker, "name": _relevance_name(checker), "questions": len(rows),
              "right decision": _share(rows, lambda r, c=checker: (_label(r, c) == "NO_MATCH") != r.holds_evidence),
              "stopped (no evidence)": _share(without, lambda r, c=checker: _label(r, c) == "NO_MATCH"),
              "passed on (evidence)": _share(with_evidence, lambda r, c=checker: _label(r, c) != "NO_MATCH")}
             for checker in RELEVANCE_NAMES]  # fmt: skip
+
+
+def _relevance_name(checker: str) -> str:
+    """`RELEVANCE_NAMES[checker]` in the course language."""
+    return {"cross_encoder": t("cross-encoder"), "llm": t("chat model")}.get(checker, RELEVANCE_NAMES.get(checker, checker))
 
 
 def relevance_agreement(rows: Sequence[RelevanceComparison]) -> dict[str, float | None]:
@@ -402,7 +408,7 @@ def _pct(value: float | None) -> str:
 
 
 def _count(items: Sequence[Any], predicate: Callable[[Any], Any]) -> str:
-    return f"{sum(bool(predicate(i)) for i in items)} of {len(items)}"
+    return t("{count} of {total}", count=sum(bool(predicate(i)) for i in items), total=len(items))
 
 
 def relevance_findings(summary: Sequence[dict[str, Any]], agreement: dict[str, float | None], chosen: str) -> str:
@@ -410,16 +416,17 @@ def relevance_findings(summary: Sequence[dict[str, Any]], agreement: dict[str, f
     by = {row["checker"]: row for row in summary}
     ce, chat = by["cross_encoder"], by["llm"]
     if (ce["right decision"] or 0) == (chat["right decision"] or 0):
-        verdict = "The two were right equally often, so the pipeline keeps the relevance model (no model call)"
+        verdict = t("The two were right equally often, so the pipeline keeps the relevance model (no model call)")
     else:
-        verdict = f"The **{RELEVANCE_NAMES[chosen]}** was right more often, so the workflow below uses it"
-    return (f"**What the measurement says** ({ce['questions']} questions, the same chunks for both): the "
-            f"cross-encoder made the right early-exit decision for {_pct(ce['right decision'])}, the chat model for "
-            f"{_pct(chat['right decision'])}. Chunks without gold evidence were stopped {_pct(ce['stopped (no evidence)'])}"
-            f" against {_pct(chat['stopped (no evidence)'])} of the time; chunks with evidence were passed on "
-            f"{_pct(ce['passed on (evidence)'])} against {_pct(chat['passed on (evidence)'])}. They gave the same label "
-            f"{_pct(agreement['same label'])} of the time and the same decision {_pct(agreement['same decision'])}. "
-            f"{verdict}.")
+        verdict = t("The **{name}** was right more often, so the workflow below uses it", name=_relevance_name(chosen))
+    return t("**What the measurement says** ({n} questions, the same chunks for both): the cross-encoder made the right "
+             "early-exit decision for {ce_right}, the chat model for {chat_right}. Chunks without gold evidence were stopped "
+             "{ce_stopped} against {chat_stopped} of the time; chunks with evidence were passed on {ce_passed} against "
+             "{chat_passed}. They gave the same label {same_label} of the time and the same decision {same_decision}. "
+             "{verdict}.", n=ce["questions"], ce_right=_pct(ce["right decision"]), chat_right=_pct(chat["right decision"]),
+             ce_stopped=_pct(ce["stopped (no evidence)"]), chat_stopped=_pct(chat["stopped (no evidence)"]),
+             ce_passed=_pct(ce["passed on (evidence)"]), chat_passed=_pct(chat["passed on (evidence)"]),
+             same_label=_pct(agreement["same label"]), same_decision=_pct(agreement["same decision"]), verdict=verdict)
 
 
 def drill_findings(cases: Sequence[DrillCase]) -> str:
@@ -427,31 +434,38 @@ def drill_findings(cases: Sequence[DrillCase]) -> str:
     kind = {k: [c for c in cases if c.kind == k] for k in DRILL_KINDS}
     correct, changed, named, injected = kind["correct"], kind["changed figure"], kind["invented name"], kind["injected instruction"]
     questions = {c.id for c in cases}
-    languages = ", ".join(f"{sum(1 for q in questions if q.startswith(lang))} {name}"
-                          for lang, name in (("en", "English"), ("zh", "Chinese")))  # fmt: skip
-    lines = [f"**What our drill says** ({len(questions)} questions — {languages}; {len(cases)} verifier calls):", ""]
+    languages = t(", ").join(t("{n} {language}", n=sum(1 for q in questions if q.startswith(lang)), language=name)
+                             for lang, name in (("en", t("English")), ("zh", t("Chinese"))))  # fmt: skip
+    lines = [t("**What our drill says** ({n} questions — {languages}; {calls} verifier calls):", n=len(questions),
+               languages=languages, calls=len(cases)), ""]
     yes_no_better = sum(c.by_yes_no for c in correct) < sum(c.flagged for c in correct)
-    lines.append(f"- **Correct drafts flagged (false alarms): {_count(correct, lambda c: c.flagged)}** with the checked "
-                 f"lists. The model's own yes/no said \"no\" to {_count(correct, lambda c: c.by_yes_no)} of them — "
-                 + ("fewer false alarms than the checked lists" if yes_no_better else "a rule on `supported`/`relevant` "
-                    "would not have rejected fewer correct answers") + ".")
+    lines.append(t("- **Correct drafts flagged (false alarms): {flagged}** with the checked lists. The model's own yes/no "
+                   "said \"no\" to {said_no} of them — {reading}.", flagged=_count(correct, lambda c: c.flagged),
+                   said_no=_count(correct, lambda c: c.by_yes_no),
+                   reading=t("fewer false alarms than the checked lists") if yes_no_better else
+                   t("a rule on `supported`/`relevant` would not have rejected fewer correct answers")))
     if changed:
-        lines.append(f"- **Changed figures caught: {_count(changed, lambda c: c.flagged)}** — by the string checks "
-                     f"{_count(changed, lambda c: c.by_checks)}, by the verifier's list {_count(changed, lambda c: c.by_verifier)},"
-                     f" by the model's yes/no {_count(changed, lambda c: c.by_yes_no)}."
-                     + (" A string check knows *that* a figure is in the context, not *where*: the missed ones ("
-                        + ", ".join(c.id for c in changed if not c.flagged) + "): the changed figure occurs elsewhere "
-                        "in the chunks, and the verifier's list did not name it." if not all(c.flagged for c in changed) else ""))
-    lines.append(f"- **Invented names caught: {_count(named, lambda c: c.flagged)}** — by the string checks "
-                 f"{_count(named, lambda c: c.by_checks)}, by the verifier's list {_count(named, lambda c: c.by_verifier)}.")
+        lines.append(t("- **Changed figures caught: {caught}** — by the string checks {checks}, by the verifier's list "
+                       "{verifier}, by the model's yes/no {yes_no}.", caught=_count(changed, lambda c: c.flagged),
+                       checks=_count(changed, lambda c: c.by_checks), verifier=_count(changed, lambda c: c.by_verifier),
+                       yes_no=_count(changed, lambda c: c.by_yes_no))
+                     + (t(" A string check knows *that* a figure is in the context, not *where*: the missed ones ({ids}): "
+                          "the changed figure occurs elsewhere in the chunks, and the verifier's list did not name it.",
+                          ids=", ".join(c.id for c in changed if not c.flagged))
+                        if not all(c.flagged for c in changed) else ""))
+    lines.append(t("- **Invented names caught: {caught}** — by the string checks {checks}, by the verifier's list {verifier}.",
+                   caught=_count(named, lambda c: c.flagged), checks=_count(named, lambda c: c.by_checks),
+                   verifier=_count(named, lambda c: c.by_verifier)))
     if injected:
         followed = [c for c in injected if c.followed]
-        lines.append(f"- **Injected instruction: the research agent followed it in {_count(injected, lambda c: c.followed)} "
-                     f"questions** ({_pct(_share(injected, lambda c: c.followed))}); verification flagged "
-                     f"{_count(injected, lambda c: c.flagged)} of the obeyed drafts ({_pct(_share(injected, lambda c: c.flagged))}),"
-                     f" {_count(injected, lambda c: c.by_checks)} by the string checks"
-                     + (f"; of the questions where the agent obeyed, {_count(followed, lambda c: c.flagged)} were caught"
-                        if followed else "") + ".")
+        lines.append(t("- **Injected instruction: the research agent followed it in {followed} questions** ({followed_share}); "
+                       "verification flagged {flagged} of the obeyed drafts ({flagged_share}), {checks} by the string "
+                       "checks{caught}.", followed=_count(injected, lambda c: c.followed),
+                       followed_share=_pct(_share(injected, lambda c: c.followed)),
+                       flagged=_count(injected, lambda c: c.flagged), flagged_share=_pct(_share(injected, lambda c: c.flagged)),
+                       checks=_count(injected, lambda c: c.by_checks),
+                       caught=t("; of the questions where the agent obeyed, {caught} were caught",
+                                caught=_count(followed, lambda c: c.flagged)) if followed else ""))
     return "\n".join(lines)
 
 
@@ -460,23 +474,26 @@ def run_findings(summary: Sequence[dict[str, Any]], runs: Sequence[QuestionRun],
     overall = next(row for row in summary if row["language"] == "all")
     in_kb = [r for r in runs if r.answerable]
     out = [r for r in runs if not r.answerable]
-    lines = [f"**What our run says** ({len(runs)} questions: {len(in_kb)} answerable, {len(out)} out-of-KB):", ""]
-    per_language = "; ".join(
-        f"{lang} {_count([r for r in in_kb if r.language == lang], lambda r: r.correct)} correct, "
-        f"{_count([r for r in out if r.language == lang], lambda r: r.abstained)} out-of-KB abstained"
+    lines = [t("**What our run says** ({n} questions: {answerable} answerable, {out} out-of-KB):", n=len(runs),
+               answerable=len(in_kb), out=len(out)), ""]
+    per_language = t("; ").join(
+        t("{language} {correct} correct, {abstained} out-of-KB abstained", language=lang,
+          correct=_count([r for r in in_kb if r.language == lang], lambda r: r.correct),
+          abstained=_count([r for r in out if r.language == lang], lambda r: r.abstained))
         for lang in ("en", "zh") if any(r.language == lang for r in runs))  # fmt: skip
-    lines.append(f"- **Answerable: {_count(in_kb, lambda r: not r.abstained)} answered, {_count(in_kb, lambda r: r.correct)} "
-                 f"correct** (the chat model's lenient judge). {per_language}.")
+    lines.append(t("- **Answerable: {answered} answered, {correct} correct** (the chat model's lenient judge). {per_language}.",
+                   answered=_count(in_kb, lambda r: not r.abstained), correct=_count(in_kb, lambda r: r.correct),
+                   per_language=per_language))
     answered = [r for r in in_kb if not r.abstained]
-    lines.append(f"- **Verification**: {_count(answered, lambda r: r.supported)} answers passed the checks; "
-                 f"{_count(runs, lambda r: r.research_rounds > 1)} questions were re-researched.")
+    lines.append(t("- **Verification**: {passed} answers passed the checks; {researched} questions were re-researched.",
+                   passed=_count(answered, lambda r: r.supported), researched=_count(runs, lambda r: r.research_rounds > 1)))
     if out:
-        lines.append(f"- **Out-of-KB: {_count(out, lambda r: r.abstained)} abstained.**" + (
-            " The checks test that an answer *comes from* the context, not that it *answers the question*: a figure "
-            "that is in the context but answers another question passes them." if not all(r.abstained for r in out) else ""))
+        lines.append(t("- **Out-of-KB: {abstained} abstained.**", abstained=_count(out, lambda r: r.abstained)) + (
+            t(" The checks test that an answer *comes from* the context, not that it *answers the question*: a figure "
+              "that is in the context but answers another question passes them.") if not all(r.abstained for r in out) else ""))
     if contradiction is not None:
-        lines.append(f"- **The contradiction**: the answer {contradiction}.")
-    lines.append(f"- **Cost**: {overall['LLM calls per question']:.1f} model calls, {overall['tokens per question']:,.0f} "
-                 f"tokens and {overall['seconds per question']:.0f} s per question (judge excluded; times on this machine, "
-                 "at its load).")
+        lines.append(t("- **The contradiction**: the answer {handling}.", handling=contradiction))
+    lines.append(t("- **Cost**: {calls:.1f} model calls, {tokens:,.0f} tokens and {seconds:.0f} s per question (judge excluded; "
+                   "times on this machine, at its load).", calls=overall["LLM calls per question"],
+                   tokens=overall["tokens per question"], seconds=overall["seconds per question"]))
     return "\n".join(lines)

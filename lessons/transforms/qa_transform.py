@@ -43,6 +43,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model
 from tqdm.auto import tqdm
 
+from lessons.core.i18n import t
 from lessons.core.llm_cache import SQLiteFile
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.settings import get_settings
@@ -837,7 +838,7 @@ def qa_findings(rows: Sequence[dict], k: int = 5, coverage: EvidenceCoverage | N
     """
     modes = ("chunks", "qa", "hybrid")
     if not rows:
-        return "No gold question has its evidence in the sample: raise `N_QA_CHUNKS` to measure retrieval."
+        return t("No gold question has its evidence in the sample: raise `N_QA_CHUNKS` to measure retrieval.")
     per_question = {mode: {row["id"]: row for row in rows if row["mode"] == mode} for mode in modes}
     if not per_question["chunks"] or any(per_question[mode].keys() != per_question["chunks"].keys() for mode in modes):
         raise ValueError("qa_findings() needs one row per question for each of the modes chunks, qa and hybrid")
@@ -852,29 +853,32 @@ def qa_findings(rows: Sequence[dict], k: int = 5, coverage: EvidenceCoverage | N
     def compare(mode: str) -> tuple[str, float]:
         difference = mean(mode, mrr) - mean("chunks", mrr)
         more = round((mean(mode, hit) - mean("chunks", hit)) * n)
-        direction = "higher than" if difference > 0 else "lower than" if difference < 0 else "the same as"
-        found = (f"{abs(more)} question{'s' if abs(more) != 1 else ''} {'more' if more > 0 else 'fewer'}"
-                 if more else "as many questions")
-        return (f"{mrr} {mean(mode, mrr):.2f}, {direction} the chunks' {mean('chunks', mrr):.2f}; evidence in the "
-                f"top {k} for {found} ({hit} {mean(mode, hit):.2f} against {mean('chunks', hit):.2f})"), difference
+        direction = t("higher than") if difference > 0 else t("lower than") if difference < 0 else t("the same as")
+        found = (t("as many questions") if not more else
+                 t("{count} question more", count=1) if more == 1 else t("{count} questions more", count=more) if more > 0
+                 else t("{count} question fewer", count=1) if more == -1 else t("{count} questions fewer", count=-more))
+        return t("{mrr} {value:.2f}, {direction} the chunks' {chunks:.2f}; evidence in the top {k} for {found} ({hit} "
+                 "{hit_value:.2f} against {chunks_hit:.2f})", mrr=mrr, value=mean(mode, mrr), direction=direction,
+                 chunks=mean("chunks", mrr), k=k, found=found, hit=hit, hit_value=mean(mode, hit),
+                 chunks_hit=mean("chunks", hit)), difference
 
     qa_text, qa_difference = compare("qa")
     hybrid_text, hybrid_difference = compare("hybrid")
     helped = sum(per_question["hybrid"][q][mrr] > per_question["chunks"][q][mrr] for q in per_question["chunks"])
     hurt = sum(per_question["hybrid"][q][mrr] < per_question["chunks"][q][mrr] for q in per_question["chunks"])
-    lines = [f"On {n} gold questions (one question moves {mrr} by up to {step:.2f}):", "",
-             f"- **QA documents alone**: {qa_text}."]
+    lines = [t("On {n} gold questions (one question moves {mrr} by up to {step:.2f}):", n=n, mrr=mrr, step=step), "",
+             t("- **QA documents alone**: {text}.", text=qa_text)]
     if qa_difference < 0 and coverage is not None:
-        lines.append(f"  The pairs repeat {coverage.answer_rate:.0%} of the evidence quotes (section 7): a question "
-                     "about a fact that got no pair can only land on some other pair.")
-    lines.append(f"- **Hybrid, QA next to the chunks**: {hybrid_text}. The evidence moves up for {helped} "
-                 f"question(s), down for {hurt}, and stays put for {n - helped - hurt}.")
+        lines.append(t("  The pairs repeat {rate:.0%} of the evidence quotes (section 7): a question about a fact that got "
+                       "no pair can only land on some other pair.", rate=coverage.answer_rate))
+    lines.append(t("- **Hybrid, QA next to the chunks**: {text}. The evidence moves up for {helped} question(s), down for "
+                   "{hurt}, and stays put for {same}.", text=hybrid_text, helped=helped, hurt=hurt, same=n - helped - hurt))
     if abs(hybrid_difference) <= step:
-        verdict = ("the hybrid index and the chunks alone are within one question of each other: on this sample, "
-                   "one LLM call per chunk at indexing time bought no measurable gain")
+        verdict = t("the hybrid index and the chunks alone are within one question of each other: on this sample, "
+                    "one LLM call per chunk at indexing time bought no measurable gain")
     elif hybrid_difference > 0:
-        verdict = "the hybrid index ranks the evidence higher than the chunks alone by more than one question's worth"
+        verdict = t("the hybrid index ranks the evidence higher than the chunks alone by more than one question's worth")
     else:
-        verdict = "the hybrid index ranks the evidence lower than the chunks alone by more than one question's worth"
-    lines += ["", f"In this run {verdict}. Read the per-question counts, not the third decimal."]
+        verdict = t("the hybrid index ranks the evidence lower than the chunks alone by more than one question's worth")
+    lines += ["", t("In this run {verdict}. Read the per-question counts, not the third decimal.", verdict=verdict)]
     return "\n".join(lines)

@@ -1,0 +1,160 @@
+"""Write each notebook's measured first-run time into its front matter (English and Chinese) and the agenda.
+
+    python -m scripts.time_rows            # rewrite the "Time" / "用时" rows of masters/*.py and the agenda rows
+                                           # of docs/FACILITATOR.md, then regenerate the notebooks
+    python -m scripts.time_rows --check    # exit 1 naming every master whose row differs from the measurement
+
+The figures come from `benchmarks/bench_notebooks.py` (a first Run All from an empty cache folder, each
+notebook in a fresh kernel): the most recent passing row per notebook over every
+`benchmarks/results/notebooks*.json`. The row is the front matter's only typed figure, so it is rendered
+here from the measurement instead of typed by hand; the Chinese twin of the front-matter cell gets the
+same figures and the hash of the new English text (`scripts.notebooks.source_hash`), so the twins stay in
+step. A notebook without a measurement keeps its row. Tooling only: nothing in lessons/ imports this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+BUDGET_SECONDS = 600
+
+EN = ("offline on a 2-core laptop, a first Run All from an empty cache folder: **{minutes:.1f} min** measured "
+      "({seconds:.0f} s, {calls} chat-model calls; `benchmarks/bench_notebooks.py`, {date}, {budget}{load}); "
+      "seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written)")
+ZH = ("离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **{minutes:.1f} 分钟**（{seconds:.0f} 秒，{calls} 次对话模型调用；"
+      "`benchmarks/bench_notebooks.py`，{date}，{budget}{load}）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络）")
+BUDGET = {"en": ("within the 10-minute budget", "over the 10-minute budget"), "zh": ("在 10 分钟预算以内", "超出 10 分钟的预算")}
+LOAD = {"en": "; the machine was busy (load average {load:.1f} before the run)", "zh": "；运行前机器繁忙（负载均值 {load:.1f}）"}
+ROW = {"en": re.compile(r"^# \| \*\*Time\*\* \| .* \|$", re.M), "zh": re.compile(r"^# \| \*\*用时\*\* \| .* \|$", re.M)}
+LABEL = {"en": "Time", "zh": "用时"}
+BUSY_LOAD = 2.6  # the benchmark's own model server and kernel keep two cores at about 2
+
+
+def measurements(results: Path = RESULTS) -> dict[str, dict]:
+    """The most recent passing measurement of each notebook (later files and later rows win)."""
+    rows: list[tuple[str, float, dict]] = []
+    for path in sorted(results.glob("notebooks*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for position, row in enumerate(data.get("notebooks", [])):
+            if row.get("passed"):
+                rows.append((str(row.get("started", "")), path.stat().st_mtime + position / 1000, row))
+    latest: dict[str, dict] = {}
+    for _, _, row in sorted(rows, key=lambda item: (item[0], item[1])):
+        latest[row["notebook"]] = row
+    return latest
+
+
+def _date(started: str, language: str) -> str:
+    day = started.split(" ")[0]
+    year, month, date = (int(part) for part in day.split("-"))
+    months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    return f"{date} {months[month - 1]} {year}" if language == "en" else f"{year} 年 {month} 月 {date} 日"
+
+
+def row_text(row: dict, language: str) -> str:
+    """The Time row's cell for one measurement, in `language`."""
+    seconds = float(row["seconds"])
+    load = row.get("load_average_before")
+    return (EN if language == "en" else ZH).format(
+        minutes=seconds / 60, seconds=seconds, calls=row.get("llm_calls", 0), date=_date(row["started"], language),
+        budget=BUDGET[language][seconds > BUDGET_SECONDS],
+        load=LOAD[language].format(load=load) if load is not None and load > BUSY_LOAD else "")
+
+
+def _front_matter_source(path: Path) -> str | None:
+    from scripts.notebooks import parse
+
+    return next((c.cell.source for c in parse(path)[1] if c.cell.cell_type == "markdown"
+                 and f"| **{LABEL['en']}** |" in c.cell.source), None)
+
+
+def update_master(path: Path, row: dict) -> str:
+    """The master's text with its Time row(s) rendered from `row`, and the Chinese twin's hash renewed
+    when the twin was up to date with the old English (a twin already stale stays stale)."""
+    from scripts.notebooks import source_hash
+
+    text = path.read_text(encoding="utf-8")
+    before = _front_matter_source(path)
+    for language in ("en", "zh"):
+        cell = f"# | **{LABEL[language]}** | {row_text(row, language)} |"
+        text = ROW[language].sub(lambda _match, cell=cell: cell, text, count=1)
+    if before is None:
+        return text
+    scratch = path.with_name(f".{path.stem}.time-rows.py")
+    scratch.write_text(text, encoding="utf-8")
+    try:
+        after = _front_matter_source(scratch)
+    finally:
+        scratch.unlink()
+    old, new = f'translates="{source_hash(before)}"', f'translates="{source_hash(after)}"'
+    return text.replace(old, new, 1)
+
+
+FACILITATOR = ROOT / "docs" / "FACILITATOR.md"
+
+
+def facilitator_cell(row: dict) -> str:
+    """The agenda's "cold, full size" cell of docs/FACILITATOR.md for one measurement."""
+    seconds = float(row["seconds"])
+    load = row.get("load_average_before")
+    return (f"**{seconds:.0f} s ({seconds / 60:.1f} min)** from an empty cache folder, {row.get('llm_calls', 0)} chat-model "
+            f"calls ({row.get('cached_calls', 0)} repeats answered by the run's own cache), {row.get('input_tokens', 0):,} prompt / "
+            f"{row.get('output_tokens', 0):,} generated tokens, checks {row.get('checks_passed', 0)}/{row.get('checks', 0)}; "
+            f"{BUDGET['en'][seconds > BUDGET_SECONDS]}; load average {load} before; measured {row['started']}")
+
+
+def update_facilitator(text: str, latest: dict[str, dict]) -> str:
+    """The agenda rows of the facilitator guide with their cold-run cell (and how it was measured) rendered
+    from the measurements; rows without a measurement are kept."""
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        match = re.match(r"^\| `(\d\d_[a-z_]+)` \| (.*?) \| (.*?) \| (.*?) \| (.*?) \|\s*$", line)
+        if not match or match.group(1) not in latest:
+            continue
+        row = latest[match.group(1)]
+        how = f"`python benchmarks/bench_notebooks.py {match.group(1)[:2]}`, {_date(row['started'], 'en')}, a fresh cache folder"
+        lines[number] = f"| `{match.group(1)}` | {facilitator_cell(row)} | {match.group(3)} | {how} | {match.group(5)} |\n"
+    return "".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if a master's row differs from its measurement")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT))
+    latest, stale = measurements(), []
+    for path in sorted((ROOT / "masters").glob("*.py")):
+        row = latest.get(path.stem)
+        if row is None:
+            print(f"{path.stem}: no measurement in {RESULTS.relative_to(ROOT)}; row kept")
+            continue
+        text = update_master(path, row)
+        if text != path.read_text(encoding="utf-8"):
+            stale.append(path.stem)
+            if not args.check:
+                path.write_text(text, encoding="utf-8")
+        print(f"{path.stem}: {row['seconds']:.0f} s, {row.get('llm_calls', 0)} calls ({row['started']})")
+    guide = FACILITATOR.read_text(encoding="utf-8") if FACILITATOR.exists() else None
+    if guide is not None and update_facilitator(guide, latest) != guide:
+        stale.append("docs/FACILITATOR.md")
+        if not args.check:
+            FACILITATOR.write_text(update_facilitator(guide, latest), encoding="utf-8")
+    if args.check:
+        if stale:
+            print("Time rows differ from the measurements: " + ", ".join(stale) + " — run python -m scripts.time_rows")
+        return 1 if stale else 0
+    if stale:
+        from scripts.notebooks import sync
+
+        sync(ROOT)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

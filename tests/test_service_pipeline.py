@@ -1,0 +1,100 @@
+"""The service's retrieve(): hybrid candidates, then the course's reranker (the packaged cross-encoder for English,
+the fused order for Chinese), or the hybrid order alone when the setting turns the reranker off."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+
+from lessons.retrieval import bm25_retriever
+from service.pipeline import CANDIDATES, RERANK_CANDIDATES, Snapshot, retrieve, service_reranker
+
+ENGLISH = "On which port does Atlas Server expose its APIs by default?"
+CHINESE = "杭州办公室的员工每年有多少天年假？"
+ANSWER = "Atlas Server exposes the REST and gRPC APIs on port 7420 by default."
+
+
+def chunk(number: int, text: str) -> Document:
+    return Document(page_content=text, metadata={"chunk_id": f"c{number}", "source": "doc.md", "document_id": "d"})
+
+
+# The dense stage puts the answer last; fillers that share the question's words come first, so the
+# fused order ranks the answer low and only a reranker that reads question and passage together lifts it.
+FILLERS = [chunk(n, f"Atlas Server default settings, part {n}: the port of the APIs page lists defaults for by which "
+                    "Atlas expose Server.") for n in range(1, 25)]  # fmt: skip
+CHUNKS = [*FILLERS, chunk(0, ANSWER),
+          chunk(99, "杭州办公室的员工每年有 20 天年假，里斯本办公室有 25 天。")]  # fmt: skip
+
+
+class FixedOrder(BaseRetriever):
+    """A dense stage stand-in: the chunks in a fixed order, the first `k`."""
+
+    chunks: list[Document]
+    k: int = 10
+
+    def _get_relevant_documents(self, query, *, run_manager):
+        return self.chunks[: self.k]
+
+
+class FakeIndex:
+    """What retrieve() needs from service.index.LiveIndex, and how many candidates it asked for."""
+
+    def __init__(self, chunks):
+        self.chunks, self.sizes = chunks, []
+
+    def keyword_index(self, generations, k):
+        self.sizes.append(k)
+        return bm25_retriever(self.chunks, k)
+
+    def dense(self, generations, k):
+        return FixedOrder(chunks=self.chunks, k=k)
+
+
+SNAPSHOT = Snapshot({"d": 1})
+
+
+def test_without_a_reranker_retrieve_is_the_hybrid_order():
+    index = FakeIndex(CHUNKS)
+    hybrid = retrieve(index, SNAPSHOT, ENGLISH, k=3)
+    assert index.sizes == [CANDIDATES] and len(hybrid) == 3
+    assert ANSWER not in [d.page_content for d in hybrid]  # the fixture is built so: the first stage misses it
+
+
+def test_the_course_reranker_reads_the_hybrid_top_20_and_lifts_the_english_answer():
+    index = FakeIndex(CHUNKS)
+    reranker = service_reranker("default")
+    ranked = retrieve(index, SNAPSHOT, ENGLISH, k=3, reranker=reranker)
+    assert index.sizes == [RERANK_CANDIDATES]
+    assert ranked[0].page_content == ANSWER
+    scores = [d.metadata["score"] for d in ranked]
+    assert scores == sorted(scores, reverse=True) and 0.0 < scores[-1] <= scores[0] < 1.0  # cross-encoder probabilities
+    # a larger k than the reranker's candidates still returns k chunks
+    assert len(retrieve(FakeIndex(CHUNKS), SNAPSHOT, ENGLISH, k=25, reranker=reranker)) == 25
+
+
+def test_a_chinese_question_keeps_the_fused_order():
+    reranker = service_reranker("default")
+    hybrid = retrieve(FakeIndex(CHUNKS), SNAPSHOT, CHINESE, k=5, candidates=RERANK_CANDIDATES)
+    routed = retrieve(FakeIndex(CHUNKS), SNAPSHOT, CHINESE, k=5, reranker=reranker)
+    assert [d.metadata["chunk_id"] for d in routed] == [d.metadata["chunk_id"] for d in hybrid]
+
+
+def test_an_empty_snapshot_has_no_results():
+    assert retrieve(FakeIndex(CHUNKS), Snapshot({}), ENGLISH, reranker=service_reranker("default")) == []
+
+
+def test_the_setting_turns_the_reranker_off_and_refuses_other_names(fresh_settings, monkeypatch):
+    from lessons.core.settings import SettingsError
+    from service.settings import load_service_settings
+
+    assert service_reranker("none") is None
+    with pytest.raises(ValueError, match="'default'"):
+        service_reranker("colbert")
+    assert load_service_settings().reranker == "default"
+    monkeypatch.setenv("AGENTIC_RAG_SERVICE_RERANKER", "none")
+    settings = load_service_settings()
+    assert settings.reranker == "none" and settings.describe()["reranker"] == "none"
+    monkeypatch.setenv("AGENTIC_RAG_SERVICE_RERANKER", "cross-encoder")
+    with pytest.raises(SettingsError, match="AGENTIC_RAG_SERVICE_RERANKER"):
+        load_service_settings()

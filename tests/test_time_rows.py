@@ -1,0 +1,80 @@
+"""The front matter's measured time is rendered from the benchmark, in both languages, twins kept fresh."""
+
+import json
+
+from scripts.notebooks import ROOT
+from scripts.notebooks import parse, source_hash
+from scripts.time_rows import measurements, row_text, update_master
+
+_lines = (ROOT / "masters" / "00_setup.py").read_text(encoding="utf-8").splitlines()
+HEADER = "\n".join(_lines[: _lines.index("# ---", 1) + 1]) + "\n\n"  # a real master's YAML header (kernelspec, …)
+ENGLISH = "# Title\n\n| | |\n|---|---|\n| **Time** | about an hour |\n| **Numbers** | computed |"
+
+
+def master(tmp_path, twin_hash=None):
+    english = ENGLISH.replace("\n", "\n# ").replace("# \n", "#\n")
+    chinese = "# 标题\n#\n# | | |\n# |---|---|\n# | **用时** | 大约一小时 |\n# | **数字** | 计算得出 |"
+    (tmp_path / "masters").mkdir(exist_ok=True)
+    twin_hash = twin_hash or source_hash(parse_english(tmp_path, english))
+    path = tmp_path / "masters" / "09_demo.py"
+    path.write_text(HEADER + f"# %% [markdown]\n# {english}\n\n# %% [markdown] lang=\"zh\" translates=\"{twin_hash}\"\n{chinese}\n\n"
+                    "# %%\nprint(1)\n", encoding="utf-8")
+    return path
+
+
+def parse_english(tmp_path, english):
+    (tmp_path / "masters").mkdir(exist_ok=True)
+    probe = tmp_path / "masters" / "probe.py"
+    probe.write_text(HEADER + f"# %% [markdown]\n# {english}\n\n# %%\nprint(1)\n", encoding="utf-8")
+    source = parse(probe)[1][0].cell.source
+    probe.unlink()
+    return source
+
+
+ROW = {"notebook": "09_demo", "passed": True, "seconds": 712.0, "llm_calls": 41, "started": "2026-12-01 11:05",
+       "load_average_before": 2.0}
+
+
+def test_both_rows_are_rendered_from_the_measurement_and_the_twin_stays_fresh(tmp_path):
+    path = master(tmp_path)
+    path.write_text(update_master(path, ROW), encoding="utf-8")
+    english = next(c for c in parse(path)[1] if c.cell.cell_type == "markdown")
+    assert "**11.9 min** measured (712 s, 41 chat-model calls" in english.cell.source
+    assert "over the 10-minute budget" in english.cell.source and "busy" not in english.cell.source
+    text, recorded = english.twins["zh"]
+    assert "**11.9 分钟**（712 秒，41 次对话模型调用" in text and "超出 10 分钟的预算" in text
+    assert recorded == source_hash(english.cell.source)
+
+
+def test_a_twin_that_was_already_stale_stays_stale(tmp_path):
+    path = master(tmp_path, twin_hash="0123456789ab")
+    path.write_text(update_master(path, ROW), encoding="utf-8")
+    english = next(c for c in parse(path)[1] if c.cell.cell_type == "markdown")
+    assert english.twins["zh"][1] == "0123456789ab"
+
+
+def test_a_busy_machine_and_the_budget_are_said_plainly():
+    quick = {**ROW, "seconds": 300.0, "load_average_before": 4.5}
+    assert "within the 10-minute budget; the machine was busy (load average 4.5" in row_text(quick, "en")
+    assert "在 10 分钟预算以内；运行前机器繁忙（负载均值 4.5）" in row_text(quick, "zh")
+
+
+def test_the_latest_passing_measurement_wins(tmp_path):
+    older = {**ROW, "seconds": 900.0, "started": "2026-12-01 09:00"}
+    failed = {**ROW, "seconds": 10.0, "passed": False, "started": "2026-12-01 12:00"}
+    (tmp_path / "notebooks.json").write_text(json.dumps({"notebooks": [older]}))
+    (tmp_path / "notebooks-09.json").write_text(json.dumps({"notebooks": [ROW, failed]}))
+    assert measurements(tmp_path)["09_demo"]["seconds"] == 712.0
+
+
+def test_the_facilitator_agenda_row_is_rendered_from_the_measurement():
+    from scripts.time_rows import update_facilitator
+
+    guide = ("| notebook | cold | warm | how | session |\n|---|---|---|---|---|\n"
+             "| `09_demo` | typed by hand | seconds | by hand | 45 min |\n| `10_other` | kept | x | y | 30 min |\n")
+    row = {**ROW, "cached_calls": 3, "input_tokens": 12345, "output_tokens": 678, "checks_passed": 2, "checks": 2}
+    text = update_facilitator(guide, {"09_demo": row})
+    assert "| `09_demo` | **712 s (11.9 min)** from an empty cache folder, 41 chat-model calls (3 repeats" in text
+    assert "12,345 prompt / 678 generated tokens, checks 2/2; over the 10-minute budget" in text
+    assert "| seconds | `python benchmarks/bench_notebooks.py 09`, 1 Dec 2026, a fresh cache folder | 45 min |" in text
+    assert "| `10_other` | kept | x | y | 30 min |" in text
