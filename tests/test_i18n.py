@@ -18,7 +18,8 @@ from lessons.core.settings import PROJECT_ROOT
 TRANSLATED = sorted(m.stem for m in (PROJECT_ROOT / "masters").glob("[0-9][0-9]_*.py")
                     if 'lang="zh"' in m.read_text(encoding="utf-8"))
 # The lessons modules whose learner-facing text (findings, summary tables) goes through t().
-TRANSLATED_HELPERS = sorted(p.stem for p in (PROJECT_ROOT / "lessons").glob("*.py")
+TRANSLATED_HELPERS = sorted(p.relative_to(PROJECT_ROOT / "lessons").with_suffix("").as_posix()  # e.g. "agents/grading"
+                            for p in (PROJECT_ROOT / "lessons").rglob("*.py")
                             if p.stem != "i18n" and "from lessons.core.i18n import t" in p.read_text(encoding="utf-8"))
 
 
@@ -182,8 +183,9 @@ def test_a_translated_helper_has_chinese_for_every_string_it_renders(name):
 
 
 def test_the_helpers_that_render_findings_are_translated():
-    assert {"chunk_evaluation", "retrieval_evaluation", "qa_transform", "grading", "three_agent_eval", "evaluation",
-            "deep_research_eval", "usage"} <= set(TRANSLATED_HELPERS)
+    assert {"evaluation/chunk_evaluation", "evaluation/retrieval_evaluation", "transforms/qa_transform",
+            "agents/grading", "evaluation/three_agent_eval", "evaluation/pipelines", "evaluation/deep_research_eval",
+            "core/usage"} <= set(TRANSLATED_HELPERS)
 
 
 @pytest.mark.parametrize("name", TRANSLATED)
