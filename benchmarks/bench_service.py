@@ -1,8 +1,16 @@
-"""The service under load: 200 uploads from 20 concurrent clients, and search latency while they are ingested.
+"""The service under load: 200 uploads from 20 concurrent clients, search latency while they are ingested, and
+search latency on the idle service afterwards — with the search reranker on (the default) and off.
 
 Starts `python -m service api` on 127.0.0.1 (SQLite, embedded Chroma, the USE embedder, 2 worker threads) in a
 temporary folder; 20 clients upload 200 small Markdown files; 4 clients search the whole time until every job is
-done. Writes benchmarks/results/service.json: upload throughput, end-to-end indexing throughput, search p50/p95.
+done; then, with nothing else running in the service, `IDLE_SEARCHES` searches from one client and
+`IDLE_SECONDS` of searches from 4 clients. It does all that twice: `AGENTIC_RAG_SERVICE_RERANKER=default` (hybrid top
+20, then the cross-encoder: the queries are English) and `=none` (the hybrid order alone). Writes
+benchmarks/results/service.json: upload throughput, end-to-end indexing throughput, search p50/p95 per phase.
+Run it on an idle machine: the search latencies measure the cores' other users too.
+
+    python benchmarks/bench_service.py            # both settings
+    python benchmarks/bench_service.py none       # one of them
 """
 
 from __future__ import annotations
@@ -24,6 +32,21 @@ from benchmarks.common import save  # noqa: E402
 from lessons.core.local_server import free_port  # noqa: E402
 
 UPLOADS, CLIENTS, SEARCHERS, KEY = 200, 20, 4, "bench-key"
+IDLE_SEARCHES, IDLE_SECONDS = 100, 20
+RERANKERS = {"default": "hybrid top 20 + cross-encoder (AGENTIC_RAG_SERVICE_RERANKER=default)",
+             "none": "hybrid only (AGENTIC_RAG_SERVICE_RERANKER=none)"}
+
+
+def percentiles(latencies: list[float]) -> dict:
+    ordered = sorted(latencies)
+    if not ordered:
+        return {"searches": 0, "p50 ms": None, "p95 ms": None}
+    return {"searches": len(ordered), "p50 ms": round(1000 * statistics.median(ordered), 1),
+            "p95 ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1)}
+
+
+def query(number: int) -> str:
+    return f"which note has marker n{number * 37 % UPLOADS:03d}"
 
 
 def document(number: int) -> bytes:
@@ -31,12 +54,13 @@ def document(number: int) -> bytes:
             + "Filler words for a short note. " * 3 + "\n").encode()  # fmt: skip
 
 
-def main() -> None:
+def measure(reranker: str) -> dict:
     root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "DEEPSEEK_"))}
         env.update(AGENTIC_RAG_CACHE_DIR=f"{tmp}/cache", AGENTIC_RAG_EMBEDDER="use", AGENTIC_RAG_SERVICE_DATA_DIR=f"{tmp}/service",
-                   AGENTIC_RAG_SERVICE_API_KEY=KEY, AGENTIC_RAG_SERVICE_WORKERS="2", AGENTIC_RAG_SERVICE_POLL_SECONDS="0.1")  # fmt: skip
+                   AGENTIC_RAG_SERVICE_API_KEY=KEY, AGENTIC_RAG_SERVICE_WORKERS="2", AGENTIC_RAG_SERVICE_POLL_SECONDS="0.1",
+                   AGENTIC_RAG_SERVICE_RERANKER=reranker)  # fmt: skip
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         log = open(f"{tmp}/service.log", "w")
@@ -57,6 +81,7 @@ def main() -> None:
                 job = warm.post("/v1/documents", files={"file": ("warm.md", b"# Warm\n\nwarm up the embedder")}).json()["job_id"]
                 while warm.get(f"/v1/jobs/{job}").json()["status"] != "done" and time.monotonic() < deadline:
                     time.sleep(0.2)
+                warm.post("/v1/search", json={"query": "warm up the reranker", "k": 3}).raise_for_status()  # loads it
             latencies: list[float] = []
             done = threading.Event()
 
@@ -65,7 +90,7 @@ def main() -> None:
                     stop_at = time.monotonic() + 600
                     while not done.is_set() and time.monotonic() < stop_at:
                         started = time.perf_counter()
-                        client.post("/v1/search", json={"query": f"which note has marker n{number * 37 % UPLOADS:03d}", "k": 3})
+                        client.post("/v1/search", json={"query": query(number), "k": 3}).raise_for_status()
                         latencies.append(time.perf_counter() - started)
 
             searchers = [threading.Thread(target=search_all_the_time, args=(n,)) for n in range(SEARCHERS)]
@@ -95,7 +120,28 @@ def main() -> None:
             for searcher in searchers:
                 searcher.join(timeout=60)
             ordered = sorted(latencies)
+            idle_one: list[float] = []
+            with httpx.Client(base_url=url, timeout=60) as client:  # the service idle: one client, one search at a time
+                for number in range(IDLE_SEARCHES):
+                    started_search = time.perf_counter()
+                    client.post("/v1/search", json={"query": query(number), "k": 3}).raise_for_status()
+                    idle_one.append(time.perf_counter() - started_search)
+            idle_many: list[float] = []
+
+            def search_for_a_while(number: int) -> None:
+                with httpx.Client(base_url=url, timeout=60) as client:
+                    stop_at, count = time.monotonic() + IDLE_SECONDS, 0
+                    while time.monotonic() < stop_at:
+                        started_search = time.perf_counter()
+                        client.post("/v1/search", json={"query": query(number * 50 + count), "k": 3}).raise_for_status()
+                        idle_many.append(time.perf_counter() - started_search)
+                        count += 1
+
+            load_before_idle = os.getloadavg()[0]
+            with ThreadPoolExecutor(max_workers=SEARCHERS) as pool:
+                list(pool.map(search_for_a_while, range(SEARCHERS)))
             results = {
+                "reranker": RERANKERS[reranker],
                 "uploads": UPLOADS, "clients": CLIENTS, "searching clients": SEARCHERS, "worker threads": 2,
                 "embedder": "use", "stores": "SQLite + embedded Chroma",
                 "upload seconds": round(uploaded, 2), "uploads/s accepted": round(UPLOADS / uploaded, 1),
@@ -104,15 +150,27 @@ def main() -> None:
                 "searches under load": len(ordered),
                 "search p50 ms": round(1000 * statistics.median(ordered), 1) if ordered else None,
                 "search p95 ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1) if ordered else None,
-                "load average at end": os.getloadavg()[0],
+                "load average at end of ingestion": round(load_before_idle, 2),
+                "idle, 1 client": percentiles(idle_one),
+                f"idle, {SEARCHERS} clients for {IDLE_SECONDS} s": percentiles(idle_many),
+                "load average at end": round(os.getloadavg()[0], 2),
             }  # fmt: skip
-            print(results)
-            save("service", results)
+            print(results, flush=True)
+            return results
         finally:
             process.terminate()
             process.wait(timeout=30)
             log.close()
 
 
+def main(names: list[str]) -> None:
+    unknown = [n for n in names if n not in RERANKERS]
+    if unknown:
+        raise SystemExit(f"unknown reranker setting(s) {unknown}: use {list(RERANKERS)}")
+    load_before = round(os.getloadavg()[0], 2)
+    runs = {name: measure(name) for name in names or RERANKERS}
+    save("service", {"load average before": load_before, "runs": runs})
+
+
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

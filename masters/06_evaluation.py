@@ -4,7 +4,7 @@
 #     quick_parameters:
 #       N_GEN_MULTI: 1
 #       N_GEN_SINGLE: 1
-#       N_IN_KB: 2
+#       N_IN_KB: 1
 #       N_OUT_OF_KB: 1
 #       PIPELINE_NAMES:
 #       - dense
@@ -75,12 +75,12 @@
 # Parameters (the test suite runs this notebook with smaller values)
 FULL = False          # True: every pipeline judged, a larger sample, the gate on more questions (45 min or more)
 CORPORA = ["course", "packages"]
-N_IN_KB = 2           # judged answerable gold questions per corpus, half English and half Chinese
+N_IN_KB = 1           # judged answerable gold questions per corpus (FULL: 8, half English and half Chinese)
 N_OUT_OF_KB = 1       # judged gold questions no document answers, per corpus
-N_GATE = 4            # questions per corpus the gate's P(yes) is measured on (the judged sample: its calls are cached)
+N_GATE = 2            # questions per corpus the gate's P(yes) is measured on (the judged sample: its calls are cached)
 RETRIEVAL_QUESTIONS = None  # answerable gold questions per corpus for the retrieval metrics (None: every one)
 N_GEN_SINGLE = 1      # generated questions from one chunk
-N_GEN_MULTI = 1       # generated questions that need two chunks from different pages or documents
+N_GEN_MULTI = 0       # generated questions that need two chunks from different pages or documents (FULL: 1)
 PIPELINE_NAMES = ["hybrid+rerank", "grading-loop"]  # judged on answers (dense is measured on retrieval); FULL: all six
 K = 3                 # chunks each answer is written from; hit@K and recall@K
 N_QA_CHUNKS = 60      # notebook 03's QA sample (used when qa-hybrid is judged): its pairs are in the QA cache
@@ -92,7 +92,7 @@ from lessons.core import t, t_labels
 
 if FULL:  # the larger measurement: every pipeline, a bigger judged sample and gate sample
     PIPELINE_NAMES = list(PIPELINES)
-    N_IN_KB, N_OUT_OF_KB, N_GATE = max(N_IN_KB, 8), max(N_OUT_OF_KB, 4), max(N_GATE, 24)
+    N_IN_KB, N_OUT_OF_KB, N_GATE, N_GEN_MULTI = max(N_IN_KB, 8), max(N_OUT_OF_KB, 4), max(N_GATE, 24), max(N_GEN_MULTI, 1)
 RETRIEVAL_NAMES = ["dense", "hybrid", "hybrid+rerank"]  # their rankings need no chat model: every gold question
 print(t("judged: {judged}; retrieval on every gold question: {retrieval}", judged=PIPELINE_NAMES, retrieval=RETRIEVAL_NAMES))
 
