@@ -83,7 +83,7 @@
 # Parameters (the test suite runs this notebook with smaller values)
 N_MULTI_HOP = 2     # multi-hop gold questions in the measurement (half English, half Chinese); 4 for a larger one (≈ +5 min cold)
 N_TABLE = 2         # table gold questions (half English, half Chinese); the contradiction case is always added; 4 for a larger one
-MAX_STEPS = 3       # tool calls per question, the first search included
+MAX_STEPS = 2       # tool calls per question, the first search included (3 for a larger one)
 RERANKER = "default"  # the search tool's reranker: "default" (lessons.retrieval.rerank.default_reranker: the cross-encoder), "llm" (the chat model: 10 calls per search), "none"
 N_SEARCH = 36       # multi-hop and table gold questions on which section 2 measures what the reranker changes (no model calls)
 COMPARE_LLM_RERANKER = False  # True: section 2 also measures the chat model as the reranker (10 calls per question: ≈ 15 min more)
