@@ -16,13 +16,13 @@ test:
 # Before a workshop (docs/FACILITATOR.md): do every slow thing once — install, model, knowledge base, indexes,
 # every notebook at full size into the LLM cache; a second run does nothing. PREWARM_ARGS="--skip-notebooks" etc.
 prewarm:
-	@.venv/bin/python -c "import lessons.prewarm" 2>/dev/null || scripts/setup.sh
-	.venv/bin/python -m lessons.prewarm $(PREWARM_ARGS)
+	@.venv/bin/python -c "import tools.prewarm" 2>/dev/null || scripts/setup.sh
+	.venv/bin/python -m tools.prewarm $(PREWARM_ARGS)
 
 # Execute every notebook headless at full size; executed copies and summary.md go to runs/<time>/.
 run-notebooks:
 	@scripts/setup.sh
-	.venv/bin/python -m lessons.notebook_runner
+	.venv/bin/python -m tools.notebook_runner
 
 benchmarks:
 	@scripts/setup.sh dev
@@ -41,5 +41,5 @@ notebooks:
 learner-notebooks: notebooks
 
 clean-cache:
-	.venv/bin/python -m lessons.local_server stop || true
+	.venv/bin/python -m lessons.core.local_server stop || true
 	rm -rf .cache

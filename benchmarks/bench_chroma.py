@@ -9,7 +9,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import save  # noqa: E402
-from lessons.vectorstore import chroma_client  # noqa: E402
+from lessons.core.vectorstore import chroma_client  # noqa: E402
 
 N, DIM, QUERIES = 10_000, 384, 200
 

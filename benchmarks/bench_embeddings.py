@@ -7,7 +7,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import best_of, save  # noqa: E402
-from lessons.embeddings import E5Embeddings, USEEmbeddings  # noqa: E402
+from lessons.core.embeddings import E5Embeddings, USEEmbeddings  # noqa: E402
 
 PASSAGES = [
     f"Passage {i}: Atlas Server keeps {i % 7 + 1} replicas of each index shard and compacts segments nightly."

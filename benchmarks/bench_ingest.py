@@ -19,15 +19,10 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
 from benchmarks.common import RESULTS, machine
-from lessons.ingest import (
-    DOCLING_VERSION,
-    SUPPORTED_SUFFIXES,
-    ConvertedDocument,
-    IngestError,
-    convert_file,
-    format_of,
-    list_files,
+from lessons.ingest.files import (
+    DOCLING_VERSION, SUPPORTED_SUFFIXES, ConvertedDocument, IngestError, format_of, list_files,
 )
+from lessons.ingest import convert_file
 
 DEFAULT_FOLDER = PROJECT_ROOT / "data" / "corpus"
 SAMPLE_PARAGRAPH = (

@@ -9,8 +9,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import save  # noqa: E402
-from lessons.local_model import resolve_local_model  # noqa: E402
-from lessons.settings import get_settings  # noqa: E402
+from lessons.core.local_model import resolve_local_model  # noqa: E402
+from lessons.core.settings import get_settings  # noqa: E402
 
 LONG_PROMPT = "Summarise in one word. " + " ".join(
     f"Atlas Server {i} replicates shard {i % 5} and compacts its segments every night." for i in range(60)
@@ -33,7 +33,7 @@ def measure(complete) -> dict:
 
 
 def via_server() -> dict:
-    from lessons.models import get_chat_model
+    from lessons.core.models import get_chat_model
 
     llm = get_chat_model(cache=False)
 

@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import save  # noqa: E402
-from lessons.notebook_runner import execute_notebook  # noqa: E402
-from lessons.settings import PROJECT_ROOT  # noqa: E402
+from tools.notebook_runner import execute_notebook  # noqa: E402
+from lessons.core.settings import PROJECT_ROOT  # noqa: E402
 
 BUDGET_SECONDS = 600
 COURSE_BUDGET_SECONDS = 45 * 60
@@ -57,8 +57,8 @@ def main(names: list[str], name: str = "notebooks") -> dict:
             print(f"{path.stem}: {'passed' if run.passed else 'FAILED'} in {run.seconds:.0f} s, {run.llm_calls} calls "
                   f"({run.cached_calls} from this run's cache), load {load_before:.1f}", flush=True)
             save(name, {"notebooks": rows, "complete": False})  # what is measured so far survives an interrupted run
-        from lessons.local_server import stop_server
-        from lessons.settings import get_settings
+        from lessons.core.local_server import stop_server
+        from lessons.core.settings import get_settings
 
         get_settings.cache_clear()
         stop_server()

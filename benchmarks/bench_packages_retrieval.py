@@ -1,11 +1,11 @@
 """First-stage retrieval on both knowledge bases: the course's Tidewell corpus and the real package READMEs.
 
 No chat model. Dense, BM25 and hybrid (the course's own retrievers from `lessons.retrieval`, built by
-`lessons.retrieval_evaluation.build_techniques`) run on every answerable gold question of each corpus
+`lessons.evaluation.retrieval_evaluation.build_techniques`) run on every answerable gold question of each corpus
 with the baseline chunks; the script writes hit@5, recall@5 and MRR@10 overall, per language and per
 question type, the questions the hybrid misses on the packages corpus with the chunk that holds their
 evidence (its size, how much of it is code, table or changelog) and where dense and BM25 rank it, and
-the same retrievers on chunks that carry their document and section path (`lessons.chunk_context`), and
+the same retrievers on chunks that carry their document and section path (`lessons.retrieval.chunk_context`), and
 how well the top dense similarity separates answerable from unanswerable questions on each corpus
 (with the best cut-off of one corpus applied to the other).
 
@@ -20,13 +20,14 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import save
-from lessons.chunk_context import tokenize_versions, with_context_header
-from lessons.corpus import GoldQuestion, load_gold
-from lessons.embeddings import get_embeddings
-from lessons.knowledge_base import INDEX_NAMES, build_index, load_knowledge_base, number_chunks
-from lessons.metrics import relevance_labels
+from lessons.retrieval.chunk_context import tokenize_versions, with_context_header
+from lessons.ingest.corpus import GoldQuestion, load_gold
+from lessons.core.embeddings import get_embeddings
+from lessons.retrieval.index import INDEX_NAMES, build_index, load_knowledge_base
+from lessons.chunking.base import number_chunks
+from lessons.evaluation.metrics import relevance_labels
 from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
-from lessons.retrieval_evaluation import (
+from lessons.evaluation.retrieval_evaluation import (
     HIT_K,
     METRICS,
     RANK_K,
@@ -149,7 +150,7 @@ def cutoff_report(scores: dict[str, pd.DataFrame]) -> dict:
 
 
 def contextual_techniques(chunks, corpus: str) -> list[Technique]:
-    """The fix of `lessons.chunk_context`: chunks with their document and section path, versions as tokens."""
+    """The fix of `lessons.retrieval.chunk_context`: chunks with their document and section path, versions as tokens."""
     contextual = number_chunks(with_context_header(chunks))
     store = build_index(contextual, name=f"{INDEX_NAMES[corpus]}-context")
     dense, bm25 = dense_retriever(store, RANK_K), bm25_retriever(contextual, RANK_K, tokenizer=tokenize_versions)

@@ -11,9 +11,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import save  # noqa: E402
-from lessons import cross_encoder  # noqa: E402
-from lessons.cross_encoder import ColbertScorer, OnnxCrossEncoder  # noqa: E402
-from lessons.knowledge_base import chunk_knowledge_base  # noqa: E402
+from lessons.retrieval import cross_encoder  # noqa: E402
+from lessons.retrieval.cross_encoder import ColbertScorer, OnnxCrossEncoder  # noqa: E402
+from lessons.retrieval.index import chunk_knowledge_base  # noqa: E402
 
 
 def pairs_per_second(model, pairs) -> float:

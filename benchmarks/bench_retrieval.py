@@ -16,10 +16,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import save  # noqa: E402
-from lessons.corpus import load_gold  # noqa: E402
-from lessons.knowledge_base import build_index, chunk_knowledge_base  # noqa: E402
-from lessons.models import active_model_info, get_chat_model  # noqa: E402
-from lessons.retrieval_evaluation import (  # noqa: E402
+from lessons.ingest.corpus import load_gold  # noqa: E402
+from lessons.retrieval.index import build_index, chunk_knowledge_base  # noqa: E402
+from lessons.core.models import active_model_info, get_chat_model  # noqa: E402
+from lessons.evaluation.retrieval_evaluation import (  # noqa: E402
     build_techniques,
     evaluate_techniques,
     relevant_chunk_counts,

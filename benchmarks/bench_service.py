@@ -29,7 +29,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import save  # noqa: E402
-from lessons.local_server import free_port  # noqa: E402
+from lessons.core.local_server import free_port  # noqa: E402
 
 UPLOADS, CLIENTS, SEARCHERS, KEY = 200, 20, 4, "bench-key"
 IDLE_SEARCHES, IDLE_SECONDS = 100, 20

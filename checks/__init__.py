@@ -7,7 +7,7 @@ every check's result (exit code 1 when one fails).
 
 Writing a check: raise `Hint("what to look at", zh="看哪里")` for a wrong answer, or call
 `expect(condition, "hint", zh="提示")`; any other exception from the learner's code is reported as such.
-Checks speak the notebook's language (`lessons.i18n.course_language()`: the Chinese copy in
+Checks speak the notebook's language (`lessons.core.i18n.course_language()`: the Chinese copy in
 `notebooks/zh/` gets the ✅ / ❌ lines and the hints in Chinese). A check of a translated notebook gives
 every hint and its exercise name a `zh=` twin; tests/test_i18n.py fails on one without.
 """
@@ -19,7 +19,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from lessons.i18n import ENGLISH, course_language
+from lessons.core.i18n import ENGLISH, course_language
 
 # The lines a check prints, per language.
 MESSAGES = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from lessons.notebook_runner import execute_notebook
+from tools.notebook_runner import execute_notebook
 
 
 def main(argv: list[str] | None = None) -> int:

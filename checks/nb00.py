@@ -38,8 +38,8 @@ def check_grade_schema(schema) -> CheckResult:
             "add a description with Field(description=...): the model reads it as part of the function's schema",
             zh="用 Field(description=...) 加一段描述：模型会把它当作函数 schema 的一部分来读",
         )
-        from lessons.fakes import ScriptedChatModel
-        from lessons.structured import invoke_structured
+        from lessons.core.fakes import ScriptedChatModel
+        from lessons.core.structured import invoke_structured
 
         grade = invoke_structured(ScriptedChatModel(responses=[{"binary_score": "no"}]), schema, "Is it relevant?")
         expect(grade.binary_score == "no", "the schema did not round-trip through invoke_structured",

@@ -69,7 +69,7 @@ def check_pack_blocks(pack_blocks) -> CheckResult:
     """Exercise 2: pack whole Markdown blocks greedily into chunks of at most max_chars, never cutting one."""
 
     def check():
-        from lessons.markdown_blocks import pack_greedily
+        from lessons.chunking.markdown_blocks import pack_greedily
 
         expect(callable(pack_blocks), "define a function `pack_blocks(blocks, max_chars)`",
                zh="定义一个函数 `pack_blocks(blocks, max_chars)`")

@@ -129,7 +129,7 @@ def check_hyde(make_hyde) -> CheckResult:
     """Exercise 3: HyDE as a Runnable: question → hypothetical answer → retriever."""
 
     def check():
-        from lessons.fakes import ScriptedChatModel
+        from lessons.core.fakes import ScriptedChatModel
 
         expect(callable(make_hyde), "define a function `make_hyde(llm, retriever)` that returns a Runnable",
                zh="定义一个返回 Runnable 的函数 `make_hyde(llm, retriever)`")

@@ -10,15 +10,15 @@ from checks import CheckResult, Hint, expect, run_check
 
 
 def _structured_failure(count: int):
-    from lessons.qa_transform import qa_pair_list_schema
-    from lessons.structured import StructuredOutputError
+    from lessons.transforms.qa_transform import qa_pair_list_schema
+    from lessons.core.structured import StructuredOutputError
 
     return StructuredOutputError(qa_pair_list_schema(count), 1, None, ValueError(f"no valid list of {count} pairs"))
 
 
 def _scripted_ask(works_from: int | None, error: Exception | None = None):
     """An `ask(n)` that fails with StructuredOutputError while n > works_from, and records every n."""
-    from lessons.qa_transform import QAPair
+    from lessons.transforms.qa_transform import QAPair
 
     asked: list[int] = []
 

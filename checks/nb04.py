@@ -34,7 +34,7 @@ def check_honest_answer(honest_answer) -> CheckResult:
     """Exercise 2: a fixed not-in-the-knowledge-base answer in the question's language."""
 
     def check():
-        from lessons.ingest import detect_language
+        from lessons.text.language import detect_language
 
         english = honest_answer("Who is Tidewell's chief financial officer?")
         chinese = honest_answer("潮汐分析的首席财务官是谁？")

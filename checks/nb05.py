@@ -17,8 +17,8 @@ def check_verdict_schema(schema) -> CheckResult:
     def check():
         from pydantic import BaseModel
 
-        from lessons.fakes import ScriptedChatModel
-        from lessons.structured import invoke_structured
+        from lessons.core.fakes import ScriptedChatModel
+        from lessons.core.structured import invoke_structured
 
         expect(isinstance(schema, type) and issubclass(schema, BaseModel), "define a Pydantic model (class … (BaseModel))",
                zh="定义一个 Pydantic 模型（class … (BaseModel)）")
@@ -55,7 +55,7 @@ def check_routing_rule(route) -> CheckResult:
     """Exercise 2: accept a draft nothing stands against; re-research while rounds remain; give up at the cap."""
 
     def check():
-        from lessons.three_agents import Verification
+        from lessons.agents.three_agents import Verification
 
         def verdict(unsupported=(), contradictions=(), supported="yes", relevant="yes"):
             return Verification(unsupported_claims=list(unsupported), contradictions=list(contradictions),

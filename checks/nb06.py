@@ -9,10 +9,10 @@ from checks import CheckResult, expect, run_check
 
 
 def check_mrr(mrr) -> CheckResult:
-    """Exercise 1: mean reciprocal rank of one ranked list, compared with `lessons.metrics.mrr_at_k`."""
+    """Exercise 1: mean reciprocal rank of one ranked list, compared with `lessons.evaluation.metrics.mrr_at_k`."""
 
     def check():
-        from lessons.metrics import mrr_at_k
+        from lessons.evaluation.metrics import mrr_at_k
 
         expect(callable(mrr), "define a function `mrr(labels, k)`", zh="定义一个函数 `mrr(labels, k)`")
         got = mrr([False, True, False], 10)
@@ -47,8 +47,8 @@ def check_completeness_schema(schema) -> CheckResult:
     def check():
         from pydantic import BaseModel
 
-        from lessons.fakes import ScriptedChatModel
-        from lessons.structured import invoke_structured
+        from lessons.core.fakes import ScriptedChatModel
+        from lessons.core.structured import invoke_structured
 
         expect(isinstance(schema, type) and issubclass(schema, BaseModel), "write a Pydantic model: `class CompletenessVerdict(BaseModel):`",
                zh="写一个 Pydantic 模型：`class CompletenessVerdict(BaseModel):`")

@@ -9,7 +9,7 @@ def check_read_page(read_page) -> CheckResult:
     """Exercise 1: the `read_page` tool — the whole page (cut to `max_chars`), or an error as an observation."""
 
     def check():
-        from lessons.deep_research import Observation, Page, PageStore
+        from lessons.agents.deep_research import Observation, Page, PageStore
 
         pages = PageStore([
             Page("handbook.docx", 1, "Annual leave", "Lisbon: 25 days. Hangzhou: 20 days."),
@@ -17,8 +17,8 @@ def check_read_page(read_page) -> CheckResult:
             Page("whitepaper.pdf", 6, "page 6", "Team tier: €45 per user per month."),
         ])
         good = read_page(pages, "whitepaper.pdf", 6)
-        expect(isinstance(good, Observation), f"return an Observation (lessons.deep_research.Observation), not {type(good).__name__}",
-               zh=f"返回一个 Observation（lessons.deep_research.Observation），而不是 {type(good).__name__}")
+        expect(isinstance(good, Observation), f"return an Observation (lessons.agents.deep_research.Observation), not {type(good).__name__}",
+               zh=f"返回一个 Observation（lessons.agents.deep_research.Observation），而不是 {type(good).__name__}")
         expect(not good.error and len(good.evidence) == 1,
                "a page that exists gives an Observation with no error and one Document in `evidence`",
                zh="存在的页面应得到一个没有 error、`evidence` 里有一个 Document 的 Observation")
@@ -62,7 +62,7 @@ def check_standalone_question(standalone_question) -> CheckResult:
     """Exercise 2: rewrite the user's turn from the chat history — typed, and without a call when there is no history."""
 
     def check():
-        from lessons.fakes import ScriptedChatModel
+        from lessons.core.fakes import ScriptedChatModel
 
         model = ScriptedChatModel(responses=[])
         first = standalone_question(model, [], "How many leave days do Lisbon staff get?")

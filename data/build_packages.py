@@ -357,7 +357,7 @@ def build(out: Path = OUT, *, repin: bool = False, write: bool = True) -> dict[s
 def check_gold(files: dict[str, str], gold_path: Path = GOLD) -> int:
     """Report gold quotes not found in their rendered sources (compared as a reader sees them); returns the count."""
     sys.path.insert(0, str(DATA.parent))
-    from lessons.ingest import normalise_for_match
+    from lessons.text.normalise import normalise_for_match
 
     if not gold_path.exists():
         print(f"  {gold_path.name}: not written yet")

@@ -33,12 +33,12 @@
 #
 # | step | tool | runs |
 # |---|---|---|
-# | chat model | `lessons.models.get_chat_model()` → llama.cpp server or DeepSeek API | locally / remotely |
-# | embeddings | `lessons.embeddings.get_embeddings()` → multilingual-e5-small | locally |
-# | vector store | `lessons.vectorstore.open_store()` → Chroma, persistent | locally |
+# | chat model | `lessons.core.models.get_chat_model()` → llama.cpp server or DeepSeek API | locally / remotely |
+# | embeddings | `lessons.core.embeddings.get_embeddings()` → multilingual-e5-small | locally |
+# | vector store | `lessons.core.vectorstore.open_store()` → Chroma, persistent | locally |
 # | conversion | `lessons.ingest.convert_file()` → Docling | locally |
 
-# %% [markdown] lang="zh" translates="4020ac2767d7"
+# %% [markdown] lang="zh" translates="6d3f4de7d41e"
 # # 00 · 环境准备：确认整套工具能跑通
 #
 # | | |
@@ -54,9 +54,9 @@
 #
 # | 环节 | 工具 | 运行在 |
 # |---|---|---|
-# | 对话模型 | `lessons.models.get_chat_model()` → llama.cpp 服务或 DeepSeek API | 本地 / 远程 |
-# | 嵌入 | `lessons.embeddings.get_embeddings()` → multilingual-e5-small | 本地 |
-# | 向量库 | `lessons.vectorstore.open_store()` → Chroma，持久化 | 本地 |
+# | 对话模型 | `lessons.core.models.get_chat_model()` → llama.cpp 服务或 DeepSeek API | 本地 / 远程 |
+# | 嵌入 | `lessons.core.embeddings.get_embeddings()` → multilingual-e5-small | 本地 |
+# | 向量库 | `lessons.core.vectorstore.open_store()` → Chroma，持久化 | 本地 |
 # | 文档转换 | `lessons.ingest.convert_file()` → Docling | 本地 |
 
 # %% tags=["parameters"]
@@ -69,9 +69,9 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from lessons.i18n import t
-from lessons.models import get_chat_model, model_banner
-from lessons.usage import USAGE
+from lessons.core import t
+from lessons.core import get_chat_model, model_banner
+from lessons.core import USAGE
 
 timings = {}
 print(model_banner())
@@ -120,7 +120,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from lessons.structured import invoke_structured
+from lessons.core import invoke_structured
 
 
 class GradeDocument(BaseModel):
@@ -184,8 +184,8 @@ check_grade_schema(RelevanceGrade)
 # 但要设一个固定阈值就得小心。
 
 # %%
-from lessons.embeddings import get_embeddings
-from lessons.ingest import detect_language
+from lessons.core import get_embeddings
+from lessons.text import detect_language
 
 sentences = [
     "The Team plan costs 45 euros per user per month.",
@@ -280,7 +280,7 @@ check_cosine_similarity(cosine_similarity)
 # 转换成带标题和表格的 Markdown。转换结果按文件的 SHA-256 缓存，所以第二次是瞬间完成的。
 
 # %%
-from lessons.corpus import CORPUS_DIR
+from lessons.ingest import CORPUS_DIR
 from lessons.ingest import convert_file
 
 sample = CORPUS_DIR / "employee_handbook.docx"  # data/corpus/, found from any notebook folder

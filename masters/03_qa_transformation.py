@@ -39,12 +39,12 @@
 #
 # | doctran job | replacement here | model? |
 # |---|---|---|
-# | `DoctranQATransformer` | `lessons.qa_transform.QATransformer` — structured output into `QAPairList` | yes |
-# | `DoctranTextTranslator` / cleaning | `lessons.doc_transforms.TextCleaner` — PDF hyphenation and hard wraps | no |
-# | date handling | `lessons.doc_transforms.DateExtractor` — patterns + python-dateutil, English and Chinese | no |
-# | `DoctranPropertyExtractor` | `lessons.doc_transforms.PropertyExtractor` — structured output into *your* schema | yes |
+# | `DoctranQATransformer` | `lessons.transforms.qa_transform.QATransformer` — structured output into `QAPairList` | yes |
+# | `DoctranTextTranslator` / cleaning | `lessons.transforms.doc_transforms.TextCleaner` — PDF hyphenation and hard wraps | no |
+# | date handling | `lessons.transforms.doc_transforms.DateExtractor` — patterns + python-dateutil, English and Chinese | no |
+# | `DoctranPropertyExtractor` | `lessons.transforms.doc_transforms.PropertyExtractor` — structured output into *your* schema | yes |
 
-# %% [markdown] lang="zh" translates="dfac656ddd4b"
+# %% [markdown] lang="zh" translates="5cf508f33ac0"
 # # 03 · QA 转换：为你的块能回答的问题建索引
 #
 # | | |
@@ -64,10 +64,10 @@
 #
 # | doctran 的工作 | 这里的替代品 | 需要模型？ |
 # |---|---|---|
-# | `DoctranQATransformer` | `lessons.qa_transform.QATransformer`——结构化输出为 `QAPairList` | 是 |
-# | `DoctranTextTranslator` / 清理 | `lessons.doc_transforms.TextCleaner`——PDF 的断词连字符和硬换行 | 否 |
-# | 日期处理 | `lessons.doc_transforms.DateExtractor`——模式匹配 + python-dateutil，支持英文和中文 | 否 |
-# | `DoctranPropertyExtractor` | `lessons.doc_transforms.PropertyExtractor`——结构化输出为*你自己的* schema | 是 |
+# | `DoctranQATransformer` | `lessons.transforms.qa_transform.QATransformer`——结构化输出为 `QAPairList` | 是 |
+# | `DoctranTextTranslator` / 清理 | `lessons.transforms.doc_transforms.TextCleaner`——PDF 的断词连字符和硬换行 | 否 |
+# | 日期处理 | `lessons.transforms.doc_transforms.DateExtractor`——模式匹配 + python-dateutil，支持英文和中文 | 否 |
+# | `DoctranPropertyExtractor` | `lessons.transforms.doc_transforms.PropertyExtractor`——结构化输出为*你自己的* schema | 是 |
 
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
@@ -86,9 +86,9 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.i18n import t, t_labels
-from lessons.models import get_chat_model, model_banner
-from lessons.usage import USAGE
+from lessons.core import t, t_labels
+from lessons.core import get_chat_model, model_banner
+from lessons.core import USAGE
 
 logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
 pd.set_option("display.max_colwidth", 90)
@@ -114,9 +114,9 @@ llm = get_chat_model()
 # 找出正确的那个。下面所有的比较都用同一个样本。
 
 # %%
-from lessons.corpus import load_gold
-from lessons.knowledge_base import chunk_knowledge_base
-from lessons.qa_transform import evidence_chunk_ids, select_chunks
+from lessons.ingest import load_gold
+from lessons.retrieval import chunk_knowledge_base
+from lessons.transforms import evidence_chunk_ids, select_chunks
 
 chunks = chunk_knowledge_base()
 gold = load_gold()
@@ -159,7 +159,7 @@ import json
 
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from lessons.qa_transform import QA_SYSTEM_PROMPT, QAPair, QAPairList, qa_messages, qa_pair_list_schema
+from lessons.transforms import QA_SYSTEM_PROMPT, QAPair, QAPairList, qa_messages, qa_pair_list_schema
 
 print(json.dumps(convert_to_openai_tool(qa_pair_list_schema(MAX_PAIRS))["function"]["parameters"]["properties"]["pairs"], indent=1)[:700])
 print(t("\n--- the system prompt for this chunk ---"))
@@ -168,7 +168,7 @@ for message in qa_messages(example, MAX_PAIRS):
     print(f"[{message.type}]\n{message.content}\n")
 
 # %%
-from lessons.qa_transform import QACache, QATransformer
+from lessons.transforms import QACache, QATransformer
 
 qa = QATransformer(llm, max_pairs=MAX_PAIRS, cache=QACache())
 start = time.perf_counter()
@@ -218,8 +218,8 @@ pd.DataFrame([pair.model_dump() for pair in one.pairs])
 # 每次调用都失败时返回 `[]`。其他任何异常都让它继续抛出。
 
 # %% tags=["exercise"]
-from lessons.qa_transform import fewer_pairs_schedule
-from lessons.structured import StructuredOutputError
+from lessons.transforms import fewer_pairs_schedule
+from lessons.core import StructuredOutputError
 
 print(t("schedule for 4:"), fewer_pairs_schedule(4), t("· for 3:"), fewer_pairs_schedule(3))
 
@@ -259,7 +259,7 @@ check_fewer_pairs(first_valid_pairs)
 # 本地是 `get_settings().n_ctx`（默认 4,096 个 token），DeepSeek 上是 64k。
 
 # %%
-from lessons.qa_transform import ContextBudgetWarning, context_budgets
+from lessons.transforms import ContextBudgetWarning, context_budgets
 
 budgets = context_budgets(chunks, MAX_PAIRS, qa.context_window)
 totals = np.array([b.total for b in budgets])
@@ -452,7 +452,7 @@ plt.show()
 #   （中文：字）的引文所占的比例——这对问答是*关于*那个事实的。
 
 # %%
-from lessons.qa_transform import evidence_coverage
+from lessons.transforms import evidence_coverage
 
 coverage = evidence_coverage(sample, results, gold)
 print(t("{n} gold evidence quotes occur in the sample", n=coverage.quotes))
@@ -525,8 +525,8 @@ from checks.nb03 import check_hits_to_chunks
 check_hits_to_chunks(hits_to_chunks)
 
 # %%
-from lessons.qa_transform import DOC_TYPE_CHUNK, mark_doc_type, search_source_chunks
-from lessons.vectorstore import index_documents, open_store
+from lessons.transforms import DOC_TYPE_CHUNK, mark_doc_type, search_source_chunks
+from lessons.core import index_documents, open_store
 
 chunk_docs = mark_doc_type(sample, DOC_TYPE_CHUNK)
 chunks_by_id = {c.metadata["chunk_id"]: c for c in chunk_docs}
@@ -538,16 +538,16 @@ print(t("hybrid store: {chunks} chunks + {qa} QA documents · {stats}", chunks=l
 
 # %% [markdown]
 # Now the gold questions whose evidence is in the sample, asked of each retriever. A result list is
-# relevant at rank *r* when the chunk there contains one of the question's evidence quotes (`lessons.metrics`).
+# relevant at rank *r* when the chunk there contains one of the question's evidence quotes (`lessons.evaluation.metrics`).
 
-# %% [markdown] lang="zh" translates="72a2928106bd"
+# %% [markdown] lang="zh" translates="5883466118f2"
 # 现在，用证据在样本里的金标准问题去问每个检索器。如果排在第 *r* 位的块包含问题的某条证据引文，
-# 结果列表在第 *r* 位就是相关的（`lessons.metrics`）。
+# 结果列表在第 *r* 位就是相关的（`lessons.evaluation.metrics`）。
 
 # %%
-from lessons.chunk_evaluation import embed_questions
-from lessons.embeddings import get_embeddings
-from lessons.metrics import hit_at_k, mrr_at_k, relevance_labels
+from lessons.evaluation import embed_questions
+from lessons.core import get_embeddings
+from lessons.evaluation import hit_at_k, mrr_at_k, relevance_labels
 
 K = 5
 MODES = ["chunks", "qa", "hybrid"]
@@ -606,7 +606,7 @@ if len(wide) and helped:
 # 先看数字，再相信想法。本次运行测得的结果：
 
 # %%
-from lessons.qa_transform import qa_findings
+from lessons.transforms import qa_findings
 
 display(Markdown(qa_findings(scores.to_dict("records"), k=K, coverage=coverage)))
 
@@ -643,8 +643,8 @@ display(Markdown(qa_findings(scores.to_dict("records"), k=K, coverage=coverage))
 # %%
 import pypdfium2
 
-from lessons.corpus import CORPUS_DIR
-from lessons.doc_transforms import TextCleaner, clean_text
+from lessons.ingest import CORPUS_DIR
+from lessons.transforms import TextCleaner, clean_text
 
 pdf = pypdfium2.PdfDocument(CORPUS_DIR / "atlas_whitepaper.pdf")
 raw_page = pdf[1].get_textpage().get_text_range()
@@ -674,7 +674,7 @@ print(t("\nlines: {raw} → {cleaned}", raw=raw.count(chr(10)) + 1, cleaned=clea
 # `filter={"latest_date": {"$gte": 20260901}}`。
 
 # %%
-from lessons.doc_transforms import DateExtractor, extract_dates
+from lessons.transforms import DateExtractor, extract_dates
 
 dated = DateExtractor().transform_documents(chunks)
 with_dates = [d for d in dated if "dates" in d.metadata]
@@ -751,7 +751,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from lessons.doc_transforms import PropertyExtractor
+from lessons.transforms import PropertyExtractor
 
 
 class ReleaseFacts(BaseModel):

@@ -80,13 +80,13 @@ import pandas as pd
 from IPython.display import Markdown, display
 from langchain_classic.retrievers import ContextualCompressionRetriever
 
-from lessons.corpus import load_gold, sample_by_language
-from lessons.i18n import t, t_labels
-from lessons.knowledge_base import build_index, chunk_knowledge_base
-from lessons.models import get_chat_model, model_banner
-from lessons.rerank import default_reranker
+from lessons.ingest import load_gold, sample_by_language
+from lessons.core import t, t_labels
+from lessons.retrieval import build_index, chunk_knowledge_base
+from lessons.core import get_chat_model, model_banner
+from lessons.retrieval import default_reranker
 from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
-from lessons.usage import USAGE
+from lessons.core import USAGE
 
 pd.set_option("display.max_colwidth", 80)
 print(model_banner())
@@ -120,15 +120,15 @@ print(t("{chunks} chunks indexed; {gold} gold questions: {sample} to evaluate, {
 # parse. Next to that forced yes/no, two scores for the same chunks: the **cross-encoder's** relevance
 # score (notebook 02's reranker, a model trained for this judgement) and the chat model's **P(yes)** —
 # the probability of "yes" against "no" for one token, asked in the question's language
-# (`lessons.rerank.RELEVANCE_PROMPTS`). One question the knowledge base answers and one it does not:
+# (`lessons.retrieval.rerank.RELEVANCE_PROMPTS`). One question the knowledge base answers and one it does not:
 
-# %% [markdown] lang="zh" translates="ed2d6aed916e"
+# %% [markdown] lang="zh" translates="c1b982d12959"
 # ## 1. 三个评分器，同一批块
 #
-# `GradeDocuments` 只有一个字段，`binary_score: Literal["yes", "no"]`。通过 `invoke_structured`，模型*必须*用这两个值之一去调用一个函数——没有“Yes, I think so”这样的话需要解析。除了这个硬选的 yes/no，同一批块还有两个分数：**交叉编码器**的相关性分数（notebook 02 的重排器，一个专门为这种判断训练的模型），以及对话模型的 **P(yes)**——用问题的语言提问（`lessons.rerank.RELEVANCE_PROMPTS`）时，一个 token 上“yes”相对于“no”的概率。下面是一个知识库能回答的问题和一个它回答不了的问题：
+# `GradeDocuments` 只有一个字段，`binary_score: Literal["yes", "no"]`。通过 `invoke_structured`，模型*必须*用这两个值之一去调用一个函数——没有“Yes, I think so”这样的话需要解析。除了这个硬选的 yes/no，同一批块还有两个分数：**交叉编码器**的相关性分数（notebook 02 的重排器，一个专门为这种判断训练的模型），以及对话模型的 **P(yes)**——用问题的语言提问（`lessons.retrieval.rerank.RELEVANCE_PROMPTS`）时，一个 token 上“yes”相对于“no”的概率。下面是一个知识库能回答的问题和一个它回答不了的问题：
 
 # %%
-from lessons.grading import GateThresholds, GradeDocuments, RelevanceGate, grade_documents
+from lessons.agents import GateThresholds, GradeDocuments, RelevanceGate, grade_documents
 
 print(GradeDocuments.model_json_schema()["properties"])
 scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # reads both scores
@@ -179,7 +179,7 @@ pd.DataFrame(rows)
 # %%
 from tqdm.auto import tqdm
 
-from lessons.grading import calibrate_gate, separation_auc, wilson_interval
+from lessons.agents import calibrate_gate, separation_auc, wilson_interval
 
 calibration_rows = []
 for question in tqdm(calibration, desc=t("calibration questions")):
@@ -286,7 +286,7 @@ check_stop_rule(decide)
 # %% [markdown]
 # ## 4. The loop as a graph
 #
-# `lessons.grading.build_grading_loop` wires the steps into a small LangGraph graph. The round counter
+# `lessons.agents.grading.build_grading_loop` wires the steps into a small LangGraph graph. The round counter
 # lives in the state and only the `retrieve` step advances it — a router that counted would lose the
 # change — and the router cannot pick `rewrite` once the cap is reached, so the loop ends by
 # construction (a test runs it with a grader that always says "no"). The grader is the calibrated gate.
@@ -295,15 +295,15 @@ check_stop_rule(decide)
 # back unchanged, which would only fetch the same chunks again; `new_query` catches that and searches
 # the question plus the keywords not tried yet instead.
 
-# %% [markdown] lang="zh" translates="ee54d05d26a9"
+# %% [markdown] lang="zh" translates="30d5c49ecd8e"
 # ## 4. 把循环画成图
 #
-# `lessons.grading.build_grading_loop` 把这些步骤连成一个小小的 LangGraph 图。轮次计数器放在状态里，只有 `retrieve` 这一步会推进它——如果由路由器来计数，这个改动会丢失——而且一旦到达上限，路由器就不能再选 `rewrite`，所以循环按构造必然结束（有一个测试用一个永远说“no”的评分器来运行它）。评分器就是校准过的门控。
+# `lessons.agents.grading.build_grading_loop` 把这些步骤连成一个小小的 LangGraph 图。轮次计数器放在状态里，只有 `retrieve` 这一步会推进它——如果由路由器来计数，这个改动会丢失——而且一旦到达上限，路由器就不能再选 `rewrite`，所以循环按构造必然结束（有一个测试用一个永远说“no”的评分器来运行它）。评分器就是校准过的门控。
 #
 # 改写这一步要求一个*新的*查询，换用别的关键词。小模型喜欢把问题原样交回来，那只会再取回同样的块；`new_query` 会发现这种情况，改为用问题加上还没试过的关键词去检索。
 
 # %%
-from lessons.grading import answer_without_grading, build_grading_loop
+from lessons.agents import answer_without_grading, build_grading_loop
 
 grader = RelevanceGate(llm, thresholds)
 loop = build_grading_loop(llm, retrieve, max_rounds=MAX_ROUNDS, grader=grader)
@@ -331,18 +331,18 @@ for question in examples.values():
 #
 # At the cap the loop answers from no document at all. Write `honest_answer(question)`: a fixed
 # sentence saying the knowledge base has no information on this, **in the question's language**
-# (English, or Chinese for a Chinese question — `lessons.ingest.detect_language` tells which). It must
+# (English, or Chinese for a Chinese question — `lessons.text.language.detect_language` tells which). It must
 # not call a model: a model asked to "answer anyway" is exactly how made-up answers happen.
 
-# %% [markdown] lang="zh" translates="58eaa5ce87e8"
+# %% [markdown] lang="zh" translates="88856cd0c419"
 # P(yes) 下的“—”表示这个块已被交叉编码器排除：没有去问对话模型。
 #
 # ### 练习 2——诚实的兜底回答
 #
-# 到达上限时，循环不依据任何文档作答。写一个 `honest_answer(question)`：返回一句固定的话，说明知识库中没有这方面的信息，而且**用问题的语言**（英文；中文问题则用中文——`lessons.ingest.detect_language` 能告诉你是哪种）。它不能调用模型：让模型“无论如何都回答一下”，正是编造答案的由来。
+# 到达上限时，循环不依据任何文档作答。写一个 `honest_answer(question)`：返回一句固定的话，说明知识库中没有这方面的信息，而且**用问题的语言**（英文；中文问题则用中文——`lessons.text.language.detect_language` 能告诉你是哪种）。它不能调用模型：让模型“无论如何都回答一下”，正是编造答案的由来。
 
 # %% tags=["exercise"]
-from lessons.ingest import detect_language
+from lessons.text import detect_language
 
 
 def honest_answer(question):
@@ -372,8 +372,8 @@ check_honest_answer(honest_answer)
 # 同一个检索器、同一个模型、同一个回答提示（它也允许模型说自己什么都没找到）。唯一的区别是：**无门控**流水线把前 K 个块直接交给生成器；**有门控**的流水线先给它们评分，改写直到上限，并且只根据相关的块作答。样本是一组按固定种子抽取的金标准问题，英文和中文各占一半。
 
 # %%
-from lessons.grading import goal_table, run_question, summarise
-from lessons.metrics import relevance_labels
+from lessons.agents import goal_table, run_question, summarise
+from lessons.evaluation import relevance_labels
 
 start = time.perf_counter()
 results = [run_question(loop, lambda text: answer_without_grading(llm, retrieve, text), q) for q in tqdm(sample)]
@@ -435,7 +435,7 @@ pd.DataFrame(rows) if rows else print(t("The two pipelines agreed on every quest
 # 由 notebook 根据上面的表格写出。先补一个数字：重排后的前 K 个块到底有多少次包含证据——门控在第一轮停下的次数，不可能超过检索所允许的。
 
 # %%
-from lessons.grading import gate_findings
+from lessons.agents import gate_findings
 
 in_kb_sample = [q for q in sample if q.answerable]
 evidence_in_top_k = {q.id: any(relevance_labels([d.page_content for d in retrieve(q.question)], q.evidence))

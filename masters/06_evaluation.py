@@ -40,14 +40,14 @@
 #
 # | step | tool | runs |
 # |---|---|---|
-# | test set (gold, generated) | `lessons.testset` | locally (generation: the chat model) |
+# | test set (gold, generated) | `lessons.evaluation.testset` | locally (generation: the chat model) |
 # | retrieval metrics, every gold question | `lessons.evaluation.retrieval_rows`, `retrieval_goals` | locally, no LLM |
 # | answer metrics, a judged sample | `lessons.evaluation` judges (typed verdicts) | the chat model (local or DeepSeek) |
 # | the comparison | `lessons.evaluation.evaluate`, `compare`, `plot_corpora`, `save_report` | locally |
 # | thresholds away from home | `lessons.evaluation.best_scores`, `threshold_transfer` | the gate: the chat model; cut-offs: locally |
-# | your documents | `python -m lessons.evaluate my_eval.toml` (`--preset packages`) | locally; Chroma server and DeepSeek by settings |
+# | your documents | `python -m lessons.evaluation.cli my_eval.toml` (`--preset packages`) | locally; Chroma server and DeepSeek by settings |
 
-# %% [markdown] lang="zh" translates="56d06ee7c15d"
+# %% [markdown] lang="zh" translates="c1a157ef4d4b"
 # # 06 · 评测：所有流水线、同一批问题、两个知识库、一张表
 #
 # | | |
@@ -64,12 +64,12 @@
 #
 # | 环节 | 工具 | 运行在 |
 # |---|---|---|
-# | 测试集（金标准、生成） | `lessons.testset` | 本地（生成：对话模型） |
+# | 测试集（金标准、生成） | `lessons.evaluation.testset` | 本地（生成：对话模型） |
 # | 检索指标，每道金标准问题 | `lessons.evaluation.retrieval_rows`、`retrieval_goals` | 本地，不用 LLM |
 # | 回答指标，一个评审样本 | `lessons.evaluation` 的评审（有类型的判决） | 对话模型（本地或 DeepSeek） |
 # | 比较 | `lessons.evaluation.evaluate`、`compare`、`plot_corpora`、`save_report` | 本地 |
 # | 离开本地的阈值 | `lessons.evaluation.best_scores`、`threshold_transfer` | 门控：对话模型；截断阈值：本地 |
-# | 你的文档 | `python -m lessons.evaluate my_eval.toml`（`--preset packages`） | 本地；Chroma 服务和 DeepSeek 由设置决定 |
+# | 你的文档 | `python -m lessons.evaluation.cli my_eval.toml`（`--preset packages`） | 本地；Chroma 服务和 DeepSeek 由设置决定 |
 
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
@@ -88,7 +88,7 @@ SEED = 6
 
 # %%
 from lessons.evaluation import PIPELINES
-from lessons.i18n import t, t_labels
+from lessons.core import t, t_labels
 
 if FULL:  # the larger measurement: every pipeline, a bigger judged sample and gate sample
     PIPELINE_NAMES = list(PIPELINES)
@@ -103,13 +103,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.corpus import load_gold
-from lessons.knowledge_base import load_knowledge_base
-from lessons.models import get_chat_model, model_banner
-from lessons.settings import PROJECT_ROOT
-from lessons.testset import from_gold
-from lessons.usage import USAGE
-from lessons.vectorstore import store_location
+from lessons.ingest import load_gold
+from lessons.retrieval import load_knowledge_base
+from lessons.core import get_chat_model, model_banner
+from lessons.core import PROJECT_ROOT
+from lessons.evaluation import from_gold
+from lessons.core import USAGE
+from lessons.core import store_location
 
 pd.set_option("display.max_colwidth", 90)
 pd.set_option("display.width", 200)
@@ -156,8 +156,8 @@ pd.DataFrame({corpus: {t("chunks"): len(v["chunks"]), t("gold questions"): len(v
 # 记住这里的偏差：证据分块都有 QA 对，而大多数干扰分块没有，这对 QA-hybrid 索引有利。
 
 # %%
-from lessons.qa_transform import chunk_id_of, select_chunks
-from lessons.testset import balanced_sample, describe, qa_chunk_selection
+from lessons.transforms import chunk_id_of, select_chunks
+from lessons.evaluation import balanced_sample, describe, qa_chunk_selection
 
 qa_sample = select_chunks(chunks, gold, N_QA_CHUNKS, seed=3)  # notebook 03's sample: the same seed
 in_qa_sample = {chunk_id_of(c) for c in qa_sample}
@@ -203,7 +203,7 @@ pd.DataFrame([{t("corpus"): corpus, "id": i.id, t("language"): i.language, t("ty
 # 每道保留下来的问题都连同它的证据分块 id 一起保存。词重合的算法对中文和英文一样：不分句，也没有只适用于英文的规则。
 
 # %%
-from lessons.testset import generate_test_set, save_test_set
+from lessons.evaluation import generate_test_set, save_test_set
 
 started = time.perf_counter()
 generated = generate_test_set(llm, chunks, n_single=N_GEN_SINGLE, n_multi=N_GEN_MULTI, seed=SEED)
@@ -233,7 +233,7 @@ pd.DataFrame([{t("question"): r.question, t("why it was not kept"): r.reason} fo
 # %%
 from lessons.evaluation import relevant_counts, retrieval_scores
 from lessons.retrieval import dense_retriever
-from lessons.testset import words_shared_with_evidence
+from lessons.evaluation import words_shared_with_evidence
 
 dense = dense_retriever(store, 10)
 
@@ -435,7 +435,7 @@ pd.DataFrame(rows)
 
 # %%
 from lessons.evaluation import FaithfulnessVerdict, run_judge
-from lessons.fakes import ScriptedChatModel
+from lessons.core import ScriptedChatModel
 
 run_judge(ScriptedChatModel(default="Looks right to me!"), FaithfulnessVerdict, "consistent", "Is it consistent?")
 
@@ -446,19 +446,19 @@ run_judge(ScriptedChatModel(default="Looks right to me!"), FaithfulnessVerdict, 
 # retrieved, context)`. The four retrieval-only pipelines share **one** answer step — notebook 04's
 # ungated answer over their top `K` chunks, which may also say "not found" — so they differ only in what
 # they retrieve. `hybrid+rerank` reorders the hybrid candidates with the course's reranker
-# (`lessons.rerank.default_reranker`): a cross-encoder — a relevance model, not the chat model — for
+# (`lessons.retrieval.rerank.default_reranker`): a cross-encoder — a relevance model, not the chat model — for
 # English questions, and the route measured best for Chinese (the packaged cross-encoder is English-trained).
 # The grading loop and the three agents bring their own answer steps; their retrieval metrics are computed
 # on what they retrieved in the round they answered from (`K` chunks). The grading loop's thresholds come
 # from one call, `gate_thresholds()`: notebook 04's calibration on the course corpus.
 
-# %% [markdown] lang="zh" translates="9d88c9cd4c54"
+# %% [markdown] lang="zh" translates="a829cd1563b0"
 # ## 5. 各条流水线，统一在一个接口之后
 #
 # 前面各个 notebook 的每条流水线都是一个适配器 `question → PipelineResult(answer, abstained,
 # retrieved, context)`。四条只做检索的流水线共用**同一个**回答步骤——notebook 04 不加门控的回答，
 # 基于它们的前 `K` 个分块，也可以说"没找到"——所以它们只在检索到什么上有区别。`hybrid+rerank`
-# 用课程的重排器（`lessons.rerank.default_reranker`）对混合检索的候选重新排序：英文问题用交叉编码器——
+# 用课程的重排器（`lessons.retrieval.rerank.default_reranker`）对混合检索的候选重新排序：英文问题用交叉编码器——
 # 一个相关性模型，不是对话模型——中文问题用实测效果最好的路由（打包的交叉编码器是用英文训练的）。
 # 评分循环和三个智能体有自己的回答步骤；它们的检索指标按它们作答所依据的那一轮检索到的内容（`K` 个分块）计算。
 # 评分循环的阈值来自一次调用 `gate_thresholds()`：notebook 04 在课程语料库上的校准。
@@ -629,10 +629,10 @@ sample = all_rows[all_rows["question_id"].isin(disputed)][["question_id", "pipel
 
 # %%
 from lessons.evaluation import best_scores, gate_grader, gate_retrieval, threshold_transfer
-from lessons.rerank import get_cross_encoder
+from lessons.retrieval import get_cross_encoder
 from lessons.retrieval import dense_retriever
 
-cross_encoder, grader = get_cross_encoder(), gate_grader(llm)  # the grading loop's gate (lessons.grading.RelevanceGate)
+cross_encoder, grader = get_cross_encoder(), gate_grader(llm)  # the grading loop's gate (lessons.agents.grading.RelevanceGate)
 GATE, CROSS_ENCODER, DENSE = t("gate P(yes)"), t("cross-encoder score"), t("dense similarity")
 score_sets = {GATE: {}, CROSS_ENCODER: {}, DENSE: {}}
 for corpus, v in kb.items():
@@ -701,10 +701,10 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # (`"generate"`, `"gold"` or a `.jsonl` file in the format `save_test_set` writes) and the pipelines — and run:
 #
 # ```bash
-# python -m lessons.evaluate --example > my_eval.toml     # then edit: documents = "path/to/your/docs"
-# python -m lessons.evaluate my_eval.toml                 # progress bar → results.json, report.md, comparison.png
-# python -m lessons.evaluate my_eval.toml --limit 3       # a quick try first
-# python -m lessons.evaluate --preset packages            # the package READMEs and their gold set
+# python -m lessons.evaluation.cli --example > my_eval.toml     # then edit: documents = "path/to/your/docs"
+# python -m lessons.evaluation.cli my_eval.toml                 # progress bar → results.json, report.md, comparison.png
+# python -m lessons.evaluation.cli my_eval.toml --limit 3       # a quick try first
+# python -m lessons.evaluation.cli --preset packages            # the package READMEs and their gold set
 # ```
 #
 # A bad config stops with a message that names the file and the fix (unknown pipeline, missing folder,
@@ -724,17 +724,17 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # as with the embedded store (`tests/test_evaluate_cli.py`). Asking for DeepSeek without a key is an
 # error, never a quiet fall-back to the local model.
 
-# %% [markdown] lang="zh" translates="60e222ad1c91"
+# %% [markdown] lang="zh" translates="ba61b29af484"
 # ## 11. 你的文档，从命令行来
 #
 # 同样的评测不用 notebook 也能跑。写一个配置——一个文档文件夹、问题（`"generate"`、`"gold"`，
 # 或一个 `save_test_set` 所写格式的 `.jsonl` 文件）和流水线——然后运行：
 #
 # ```bash
-# python -m lessons.evaluate --example > my_eval.toml     # then edit: documents = "path/to/your/docs"
-# python -m lessons.evaluate my_eval.toml                 # progress bar → results.json, report.md, comparison.png
-# python -m lessons.evaluate my_eval.toml --limit 3       # a quick try first
-# python -m lessons.evaluate --preset packages            # the package READMEs and their gold set
+# python -m lessons.evaluation.cli --example > my_eval.toml     # then edit: documents = "path/to/your/docs"
+# python -m lessons.evaluation.cli my_eval.toml                 # progress bar → results.json, report.md, comparison.png
+# python -m lessons.evaluation.cli my_eval.toml --limit 3       # a quick try first
+# python -m lessons.evaluation.cli --preset packages            # the package READMEs and their gold set
 # ```
 #
 # 配置有错时会停下来，并给出一条指明文件和修改方法的消息（未知的流水线、缺少的文件夹、键名拼错）。
@@ -753,7 +753,7 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # （`tests/test_evaluate_cli.py`）。要求用 DeepSeek 却没有 key 是一个错误，绝不会悄悄退回到本地模型。
 
 # %%
-from lessons.evaluate import EXAMPLE_CONFIG
+from lessons.evaluation import EXAMPLE_CONFIG
 
 print(EXAMPLE_CONFIG)
 

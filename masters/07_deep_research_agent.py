@@ -84,7 +84,7 @@
 N_MULTI_HOP = 2     # multi-hop gold questions in the measurement (half English, half Chinese); 4 for a larger one (≈ +5 min cold)
 N_TABLE = 2         # table gold questions (half English, half Chinese); the contradiction case is always added; 4 for a larger one
 MAX_STEPS = 2       # tool calls per question, the first search included (3 for a larger one)
-RERANKER = "default"  # the search tool's reranker: "default" (lessons.rerank.default_reranker: the cross-encoder), "llm" (the chat model: 10 calls per search), "none"
+RERANKER = "default"  # the search tool's reranker: "default" (lessons.retrieval.rerank.default_reranker: the cross-encoder), "llm" (the chat model: 10 calls per search), "none"
 N_SEARCH = 36       # multi-hop and table gold questions on which section 2 measures what the reranker changes (no model calls)
 COMPARE_LLM_RERANKER = False  # True: section 2 also measures the chat model as the reranker (10 calls per question: ≈ 15 min more)
 K = 3               # chunks the single-shot baseline answers from (notebook 06's hybrid pipeline)
@@ -98,11 +98,12 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.corpus import load_gold
-from lessons.i18n import t, t_labels
-from lessons.knowledge_base import build_index, chunk_knowledge_base, load_documents
-from lessons.models import get_chat_model, model_banner
-from lessons.usage import USAGE
+from lessons.ingest import load_gold
+from lessons.core import t, t_labels
+from lessons.retrieval import build_index, chunk_knowledge_base
+from lessons.ingest import load_documents
+from lessons.core import get_chat_model, model_banner
+from lessons.core import USAGE
 
 pd.set_option("display.max_colwidth", 100)
 print(model_banner())
@@ -115,22 +116,22 @@ print(t("{n} chunks in the knowledge base index", n=len(chunks)))
 # %% [markdown]
 # ## 1. Pages, not just chunks
 #
-# A chunk is what the chunker cut; a **page** is what a reader turns. `lessons.deep_research.PageStore`
+# A chunk is what the chunker cut; a **page** is what a reader turns. `lessons.agents.deep_research.PageStore`
 # holds the converted documents (the same Docling conversion the chunks come from) as pages: the real
 # pages of the PDF and the PPTX, and for Markdown, DOCX, HTML and text the sections under each heading
 # — a section longer than 1,800 characters is paginated at paragraph or sentence ends. Each page has an
 # address, `(source_id, page_index)`, and `locate(chunk)` tells which page a chunk sits on.
 
-# %% [markdown] lang="zh" translates="7065940cf685"
+# %% [markdown] lang="zh" translates="7c15f525400c"
 # ## 1. 页面，而不只是分块
 #
-# 分块是分块器切出来的东西；**页面**是读者翻的东西。`lessons.deep_research.PageStore`
+# 分块是分块器切出来的东西；**页面**是读者翻的东西。`lessons.agents.deep_research.PageStore`
 # 把转换后的文档（与分块来源相同的 Docling 转换）按页保存：PDF 和 PPTX 用真实的页，
 # Markdown、DOCX、HTML 和纯文本则用每个标题下的小节——超过 1,800 个字符的小节会在段落或句子结束处分页。
 # 每一页都有一个地址 `(source_id, page_index)`，`locate(chunk)` 告诉你一个分块位于哪一页。
 
 # %%
-from lessons.deep_research import PageStore
+from lessons.agents import PageStore
 
 pages = PageStore.from_documents(load_documents())
 pd.DataFrame([{t("source"): s, t("pages"): len(pages.page_numbers(s)),
@@ -149,9 +150,9 @@ print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[
 # ## 2. The sub-agent's two tools
 #
 # **`search_chunks(query)`** (`ChunkSearch`): the hybrid retriever of notebook 02 (BM25 + dense, RRF)
-# returns 20 chunks; each is expanded with its neighbours (`lessons.context_expansion.expand_hits`; a
+# returns 20 chunks; each is expanded with its neighbours (`lessons.retrieval.context_expansion.expand_hits`; a
 # hit that falls inside a better block joins it). The best 10 blocks are then reranked as whole
-# passages by `lessons.rerank.default_reranker` — a **relevance model**: the cross-encoder
+# passages by `lessons.retrieval.rerank.default_reranker` — a **relevance model**: the cross-encoder
 # ms-marco-MiniLM-L-12-v2 (run offline with ONNX) reads the question and a passage together and scores how
 # well the passage answers it. It learned English, so Chinese questions take the course's routed choice
 # (notebook 02 measured the routes). Ranking passages is a relevance model's job; the chat model writes and
@@ -165,12 +166,12 @@ print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[
 # window is about 4,000 tokens). A tool that raises would end the loop; this one returns the error as
 # an observation — the agent reads it and can correct itself.
 
-# %% [markdown] lang="zh" translates="03e39e6b62fa"
+# %% [markdown] lang="zh" translates="1f06f798a34b"
 # ## 2. 子智能体的两个工具
 #
 # **`search_chunks(query)`**（`ChunkSearch`）：notebook 02 的混合检索器（BM25 + dense，RRF）
-# 返回 20 个分块；每个分块都用它的相邻分块扩展（`lessons.context_expansion.expand_hits`；
-# 落在一个更好的块之内的命中会并入那个块）。然后最好的 10 个块作为完整段落由 `lessons.rerank.default_reranker` 重排——
+# 返回 20 个分块；每个分块都用它的相邻分块扩展（`lessons.retrieval.context_expansion.expand_hits`；
+# 落在一个更好的块之内的命中会并入那个块）。然后最好的 10 个块作为完整段落由 `lessons.retrieval.rerank.default_reranker` 重排——
 # 这是一个**相关性模型**：交叉编码器 ms-marco-MiniLM-L-12-v2（用 ONNX 离线运行）把问题和一个段落放在一起读，
 # 给这个段落能多好地回答问题打分。它学的是英文，所以中文问题走课程选定的路由（notebook 02 测过各条路由）。
 # 给段落排序是相关性模型的活；对话模型负责写和做决定。对话模型*也能*重排——它对每个块给出的 P(yes)，
@@ -182,8 +183,8 @@ print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[
 # 一个抛出异常的工具会终止循环；这个工具把错误作为一次观察结果返回——智能体读到它，就能自我纠正。
 
 # %%
-from lessons.deep_research import ChunkSearch, search_reranker
-from lessons.document_processor import hybrid_over
+from lessons.agents import ChunkSearch, search_reranker
+from lessons.retrieval import hybrid_over
 
 first_stage = hybrid_over(chunks, store, k=20, candidates=20)
 reranker = search_reranker(RERANKER, llm, top_n=10)
@@ -210,8 +211,8 @@ pd.DataFrame([{t("source"): d.metadata["source"], t("page"): d.metadata["page"],
 # %%
 from tqdm.auto import tqdm
 
-from lessons.corpus import sample_by_language
-from lessons.deep_research_eval import search_recall
+from lessons.ingest import sample_by_language
+from lessons.evaluation import search_recall
 
 search_questions = sample_by_language([q for q in gold if q.type in ("multi_hop", "table")], N_SEARCH, SEED)
 rankers = {t("first stage (no rerank)"): None,
@@ -250,7 +251,7 @@ t_labels(search_table.round(2), ["reranker", "language"])
 # %% tags=["exercise"]
 from langchain_core.documents import Document
 
-from lessons.deep_research import Observation, PageNotFound
+from lessons.agents import Observation, PageNotFound
 
 
 def my_read_page(pages, source_id, page_index, max_chars=1500):
@@ -272,18 +273,18 @@ from checks.nb07 import check_read_page
 check_read_page(my_read_page)
 
 # %% [markdown]
-# The course's version is `lessons.deep_research.read_page`; it also accepts a source id copied with
+# The course's version is `lessons.agents.deep_research.read_page`; it also accepts a source id copied with
 # the notes' decoration, `"(faq_zh.html, page 3)"`, which the small model writes. What the agent sees for
 # a good page and for the two kinds of mistake a small model makes (a source name it invented, a page
 # that does not exist):
 
-# %% [markdown] lang="zh" translates="35e305fa0447"
-# 课程的版本是 `lessons.deep_research.read_page`；它还接受带着笔记里那种修饰抄过来的来源 id，
+# %% [markdown] lang="zh" translates="4ba9654e3ee8"
+# 课程的版本是 `lessons.agents.deep_research.read_page`；它还接受带着笔记里那种修饰抄过来的来源 id，
 # 比如 `"(faq_zh.html, page 3)"`——小模型就会这么写。下面是智能体在读一个正常页面时看到的内容，
 # 以及小模型会犯的两类错误（编造出来的来源名、不存在的页面）时看到的内容：
 
 # %%
-from lessons.deep_research import read_page
+from lessons.agents import read_page
 
 for source_id, page_index in [("atlas_whitepaper.pdf", 6), ("pricing.pdf", 3), ("faq_zh.html", 99)]:
     seen = read_page(pages, source_id, page_index)
@@ -327,14 +328,14 @@ for source_id, page_index in [("atlas_whitepaper.pdf", 6), ("pricing.pdf", 3), (
 # （回答、引用的编号、是否找到），基于读过的页面以及不在这些页面之内的检索结果。
 
 # %%
-from lessons.deep_research import DeepResearchAgent, ResearchDecision
+from lessons.agents import DeepResearchAgent, ResearchDecision
 
 print({name: str(f.annotation) for name, f in ResearchDecision.model_fields.items()})
 researcher = DeepResearchAgent(llm, search, pages, max_steps=MAX_STEPS)
 display(Markdown("```mermaid\n" + researcher.graph.get_graph().draw_mermaid() + "\n```"))
 
 # %%
-from lessons.deep_research import trace_rows
+from lessons.agents import trace_rows
 
 
 def show_research(result):
@@ -360,7 +361,7 @@ show_research(demo_result)
 # 模型最后一次决定时的提示词，与发送时一字不差——子智能体知道的一切都在里面；任何对话内容都不在里面：
 
 # %%
-from lessons.deep_research import last_decision_prompt
+from lessons.agents import last_decision_prompt
 
 print(last_decision_prompt(demo_result, MAX_STEPS))
 
@@ -372,7 +373,7 @@ print(last_decision_prompt(demo_result, MAX_STEPS))
 # text. A `ToolNode` (LangGraph's prebuilt node) runs the calls and appends their results as
 # `ToolMessage`s; the loop goes back to the model and ends when it replies without a call.
 # `langchain.agents.create_agent(model, tools)` packages exactly this loop (with a
-# `ToolCallLimitMiddleware` for a cap). `lessons.tool_agent.build_tool_agent` builds it as a small
+# `ToolCallLimitMiddleware` for a cap). `lessons.agents.tool_agent.build_tool_agent` builds it as a small
 # LangGraph graph you can read: `agent` ⇄ `tools`, the sub-agent's own two tools (their results quote
 # document text as `<document>` blocks under the data rule), and — as in every loop of this course — a
 # **counter of tool calls in the state**: the tools step runs at most the calls left and advances it; at
@@ -383,14 +384,14 @@ print(last_decision_prompt(demo_result, MAX_STEPS))
 # the model fill the schema. Does the active model emit tool calls when it may? One probe call, with the
 # two tools offered and the demo question:
 
-# %% [markdown] lang="zh" translates="dce60b2dc48e"
+# %% [markdown] lang="zh" translates="2f2430aab2e8"
 # ## 4. 同样的工具做成工具调用智能体——LangChain 文档里的模式
 #
 # LangChain 1.x 的文档用另一种方式搭智能体：把**工具交给模型**（`bind_tools`），模型回复*工具调用*——
 # 诸如 `search_chunks(query="…")` 这样的结构化请求——或者一段最终文本。`ToolNode`（LangGraph 预置的节点）
 # 执行这些调用，把结果作为 `ToolMessage` 追加进去；循环回到模型，直到它不带调用地回复为止。
 # `langchain.agents.create_agent(model, tools)` 封装的正是这个循环（用 `ToolCallLimitMiddleware` 设上限）。
-# `lessons.tool_agent.build_tool_agent` 把它搭成一个你能读懂的小 LangGraph 图：`agent` ⇄ `tools`，
+# `lessons.agents.tool_agent.build_tool_agent` 把它搭成一个你能读懂的小 LangGraph 图：`agent` ⇄ `tools`，
 # 用的是子智能体自己的两个工具（它们的结果按数据规则把文档文本放在 `<document>` 块里引用），并且——和本课程的每个循环一样——
 # **状态里有一个工具调用计数器**：工具步骤最多执行剩下的调用次数并推进计数器；到达上限时，模型在*没有*工具的情况下被询问，
 # 所以循环由构造本身保证会结束。
@@ -400,7 +401,7 @@ print(last_decision_prompt(demo_result, MAX_STEPS))
 # 一次探针调用，提供这两个工具和演示问题：
 
 # %%
-from lessons.tool_agent import build_tool_agent, message_rows, probe_tool_calling, research_tools, run_tool_agent
+from lessons.agents import build_tool_agent, message_rows, probe_tool_calling, research_tools, run_tool_agent
 
 tools = research_tools(search, pages)
 probe = probe_tool_calling(llm, tools, demo.question)
@@ -415,20 +416,20 @@ if not probe.emits_tool_calls:
 # above says which case you are in), the next cell runs the tool-calling agent with it.
 #
 # To see the loop work offline, a **scripted** model plays the tool-calling model:
-# `lessons.tool_agent.scripted_researcher` makes planned calls — its calls are scripted, the tools and
+# `lessons.agents.tool_agent.scripted_researcher` makes planned calls — its calls are scripted, the tools and
 # their results are real — and writes a scripted closing text when it is asked without tools at the cap.
 
-# %% [markdown] lang="zh" translates="038dbace63d0"
+# %% [markdown] lang="zh" translates="3db711ffe89d"
 # 当模型把它的"调用"写成文本时，没有任何东西去执行它：循环会立刻结束，把那段文本当作回答。
 # 这就是为什么课程的离线路径用有类型的选择来做决定（第 3 节）——它们对本地小模型*和* DeepSeek 都管用。
 # 当前模型确实发出工具调用时（上面的探针会告诉你属于哪种情况），下一个单元格就用它运行工具调用智能体。
 #
 # 为了在离线时也能看到这个循环运转，由一个**脚本化的**模型来扮演会调用工具的模型：
-# `lessons.tool_agent.scripted_researcher` 发出预先计划好的调用——调用是脚本写好的，工具和它们的结果是真实的——
+# `lessons.agents.tool_agent.scripted_researcher` 发出预先计划好的调用——调用是脚本写好的，工具和它们的结果是真实的——
 # 并在到达上限、没有工具可用时写出一段脚本化的收尾文本。
 
 # %%
-from lessons.tool_agent import scripted_researcher
+from lessons.agents import scripted_researcher
 
 script = scripted_researcher(
     [("search_chunks", {"query": "Atlas Guard subscription tiers"}),
@@ -484,8 +485,8 @@ else:
 # 返回它的 `question`（去掉首尾空白）——如果改写结果为空，就返回这一轮原话。
 
 # %% tags=["exercise"]
-from lessons.deep_research import REWRITE_PROMPT, StandaloneQuestion, format_history
-from lessons.structured import invoke_structured
+from lessons.agents import REWRITE_PROMPT, StandaloneQuestion, format_history
+from lessons.core import invoke_structured
 
 
 def my_standalone_question(model, history, user_turn):
@@ -503,22 +504,22 @@ from checks.nb07 import check_standalone_question
 check_standalone_question(my_standalone_question)
 
 # %% [markdown]
-# `lessons.deep_research.MainAgent` keeps the chat history, rewrites each turn with
+# `lessons.agents.deep_research.MainAgent` keeps the chat history, rewrites each turn with
 # `standalone_question`, calls the sub-agent and keeps **only the reply** (answer and sources) in its
 # history. Two modes: `"always"` retrieves on every turn; `"decide"` first asks the model a typed
 # `TurnDecision` — does this turn need the documents (`yes`/`no`, and a reply when `no`)? The unit tests
 # (`tests/test_deep_research.py`) check the isolation with markers: no sub-agent prompt contains the
 # chat history, no main-agent prompt contains the sub-agent's notes.
 
-# %% [markdown] lang="zh" translates="e7877624165a"
-# `lessons.deep_research.MainAgent` 保存聊天历史，用 `standalone_question` 改写每一轮，调用子智能体，
+# %% [markdown] lang="zh" translates="a0c632a44fea"
+# `lessons.agents.deep_research.MainAgent` 保存聊天历史，用 `standalone_question` 改写每一轮，调用子智能体，
 # 并且在它的历史里**只保留回复**（回答和来源）。两种模式：`"always"` 每一轮都检索；`"decide"` 先向模型要一个有类型的
 # `TurnDecision`——这一轮需要文档吗（`yes`/`no`，为 `no` 时附上回复）？单元测试
 # （`tests/test_deep_research.py`）用标记检查这种隔离：没有任何子智能体的提示词包含聊天历史，
 # 也没有任何主智能体的提示词包含子智能体的笔记。
 
 # %%
-from lessons.deep_research import MainAgent
+from lessons.agents import MainAgent
 
 
 def show_turns(agent):
@@ -573,7 +574,7 @@ for role, text in decide_mode.history:
 #   （不含评审的调用；缓存命中的回答按第一次提问时花掉的 token 计），以及秒数。
 
 # %%
-from lessons.deep_research_eval import compare_methods, measure_sample, run_deep_research, run_single_shot, runs_table
+from lessons.evaluation import compare_methods, measure_sample, run_deep_research, run_single_shot, runs_table
 from lessons.evaluation import Resources, build_hybrid
 
 sample = measure_sample(gold, N_MULTI_HOP, N_TABLE, seed=SEED)
@@ -648,18 +649,18 @@ t_labels(table[table["type"] == "contradiction"][["method", "contradiction", "an
 # %% [markdown]
 # ### What our run says
 #
-# Rendered from this run's tables (`lessons.deep_research_eval.comparison_findings` for the measurement);
+# Rendered from this run's tables (`lessons.evaluation.deep_research_eval.comparison_findings` for the measurement);
 # the judge is notebook 06's completeness judge — better than a free-text judge, still a small model: read
 # the answers in the table above before you quote a share.
 
-# %% [markdown] lang="zh" translates="40652c4307d5"
+# %% [markdown] lang="zh" translates="17402d749372"
 # ### 我们这次运行说明了什么
 #
-# 由这次运行的表格渲染而成（测量部分用 `lessons.deep_research_eval.comparison_findings`）；
+# 由这次运行的表格渲染而成（测量部分用 `lessons.evaluation.deep_research_eval.comparison_findings`）；
 # 评审是 notebook 06 的完整性评审——比自由文本的评审好，但仍是一个小模型：在引用某个比例之前，先读读上面表格里的回答。
 
 # %%
-from lessons.deep_research_eval import comparison_findings
+from lessons.evaluation import comparison_findings
 
 by_language = search_table.drop(columns=[t("all"), t("seconds per search")])
 rerank_gain = search_table.loc["default_reranker", t("all")] - search_table.loc[t("first stage (no rerank)"), t("all")]

@@ -67,9 +67,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.corpus import CORPUS_DIR, load_gold
-from lessons.models import get_chat_model, model_banner
-from lessons.usage import USAGE
+from lessons.ingest import CORPUS_DIR, load_gold
+from lessons.core import get_chat_model, model_banner
+from lessons.core import USAGE
 from service.client import running_service
 from service.nightly import TREND_METRICS
 
@@ -158,7 +158,7 @@ check_wait_for_job(wait_for_job)
 #
 # `POST /v1/search` runs `service.pipeline.retrieve` over one snapshot of the active generations: dense and
 # BM25 fused by reciprocal rank fusion (notebook 02), the fused top 20 reordered by
-# `lessons.rerank.default_reranker` — the packaged cross-encoder for an English question, the fused order
+# `lessons.retrieval.rerank.default_reranker` — the packaged cross-encoder for an English question, the fused order
 # for a Chinese one (the English model pushes good Chinese passages down). Each hit's `score` is the
 # cross-encoder's probability for English, the fusion score for Chinese.
 
@@ -334,7 +334,7 @@ display(Markdown(f"The server {'needed SIGKILL' if service.process.killed else '
 # ## What we found
 
 # %%
-from lessons.prose import num
+from lessons.core import num
 
 first, second = first_run["metrics"], second_run["metrics"]
 recall, complete = TREND_METRICS[0], TREND_METRICS[-1]

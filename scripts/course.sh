@@ -8,9 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export TRANSFORMERS_VERBOSITY=error
 # The folder of the language the setting chooses; a value the course does not have stops here with the fix.
-folder=$(.venv/bin/python -m lessons.i18n --folder)
+folder=$(.venv/bin/python -m lessons.core.i18n --folder)
 if ! compgen -G "$folder/*.ipynb" >/dev/null; then
-  echo "$folder/ holds no notebooks: run \`make notebooks\` (AGENTIC_RAG_LANG=$(.venv/bin/python -m lessons.i18n))" >&2
+  echo "$folder/ holds no notebooks: run \`make notebooks\` (AGENTIC_RAG_LANG=$(.venv/bin/python -m lessons.core.i18n))" >&2
   exit 1
 fi
 open_at=""  # where the browser opens, below notebooks/ (empty: notebooks/ itself)
@@ -18,7 +18,7 @@ if [ "$folder" != notebooks ]; then
   open_at="/lab/tree/${folder#notebooks/}"
 fi
 echo "JupyterLab opens $folder/"
-.venv/bin/python -m lessons.local_server prepare
-trap '.venv/bin/python -m lessons.local_server stop' EXIT
+.venv/bin/python -m lessons.core.local_server prepare
+trap '.venv/bin/python -m lessons.core.local_server stop' EXIT
 # shellcheck disable=SC2086
 .venv/bin/jupyter lab --notebook-dir=notebooks ${open_at:+--LabApp.default_url="$open_at"} ${JUPYTER_ARGS:-}

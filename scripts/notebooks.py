@@ -17,7 +17,7 @@ drop the twins. A master without twins is "untranslated" (reported, no zh copy y
 twins must have one for every English Markdown cell, each translating the English as it is now — a
 twin whose English changed since (the hash differs) is stale and named, with the new hash, by
 `--check`. `--translations` prints every master's state. Strings the code cells print come from
-`lessons.i18n.t()`, so the code is the same in both languages.
+`lessons.core.i18n.t()`, so the code is the same in both languages.
 
     python -m scripts.notebooks                  # regenerate every notebook from masters/  (make notebooks)
     python -m scripts.notebooks --check          # exit 1 naming every stale file and twin (the tests run this)
@@ -39,7 +39,7 @@ from pathlib import Path
 import nbformat
 
 from checks.exercises import BEGIN, END, learner_notebook
-from lessons.i18n import ENGLISH, LANGUAGES, notebook_folder
+from lessons.core.i18n import ENGLISH, LANGUAGES, notebook_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 MASTERS = "masters"
@@ -147,7 +147,7 @@ def _add_twin(cells: list[MasterCell], cell: nbformat.NotebookNode, where: str) 
                           f"English text; {how} (`python -m scripts.notebooks --translations` prints the hashes)")
     if cell.cell_type != "markdown" or cell.metadata.get("tags"):
         raise MasterError(f"{where}: a {language} twin must be an untagged Markdown cell (the code is the same "
-                          "in every language; printed strings come from lessons.i18n.t()); " + how)
+                          "in every language; printed strings come from lessons.core.i18n.t()); " + how)
     if not cells or cells[-1].cell.cell_type != "markdown":
         raise MasterError(f"{where}: this {language} twin follows no English Markdown cell; {how}")
     if language in cells[-1].twins:

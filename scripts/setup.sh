@@ -55,5 +55,5 @@ fi
 
 if [[ "$extras" == *local* ]]; then
   # Assemble the packaged GGUF once (1.1 GB) and verify its SHA-256; instant afterwards.
-  .venv/bin/python -c "from lessons.local_model import resolve_local_model as r; print('Local model:', r().path)"
+  .venv/bin/python -c "from lessons.core.local_model import resolve_local_model as r; print('Local model:', r().path)"
 fi

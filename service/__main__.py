@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         return nightly_main(rest)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    from lessons.settings import SettingsError
+    from lessons.core.settings import SettingsError
 
     try:
         return _api(args) if args.command == "api" else _worker(args)

@@ -274,7 +274,7 @@ class ServiceProcess(Running):
 
     def __init__(self, env: dict[str, str], log: Path, port: int | None = None, workers: int | None = None,
                  timeout: float = 90):  # fmt: skip
-        from lessons.local_server import free_port
+        from lessons.core.local_server import free_port
 
         self.port = port or free_port()
         args = ["api", "--host", "127.0.0.1", "--port", str(self.port), "--no-access-log", "--log-level", "warning"]

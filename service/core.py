@@ -40,7 +40,7 @@ class Service:
     @cached_property
     def index(self):
         """The live index (opened on first use: the embedder loads then)."""
-        from lessons.embeddings import get_embeddings
+        from lessons.core.embeddings import get_embeddings
         from service.index import LiveIndex
 
         return LiveIndex(self.settings.collection, get_embeddings(), chroma_url=self.settings.chroma_url,
@@ -55,10 +55,10 @@ class Service:
 
     @cached_property
     def llm(self):
-        """The chat model of the ask endpoint: `lessons.models.get_chat_model()` unless one was given."""
+        """The chat model of the ask endpoint: `lessons.core.models.get_chat_model()` unless one was given."""
         if self._chat_model_factory is not None:
             return self._chat_model_factory()
-        from lessons.models import get_chat_model
+        from lessons.core.models import get_chat_model
 
         return get_chat_model()
 
@@ -69,7 +69,7 @@ class Service:
 
         A file over the size limit is not kept: its job is recorded as failed with the reason.
         """
-        from lessons.ingest import FileTooLarge
+        from lessons.ingest.files import FileTooLarge
         from service.filestore import safe_name
 
         stored_name = safe_name(name)

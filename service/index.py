@@ -22,8 +22,9 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from lessons.retrieval import DenseRetriever, bm25_retriever, with_score
-from lessons.vectorstore import chroma_client, chroma_server_client, open_store
+from lessons.retrieval.retrievers import DenseRetriever, with_score
+from lessons.retrieval import bm25_retriever
+from lessons.core.vectorstore import chroma_client, chroma_server_client, open_store
 
 GENERATION = "generation"
 
@@ -37,7 +38,7 @@ def chunk_key(document_id: str, job_id: int, number: int) -> str:
 
 
 class FilteredDenseRetriever(DenseRetriever):
-    """`lessons.retrieval.DenseRetriever` restricted to chunks whose metadata matches a Chroma `where` filter."""
+    """`lessons.retrieval.retrievers.DenseRetriever` restricted to chunks whose metadata matches a Chroma `where` filter."""
 
     where: dict | None = None
 

@@ -2,7 +2,7 @@
 pipeline on them, results stored per run in the database, and a report with the trend across runs.
 
 Introduced in notebook 08 (from notebook to service). The course's own pieces do the work:
-`lessons.testset.generate_test_set` (grounded, de-duplicated questions from chunks) and
+`lessons.evaluation.testset.generate_test_set` (grounded, de-duplicated questions from chunks) and
 `lessons.evaluation.evaluate` / `compare` (chunk recall; 0/1 factual consistency and completeness,
 judge failures counted). The pipeline evaluated is the running service itself, through `/v1/ask`.
 
@@ -23,7 +23,8 @@ import httpx
 from langchain_core.documents import Document
 from sqlalchemy import select
 
-from lessons.evaluation import K, compare, evaluate
+from lessons.evaluation.pipelines import K
+from lessons.evaluation import compare, evaluate
 from service.db import DONE, FAILED, EvalResult, EvalRun
 from service.db import Document as DocumentRecord
 from service.pipeline import as_pipeline_result
@@ -71,7 +72,7 @@ def service_pipeline(client: httpx.Client, k: int = K):
 def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, out: Path | None = None,
                 progress: bool = True) -> dict[str, Any]:  # fmt: skip
     """One nightly run; returns its record (metrics) and the report's path."""
-    from lessons.testset import generate_test_set
+    from lessons.evaluation.testset import generate_test_set
 
     db = service.db
     since = _since(db)
@@ -132,7 +133,7 @@ def _int(value) -> int | None:
 
 
 def _plain(value):
-    from lessons.evaluation import _plain as plain
+    from lessons.evaluation.pipelines import _plain as plain
 
     return plain(value)
 
@@ -187,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="report folder (default: <data dir>/nightly)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    from lessons.models import ModelError, get_chat_model
-    from lessons.settings import SettingsError
+    from lessons.core.models import ModelError, get_chat_model
+    from lessons.core.settings import SettingsError
     from service.core import Service
 
     try:

@@ -4,12 +4,12 @@ Introduced in notebook 08 (from notebook to service).
 
 - `retrieve`: hybrid retrieval (dense + BM25 fused by reciprocal rank fusion, `lessons.retrieval`) over
   one consistent snapshot of the live index, then the course's reranker: the fused top `RERANK_CANDIDATES`
-  reordered by `lessons.rerank.default_reranker` — the packaged cross-encoder for English questions, the
+  reordered by `lessons.retrieval.rerank.default_reranker` — the packaged cross-encoder for English questions, the
   fused order kept for Chinese ones (the English model pushes good Chinese passages down, notebook 02).
   `AGENTIC_RAG_SERVICE_RERANKER=none` turns the reranker off (the hybrid order alone, e.g. when search
   latency matters more than order: `benchmarks/bench_service.py` measures both); `AGENTIC_RAG_RERANKER`
   chooses the cross-encoder, as everywhere in the course.
-- `answer`: notebook 05's research agent (`lessons.three_agents.research`) writes an answer from the
+- `answer`: notebook 05's research agent (`lessons.agents.three_agents.research`) writes an answer from the
   top chunks only and cites them; the citations name the file, the page and the chunk.
 """
 
@@ -21,11 +21,11 @@ from typing import Any
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
 
-from lessons.evaluation import K, PipelineResult
+from lessons.evaluation.pipelines import K, PipelineResult
 from lessons.retrieval import hybrid_retriever
 
-CANDIDATES = 10  # each first-stage list before fusion, without a reranker (as lessons.document_processor)
-RERANK_CANDIDATES = 20  # the fused list the reranker reads (lessons.document_processor.RERANK_CANDIDATES)
+CANDIDATES = 10  # each first-stage list before fusion, without a reranker (as lessons.retrieval.document_processor)
+RERANK_CANDIDATES = 20  # the fused list the reranker reads (lessons.retrieval.document_processor.RERANK_CANDIDATES)
 MAX_K = 50  # the most chunks a request may ask for (service.api)
 
 
@@ -37,12 +37,12 @@ class Snapshot:
 
 
 def service_reranker(name: str = "default") -> BaseDocumentCompressor | None:
-    """The reranker a setting names: "default" → `lessons.rerank.default_reranker` (keeping up to `MAX_K`), "none" → None."""
+    """The reranker a setting names: "default" → `lessons.retrieval.rerank.default_reranker` (keeping up to `MAX_K`), "none" → None."""
     if name == "none":
         return None
     if name != "default":
         raise ValueError(f"reranker {name!r}: use 'default' (the course's reranker) or 'none' (the hybrid order)")
-    from lessons.rerank import default_reranker
+    from lessons.retrieval.rerank import default_reranker
 
     return default_reranker(top_n=MAX_K)
 
@@ -92,7 +92,7 @@ class Answer:
 
 def answer(llm: BaseChatModel, question: str, context: list[Document]) -> Answer:
     """An answer from `context` only, citing its chunks; the honest "not in the documents" when it has none."""
-    from lessons.three_agents import not_in_documents_answer, research
+    from lessons.agents.three_agents import not_in_documents_answer, research
 
     if not context:
         return Answer(question, not_in_documents_answer(question), True)

@@ -16,7 +16,7 @@ Introduced in notebook 08 (from notebook to service). Each storage is a setting,
 | `AGENTIC_RAG_SERVICE_RETIRE_SECONDS` | how long replaced chunks stay in the index for searches already running | `10` |
 | `AGENTIC_RAG_SERVICE_POLL_SECONDS` | how often an idle worker looks for jobs | `0.5` |
 | `AGENTIC_RAG_SERVICE_WORKERS` | ingestion worker threads inside the API process (0: run `python -m service worker` instead, needs a Chroma server) | `1` |
-| `AGENTIC_RAG_SERVICE_RERANKER` | `default`: the hybrid top 20 reordered by `lessons.rerank.default_reranker` (the cross-encoder for English, the fused order for Chinese); `none`: the hybrid order alone | `default` |
+| `AGENTIC_RAG_SERVICE_RERANKER` | `default`: the hybrid top 20 reordered by `lessons.retrieval.rerank.default_reranker` (the cross-encoder for English, the fused order for Chinese); `none`: the hybrid order alone | `default` |
 | `AGENTIC_RAG_SERVICE_URL` | where the nightly job finds the running service | `http://127.0.0.1:8008` |
 | `AGENTIC_RAG_SERVICE_HOST`, `AGENTIC_RAG_SERVICE_PORT` | where `python -m service api` listens | `127.0.0.1`, `8008` |
 """
@@ -27,8 +27,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lessons.ingest import IngestLimits
-from lessons.settings import SettingsError, _int, get_settings
+from lessons.ingest.files import IngestLimits
+from lessons.core.settings import SettingsError, _int, get_settings
 
 API_KEY_VARIABLE = "AGENTIC_RAG_SERVICE_API_KEY"
 RERANKERS = ("default", "none")  # AGENTIC_RAG_SERVICE_RERANKER: service.pipeline.service_reranker

@@ -2,8 +2,8 @@
 
 Introduced in notebook 08 (from notebook to service). Each step is the course's own:
 `lessons.ingest.convert_file` (validation with clear errors, Docling, the conversion cache),
-`lessons.document_processor.chunk_files` (Markdown sections, the bilingual size cap, numbering),
-`lessons.embeddings` through `service.index.LiveIndex.upsert`.
+`lessons.retrieval.document_processor.chunk_files` (Markdown sections, the bilingual size cap, numbering),
+`lessons.core.embeddings` through `service.index.LiveIndex.upsert`.
 
 - A bad file (empty, corrupt, unsupported, over the limit, the same bytes as another document)
   fails its own job with the reason, at once: trying again would give the same answer.
@@ -56,8 +56,9 @@ class Worker:
     # --- one job ---
 
     def _convert_and_chunk(self, claim: Claim):
-        from lessons.document_processor import chunk_files
-        from lessons.ingest import IngestError, convert_file
+        from lessons.retrieval.document_processor import chunk_files
+        from lessons.ingest.files import IngestError
+        from lessons.ingest import convert_file
 
         if claim.stored_path is None:
             raise PermanentError("the upload was not stored — upload the file again")

@@ -12,7 +12,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 @pytest.fixture
 def fresh_settings(tmp_path, monkeypatch):
     """Settings read anew from a clean environment with caches under tmp_path; returns a re-reader."""
-    from lessons import settings
+    from lessons.core import settings
 
     for name in list(os.environ):
         if name.startswith("AGENTIC_RAG_") or name.startswith("DEEPSEEK_"):
@@ -29,7 +29,7 @@ def fresh_settings(tmp_path, monkeypatch):
 def stop_local_server_we_started():
     """Tests may start the shared local server; afterwards stop it unless it was running before or
     another process (a notebook kernel, another test session) still uses it."""
-    from lessons.local_server import _pid_alive, _read_state, release_server
+    from lessons.core.local_server import _pid_alive, _read_state, release_server
 
     before = _read_state()
     running_before = before is not None and _pid_alive(before.pid)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from lessons.local_server import free_port
+from lessons.core.local_server import free_port
 from service.client import Running
 from service.client import ServiceProcess as _ServiceProcess
 from service.client import wait_for_jobs as _wait_for_jobs

@@ -6,7 +6,7 @@ clicked in the Run menu, and the rendered page must show the model banner, a mat
 citations and verification report. Screenshots go to `test-artifacts/browser/` (gitignored).
 
 Copies of the notebooks with their quick parameters injected (the test suite's sizes, through
-`lessons.notebook_runner`) are placed in `test-artifacts/browser/workspace/notebooks/`, next to a
+`tools.notebook_runner`) are placed in `test-artifacts/browser/workspace/notebooks/`, next to a
 `data` link to the project's `data/`, so the notebooks' relative paths (`../data/corpus/…`) and
 `import lessons` work as in `notebooks/`.
 
@@ -35,8 +35,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lessons.notebook_runner import inject_parameters, quick_parameters
-from lessons.settings import PROJECT_ROOT
+from tools.notebook_runner import inject_parameters, quick_parameters
+from lessons.core.settings import PROJECT_ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -46,12 +46,12 @@ CHROMIUM_FLAGS = [
 ARTIFACTS = PROJECT_ROOT / "test-artifacts" / "browser"
 THREE_AGENTS = "05_three_agent_verification.ipynb"
 PANEL_SMOKE = "chat_panel_scripted.ipynb"
-# A notebook that shows lessons.chat_panel.ChatPanel with a scripted workflow instead of the model: the
+# A notebook that shows lessons.widgets.chat_panel.ChatPanel with a scripted workflow instead of the model: the
 # widget round trip (typing, the Ask button, the kernel's reply rendered as HTML) without any LLM call.
 PANEL_SMOKE_CELLS = [
-    """from lessons.chat_panel import ChatPanel
-from lessons.fakes import ScriptedChatModel
-from lessons.three_agents import Citation, ThreeAgentResult, TraceStep, Verification
+    """from lessons.widgets.chat_panel import ChatPanel
+from lessons.core.fakes import ScriptedChatModel
+from lessons.agents.three_agents import Citation, ThreeAgentResult, TraceStep, Verification
 
 
 def scripted_run(question, *, retriever, llm, max_research_rounds):
@@ -224,7 +224,7 @@ def tracebacks(page) -> list[str]:
 
 
 def assert_banner_and_figure(page, name: str) -> None:
-    from lessons.models import active_model_info
+    from lessons.core.models import active_model_info
 
     expect = sync_api.expect
     banner = page.locator(".jp-OutputArea-output", has_text=re.compile(r"Chat model: \S+")).first
@@ -284,8 +284,8 @@ def test_three_agent_notebook_chat_panel_answers(lab, browser_context):
 
 def test_chat_panel_round_trip_with_a_scripted_workflow(lab, browser_context):
     """The panel's widgets in a real browser: the typed question reaches the kernel and the reply renders."""
-    if importlib.util.find_spec("lessons.chat_panel") is None:
-        pytest.skip("lessons/chat_panel.py is not in this checkout yet")
+    if importlib.util.find_spec("lessons.widgets.chat_panel") is None:
+        pytest.skip("lessons/widgets/chat_panel.py is not in this checkout yet")
     page = open_notebook(browser_context, lab, PANEL_SMOKE)
     run_all_cells(page, timeout_s=300)
     assert not tracebacks(page), f"the chat panel notebook raised:\n{tracebacks(page)}"

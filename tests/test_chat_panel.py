@@ -4,10 +4,10 @@ from datetime import datetime, timezone
 
 from langchain_core.documents import Document
 
-from lessons.chat_panel import ChatPanel, render_result_html, safe_upload_names, save_uploads
-from lessons.document_processor import process_documents
-from lessons.fakes import ScriptedChatModel
-from lessons.three_agents import Citation, ThreeAgentResult, TraceStep, Verification
+from lessons.widgets.chat_panel import ChatPanel, render_result_html, safe_upload_names, save_uploads
+from lessons.retrieval.document_processor import process_documents
+from lessons.core.fakes import ScriptedChatModel
+from lessons.agents.three_agents import Citation, ThreeAgentResult, TraceStep, Verification
 
 OK = Verification(unsupported_claims=[], contradictions=[], supported="yes", relevant="yes")
 
@@ -89,7 +89,7 @@ def test_an_upload_is_saved_processed_and_used_for_the_next_question(tmp_path):
 
 
 def test_a_bad_upload_names_the_file_and_the_fix_in_the_panel(tmp_path, monkeypatch):
-    monkeypatch.setattr("lessons.document_processor.build_index", lambda chunks, name: None)
+    monkeypatch.setattr("lessons.retrieval.document_processor.build_index", lambda chunks, name: None)
     chat = panel(tmp_path, process=process_documents)
     chat.upload.value = (upload_item("slides.key", b"not supported"), upload_item("empty.txt", b""))
     status = chat.status.value

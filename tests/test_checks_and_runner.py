@@ -7,7 +7,7 @@ import pytest
 
 from checks import Hint, expect, run_check
 from checks.exercises import BLANK, blank_source, learner_notebook
-from lessons.notebook_runner import NotebookRun, inject_parameters, summary_markdown
+from tools.notebook_runner import NotebookRun, inject_parameters, summary_markdown
 
 
 def test_solution_blocks_are_blanked_at_their_indentation():
@@ -64,7 +64,7 @@ def test_summary_lists_each_notebook_and_failures():
 
 def test_a_full_size_run_has_no_cell_limit_and_a_quick_run_has_one(tmp_path, monkeypatch):
     # A cold full-size cell can run for more than an hour on 2 cores (notebook 02); a quick run must not hang CI.
-    import lessons.notebook_runner as runner
+    import tools.notebook_runner as runner
 
     limits = []
 
@@ -89,7 +89,7 @@ def test_a_full_size_run_has_no_cell_limit_and_a_quick_run_has_one(tmp_path, mon
 def test_the_runner_reports_where_the_time_went():
     import nbformat
 
-    from lessons.notebook_runner import cell_seconds
+    from tools.notebook_runner import cell_seconds
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# title"), nbformat.v4.new_code_cell("# a comment\nslow()"),

@@ -4,7 +4,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from checks.nb01 import check_chinese_splitter, check_pack_blocks, check_parents_for
 from lessons.chunking import ChineseTextSplitter, parents_of
-from lessons.markdown_blocks import pack_greedily
+from lessons.chunking.markdown_blocks import pack_greedily
 
 
 def blank(*_args):

@@ -5,9 +5,9 @@ import math
 from langchain_core.output_parsers import StrOutputParser
 
 from checks.nb02 import check_hyde, check_rrf, check_yes_probability
-from lessons.query_transform import HYDE_PROMPT
-from lessons.rerank import yes_probability
-from lessons.retrieval import reciprocal_rank_fusion
+from lessons.retrieval.query_transform import HYDE_PROMPT
+from lessons.retrieval.rerank import yes_probability
+from lessons.retrieval.retrievers import reciprocal_rank_fusion
 
 
 def blank(*args, **kwargs):

@@ -5,7 +5,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from checks.nb05 import check_routing_rule, check_verdict_schema
-from lessons.three_agents import Verification, decide_after_verification
+from lessons.agents.three_agents import Verification, decide_after_verification
 
 
 def test_the_verdict_schema_check():

@@ -3,7 +3,7 @@
 from langchain_core.documents import Document
 
 from checks.nb07 import check_read_page, check_standalone_question
-from lessons.deep_research import Observation, read_page, standalone_question
+from lessons.agents.deep_research import Observation, read_page, standalone_question
 
 
 def test_the_read_page_check():
@@ -38,8 +38,8 @@ def test_the_standalone_question_check():
         return standalone_question(model, [("user", "?")], user_turn) if history else user_turn
 
     def no_fallback(model, history, user_turn):
-        from lessons.deep_research import REWRITE_PROMPT, StandaloneQuestion, format_history
-        from lessons.structured import invoke_structured
+        from lessons.agents.deep_research import REWRITE_PROMPT, StandaloneQuestion, format_history
+        from lessons.core.structured import invoke_structured
 
         if not history:
             return user_turn

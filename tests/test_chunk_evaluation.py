@@ -5,8 +5,8 @@ import math
 import pytest
 from langchain_core.documents import Document
 
-from lessons import chunk_evaluation
-from lessons.chunk_evaluation import (
+from lessons.evaluation import chunk_evaluation
+from lessons.evaluation.chunk_evaluation import (
     StrategyRun,
     block_body,
     boundary_share,
@@ -24,8 +24,8 @@ from lessons.chunk_evaluation import (
     split_quote_share,
 )
 from lessons.chunking import parent_child_chunks, recursive_chunker
-from lessons.corpus import GoldQuestion
-from lessons.markdown_blocks import atomic_blocks
+from lessons.ingest.corpus import GoldQuestion
+from lessons.chunking.markdown_blocks import atomic_blocks
 
 SOURCE = """Atlas 4.2 adds hybrid search. It fuses BM25 and vectors.
 - Debian 12
@@ -201,7 +201,7 @@ def test_findings_need_the_baseline_among_the_rows():
 
 
 def test_embed_questions_batches_and_matches_embed_query():
-    from lessons.embeddings import get_embeddings
+    from lessons.core.embeddings import get_embeddings
 
     embeddings = get_embeddings()
     texts = ["Which port does Atlas Server listen on?", "Atlas 用什么做中文分词？"]

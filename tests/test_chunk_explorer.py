@@ -2,7 +2,7 @@
 
 from langchain_core.documents import Document
 
-from lessons.chunk_explorer import (
+from lessons.widgets.chunk_explorer import (
     boundaries_html,
     chunk_explorer,
     explorer_strategies,

@@ -10,24 +10,12 @@ from langchain_core.embeddings import Embeddings
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from lessons.chunking import (
-    SEMANTIC_SENTENCE_SPLIT,
-    ChineseTextSplitter,
-    E5Tokenizer,
-    TokenWindowSplitter,
-    cached_embeddings,
-    character_window_chunker,
-    docling_chunker,
-    embedder_token_counter,
-    header_chunker,
-    header_recursive_chunker,
-    language_aware_chunker,
-    parent_child_chunks,
-    parents_of,
-    recursive_chunker,
-    semantic_chunker,
-    sentence_chunker,
+    SEMANTIC_SENTENCE_SPLIT, ChineseTextSplitter, TokenWindowSplitter, cached_embeddings, character_window_chunker,
+    docling_chunker, embedder_token_counter, header_chunker, header_recursive_chunker, language_aware_chunker,
+    parent_child_chunks, parents_of, recursive_chunker, semantic_chunker, sentence_chunker,
 )
-from lessons.knowledge_base import default_chunker
+from lessons.chunking.strategies import E5Tokenizer
+from lessons.chunking.strategies import default_chunker
 
 ENGLISH = (
     "Atlas Server listens on port 7420. Ingest workers connect over the same port. "
@@ -186,7 +174,7 @@ def test_header_chunker_keeps_section_path_and_code_language():
 
 
 def test_header_recursive_chunker_is_the_knowledge_base_baseline():
-    from lessons.ingest import split_sections
+    from lessons.ingest.files import split_sections
 
     ours = [chunk.page_content for chunk in header_recursive_chunker(80, 10)([doc(MARKDOWN)])]
     baseline = [chunk.page_content for chunk in default_chunker(80, 10)(split_sections([doc(MARKDOWN)]))]

@@ -1,8 +1,8 @@
-"""The deterministic claim checks of notebook 05 (lessons/claim_check.py)."""
+"""The deterministic claim checks of notebook 05 (lessons/agents/claim_check.py)."""
 
 from langchain_core.documents import Document
 
-from lessons.claim_check import (
+from lessons.agents.claim_check import (
     claim_in_draft,
     claim_is_grounded,
     content_tokens,
@@ -57,7 +57,7 @@ def test_content_tokens_are_stemmed_words_and_chinese_pairs():
 
 
 def test_an_added_sentence_the_context_does_not_hold_is_flagged_not_a_paraphrase():
-    from lessons.claim_check import sentences, unsupported_sentences
+    from lessons.agents.claim_check import sentences, unsupported_sentences
 
     assert sentences("Version 4.3 ships in May. It costs €45! 团队版每月 45 欧元。好。") == [
         "Version 4.3 ships in May.", "It costs €45!", "团队版每月 45 欧元。", "好。"]

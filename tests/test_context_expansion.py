@@ -3,7 +3,7 @@
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
 
-from lessons.context_expansion import (
+from lessons.retrieval.context_expansion import (
     ChunkNeighbours,
     ContextExpansionRetriever,
     expand_hits,

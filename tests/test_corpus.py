@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from lessons.corpus import find_evidence, load_corpus, load_gold
+from lessons.ingest.corpus import find_evidence, load_corpus, load_gold
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_pages_in_the_gold_set_are_where_the_quotes_start(corpus, gold):
 
 
 def test_sample_by_language_is_seeded_and_balanced():
-    from lessons.corpus import load_gold, sample_by_language
+    from lessons.ingest.corpus import load_gold, sample_by_language
 
     gold = load_gold()
     sample = sample_by_language(gold, 7, seed=3)

@@ -8,8 +8,8 @@ from langchain_classic.retrievers.document_compressors import CrossEncoderRerank
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from lessons import cross_encoder
-from lessons.cross_encoder import ColbertScorer, CrossEncoderUnavailable, OnnxCrossEncoder
+from lessons.retrieval import cross_encoder
+from lessons.retrieval.cross_encoder import ColbertScorer, CrossEncoderUnavailable, OnnxCrossEncoder
 
 QUESTION = "On which port does Atlas Server expose its APIs by default?"
 ANSWER = "Atlas Server exposes the REST and gRPC APIs on port 7420 by default."

@@ -3,7 +3,7 @@
 import pytest
 from langchain_core.documents import Document
 
-from lessons.deep_research import (
+from lessons.agents.deep_research import (
     FORCED_ANSWER_REASON,
     REPEATED_SEARCH,
     ChunkSearch,
@@ -27,9 +27,9 @@ from lessons.deep_research import (
     standalone_question,
     trace_rows,
 )
-from lessons.fakes import ScriptedChatModel
-from lessons.prompt_safety import DATA_RULE
-from lessons.three_agents import NOT_IN_DOCUMENTS
+from lessons.core.fakes import ScriptedChatModel
+from lessons.core.prompt_safety import DATA_RULE
+from lessons.agents.three_agents import NOT_IN_DOCUMENTS
 
 PAGES = PageStore([
     Page("handbook.docx", 1, "Leave", "Lisbon staff get 25 days of annual leave. SCRATCH-MARKER-7"),
@@ -334,8 +334,9 @@ def test_a_source_id_copied_with_its_brackets_still_reads_the_page():
 
 
 def test_on_the_course_knowledge_base_every_chunk_has_a_page_and_gold_pages_hold_their_evidence():
-    from lessons.corpus import find_evidence, load_gold
-    from lessons.knowledge_base import chunk_knowledge_base, load_documents
+    from lessons.ingest.corpus import find_evidence, load_gold
+    from lessons.retrieval.index import chunk_knowledge_base
+    from lessons.ingest.corpus import load_documents
 
     pages = PageStore.from_documents(load_documents())
     chunks = chunk_knowledge_base()
@@ -351,7 +352,7 @@ def test_on_the_course_knowledge_base_every_chunk_has_a_page_and_gold_pages_hold
 
 
 def test_the_search_reranker_by_name_and_a_clear_error_for_a_bad_one():
-    from lessons.rerank import LanguageRoutedReranker, ScoredCrossEncoderReranker
+    from lessons.retrieval.rerank import LanguageRoutedReranker, ScoredCrossEncoderReranker
 
     assert search_reranker("none") is None
     llm_based = search_reranker("llm", ScriptedChatModel(), top_n=5)

@@ -4,9 +4,9 @@ import pandas as pd
 import pytest
 from langchain_core.documents import Document
 
-from lessons.corpus import GoldQuestion, SourceRef, load_gold
-from lessons.deep_research import FULL_TEXT, DeepResearchAgent, Observation, Page, PageStore
-from lessons.deep_research_eval import (
+from lessons.ingest.corpus import GoldQuestion, SourceRef, load_gold
+from lessons.agents.deep_research import FULL_TEXT, DeepResearchAgent, Observation, Page, PageStore
+from lessons.evaluation.deep_research_eval import (
     DEEP,
     SINGLE_SHOT,
     MethodRun,
@@ -18,8 +18,8 @@ from lessons.deep_research_eval import (
     run_single_shot,
     search_recall,
 )
-from lessons.evaluation import PipelineResult
-from lessons.fakes import ScriptedChatModel
+from lessons.evaluation.pipelines import PipelineResult
+from lessons.core.fakes import ScriptedChatModel
 
 QUESTION = GoldQuestion(id="en-x", question="Which tiers include Guard, and when was it released?", language="en",
                         type="multi_hop", answer="Business and Enterprise; Atlas 4.2, 1 July 2026.",

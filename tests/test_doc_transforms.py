@@ -8,7 +8,7 @@ import pytest
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
-from lessons.doc_transforms import (
+from lessons.transforms.doc_transforms import (
     DateExtractor,
     PropertyExtractor,
     TextCleaner,
@@ -19,8 +19,8 @@ from lessons.doc_transforms import (
     flatten_for_metadata,
     unwrap_lines,
 )
-from lessons.fakes import ScriptedChatModel, always
-from lessons.prompt_safety import DATA_RULE
+from lessons.core.fakes import ScriptedChatModel, always
+from lessons.core.prompt_safety import DATA_RULE
 
 WRAPPED = (
     "Atlas Ingest\n"
@@ -118,7 +118,7 @@ def test_date_metadata_is_filterable():
 
 
 def test_every_release_date_in_the_release_notes_is_found():
-    from lessons.knowledge_base import load_sections
+    from lessons.ingest.corpus import load_sections
 
     sections = [s for s in load_sections() if s.metadata["source"] == "release_notes.md"]
     docs = DateExtractor().transform_documents(sections)
@@ -154,7 +154,7 @@ def test_a_failed_extraction_is_marked_counted_and_logged(caplog):
     extractor = PropertyExtractor(
         ScriptedChatModel(default=always({"kind": "huge"})), ReleaseFacts, retries=0, progress=False
     )
-    with caplog.at_level(logging.WARNING, logger="lessons.doc_transforms"):
+    with caplog.at_level(logging.WARNING, logger="lessons.transforms.doc_transforms"):
         (doc,) = extractor.transform_documents([Document(page_content="text", metadata={"chunk_id": "c1"})])
     assert doc.metadata == {"chunk_id": "c1", "properties_error": "no valid ReleaseFacts"}
     assert extractor.failures == 1 and "c1" in caplog.text

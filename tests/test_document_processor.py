@@ -3,9 +3,9 @@
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from lessons.document_processor import NoDocumentsError, chunk_files, hybrid_over, process_documents
-from lessons.ingest import ingest
-from lessons.vectorstore import chroma_client, open_store
+from lessons.retrieval.document_processor import NoDocumentsError, chunk_files, hybrid_over, process_documents
+from lessons.ingest.files import ingest
+from lessons.core.vectorstore import chroma_client, open_store
 
 
 def docs(tmp_path):
@@ -44,7 +44,7 @@ def test_bad_files_are_skipped_and_named(tmp_path, monkeypatch, fresh_settings):
         store.add_documents(list(chunks))
         return store
 
-    monkeypatch.setattr("lessons.document_processor.build_index", fake_index)
+    monkeypatch.setattr("lessons.retrieval.document_processor.build_index", fake_index)
     write(docs(tmp_path), "guide.md", "# Guide\n\nThe gateway listens on port 7420.")
     write(docs(tmp_path), "copy.md", "# Guide\n\nThe gateway listens on port 7420.")
     write(docs(tmp_path), "slides.key", "x")
@@ -78,7 +78,7 @@ def _processed(tmp_path, monkeypatch, reranker, k=2):
         store.add_documents(list(chunks))
         return store
 
-    monkeypatch.setattr("lessons.document_processor.build_index", fake_index)
+    monkeypatch.setattr("lessons.retrieval.document_processor.build_index", fake_index)
     sections = "".join(f"## Part {i}\n\nSection {i} says the value is {1000 + i}.\n\n" for i in range(6))
     write(docs(tmp_path), "guide.md", "# Guide\n\n" + sections)
     return process_documents(tmp_path / "docs", index_name="test-nb05-rerank", k=k, reranker=reranker)

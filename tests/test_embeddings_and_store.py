@@ -5,8 +5,8 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from lessons.embeddings import E5Embeddings, USEEmbeddings, get_embeddings
-from lessons.vectorstore import chroma_client, content_id, index_documents, open_store
+from lessons.core.embeddings import E5Embeddings, USEEmbeddings, get_embeddings
+from lessons.core.vectorstore import chroma_client, content_id, index_documents, open_store
 
 DOCS = [
     "Employees in Rotterdam get 27 days of annual leave.",

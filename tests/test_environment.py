@@ -5,7 +5,7 @@ import importlib.util
 import re
 import tomllib
 
-from lessons.settings import PROJECT_ROOT
+from lessons.core.settings import PROJECT_ROOT
 
 
 def _pyproject_requirements() -> list[str]:

@@ -14,9 +14,9 @@ import pandas as pd
 from langchain_core.messages import AIMessage
 import pytest
 
-from lessons.evaluate import ConfigError, load_config, main
-from lessons.fakes import ScriptedChatModel
-from lessons.settings import SettingsError
+from lessons.evaluation.cli import ConfigError, load_config, main
+from lessons.core.fakes import ScriptedChatModel
+from lessons.core.settings import SettingsError
 
 DOCS = {
     "atlas.md": "# Atlas Server\n\nAtlas Server exposes its REST API on port 7420 by default. "
@@ -76,12 +76,12 @@ def project(tmp_path, fresh_settings, monkeypatch):
     made = []
 
     def fake_get_chat_model(*args, **kwargs):
-        from lessons.models import active_model_info
+        from lessons.core.models import active_model_info
 
         made.append(active_model_info())  # what the settings select; the calls go to the fake
         return scripted_model()
 
-    monkeypatch.setattr("lessons.models.get_chat_model", fake_get_chat_model)
+    monkeypatch.setattr("lessons.core.models.get_chat_model", fake_get_chat_model)
     return {"root": tmp_path, "config": config, "models": made, "settings": fresh_settings}
 
 
@@ -251,7 +251,7 @@ def chroma_server(tmp_path):
         pytest.skip("the `chroma` command is not installed (it comes with `pip install chromadb`)")
     import chromadb
 
-    from lessons.local_server import free_port
+    from lessons.core.local_server import free_port
 
     port = free_port()
     log = (tmp_path / "chroma.log").open("w")
@@ -299,8 +299,8 @@ def test_the_same_command_runs_against_a_chroma_server(project, chroma_server, m
 
 
 def test_a_chroma_url_with_no_server_behind_it_says_how_to_start_one(fresh_settings, monkeypatch):
-    from lessons.local_server import free_port
-    from lessons.vectorstore import chroma_client
+    from lessons.core.local_server import free_port
+    from lessons.core.vectorstore import chroma_client
 
     monkeypatch.setenv("AGENTIC_RAG_CHROMA_URL", f"http://127.0.0.1:{free_port()}")
     fresh_settings.cache_clear()
@@ -332,7 +332,7 @@ def test_deepseek_is_selected_by_settings_alone_never_silently_replaced(project,
 
 
 def test_the_real_get_chat_model_points_at_deepseek_when_settings_say_so(fresh_settings, monkeypatch):
-    from lessons import models
+    from lessons.core import models
 
     monkeypatch.setenv("AGENTIC_RAG_MODEL", "deepseek")
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-used")
@@ -352,8 +352,8 @@ def test_a_report_on_other_documents_says_the_gate_thresholds_come_from_elsewher
 
 
 def test_the_packages_preset_reads_the_second_corpus_and_its_gold_set(fresh_settings):
-    from lessons.corpus import PACKAGES_DIR
-    from lessons.evaluate import PRESETS, preset_config
+    from lessons.ingest.corpus import PACKAGES_DIR
+    from lessons.evaluation.cli import PRESETS, preset_config
 
     assert "packages" in PRESETS
     config = preset_config("packages")  # written under the project root (here: the test's tmp_path)
@@ -377,14 +377,14 @@ def test_a_bad_corpus_key_names_the_fix(project, content, fragment):
 
 
 def test_the_gold_questions_of_a_corpus_preset_are_that_corpus(project, monkeypatch):
-    from lessons.evaluate import question_set
+    from lessons.evaluation.cli import question_set
 
     path = project["root"] / "packages.toml"
     path.write_text('corpus = "packages"\nquestions = "gold"\npipelines = ["dense"]\n', encoding="utf-8")
     config = load_config(path)
     seen = []
-    monkeypatch.setattr("lessons.testset.from_gold", lambda gold, chunks: seen.extend(gold) or [])
+    monkeypatch.setattr("lessons.evaluation.testset.from_gold", lambda gold, chunks: seen.extend(gold) or [])
     question_set(config, [], None, progress=False)
-    from lessons.corpus import load_gold
+    from lessons.ingest.corpus import load_gold
 
     assert [q.id for q in seen] == [q.id for q in load_gold(corpus="packages")]

@@ -8,30 +8,16 @@ import pytest
 from langchain_core.documents import Document
 
 from lessons.evaluation import (
-    PIPELINES,
-    CompletenessVerdict,
-    FaithfulnessVerdict,
-    Judgement,
-    PipelineResult,
-    PipelineUnavailable,
-    Resources,
-    UnknownPipeline,
-    answer_from,
-    build_pipelines,
-    check_pipeline_names,
-    compare,
-    deepseek_cost_usd,
-    evaluate,
-    judge_answer,
-    judge_failures,
-    metered,
-    retrieval_scores,
-    run_judge,
-    save_report,
+    PIPELINES, FaithfulnessVerdict, Resources, build_pipelines, compare, evaluate, judge_failures, retrieval_scores,
+    run_judge, save_report,
 )
-from lessons.fakes import ScriptedChatModel
-from lessons.metrics import chunk_recall_at_k
-from lessons.testset import TestItem
+from lessons.evaluation.pipelines import (
+    CompletenessVerdict, Judgement, PipelineResult, PipelineUnavailable, UnknownPipeline, answer_from,
+    check_pipeline_names, deepseek_cost_usd, judge_answer, metered,
+)
+from lessons.core.fakes import ScriptedChatModel
+from lessons.evaluation.metrics import chunk_recall_at_k
+from lessons.evaluation.testset import TestItem
 
 
 def chunk(text, chunk_id, **meta):
@@ -223,7 +209,7 @@ def test_the_registry_covers_the_earlier_notebooks():
 
 
 def test_three_agents_without_its_module_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "lessons.three_agents", None)  # makes the import fail
+    monkeypatch.setitem(sys.modules, "lessons.agents.three_agents", None)  # makes the import fail
     resources = Resources(chunks=CHUNKS, store=None, llm=judge_model())
-    with pytest.raises(PipelineUnavailable, match="lessons/three_agents.py"):
+    with pytest.raises(PipelineUnavailable, match="lessons/agents/three_agents.py"):
         build_pipelines(["three-agents"], resources)

@@ -7,23 +7,15 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from lessons import evaluation
+from lessons.evaluation import pipelines as evaluation
 from lessons.evaluation import (
-    PIPELINES,
-    Resources,
-    best_scores,
-    findings_markdown,
-    gate_thresholds,
-    judge_faithfulness,
-    retrieval_goals,
-    retrieval_only_names,
-    retrieval_rows,
-    threshold_note,
-    threshold_transfer,
+    PIPELINES, Resources, best_scores, findings_markdown, gate_thresholds, judge_faithfulness, retrieval_goals,
+    retrieval_rows, threshold_note, threshold_transfer,
 )
-from lessons.fakes import ScriptedChatModel
-from lessons.prompt_safety import DATA_RULE
-from lessons.testset import TestItem
+from lessons.evaluation.pipelines import retrieval_only_names
+from lessons.core.fakes import ScriptedChatModel
+from lessons.core.prompt_safety import DATA_RULE
+from lessons.evaluation.testset import TestItem
 
 
 def doc(text, chunk_id, source="a.md"):
@@ -60,7 +52,7 @@ def test_a_long_context_is_cut_inside_its_blocks_never_through_a_tag():
 
 
 def test_hybrid_rerank_uses_the_course_reranker_not_the_chat_model(monkeypatch):
-    from lessons import rerank
+    from lessons.retrieval import rerank
 
     calls = []
 
@@ -145,7 +137,7 @@ def test_the_gate_has_one_threshold_source_and_reports_say_where_it_comes_from(m
     assert set(thresholds) == {"en", "zh"} and "course corpus" in source
     assert "NOT calibrated on my-docs" in threshold_note("my-docs")
     monkeypatch.setattr(evaluation, "gate_thresholds", lambda: ({"en": 0.1, "zh": 0.2}, "elsewhere"))
-    from lessons.grading import GateThresholds, RelevanceGate
+    from lessons.agents.grading import GateThresholds, RelevanceGate
 
     gate = evaluation.gate_grader(ScriptedChatModel(default="x"))  # bare numbers: P(yes)-only gates
     assert isinstance(gate, RelevanceGate) and gate.thresholds == {"en": GateThresholds(0.0, 0.1), "zh": GateThresholds(0.0, 0.2)}

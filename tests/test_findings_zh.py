@@ -15,7 +15,7 @@ import test_grading as grading_tests
 import test_qa_transform as qa_tests
 import test_three_agent_eval as three_tests
 
-from lessons.i18n import course_language
+from lessons.core.i18n import course_language
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -53,7 +53,7 @@ def assert_translated(english: str, chinese: str, *, identifiers: tuple[str, ...
 
 
 def test_comparison_findings_of_notebook_01_in_chinese(language):
-    from lessons.chunk_evaluation import comparison_findings
+    from lessons.evaluation.chunk_evaluation import comparison_findings
 
     rows = [chunk_tests.finding_row("base"), chunk_tests.finding_row("better", hit=0.7, mrr=0.6, returned=1000.0),
             chunk_tests.finding_row("worse", hit=0.4, mrr=0.3, clean=40.0)]
@@ -67,7 +67,7 @@ def test_comparison_findings_of_notebook_01_in_chinese(language):
 
 
 def test_retrieval_findings_of_notebook_02_in_chinese(language):
-    from lessons.retrieval_evaluation import retrieval_findings
+    from lessons.evaluation.retrieval_evaluation import retrieval_findings
 
     rows = __import__("test_retrieval_evaluation").rows
 
@@ -90,7 +90,7 @@ def test_retrieval_findings_of_notebook_02_in_chinese(language):
 
 
 def test_qa_findings_of_notebook_03_in_chinese(language):
-    from lessons.qa_transform import EvidenceCoverage, qa_findings
+    from lessons.transforms.qa_transform import EvidenceCoverage, qa_findings
 
     scores = {f"q{i}": {"chunks": (1, 0.5), "qa": (0, 0.0), "hybrid": (1, 1.0)} for i in range(4)}
     coverage = EvidenceCoverage(quotes=4, chunk_covered=4, answer_covered=1)
@@ -104,7 +104,7 @@ def test_qa_findings_of_notebook_03_in_chinese(language):
 
 
 def test_gate_findings_and_goal_table_of_notebook_04_in_chinese(language):
-    from lessons.grading import gate_findings, goal_table
+    from lessons.agents.grading import gate_findings, goal_table
 
     loop_result = grading_tests.loop_result
     results = [loop_result("a", "en", False, "not_in_kb", ungated="answered"),
@@ -125,7 +125,7 @@ def test_gate_findings_and_goal_table_of_notebook_04_in_chinese(language):
 
 
 def test_relevance_drill_and_run_findings_of_notebook_05_in_chinese(language):
-    from lessons.three_agent_eval import (
+    from lessons.evaluation.three_agent_eval import (
         RelevanceComparison,
         contradiction_handling,
         drill_findings,
@@ -162,8 +162,8 @@ def test_relevance_drill_and_run_findings_of_notebook_05_in_chinese(language):
 
 
 def test_run_findings_of_notebook_05_in_chinese(language):
-    from lessons.fakes import ScriptedChatModel
-    from lessons.three_agent_eval import evaluate_question, run_findings, summarise_runs
+    from lessons.core.fakes import ScriptedChatModel
+    from lessons.evaluation.three_agent_eval import evaluate_question, run_findings, summarise_runs
 
     def reply(messages, tools):
         return {"RelevanceCheck": {"topic_words_found": ["Team"], "label": "CAN_ANSWER"},
@@ -197,7 +197,7 @@ def test_findings_markdown_of_notebook_06_in_chinese(language):
 
 
 def test_comparison_findings_of_notebook_07_in_chinese(language):
-    from lessons.deep_research_eval import DEEP, SINGLE_SHOT, comparison_findings
+    from lessons.evaluation.deep_research_eval import DEEP, SINGLE_SHOT, comparison_findings
 
     run = deep_tests._run
     runs = [run("q1", "multi_hop", DEEP, 1.0, 1.0, at_cap=1.0, pages=1, tokens=400),
@@ -215,7 +215,7 @@ def test_comparison_findings_of_notebook_07_in_chinese(language):
 
 
 def test_usage_report_in_chinese(language):
-    from lessons.usage import UsageTotals, UsageTracker
+    from lessons.core.usage import UsageTotals, UsageTracker
 
     tracker = UsageTracker.__new__(UsageTracker)
     tracker.totals = UsageTotals(calls=3, cached_calls=2, input_tokens=1200, output_tokens=340, cost_usd=0.0012)

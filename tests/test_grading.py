@@ -3,8 +3,8 @@
 import pytest
 from langchain_core.documents import Document
 
-from lessons.fakes import ScriptedChatModel
-from lessons.grading import (
+from lessons.core.fakes import ScriptedChatModel
+from lessons.agents.grading import (
     NOT_IN_KB,
     answer_without_grading,
     build_grading_loop,
@@ -109,15 +109,15 @@ def test_the_ungated_baseline_answers_from_whatever_came_back():
 
 
 def test_results_are_summarised_per_language():
-    from lessons.corpus import GoldQuestion
-    from lessons.grading import run_question, summarise
+    from lessons.ingest.corpus import GoldQuestion
+    from lessons.agents.grading import run_question, summarise
 
     questions = [
         GoldQuestion(id="en-1", question="Which port?", language="en", type="fact", answer="7420",
                      sources=[{"file": "a"}], evidence=["port 7420"]),
         GoldQuestion(id="en-2", question="Who is the CFO?", language="en", type="out_of_kb", answer=""),
     ]
-    from lessons.usage import USAGE
+    from lessons.core.usage import USAGE
 
     model = scripted(lambda doc: "yes" if "7420" in doc else "no", answer="7420")
     model.callbacks = [USAGE]  # as get_chat_model() does
@@ -151,13 +151,13 @@ def judged_by_passage(probabilities):
 
 def p_yes_gate(judge, thresholds, **kwargs):
     """notebook 04's gate with the cross-encoder switched off (t1 = 0): P(yes) alone decides."""
-    from lessons.grading import RelevanceGate
+    from lessons.agents.grading import RelevanceGate
 
     return RelevanceGate(judge, thresholds, cross_encoder=LengthCrossEncoder(), **kwargs)
 
 
 def test_a_p_yes_gate_returns_typed_verdicts_from_p_yes_and_a_threshold():
-    from lessons.grading import GradeDocuments
+    from lessons.agents.grading import GradeDocuments
 
     judge = judged_by_passage({"a": 0.95, "b": 0.7, "c": 0.2})
     grades = p_yes_gate(judge, 0.8)("q", [Document("a"), Document("b"), Document("c")])
@@ -176,7 +176,7 @@ def test_each_language_gets_its_own_threshold():
 
 
 def test_the_judge_is_asked_in_the_questions_language():
-    from lessons.rerank import RELEVANCE_PROMPT
+    from lessons.retrieval.rerank import RELEVANCE_PROMPT
 
     judge = judged_by_passage({"b": 0.7})
     grader = p_yes_gate(judge, 0.5)
@@ -193,7 +193,7 @@ def test_the_judge_is_asked_in_the_questions_language():
 
 
 def test_a_threshold_outside_zero_to_one_is_rejected():
-    from lessons.grading import GateThresholds
+    from lessons.agents.grading import GateThresholds
 
     with pytest.raises(ValueError, match="between 0 and 1"):
         p_yes_gate(judged_by_passage({}), 80)
@@ -212,7 +212,7 @@ def test_the_loop_records_each_documents_p_yes_in_the_trace():
 
 
 def test_the_threshold_is_the_lowest_that_keeps_abstention_at_the_goal():
-    from lessons.grading import choose_threshold
+    from lessons.agents.grading import choose_threshold
 
     out_of_kb = [0.1, 0.3, 0.6, 0.2]
     threshold = choose_threshold(in_kb_scores=[0.9, 0.7, 0.5], out_of_kb_scores=out_of_kb, min_abstention=0.75)
@@ -223,7 +223,7 @@ def test_the_threshold_is_the_lowest_that_keeps_abstention_at_the_goal():
 
 
 def test_separation_auc_counts_pairs_ordered_correctly():
-    from lessons.grading import separation_auc
+    from lessons.agents.grading import separation_auc
 
     assert separation_auc([0.9, 0.8], [0.1, 0.2]) == 1.0
     assert separation_auc([0.1], [0.9]) == 0.0
@@ -233,7 +233,7 @@ def test_separation_auc_counts_pairs_ordered_correctly():
 
 
 def test_a_rewrite_that_repeats_the_question_is_replaced_by_new_keywords():
-    from lessons.grading import RewrittenQuery, new_query
+    from lessons.agents.grading import RewrittenQuery, new_query
 
     echoed = RewrittenQuery(query="Which port does Atlas use?", new_keywords=["gRPC", "port", "listener"])
     assert new_query(echoed, "Which port does Atlas use?", ["Which port does Atlas use?"]) == \
@@ -263,7 +263,7 @@ class LengthCrossEncoder:
 
 
 def test_the_gate_asks_the_chat_model_only_about_documents_the_cross_encoder_lets_through():
-    from lessons.grading import GateThresholds, RelevanceGate
+    from lessons.agents.grading import GateThresholds, RelevanceGate
 
     asked = []
     judge = judged_by_passage({"score=0.9 a": 0.8, "score=0.7 b": 0.3})
@@ -284,14 +284,14 @@ def test_the_gate_asks_the_chat_model_only_about_documents_the_cross_encoder_let
 
 
 def test_the_gate_needs_thresholds_for_both_languages():
-    from lessons.grading import GateThresholds, RelevanceGate
+    from lessons.agents.grading import GateThresholds, RelevanceGate
 
     with pytest.raises(ValueError, match="calibrate_gate"):
         RelevanceGate(judged_by_passage({}), {"en": GateThresholds(0.5, 0.5)}, cross_encoder=LengthCrossEncoder())
 
 
 def test_calibration_keeps_abstention_and_answers_the_most_in_kb_questions():
-    from lessons.grading import calibrate_gate
+    from lessons.agents.grading import calibrate_gate
 
     in_kb = [[(0.9, 0.8)], [(0.3, 0.3)]]
     out_of_kb = [[(0.85, 0.2)], [(0.2, 0.9)]]  # each signal alone lets one of them through
@@ -305,7 +305,7 @@ def test_calibration_keeps_abstention_and_answers_the_most_in_kb_questions():
 
 
 def test_calibration_takes_the_middle_of_the_feasible_region_not_its_edge():
-    from lessons.grading import calibrate_gate, gate_margin
+    from lessons.agents.grading import calibrate_gate, gate_margin
 
     # P(yes) separates everything (in-KB ≥ 0.8, out-of-KB ≤ 0.2); the cross-encoder does not (0.1–0.9 both).
     in_kb = [[(0.9, 0.9)], [(0.1, 0.8)], [(0.5, 0.85)]]
@@ -319,14 +319,14 @@ def test_calibration_takes_the_middle_of_the_feasible_region_not_its_edge():
 
 
 def test_calibration_without_out_of_kb_questions_is_refused():
-    from lessons.grading import calibrate_gate
+    from lessons.agents.grading import calibrate_gate
 
     with pytest.raises(ValueError, match="out-of-KB"):
         calibrate_gate([[(0.9, 0.9)]], [])
 
 
 def test_wilson_interval_is_honest_about_small_samples():
-    from lessons.grading import wilson_interval
+    from lessons.agents.grading import wilson_interval
 
     low, high = wilson_interval(4, 4)
     assert high == 1.0 and 0.45 < low < 0.55
@@ -336,7 +336,7 @@ def test_wilson_interval_is_honest_about_small_samples():
 
 
 def loop_result(qid, language, answerable, gated, first_round=False, ungated="answered", rounds=1):
-    from lessons.grading import LoopResult
+    from lessons.agents.grading import LoopResult
 
     return LoopResult(id=qid, language=language, type="fact" if answerable else "out_of_kb", answerable=answerable,
                       gated_outcome=gated, gated_answer="", rounds=rounds, first_round_stop=first_round, gated_tokens=10,
@@ -344,7 +344,7 @@ def loop_result(qid, language, answerable, gated, first_round=False, ungated="an
 
 
 def test_goal_table_names_counts_intervals_and_verdicts():
-    from lessons.grading import goal_table
+    from lessons.agents.grading import goal_table
 
     results = [loop_result("a", "en", False, "not_in_kb"), loop_result("b", "en", False, "not_in_kb"),
                loop_result("c", "en", True, "answered", first_round=True), loop_result("d", "en", True, "answered"),
@@ -361,7 +361,7 @@ def test_goal_table_names_counts_intervals_and_verdicts():
 def test_gate_findings_are_computed_from_the_run():
     import pandas as pd
 
-    from lessons.grading import gate_findings, goal_table
+    from lessons.agents.grading import gate_findings, goal_table
 
     results = [loop_result("a", "en", False, "not_in_kb", ungated="answered"),
                loop_result("c", "en", True, "answered", first_round=True), loop_result("d", "en", True, "not_in_kb", rounds=2)]

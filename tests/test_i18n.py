@@ -1,4 +1,4 @@
-"""lessons.i18n: the course language, chosen by the notebook's folder or AGENTIC_RAG_LANG; t(); checks that
+"""lessons.core.i18n: the course language, chosen by the notebook's folder or AGENTIC_RAG_LANG; t(); checks that
 speak it; and every translated notebook has the Chinese for its printed strings and its checks' hints."""
 
 import ast
@@ -11,15 +11,16 @@ from pydantic import BaseModel
 
 from checks import run_check
 from checks.nb00 import check_cosine_similarity, check_grade_schema
-from lessons import i18n
-from lessons.i18n import LanguageError, course_language, folder_language, notebook_folder, setting_language, t, t_labels
-from lessons.settings import PROJECT_ROOT
+from lessons.core import i18n
+from lessons.core.i18n import LanguageError, course_language, folder_language, notebook_folder, setting_language, t, t_labels
+from lessons.core.settings import PROJECT_ROOT
 
 TRANSLATED = sorted(m.stem for m in (PROJECT_ROOT / "masters").glob("[0-9][0-9]_*.py")
                     if 'lang="zh"' in m.read_text(encoding="utf-8"))
 # The lessons modules whose learner-facing text (findings, summary tables) goes through t().
-TRANSLATED_HELPERS = sorted(p.stem for p in (PROJECT_ROOT / "lessons").glob("*.py")
-                            if p.stem != "i18n" and "from lessons.i18n import t" in p.read_text(encoding="utf-8"))
+TRANSLATED_HELPERS = sorted(p.relative_to(PROJECT_ROOT / "lessons").with_suffix("").as_posix()  # e.g. "agents/grading"
+                            for p in (PROJECT_ROOT / "lessons").rglob("*.py")
+                            if p.stem != "i18n" and "from lessons.core.i18n import t" in p.read_text(encoding="utf-8"))
 
 
 @pytest.fixture
@@ -84,7 +85,7 @@ def test_t_translates_and_formats_and_a_missing_translation_is_an_error(no_setti
     monkeypatch.chdir(root / "notebooks" / "zh")
     assert t("one short answer") == "一次简短回答"
     assert t(key, step="一次", seconds=1.5).split() == ["一次", "1.50", "秒"]
-    with pytest.raises(KeyError, match=r"no zh translation of 'not in any table': add it to lessons/i18n\.py ZH"):
+    with pytest.raises(KeyError, match=r"no zh translation of 'not in any table': add it to lessons/core/i18n\.py ZH"):
         t("not in any table")
 
 
@@ -161,9 +162,9 @@ def _t_keys(master_text: str) -> set[str]:
 @pytest.mark.parametrize("name", TRANSLATED)
 def test_a_translated_notebook_has_chinese_for_every_string_its_code_prints(name):
     keys = _t_keys((PROJECT_ROOT / "masters" / f"{name}.py").read_text(encoding="utf-8"))
-    assert keys, f"{name}: a translated notebook prints its own strings through lessons.i18n.t()"
+    assert keys, f"{name}: a translated notebook prints its own strings through lessons.core.i18n.t()"
     missing = sorted(keys - set(i18n.ZH))
-    assert not missing, f"masters/{name}.py: no Chinese in lessons/i18n.py ZH for {missing}"
+    assert not missing, f"masters/{name}.py: no Chinese in lessons/core/i18n.py ZH for {missing}"
     for key in keys:
         assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), f"{key!r}: placeholders differ"
 
@@ -174,7 +175,7 @@ def test_a_translated_helper_has_chinese_for_every_string_it_renders(name):
     keys = _t_keys((PROJECT_ROOT / "lessons" / f"{name}.py").read_text(encoding="utf-8"))
     assert keys, f"lessons/{name}.py imports t but renders nothing through it"
     missing = sorted(keys - set(i18n.ZH))
-    assert not missing, f"lessons/{name}.py: no Chinese in lessons/i18n.py ZH for {missing}"
+    assert not missing, f"lessons/{name}.py: no Chinese in lessons/core/i18n.py ZH for {missing}"
     for key in keys:
         assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), f"{key!r}: placeholders differ"
         assert sorted(re.findall(r"\{[^{}]*\}", key)) == sorted(re.findall(r"\{[^{}]*\}", i18n.ZH[key])), (
@@ -182,8 +183,9 @@ def test_a_translated_helper_has_chinese_for_every_string_it_renders(name):
 
 
 def test_the_helpers_that_render_findings_are_translated():
-    assert {"chunk_evaluation", "retrieval_evaluation", "qa_transform", "grading", "three_agent_eval", "evaluation",
-            "deep_research_eval", "usage"} <= set(TRANSLATED_HELPERS)
+    assert {"evaluation/chunk_evaluation", "evaluation/retrieval_evaluation", "transforms/qa_transform",
+            "agents/grading", "evaluation/three_agent_eval", "evaluation/pipelines", "evaluation/deep_research_eval",
+            "core/usage"} <= set(TRANSLATED_HELPERS)
 
 
 @pytest.mark.parametrize("name", TRANSLATED)
@@ -198,10 +200,10 @@ def test_a_translated_notebooks_checks_have_a_chinese_twin_for_every_hint(name):
 
 
 def test_a_kernel_started_in_notebooks_zh_speaks_chinese_with_nothing_set(no_setting, tmp_path):
-    """What JupyterLab and lessons.notebook_runner do: start the kernel in the notebook's folder."""
+    """What JupyterLab and tools.notebook_runner do: start the kernel in the notebook's folder."""
     folder = _course(tmp_path) / "notebooks" / "zh"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from lessons.i18n import course_language, t\nprint(course_language(), t('one short answer'))")])
+        "from lessons.core.i18n import course_language, t\nprint(course_language(), t('one short answer'))")])
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
     assert nb.cells[0].outputs[0]["text"].strip() == "zh 一次简短回答"
 

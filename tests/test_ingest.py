@@ -1,4 +1,4 @@
-"""Tests of `lessons.ingest` (and `lessons.pdf_headings`): every input is generated in a temporary folder."""
+"""Tests of `lessons.ingest` (and `lessons.ingest.pdf_headings`): every input is generated in a temporary folder."""
 
 from __future__ import annotations
 
@@ -10,29 +10,16 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
-from lessons import ingest
-from lessons.ingest import (
-    CorruptFile,
-    DuplicateContent,
-    EmptyFile,
-    FileTooLarge,
-    IngestError,
-    IngestLimits,
-    NotText,
-    NotUtf8,
-    PathNotFound,
-    TotalSizeExceeded,
-    UnsupportedFileType,
-    convert_file,
-    dedupe,
-    detect_language,
-    normalise_for_match,
-    split_sections,
-    to_documents,
-    validate_file,
+from lessons.ingest import files as ingest
+from lessons.ingest.files import (
+    CorruptFile, DuplicateContent, EmptyFile, FileTooLarge, IngestError, IngestLimits, NotText, NotUtf8, PathNotFound,
+    TotalSizeExceeded, UnsupportedFileType, dedupe, split_sections, to_documents, validate_file,
 )
-from lessons.pdf_headings import join_wrapped_lines
-from lessons.settings import get_settings
+from lessons.ingest import convert_file
+from lessons.text.language import detect_language
+from lessons.text.normalise import normalise_for_match
+from lessons.ingest.pdf_headings import join_wrapped_lines
+from lessons.core.settings import get_settings
 
 LONG_PARAGRAPH = (
     "Atlas Server listens on port 7420 by default and serves the hybrid search API to every client in the "

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from lessons.local_model import GGUFSpec, ModelFileError, assemble, part_paths, resolve_local_model
+from lessons.core.local_model import GGUFSpec, ModelFileError, assemble, part_paths, resolve_local_model
 
 PARTS = [b"GGUF-part-one|", b"part-two|", b"part-three"]
 

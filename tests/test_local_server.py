@@ -5,8 +5,8 @@ import sys
 
 import pytest
 
-from lessons import local_server
-from lessons.local_server import ServerError, ensure_server, server_status, stop_server
+from lessons.core import local_server
+from lessons.core.local_server import ServerError, ensure_server, server_status, stop_server
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ import pytest
 from langchain_core.documents import Document
 
 from lessons.chunking import header_recursive_chunker
-from lessons.markdown_blocks import (
+from lessons.chunking.markdown_blocks import (
     atomic_blocks,
     chunk_markdown,
     markdown_block_chunker,
@@ -214,7 +214,7 @@ def long_table(rows: int) -> str:
 def test_every_piece_cut_from_a_long_table_carries_its_header_row():
     from langchain_core.documents import Document
 
-    from lessons.knowledge_base import default_chunker
+    from lessons.chunking.strategies import default_chunker
 
     chunks = default_chunker()([Document(long_table(5000), metadata={"source": "prices.md"})])
     table_pieces = [c.page_content for c in chunks if "EUR |" in c.page_content]

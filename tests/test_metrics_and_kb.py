@@ -5,8 +5,10 @@ import math
 import pytest
 from langchain_core.documents import Document
 
-from lessons.knowledge_base import chunk_knowledge_base, default_chunker, number_chunks
-from lessons.metrics import evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k, quotes_found, relevance_labels
+from lessons.retrieval.index import chunk_knowledge_base
+from lessons.chunking.strategies import default_chunker
+from lessons.chunking.base import number_chunks
+from lessons.evaluation.metrics import evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k, quotes_found, relevance_labels
 
 
 def test_relevance_is_judged_by_evidence_quotes_after_normalisation():

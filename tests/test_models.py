@@ -7,8 +7,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from lessons import models
-from lessons.models import CourseChatModel, ModelError, active_model_info, get_chat_model
+from lessons.core import models
+from lessons.core.models import CourseChatModel, ModelError, active_model_info, get_chat_model
 
 
 def test_without_a_key_the_local_model_is_active(fresh_settings):
@@ -93,11 +93,11 @@ def test_a_timeout_says_so(fake_api):
 
 
 def test_an_unreachable_local_server_says_how_to_restart_it(fresh_settings, monkeypatch):
-    from lessons.local_server import free_port
+    from lessons.core.local_server import free_port
 
     dead = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setenv("AGENTIC_RAG_SERVER_URL", dead)  # so the automatic restart cannot succeed either
     fresh_settings()
     model = CourseChatModel(model="m", api_base=f"{dead}/v1", api_key="x", provider="local", max_retries=0, cache=False)
-    with pytest.raises(ModelError, match="python -m lessons.local_server start"):
+    with pytest.raises(ModelError, match="python -m lessons.core.local_server start"):
         model.invoke("hi")

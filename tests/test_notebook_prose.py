@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lessons.settings import PROJECT_ROOT
+from lessons.core.settings import PROJECT_ROOT
 
 jupytext = pytest.importorskip("jupytext")
 
@@ -38,5 +38,5 @@ def test_no_measured_figure_is_typed_into_the_prose(master: Path):
                  if cell.metadata.get("lang") is None and (figures := typed_figures(cell.source))]
     assert not offenders, (
         f"{master.name}: Markdown cells (counted from the top, the front matter is 1) carry typed figures {offenders}. "
-        "Render measured figures from the run's variables in a code cell (lessons.prose), or write a constant as code."
+        "Render measured figures from the run's variables in a code cell (lessons.core.prose), or write a constant as code."
     )

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from checks.exercises import BEGIN, BLANK, EXERCISE_TAG
-from lessons.settings import PROJECT_ROOT
+from lessons.core.settings import PROJECT_ROOT
 from scripts.notebooks import (
     FIX,
     MasterError,

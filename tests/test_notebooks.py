@@ -6,8 +6,8 @@ import nbformat
 import pytest
 
 from checks.exercises import count_exercises
-from lessons.notebook_runner import execute_notebook
-from lessons.settings import PROJECT_ROOT
+from tools.notebook_runner import execute_notebook
+from lessons.core.settings import PROJECT_ROOT
 
 pytestmark = pytest.mark.notebook
 

@@ -10,8 +10,8 @@ from importlib import metadata
 
 import pytest
 
-from lessons.cjk import CJK_IDEOGRAPHS
-from lessons.corpus import (
+from lessons.text.cjk import CJK_IDEOGRAPHS
+from lessons.ingest.corpus import (
     CORPUS_DIR,
     MANIFEST_NAME,
     PACKAGES_DIR,
@@ -22,8 +22,8 @@ from lessons.corpus import (
     manifest_files,
     read_manifest,
 )
-from lessons.ingest import normalise_for_match
-from lessons.settings import PROJECT_ROOT
+from lessons.text.normalise import normalise_for_match
+from lessons.core.settings import PROJECT_ROOT
 
 _CJK = re.compile(f"[{CJK_IDEOGRAPHS}]")
 
@@ -218,8 +218,8 @@ def test_both_corpora_are_named_and_the_course_api_is_unchanged():
 def test_context_headers_name_the_document_and_the_section_and_keep_the_text():
     from langchain_core.documents import Document
 
-    from lessons.chunk_context import with_context_header
-    from lessons.knowledge_base import number_chunks
+    from lessons.retrieval.chunk_context import with_context_header
+    from lessons.chunking.base import number_chunks
 
     chunk = Document(page_content="#### Packaging\n\n* Bump jiter to v0.19.0",
                      metadata={"source": "pydantic.md", "section_path": "Pydantic > v2.14.4 (2026-11-19) > Packaging",
@@ -232,8 +232,8 @@ def test_context_headers_name_the_document_and_the_section_and_keep_the_text():
 
 
 def test_version_numbers_become_one_token_whatever_their_prefix():
-    from lessons.chunk_context import tokenize_versions
-    from lessons.retrieval import tokenize_bilingual
+    from lessons.retrieval.chunk_context import tokenize_versions
+    from lessons.retrieval.retrievers import tokenize_bilingual
 
     tokens = tokenize_versions("## v2.14.0 (2026-10-08): llava-v1.5-7b, Python 3.10+, see 1.10.X-fixes.")
     assert {"2.14.0", "1.5", "3.10"} <= set(tokens) and "1.10" not in tokens

@@ -1,4 +1,4 @@
-"""lessons.plot_fonts: Chinese plot text renders with the packaged Noto Sans SC, English keeps DejaVu Sans,
+"""lessons.core.plot_fonts: Chinese plot text renders with the packaged Noto Sans SC, English keeps DejaVu Sans,
 and without the package the course warns with the pip command instead of failing."""
 
 import builtins
@@ -14,8 +14,8 @@ from matplotlib import font_manager
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from lessons import plot_fonts
-from lessons.settings import PROJECT_ROOT
+from lessons.core import plot_fonts
+from lessons.core.settings import PROJECT_ROOT
 
 CHINESE_TITLE = "有门控 vs 无门控，按语言分列"
 
@@ -104,10 +104,10 @@ def test_a_font_matplotlib_cannot_read_warns_instead_of_failing(fresh_rc, monkey
 
 @pytest.mark.parametrize(("folder", "registered"), [("notebooks/zh", True), ("notebooks", False)])
 def test_importing_t_in_a_notebook_folder_sets_up_chinese_plots_only_for_chinese(folder, registered):
-    """What a notebook's first cell does (`import matplotlib.pyplot as plt` … `from lessons.i18n import t`), in
+    """What a notebook's first cell does (`import matplotlib.pyplot as plt` … `from lessons.core.i18n import t`), in
     the notebook's folder; a Chinese copy then draws a Chinese title with no warning at all."""
     draw = f"fig, ax = plt.subplots(); ax.set_title({CHINESE_TITLE!r}); fig.canvas.draw(); " if registered else ""
-    code = f"import matplotlib.pyplot as plt; from lessons.i18n import t; {draw}print(plt.rcParams['font.family'])"
+    code = f"import matplotlib.pyplot as plt; from lessons.core.i18n import t; {draw}print(plt.rcParams['font.family'])"
     result = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=PROJECT_ROOT / folder, check=False,
                             capture_output=True, text=True, timeout=120,
                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "HOME": str(Path.home()),

@@ -13,8 +13,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from lessons import prewarm as pw
-from lessons.notebook_runner import NotebookRun
+from tools import prewarm as pw
+from tools.notebook_runner import NotebookRun
 
 
 def counting_step(name: str, tmp_path: Path, *, inputs=None, prerequisite=True, fail=False, present=None):
@@ -217,7 +217,7 @@ def test_notebook_step_runs_full_size_and_reports_usage(fresh_settings, monkeypa
         return NotebookRun(notebook=str(path), passed=True, seconds=61.2, model="qwen-test", llm_calls=5,
                            cached_calls=3, input_tokens=1200, output_tokens=80)
 
-    monkeypatch.setattr("lessons.notebook_runner.execute_notebook", fake_execute)
+    monkeypatch.setattr("tools.notebook_runner.execute_notebook", fake_execute)
     step = pw.notebook_step(pw.PROJECT_ROOT / "notebooks" / "00_setup.ipynb", fresh_settings(), out_dir=tmp_path)
     detail = step.run()
     assert calls == [("00_setup.ipynb", False)]
@@ -225,7 +225,7 @@ def test_notebook_step_runs_full_size_and_reports_usage(fresh_settings, monkeypa
 
 
 def test_a_failing_notebook_names_itself(fresh_settings, monkeypatch, tmp_path):
-    monkeypatch.setattr("lessons.notebook_runner.execute_notebook", lambda path, **_: NotebookRun(
+    monkeypatch.setattr("tools.notebook_runner.execute_notebook", lambda path, **_: NotebookRun(
         notebook=str(path), passed=False, seconds=3.0, model="m", error="ZeroDivisionError: boom"))
     step = pw.notebook_step(pw.PROJECT_ROOT / "notebooks" / "00_setup.ipynb", fresh_settings(), out_dir=tmp_path)
     with pytest.raises(pw.PrewarmError, match=r"00_setup\.ipynb failed at full size(.|\n)*boom"):
@@ -235,7 +235,7 @@ def test_a_failing_notebook_names_itself(fresh_settings, monkeypatch, tmp_path):
 def test_model_step_rejects_a_file_with_the_wrong_hash(fresh_settings, monkeypatch, tmp_path):
     fake = tmp_path / "model.gguf"
     fake.write_bytes(b"not a model")
-    monkeypatch.setattr("lessons.local_model.resolve_local_model",
+    monkeypatch.setattr("lessons.core.local_model.resolve_local_model",
                         lambda progress=True: type("M", (), {"path": fake, "alias": "x"})())
     with pytest.raises(Exception, match="expected cc324af0.*run `make prewarm` again"):
         pw.model_step(fresh_settings()).run()

@@ -1,6 +1,6 @@
-"""Retrieved text as delimited data, and planted instructions found (lessons.prompt_safety)."""
+"""Retrieved text as delimited data, and planted instructions found (lessons.core.prompt_safety)."""
 
-from lessons.prompt_safety import DATA_RULE, as_data, find_instructions, without_instructions
+from lessons.core.prompt_safety import DATA_RULE, as_data, find_instructions, without_instructions
 
 
 def test_a_document_cannot_close_its_own_block():
@@ -28,6 +28,6 @@ def test_ordinary_text_is_not_taken_for_an_instruction():
 
 
 def test_the_course_knowledge_base_holds_no_planted_instruction():
-    from lessons.knowledge_base import chunk_knowledge_base
+    from lessons.retrieval.index import chunk_knowledge_base
 
     assert [c.metadata["chunk_id"] for c in chunk_knowledge_base() if find_instructions(c.page_content)] == []

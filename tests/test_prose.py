@@ -2,7 +2,7 @@
 
 import math
 
-from lessons.prose import direction, num, pct, share, signed
+from lessons.core.prose import direction, num, pct, share, signed
 
 
 def test_formats():

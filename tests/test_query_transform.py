@@ -3,9 +3,9 @@
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from lessons.fakes import ScriptedChatModel
-from lessons.query_transform import hyde_retriever, multi_query_retriever, step_back_retriever
-from lessons.retrieval import SCORE
+from lessons.core.fakes import ScriptedChatModel
+from lessons.retrieval.query_transform import hyde_retriever, multi_query_retriever, step_back_retriever
+from lessons.retrieval.retrievers import SCORE
 
 
 class RecordingRetriever(BaseRetriever):
@@ -57,7 +57,7 @@ def test_step_back_searches_the_question_and_the_general_question():
 
 
 def test_rewrites_in_another_language_or_repeating_the_question_are_not_searched():
-    from lessons.query_transform import usable_rewrites
+    from lessons.retrieval.query_transform import usable_rewrites
 
     question = "新员工入职后多久要完成安全培训？"
     rewrites = ["How long is the training deadline?", "安全培训 完成期限", question, "安全培训 完成期限", ""]

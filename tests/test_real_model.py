@@ -8,9 +8,9 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from lessons.models import get_chat_model
-from lessons.structured import invoke_structured
-from lessons.usage import USAGE
+from lessons.core.models import get_chat_model
+from lessons.core.structured import invoke_structured
+from lessons.core.usage import USAGE
 
 pytestmark = pytest.mark.model
 

@@ -6,8 +6,8 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 
-from lessons.fakes import ScriptedChatModel
-from lessons.rerank import (
+from lessons.core.fakes import ScriptedChatModel
+from lessons.retrieval.rerank import (
     LLMRelevanceScorer,
     ScoredCrossEncoderReranker,
     huggingface_cross_encoder,
@@ -15,7 +15,7 @@ from lessons.rerank import (
     llm_reranker,
     yes_probability,
 )
-from lessons.retrieval import SCORE
+from lessons.retrieval.retrievers import SCORE
 
 
 def alternatives(**probabilities):
@@ -99,7 +99,7 @@ class ConstantCrossEncoder:
 
 
 def test_any_cross_encoder_plugs_into_the_scored_reranker():
-    from lessons.rerank import BaseCrossEncoder
+    from lessons.retrieval.rerank import BaseCrossEncoder
 
     class Lengths(ConstantCrossEncoder, BaseCrossEncoder):
         pass
@@ -144,7 +144,7 @@ def test_a_reranker_trusted_more_than_the_first_stage_can_still_reorder():
 
 
 def test_passages_reach_the_judge_as_delimited_data():
-    from lessons.prompt_safety import DATA_RULE
+    from lessons.core.prompt_safety import DATA_RULE
 
     seen = []
 

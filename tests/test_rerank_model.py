@@ -7,10 +7,10 @@ import warnings
 
 import pytest
 
-from lessons.llm_cache import SQLiteLLMCache
-from lessons.models import get_chat_model
-from lessons.rerank import LLMRelevanceScorer
-from lessons.retrieval_evaluation import LLMCallMeter
+from lessons.core.llm_cache import SQLiteLLMCache
+from lessons.core.models import get_chat_model
+from lessons.retrieval.rerank import LLMRelevanceScorer
+from lessons.evaluation.retrieval_evaluation import LLMCallMeter
 
 pytestmark = pytest.mark.model
 

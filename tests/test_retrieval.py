@@ -11,19 +11,10 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-from lessons.retrieval import (
-    SCORE,
-    bm25_retriever,
-    child_chunks,
-    dense_retriever,
-    hybrid_retriever,
-    reciprocal_rank_fusion,
-    small_to_big_retriever,
-    tokenize_bilingual,
-    tokenize_jieba,
-    tokenize_whitespace,
-    with_score,
+from lessons.retrieval.retrievers import (
+    SCORE, reciprocal_rank_fusion, tokenize_bilingual, tokenize_jieba, tokenize_whitespace, with_score,
 )
+from lessons.retrieval import bm25_retriever, child_chunks, dense_retriever, hybrid_retriever, small_to_big_retriever
 
 _names = itertools.count()
 

@@ -11,10 +11,10 @@ from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 
-from lessons.corpus import GoldQuestion, load_gold
-from lessons.fakes import ScriptedChatModel, always
-from lessons.rerank import llm_reranker
-from lessons.retrieval_evaluation import (
+from lessons.ingest.corpus import GoldQuestion, load_gold
+from lessons.core.fakes import ScriptedChatModel, always
+from lessons.retrieval.rerank import llm_reranker
+from lessons.evaluation.retrieval_evaluation import (
     LLMCallMeter,
     Technique,
     breakdown,
@@ -160,7 +160,7 @@ def scripted_everything(messages, tool_names):
 def test_every_technique_runs_end_to_end_and_returns_documents(fresh_settings):
     from tests.test_retrieval import CHUNKS, memory_store
 
-    from lessons.retrieval_evaluation import BASELINE, build_techniques
+    from lessons.evaluation.retrieval_evaluation import BASELINE, build_techniques
 
     store = memory_store()
     store.add_documents(CHUNKS)
@@ -190,7 +190,7 @@ def rows(table):
 
 
 def test_misses_removed_counts_the_share_of_the_baselines_misses_recovered():
-    from lessons.retrieval_evaluation import misses_removed
+    from lessons.evaluation.retrieval_evaluation import misses_removed
 
     table = rows({"dense (baseline)": {"a": ("en", 0.0, 0.0), "b": ("en", 0.5, 0.5), "c": ("zh", 1.0, 1.0)},
                   "better": {"a": ("en", 1.0, 1.0), "b": ("en", 0.5, 0.5), "c": ("zh", 1.0, 1.0)}})
@@ -199,7 +199,7 @@ def test_misses_removed_counts_the_share_of_the_baselines_misses_recovered():
 
 
 def test_findings_follow_the_measured_numbers_and_their_sign():
-    from lessons.retrieval_evaluation import retrieval_findings
+    from lessons.evaluation.retrieval_evaluation import retrieval_findings
 
     def table(hybrid_en):
         return rows({"dense (baseline)": {"a": ("en", 0.5, 0.5), "b": ("zh", 0.5, 0.5)},

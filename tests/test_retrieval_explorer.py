@@ -3,8 +3,8 @@
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 
-from lessons.corpus import GoldQuestion
-from lessons.retrieval_explorer import run_techniques, side_by_side_html
+from lessons.ingest.corpus import GoldQuestion
+from lessons.widgets.retrieval_explorer import run_techniques, side_by_side_html
 
 
 def doc(text, score=None, **metadata):

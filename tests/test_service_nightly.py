@@ -12,8 +12,8 @@ import pytest
 import uvicorn
 from service_support import API_KEY, document_text, upload, wait_for_jobs
 
-from lessons.fakes import ScriptedChatModel
-from lessons.local_server import free_port
+from lessons.core.fakes import ScriptedChatModel
+from lessons.core.local_server import free_port
 
 
 def scripted_model() -> ScriptedChatModel:

@@ -85,7 +85,7 @@ def test_an_empty_snapshot_has_no_results():
 
 
 def test_the_setting_turns_the_reranker_off_and_refuses_other_names(fresh_settings, monkeypatch):
-    from lessons.settings import SettingsError
+    from lessons.core.settings import SettingsError
     from service.settings import load_service_settings
 
     assert service_reranker("none") is None

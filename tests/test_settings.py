@@ -1,6 +1,6 @@
 import pytest
 
-from lessons.settings import SettingsError
+from lessons.core.settings import SettingsError
 
 
 def test_defaults_are_offline(fresh_settings):

@@ -7,9 +7,9 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, Field
 
-from lessons.fakes import ScriptedChatModel, always
-from lessons.models import CourseChatModel
-from lessons.structured import StructuredOutputError, ainvoke_structured, invoke_structured, structured_method
+from lessons.core.fakes import ScriptedChatModel, always
+from lessons.core.models import CourseChatModel
+from lessons.core.structured import StructuredOutputError, ainvoke_structured, invoke_structured, structured_method
 
 
 class Grade(BaseModel):

@@ -6,9 +6,9 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from lessons.corpus import load_gold
-from lessons.fakes import ScriptedChatModel
-from lessons.testset import (
+from lessons.ingest.corpus import load_gold
+from lessons.core.fakes import ScriptedChatModel
+from lessons.evaluation.testset import (
     GeneratedQuestion,
     TestItem,
     TestSetError,
@@ -216,7 +216,7 @@ def test_balanced_sample_and_qa_selection():
 
 
 def test_chunks_reach_the_generation_prompts_as_delimited_data():
-    from lessons.prompt_safety import DATA_RULE
+    from lessons.core.prompt_safety import DATA_RULE
 
     model = ScriptedChatModel(default={"question": "Which port does Atlas Server use?", "answer": "port 7420"})
     generate_test_set(model, CHUNKS, n_single=1, n_multi=1, embeddings=DeterministicFakeEmbedding(size=16), progress=False)

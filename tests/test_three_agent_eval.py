@@ -2,9 +2,9 @@
 
 from langchain_core.documents import Document
 
-from lessons.corpus import GoldQuestion
-from lessons.fakes import ScriptedChatModel
-from lessons.three_agent_eval import (
+from lessons.ingest.corpus import GoldQuestion
+from lessons.core.fakes import ScriptedChatModel
+from lessons.evaluation.three_agent_eval import (
     INJECTED_INSTRUCTION,
     INVENTED_NAME,
     OBEYED_ANSWER,
@@ -29,7 +29,7 @@ from lessons.three_agent_eval import (
     run_findings,
     summarise_runs,
 )
-from lessons.three_agents import CrossEncoderRelevance
+from lessons.agents.three_agents import CrossEncoderRelevance
 
 QUESTION = GoldQuestion(id="en-9", question="How much is Team?", language="en", type="fact",
                         answer="Team costs €45 per user per month since 2026.",
@@ -168,7 +168,7 @@ def test_a_research_agent_that_ignores_the_injection_is_recorded_as_not_followin
 
 
 def test_the_injected_chunk_is_in_the_question_language_and_found_as_an_instruction():
-    from lessons.prompt_safety import find_instructions
+    from lessons.core.prompt_safety import find_instructions
 
     zh = QUESTION.model_copy(update={"language": "zh"})
     assert injected_chunk(zh).page_content == INJECTED_INSTRUCTION["zh"]

@@ -3,9 +3,9 @@
 import pytest
 from langchain_core.documents import Document
 
-from lessons.fakes import ScriptedChatModel
-from lessons.prompt_safety import DATA_RULE
-from lessons.three_agents import (
+from lessons.core.fakes import ScriptedChatModel
+from lessons.core.prompt_safety import DATA_RULE
+from lessons.agents.three_agents import (
     NOT_IN_DOCUMENTS,
     Citation,
     CrossEncoderRelevance,
@@ -22,7 +22,7 @@ from lessons.three_agents import (
     grounded_relevance,
     relevance_checker,
 )
-from lessons.three_agents import run_three_agents as _run_three_agents
+from lessons.agents.three_agents import run_three_agents as _run_three_agents
 
 
 def run_three_agents(question, **kwargs):

@@ -4,10 +4,10 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, ToolMessage
 
-from lessons.deep_research import Observation, Page, PageStore
-from lessons.fakes import ScriptedChatModel
-from lessons.prompt_safety import DATA_RULE
-from lessons.tool_agent import (
+from lessons.agents.deep_research import Observation, Page, PageStore
+from lessons.core.fakes import ScriptedChatModel
+from lessons.core.prompt_safety import DATA_RULE
+from lessons.agents.tool_agent import (
     BUDGET_USED,
     CAP_NOTE,
     build_tool_agent,

@@ -6,9 +6,9 @@ import uuid
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from lessons.fakes import ScriptedChatModel
-from lessons.llm_cache import SQLiteLLMCache
-from lessons.usage import DEEPSEEK_PRICE_PER_MTOK, UsageTracker
+from lessons.core.fakes import ScriptedChatModel
+from lessons.core.llm_cache import SQLiteLLMCache
+from lessons.core.usage import DEEPSEEK_PRICE_PER_MTOK, UsageTracker
 
 
 def test_cache_hits_are_counted_apart_and_cost_nothing(tmp_path):

@@ -1,0 +1,606 @@
+"""The grading loop: grade what was retrieved, rewrite the query if nothing helps, stop at a cap,
+and say "not in the knowledge base" on its own path instead of making an answer up.
+
+Introduced in notebook 04 (grading loop). A small LangGraph graph:
+
+    retrieve → grade → generate → END                 (at least one relevant document)
+                   ↘ rewrite → retrieve …             (none relevant, rounds left)
+                   ↘ not_in_kb → END                  (none relevant at the cap)
+    generate → not_in_kb when the generator itself finds no answer in the relevant documents
+
+The round counter lives in the state and is advanced by the `retrieve` step, never in a router, and
+the router cannot choose `rewrite` once the cap is reached: the loop ends by construction.
+
+Two graders return the same typed verdict (`GradeDocuments`):
+- `StructuredGrader`: the model fills `GradeDocuments` through `invoke_structured` (function calling).
+- `RelevanceGate`: the relevance model (the cross-encoder) scores every document; the chat model answers
+  yes/no in one token for the documents that pass its threshold, and P(yes) is read from its
+  log-probabilities (the reranker of notebook 02) and compared with a second threshold. Both thresholds
+  per language are chosen on held-out questions (`calibrate_gate`); a bare number is a P(yes)-only gate.
+  A small model's forced yes/no is a coin with a bias; its probability ranks far better, and the
+  thresholds set the trade-off between answering and abstaining explicitly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.prompts import ChatPromptTemplate
+from langgraph.graph import END, START, StateGraph
+from pydantic import BaseModel, Field
+
+from lessons.core.i18n import t
+from lessons.core.prompt_safety import DATA_RULE, as_data
+from lessons.core.structured import invoke_structured
+from lessons.retrieval.rerank import RELEVANCE_PROMPTS, LLMRelevanceScorer
+from lessons.text.language import detect_language
+
+Retriever = Callable[[str], Sequence[Document]]
+
+DEFAULT_MAX_ROUNDS = 3
+NOT_IN_KB = {
+    "en": "The knowledge base has no information on this question.",
+    "zh": "知识库中没有关于这个问题的信息。",
+}
+
+
+class GradeDocuments(BaseModel):
+    """Binary relevance of one retrieved document to the question."""
+
+    binary_score: Literal["yes", "no"] = Field(
+        description="'yes' if the document contains information that answers the question, otherwise 'no'"
+    )
+
+
+class RewrittenQuery(BaseModel):
+    """A new search query for the same question, with different keywords."""
+
+    query: str = Field(description="the new search query")
+    new_keywords: list[str] = Field(min_length=1, max_length=5, description="keywords the old query did not use")
+
+
+class DraftAnswer(BaseModel):
+    """An answer written only from the given documents.
+
+    Field order matters to a small model: asked for `found` first, Qwen2.5-1.5B said "no" to nearly
+    every question; asked for the answer first, it answers nearly everything — out-of-KB questions
+    included. The ungated baseline shows the second behaviour; the grader is what stops it.
+    """
+
+    answer: str = Field(description="the answer, from the documents only; empty if they do not contain it")
+    found: Literal["yes", "no"] = Field(description="'yes' if the documents contain the answer, otherwise 'no'")
+
+
+GRADE_PROMPT = """You judge search results. Does the document contain information that answers the question?
+Say "yes" only if the document states facts that answer it (fully or in part). A document about the same
+company or topic that does not answer this question is "no". <<DATA_RULE>>
+
+Question: {question}
+
+Document:
+{document}""".replace("<<DATA_RULE>>", DATA_RULE)
+
+REWRITE_PROMPT = """A search for the question below found nothing useful. Write a NEW search query for the same
+question. Do not repeat the question or a query already tried: use other keywords, synonyms and the terms a
+manual or policy would use, in the question's language. Keep it short (a few keywords are fine).
+
+Question: {question}
+Queries already tried (do not repeat them): {tried}"""
+
+
+ANSWER_PROMPT = """Answer the question using ONLY the documents below. Do not use anything you know from elsewhere.
+If the documents do not contain the answer, set found to "no". Answer in the question's language, in one to
+three sentences. <<DATA_RULE>>
+
+Question: {question}
+
+Documents:
+{documents}""".replace("<<DATA_RULE>>", DATA_RULE)
+
+
+@dataclass(frozen=True)
+class RoundTrace:
+    """What one round did: the query, each document's grade (and P(yes) when the grader reads one), the decision."""
+
+    round: int
+    query: str
+    grades: tuple[str, ...]
+    decision: str
+    p_yes: tuple[float | None, ...] = ()
+    cross_encoder: tuple[float | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A typed verdict for one document, with the probability behind it when the grader has one."""
+
+    verdict: GradeDocuments
+    p_yes: float | None = None
+    cross_encoder: float | None = None
+
+    @property
+    def binary_score(self) -> str:
+        return self.verdict.binary_score
+
+
+Grader = Callable[[str, Sequence[Document]], list[Grade]]
+
+
+class StructuredGrader:
+    """Grades with `GradeDocuments` filled by the model through `invoke_structured` (introduced in notebook 04)."""
+
+    def __init__(self, model: BaseChatModel, prompt: str | None = None):
+        self.model, self.prompt = model, prompt or GRADE_PROMPT
+
+    def __call__(self, question: str, documents: Sequence[Document]) -> list[Grade]:
+        return [
+            Grade(invoke_structured(self.model, GradeDocuments, self.prompt.format(question=question, document=as_data(d.page_content))))
+            for d in documents
+        ]
+
+
+def _per_language(value: Any, what: str, fix: str) -> dict[str, Any]:
+    """One value for both languages, or a mapping that must name "en" and "zh"."""
+    per_language = dict(value) if isinstance(value, Mapping) else {"en": value, "zh": value}
+    missing = {"en", "zh"} - set(per_language)
+    if missing:
+        raise ValueError(f"no {what} for {sorted(missing)}: {fix}")
+    return per_language
+
+
+@dataclass(frozen=True)
+class GateThresholds:
+    """One language's gate: a document is relevant when the cross-encoder's score reaches `cross_encoder`
+    AND the chat model's P(yes) reaches `p_yes`. 0.0 switches a signal off."""
+
+    cross_encoder: float
+    p_yes: float
+
+
+class RelevanceGate:
+    """The grading loop's gate from two signals (introduced in notebook 04): the relevance model and the chat model.
+
+    The cross-encoder (`lessons.retrieval.cross_encoder`, ≈ 1/60 s a passage) scores every retrieved document; the
+    chat model's P(yes), asked in the question's language, is read only for documents whose cross-encoder
+    score reaches the language's threshold — a document below it is "no" without a model call. Both
+    thresholds per language are chosen on calibration questions by `calibrate_gate`. The verdict is a
+    typed `GradeDocuments`; `p_yes` keeps the chat model's probability (None when it was not asked).
+    """
+
+    def __init__(self, model: BaseChatModel, thresholds: GateThresholds | float | Mapping[str, GateThresholds | float],
+                 cross_encoder=None,
+                 max_chars: int = 1500,
+                 prompts: ChatPromptTemplate | Mapping[str, ChatPromptTemplate] = RELEVANCE_PROMPTS):
+        from lessons.retrieval.cross_encoder import OnnxCrossEncoder
+
+        thresholds = _per_language(thresholds, "gate thresholds", "calibrate them with calibrate_gate(...)")
+        self.thresholds = {language: t if isinstance(t, GateThresholds) else GateThresholds(0.0, float(t))
+                           for language, t in thresholds.items()}  # a bare number: a P(yes)-only gate
+        for language, gate in self.thresholds.items():
+            for name, value in (("cross-encoder", gate.cross_encoder), ("P(yes)", gate.p_yes)):
+                if not 0.0 <= value <= 1.0:
+                    raise ValueError(f"the {name} threshold ({language}) is a score between 0 and 1, got {value}")
+        self.cross_encoder = cross_encoder or OnnxCrossEncoder()
+        prompts = _per_language(prompts, "prompt", "give one per language or one for both")
+        self.scorers = {language: LLMRelevanceScorer(model, prompt=prompt, max_chars=max_chars, max_concurrency=1)
+                        for language, prompt in prompts.items()}
+
+    def cross_encoder_scores(self, question: str, documents: Sequence[Document]) -> list[float]:
+        return [float(s) for s in self.cross_encoder.score([(question, d.page_content) for d in documents])]
+
+    def p_yes(self, question: str, documents: Sequence[Document]) -> list[float]:
+        """The chat model's P(yes) for each document, asked in the question's language (one call each)."""
+        return self.scorers[detect_language(question)].score([(question, d.page_content) for d in documents])
+
+    def __call__(self, question: str, documents: Sequence[Document]) -> list[Grade]:
+        gate = self.thresholds[detect_language(question)]
+        ce = self.cross_encoder_scores(question, documents)
+        asked = [i for i, score in enumerate(ce) if score >= gate.cross_encoder]
+        p = dict(zip(asked, self.p_yes(question, [documents[i] for i in asked]) if asked else []))
+        return [Grade(GradeDocuments(binary_score="yes" if i in p and p[i] >= gate.p_yes else "no"), p.get(i), ce[i])
+                for i in range(len(documents))]
+
+
+# The gate used where no calibration was run (the evaluation command, notebook 06's grading loop). Until
+# notebook 04's calibration on the course gold set is copied here, these are the P(yes)-only thresholds
+# chosen in notebook 04 before the cross-encoder existed (t₁ = 0: the cross-encoder is not consulted).
+# Thresholds chosen on one corpus need not travel to another: calibrate on your own questions.
+DEFAULT_GATE = {"en": GateThresholds(0.0, 0.71), "zh": GateThresholds(0.0, 0.75)}
+DEFAULT_GATE_SOURCE = "notebook 04's P(yes)-only calibration on the course corpus (lessons.agents.grading.DEFAULT_GATE)"
+
+
+def default_gate(model: BaseChatModel, thresholds: Mapping[str, GateThresholds] | None = None) -> RelevanceGate:
+    """The grading loop's gate with `DEFAULT_GATE` (or the given thresholds) — one call for every pipeline."""
+    return RelevanceGate(model, thresholds or DEFAULT_GATE)
+
+
+def _candidates(values: Sequence[float]) -> list[float]:
+    """0, the midpoints between neighbouring observed values, and a value above the largest."""
+    ordered = sorted(set(values))
+    return [0.0, *[(a + b) / 2 for a, b in zip(ordered, ordered[1:])], *([(ordered[-1] + 1.0) / 2] if ordered else [])]
+
+
+def calibrate_gate(in_kb: Sequence[Sequence[tuple[float, float]]], out_of_kb: Sequence[Sequence[tuple[float, float]]],
+                   min_abstention: float = 0.95) -> GateThresholds:
+    """The gate thresholds that answer the most in-KB questions while abstaining on `min_abstention` of the
+    out-of-KB ones (introduced in notebook 04).
+
+    Each question is a list of (cross-encoder score, P(yes)) pairs, one per retrieved document; a question
+    is answered in round one when one document reaches both thresholds. Among the gates that answer the
+    most, the one with the widest **margin** wins: the distance every calibration question's decision
+    would survive (how far its best passing document lies inside the gate, or its nearest document lies
+    outside). A gate pressed against one question's score — a t₁ just below the weakest in-KB question of a
+    small calibration set — flips on the next question; the one in the middle of the feasible region does
+    not. Remaining ties go to the higher cross-encoder threshold: it asks the chat model about fewer documents.
+    """
+    if not out_of_kb:
+        raise ValueError("calibrate_gate needs out-of-KB questions: abstention cannot be measured without them")
+
+    def answered(question, gate: GateThresholds) -> bool:
+        return any(ce >= gate.cross_encoder and p >= gate.p_yes for ce, p in question)
+
+    pairs = [pair for question in [*in_kb, *out_of_kb] for pair in question]
+    best, best_key = GateThresholds(1.0, 1.0), (-1.0, -1.0, -1.0)
+    for t_ce in _candidates([ce for ce, _ in pairs]):
+        for t_p in _candidates([p for _, p in pairs]):
+            gate = GateThresholds(t_ce, t_p)
+            abstention = sum(not answered(q, gate) for q in out_of_kb) / len(out_of_kb)
+            if abstention + 1e-12 < min_abstention:
+                continue
+            key = (sum(answered(q, gate) for q in in_kb) / max(len(in_kb), 1),
+                   gate_margin([*in_kb, *out_of_kb], gate), t_ce)
+            if key > best_key:
+                best, best_key = gate, key
+    return best
+
+
+def gate_margin(questions: Sequence[Sequence[tuple[float, float]]], gate: GateThresholds) -> float:
+    """How far the thresholds could move (in either score, both on 0–1) before one question's decision flips.
+
+    An answered question's margin is how deep its best document lies inside the gate (the smaller of its
+    two distances to the thresholds); an unanswered one's is how far its nearest document lies outside (the
+    larger shortfall). A threshold of 0 is a signal switched off: it has no boundary to cross.
+    """
+    def inside(value: float, threshold: float) -> float:
+        return math.inf if threshold <= 0 else value - threshold
+
+    margins = []
+    for question in questions:
+        depths = [min(inside(ce, gate.cross_encoder), inside(p, gate.p_yes)) for ce, p in question]
+        passing = [d for d in depths if d >= 0]
+        margins.append(max(passing) if passing else min(-d for d in depths) if depths else math.inf)
+    return min(margins, default=math.inf)
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a proportion: what `successes` out of `n` says about the true rate.
+
+    Small samples are honest about their uncertainty: 4/4 gives (0.51, 1.00), not "100%" (notebook 04).
+    """
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def choose_threshold(in_kb_scores: Sequence[float], out_of_kb_scores: Sequence[float], min_abstention: float = 0.95) -> float:
+    """The lowest threshold that still abstains on `min_abstention` of the out-of-KB questions.
+
+    Each score is a question's best P(yes) among its retrieved documents: a question is answered when
+    its best document reaches the threshold. Lower thresholds answer more in-KB questions, so the
+    lowest one that keeps abstention at the goal is the best trade-off. Candidates lie halfway between
+    neighbouring scores, not on a score, so a new question scoring a hair above a calibration
+    question is not decided by chance (introduced in notebook 04).
+    """
+    if not out_of_kb_scores:
+        raise ValueError("choose_threshold needs scores of out-of-KB questions: abstention cannot be measured without them")
+    for threshold in [*_candidates([*in_kb_scores, *out_of_kb_scores]), 1.0]:
+        abstained = sum(s < threshold for s in out_of_kb_scores) / len(out_of_kb_scores)
+        if abstained >= min_abstention:
+            return threshold
+    return 1.0
+
+
+def separation_auc(in_kb_scores: Sequence[float], out_of_kb_scores: Sequence[float]) -> float:
+    """How well a score separates answerable from out-of-KB questions: the chance that a random in-KB
+    question scores higher than a random out-of-KB one (ties count half). 1.0 separates perfectly, 0.5 is
+    a coin. The area under the ROC curve, computed directly (introduced in notebook 04).
+    """
+    if not in_kb_scores or not out_of_kb_scores:
+        raise ValueError("separation_auc needs scores of both in-KB and out-of-KB questions")
+    wins = sum((a > b) + 0.5 * (a == b) for a in in_kb_scores for b in out_of_kb_scores)
+    return wins / (len(in_kb_scores) * len(out_of_kb_scores))
+
+
+class LoopState(TypedDict, total=False):
+    question: str
+    query: str
+    round: int
+    documents: list[Document]
+    grades: list[str]
+    relevant: list[Document]
+    answer: str
+    outcome: str  # "answered" or "not_in_kb"
+    trace: list[RoundTrace]
+
+
+def grade_documents(model: BaseChatModel, question: str, documents: Sequence[Document]) -> list[str]:
+    """'yes' or 'no' for every document, in order, from the structured grader (introduced in notebook 04)."""
+    return [grade.binary_score for grade in StructuredGrader(model)(question, documents)]
+
+
+def _normalise(query: str) -> str:
+    return " ".join(query.casefold().split()).strip(" ?？。.!！")
+
+
+def new_query(rewritten: RewrittenQuery, question: str, tried: Sequence[str]) -> str:
+    """The rewrite's query if it is new; else the question plus the keywords not searched yet.
+
+    Small models often hand the question back unchanged; searching it again would return the same
+    documents and waste a round (introduced in notebook 04).
+    """
+    seen = {_normalise(q) for q in [question, *tried]}
+    if rewritten.query.strip() and _normalise(rewritten.query) not in seen:
+        return rewritten.query.strip()
+    searched = " ".join(seen)
+    fresh = [k.strip() for k in rewritten.new_keywords if k.strip() and _normalise(k) not in searched]
+    return f"{question} {' '.join(fresh)}" if fresh else question
+
+
+def decide_after_grading(grades: Sequence[str], round_number: int, max_rounds: int) -> str:
+    """The stop rule: answer as soon as one document is relevant; otherwise rewrite, until the cap."""
+    if "yes" in grades:
+        return "generate"
+    if round_number >= max_rounds:
+        return "not_in_kb"
+    return "rewrite"
+
+
+def not_in_kb_answer(question: str) -> str:
+    """The honest answer when the knowledge base has nothing, in the question's language."""
+    return NOT_IN_KB[detect_language(question)]
+
+
+def _format_documents(documents: Sequence[Document]) -> str:
+    return "\n\n".join(as_data(doc.page_content, number=i, source=doc.metadata.get("source")) for i, doc in enumerate(documents, 1))
+
+
+def build_grading_loop(
+    model: BaseChatModel, retriever: Retriever, max_rounds: int = DEFAULT_MAX_ROUNDS, grader: Grader | None = None
+):
+    """A compiled LangGraph graph; invoke it with `{"question": ...}` (introduced in notebook 04).
+
+    `grader` defaults to `StructuredGrader(model)`; pass a `RelevanceGate` to grade by the two calibrated signals.
+    """
+    if max_rounds < 1:
+        raise ValueError(f"max_rounds must be at least 1, got {max_rounds}")
+    grader = grader or StructuredGrader(model)
+
+    def retrieve(state: LoopState) -> dict[str, Any]:
+        query = state.get("query") or state["question"]
+        return {"query": query, "round": state.get("round", 0) + 1, "documents": list(retriever(query))}
+
+    def grade(state: LoopState) -> dict[str, Any]:
+        graded = grader(state["question"], state["documents"])
+        grades = [g.binary_score for g in graded]
+        decision = decide_after_grading(grades, state["round"], max_rounds)
+        step = RoundTrace(state["round"], state["query"], tuple(grades), decision, tuple(g.p_yes for g in graded),
+                          tuple(g.cross_encoder for g in graded))
+        relevant = [doc for doc, g in zip(state["documents"], grades) if g == "yes"]
+        return {"grades": grades, "relevant": relevant, "trace": [*state.get("trace", []), step]}
+
+    def route(state: LoopState) -> str:
+        return state["trace"][-1].decision
+
+    def rewrite(state: LoopState) -> dict[str, Any]:
+        tried = [step.query for step in state["trace"]]
+        prompt = REWRITE_PROMPT.format(question=state["question"], tried="; ".join(tried))
+        return {"query": new_query(invoke_structured(model, RewrittenQuery, prompt), state["question"], tried)}
+
+    def generate(state: LoopState) -> dict[str, Any]:
+        prompt = ANSWER_PROMPT.format(question=state["question"], documents=_format_documents(state["relevant"]))
+        draft = invoke_structured(model, DraftAnswer, prompt)
+        if draft.found == "no" or not draft.answer.strip():
+            return {"outcome": "not_in_kb", "answer": not_in_kb_answer(state["question"])}
+        return {"outcome": "answered", "answer": draft.answer.strip()}
+
+    def not_in_kb(state: LoopState) -> dict[str, Any]:
+        return {"outcome": "not_in_kb", "answer": not_in_kb_answer(state["question"])}
+
+    graph = StateGraph(LoopState)
+    for name, step in [("retrieve", retrieve), ("grade", grade), ("rewrite", rewrite), ("generate", generate),
+                       ("not_in_kb", not_in_kb)]:
+        graph.add_node(name, step)
+    graph.add_edge(START, "retrieve")
+    graph.add_edge("retrieve", "grade")
+    graph.add_conditional_edges("grade", route, ["generate", "rewrite", "not_in_kb"])
+    graph.add_edge("rewrite", "retrieve")
+    graph.add_edge("generate", END)
+    graph.add_edge("not_in_kb", END)
+    return graph.compile()
+
+
+def answer_without_grading(model: BaseChatModel, retriever: Retriever, question: str) -> LoopState:
+    """The ungated baseline: retrieve once and answer from whatever came back (introduced in notebook 04)."""
+    documents = list(retriever(question))
+    draft = invoke_structured(model, DraftAnswer, ANSWER_PROMPT.format(question=question, documents=_format_documents(documents)))
+    answered = draft.found == "yes" and bool(draft.answer.strip())
+    return {
+        "question": question,
+        "documents": documents,
+        "outcome": "answered" if answered else "not_in_kb",
+        "answer": draft.answer.strip() if answered else not_in_kb_answer(question),
+        "round": 1,
+        "trace": [],
+    }
+
+
+@dataclass(frozen=True)
+class LoopResult:
+    """One gold question through the gated loop and the ungated baseline."""
+
+    id: str
+    language: str
+    type: str
+    answerable: bool
+    gated_outcome: str
+    gated_answer: str
+    rounds: int
+    first_round_stop: bool
+    gated_tokens: int
+    gated_calls: int
+    ungated_outcome: str
+    ungated_answer: str
+    ungated_tokens: int
+    trace: tuple[RoundTrace, ...]
+
+
+def _usage_snapshot() -> tuple[int, int]:
+    from lessons.core.usage import USAGE
+
+    return USAGE.totals.pipeline_tokens, USAGE.totals.calls + USAGE.totals.cached_calls
+
+
+def run_question(loop, ungated: Callable[[str], LoopState], question) -> LoopResult:
+    """Run one gold question (a `lessons.ingest.corpus.GoldQuestion`) gated and ungated, counting tokens."""
+    tokens0, calls0 = _usage_snapshot()
+    state = loop.invoke({"question": question.question}, config={"recursion_limit": 50})
+    tokens1, calls1 = _usage_snapshot()
+    baseline = ungated(question.question)
+    tokens2, _ = _usage_snapshot()
+    return LoopResult(
+        id=question.id,
+        language=question.language,
+        type=question.type,
+        answerable=question.answerable,
+        gated_outcome=state["outcome"],
+        gated_answer=state["answer"],
+        rounds=state["round"],
+        first_round_stop=state["round"] == 1 and state["outcome"] == "answered",
+        gated_tokens=tokens1 - tokens0,
+        gated_calls=calls1 - calls0,
+        ungated_outcome=baseline["outcome"],
+        ungated_answer=baseline["answer"],
+        ungated_tokens=tokens2 - tokens1,
+        trace=tuple(state["trace"]),
+    )
+
+
+def summarise(results: Sequence[LoopResult]) -> list[dict[str, Any]]:
+    """Per language and overall: abstention on out-of-KB questions, answer rate, first-round stops, cost."""
+    rows = []
+    for language in ["en", "zh", "all"]:
+        group = [r for r in results if language in ("all", r.language)]
+        out_of_kb = [r for r in group if not r.answerable]
+        in_kb = [r for r in group if r.answerable]
+        rows.append({
+            "language": language,
+            "questions": len(group),
+            "abstention (out-of-KB), gated": _share(out_of_kb, lambda r: r.gated_outcome == "not_in_kb"),
+            "abstention (out-of-KB), ungated": _share(out_of_kb, lambda r: r.ungated_outcome == "not_in_kb"),
+            "answer rate (in-KB), gated": _share(in_kb, lambda r: r.gated_outcome == "answered"),
+            "answer rate (in-KB), ungated": _share(in_kb, lambda r: r.ungated_outcome == "answered"),
+            "first-round stop (in-KB)": _share(in_kb, lambda r: r.first_round_stop),
+            "rounds per question": _mean([r.rounds for r in group]),
+            "tokens per question, gated": _mean([r.gated_tokens for r in group]),
+            "tokens per question, ungated": _mean([r.ungated_tokens for r in group]),
+        })
+    return rows
+
+
+def _share(items: Sequence[Any], predicate: Callable[[Any], bool]) -> float | None:
+    return sum(map(predicate, items)) / len(items) if items else None
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def goal_table(results: Sequence[LoopResult], min_abstention: float = 0.95, min_first_round: float = 0.90) -> list[dict[str, Any]]:
+    """Per language, the gate's two goals with the 95% interval that the sample size allows (notebook 04):
+    abstention on out-of-KB questions and first-round stops on in-KB ones."""
+    rows = []
+    for language in ("en", "zh"):
+        group = [r for r in results if r.language == language]
+        for goal, items, hit, target in (
+            (t("abstention (out-of-KB)"), [r for r in group if not r.answerable], lambda r: r.gated_outcome == "not_in_kb",
+             min_abstention),
+            (t("first-round stop (in-KB)"), [r for r in group if r.answerable], lambda r: r.first_round_stop, min_first_round),
+        ):
+            k, n = sum(map(hit, items)), len(items)
+            low, high = wilson_interval(k, n)
+            rows.append({"language": language, "goal": goal, "target": target, "measured": k / n if n else None,
+                         "count": f"{k}/{n}", "95% interval": f"{low:.2f}–{high:.2f}",
+                         "verdict": t("no data") if not n else t("met") if k / n >= target else
+                         t("missed (the interval reaches the target)") if high >= target else t("missed")})
+    return rows
+
+
+def gate_findings(results: Sequence[LoopResult], menu, goals, evidence_in_top_k: Mapping[str, bool], *, k: int,
+                  max_rounds: int) -> str:
+    """Notebook 04's findings as Markdown, every figure read from the run (introduced in notebook 04).
+
+    `menu`: the calibration table indexed by language (thresholds, separations); `goals`: `goal_table` as a
+    DataFrame; `evidence_in_top_k`: for each evaluated in-KB question, whether its reranked top k holds the evidence.
+    """
+    from lessons.core.prose import direction, pct, share
+
+    lines = []
+    for language, label in (("en", t("English")), ("zh", t("Chinese"))):
+        group = [r for r in results if r.language == language]
+        outside = [r for r in group if not r.answerable]
+        inside = [r for r in group if r.answerable]
+        gated_abstained = sum(r.gated_outcome == "not_in_kb" for r in outside)
+        ungated_answered = sum(r.ungated_outcome == "answered" for r in outside)
+        row = menu.loc[language]
+        ce_auc, p_auc = row["separation, cross-encoder"], row["separation, P(yes)"]
+        lines.append(t(
+            "- **{label}, calibration:** t₁ = {t1:.2f} (cross-encoder), t₂ = {t2:.2f} (P(yes)); separation {ce_auc:.2f} "
+            "for the cross-encoder's best score and {p_auc:.2f} for the best P(yes) — {better}.", label=label,
+            t1=row["t₁ cross-encoder"], t2=row["t₂ P(yes)"], ce_auc=ce_auc, p_auc=p_auc,
+            better=t("the cross-encoder separates better") if ce_auc > p_auc else
+            t("the chat model separates better") if p_auc > ce_auc else t("the two alike")))
+        if outside:
+            lines.append(t(
+                "- **{label}, out-of-KB:** the gate abstained on {abstained}; without it the pipeline answered {answered} "
+                "of these questions from chunks that do not hold the answer — {caught}.", label=label,
+                abstained=share(gated_abstained, len(outside)), answered=share(ungated_answered, len(outside)),
+                caught=t("hallucinations the gate caught") if ungated_answered else
+                t("no hallucination to catch in this sample")))
+        if inside:
+            first = sum(r.first_round_stop for r in inside)
+            gated = sum(r.gated_outcome == "answered" for r in inside)
+            ungated = sum(r.ungated_outcome == "answered" for r in inside)
+            ceiling = [evidence_in_top_k[r.id] for r in inside if r.id in evidence_in_top_k]
+            held = sum(ceiling)
+            if held > first:
+                reading = t("retrieval left room: the gate refused some questions whose evidence was there")
+            elif held == first and held < len(ceiling):
+                reading = t("retrieval was the limit: first-round stops cannot exceed {share} with this top {k}",
+                            share=pct(held / len(ceiling)), k=k)
+            elif held == first:
+                reading = t("retrieval and gate agree on every question")
+            else:
+                reading = t("the gate also let through questions whose top chunks hold no evidence quote word for word")
+            lines.append(t(
+                "- **{label}, in-KB:** answered {gated} gated against {ungated} ungated; {first} in the first round. The "
+                "reranked top {k} held the evidence for {held} of them — {reading}.", label=label,
+                gated=share(gated, len(inside)), ungated=share(ungated, len(inside)), first=share(first, len(inside)), k=k,
+                held=share(held, len(ceiling)), reading=reading))
+    for _, goal in goals.iterrows():
+        lines.append(t("- **Goal, {language} {goal}:** {count} ({measured}, 95% interval {interval}) against ≥ {target} — "
+                       "{verdict}.", language=goal["language"], goal=goal["goal"], count=goal["count"],
+                       measured="n/a" if goal["measured"] is None else pct(goal["measured"]),
+                       interval=goal["95% interval"], target=pct(goal["target"]), verdict=goal["verdict"]))
+    rounds = sum(r.rounds for r in results) / max(len(results), 1)
+    lines.append(t("- **Cost:** {rounds:.2f} rounds per question on average (cap {max_rounds}); {calls:.1f} chat-model "
+                   "calls per question gated.", rounds=rounds, max_rounds=max_rounds,
+                   calls=sum(r.gated_calls for r in results) / max(len(results), 1)))
+    return "\n".join(lines)

@@ -1,0 +1,387 @@
+"""One local OpenAI-compatible llama.cpp server, shared by every notebook and test session.
+
+Introduced in notebook 00 (setup). `ensure_server()` starts `python -m llama_cpp.server` on
+127.0.0.1 the first time a chat model is needed, waits until it answers, and records it in a small
+JSON state file; every later kernel or test process finds it there and reuses it. `stop_server()`
+(or `python -m lessons.core.local_server stop`) ends it. `AGENTIC_RAG_SERVER_URL` points the course at a
+server someone else runs (a workshop's shared machine) instead.
+
+The server is started with `OMP_WAIT_POLICY=PASSIVE`: without it, generation fell from ~34 to
+1–5 tokens/s whenever another process used a core.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from lessons.core.local_model import resolve_local_model
+from lessons.core.settings import get_settings
+
+HOST = "127.0.0.1"
+
+
+class ServerError(RuntimeError):
+    """The local model server could not be started or reached; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    url: str  # base URL without /v1
+    alias: str  # the model name the server answers to
+    pid: int | None  # None for an external server
+    model_path: str | None = None
+    log_path: str | None = None
+
+    @property
+    def api_base(self) -> str:
+        return self.url + "/v1"
+
+
+def _state_dir() -> Path:
+    path = get_settings().cache_dir / "llm-server"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _state_file() -> Path:
+    return _state_dir() / "state.json"
+
+
+def _read_state() -> ServerInfo | None:
+    try:
+        return ServerInfo(**json.loads(_state_file().read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still "exists": check its state where /proc is available.
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    return True
+
+
+def served_models(url: str, timeout: float = 2.0) -> list[str] | None:
+    """Model ids the OpenAI-compatible server at `url` answers to, or None when it does not answer."""
+    try:
+        with urllib.request.urlopen(f"{url}/v1/models", timeout=timeout) as response:
+            payload = json.load(response)
+    except (OSError, ValueError):
+        return None
+    return [entry.get("id", "") for entry in payload.get("data", [])]
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def port_in_use(port: int) -> bool:
+    """True when something listens on the port (a socket of a closed server lingering in TIME_WAIT does not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return True
+    return False
+
+
+def server_command(model_path: Path, alias: str, port: int) -> list[str]:
+    """The command line that starts llama.cpp's OpenAI-compatible server."""
+    settings = get_settings()
+    return [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(model_path),
+        "--model_alias", alias,
+        "--host", HOST,
+        "--port", str(port),
+        "--n_threads", str(settings.threads),
+        "--n_ctx", str(settings.n_ctx),
+    ]  # fmt: skip
+
+
+def _check_runtime_installed() -> None:
+    try:
+        import llama_cpp.server  # noqa: F401
+    except ImportError as error:
+        raise ServerError(
+            f"the local model runtime is not installed ({error}). Install the 'local' extra: "
+            "pip install -e '.[local]' (llama-cpp-python builds from source, ~7 minutes on 2 cores), "
+            "or set DEEPSEEK_API_KEY in .env to use DeepSeek instead."
+        ) from None
+
+
+@contextlib.contextmanager
+def _lock():
+    with open(_state_dir() / "lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def ensure_server(timeout: float = 180.0) -> ServerInfo:
+    """Return a healthy local server, starting one if none is running (safe across processes)."""
+    settings = get_settings()
+    if settings.server_url:
+        models = served_models(settings.server_url, timeout=10)
+        if models is None:
+            raise ServerError(
+                f"AGENTIC_RAG_SERVER_URL={settings.server_url} does not answer at /v1/models — "
+                "check the address, or unset it to start a local server."
+            )
+        return ServerInfo(url=settings.server_url, alias=models[0] if models else "local", pid=None)
+
+    model = resolve_local_model()
+    with _lock():
+        _register_client()
+        state = _read_state()
+        if state and _pid_alive(state.pid):
+            if state.alias == model.alias and _answers_within(state, BUSY_GRACE_SECONDS):
+                return state
+            _terminate(state.pid)  # another model, or hung for the whole grace period: replace it
+        return _start(model.path, model.alias, timeout)
+
+
+BUSY_GRACE_SECONDS = 120.0  # how long a running server may take to answer /v1/models before it counts as hung
+
+
+def _answers_within(state: ServerInfo, grace: float) -> bool:
+    """Whether the running server answers /v1/models within `grace` seconds (polled while its process lives).
+
+    A server busy with another process's long prompt on two cores can take more than a few seconds
+    to answer; replacing it then killed that process's request mid-way ("could not reach the local
+    model server"). llama.cpp's server answers /v1/models only between completions, so with several
+    kernels queued it can stay silent for minutes while it works: a server whose process keeps using
+    CPU is busy, not hung, and its deadline moves on (up to `BUSY_LIMIT_SECONDS`). Only a server
+    silent *and idle* for the whole grace period, or one whose process has died, is replaced.
+    """
+    start = time.monotonic()
+    deadline = start + grace
+    cpu, busy = _cpu_seconds(state.pid), False
+    while True:
+        wait = 10.0 if busy else min(10.0, max(1.0, deadline - time.monotonic()))
+        if served_models(state.url, timeout=wait) is not None:
+            return True
+        if not _pid_alive(state.pid):
+            return False
+        now_cpu = _cpu_seconds(state.pid)
+        busy = now_cpu is not None and cpu is not None and now_cpu > cpu + 0.5  # working: not hung
+        if busy:
+            deadline = min(time.monotonic() + grace, start + BUSY_LIMIT_SECONDS)
+        cpu = now_cpu
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(1.0)
+
+
+BUSY_LIMIT_SECONDS = 3600.0  # the longest a working but silent server is waited for
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """CPU seconds the process has used so far, or None when it cannot be read."""
+    try:
+        import psutil
+
+        times = psutil.Process(pid).cpu_times()
+        return times.user + times.system
+    except Exception:  # no such process, no permission, no psutil: fall back to the plain grace period
+        return None
+
+
+def _clients_dir() -> Path:
+    path = _state_dir() / "clients"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def _register_client() -> None:
+    """Record this process as a user of the shared server (a kernel, a test session, a script)."""
+    (_clients_dir() / str(os.getpid())).touch()
+
+
+def other_clients() -> list[int]:
+    """Live processes other than this one that use the shared server; stale records are removed."""
+    alive = []
+    for record in _clients_dir().iterdir():
+        pid = int(record.name) if record.name.isdigit() else 0
+        if pid == os.getpid():
+            continue
+        if _pid_alive(pid):
+            alive.append(pid)
+        else:
+            record.unlink(missing_ok=True)
+    return alive
+
+
+def _start(model_path: Path, alias: str, timeout: float) -> ServerInfo:
+    _check_runtime_installed()
+    port = _choose_port()
+    log_path = _state_dir() / "server.log"
+    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            server_command(model_path, alias, port),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,  # outlives the kernel that started it; shared by later sessions
+        )
+    info = ServerInfo(f"http://{HOST}:{port}", alias, process.pid, str(model_path), str(log_path))
+    _wait_healthy(process, info, log_path, timeout)
+    _state_file().write_text(json.dumps(asdict(info), indent=2))
+    (_state_dir() / "last_port").write_text(str(port))
+    return info
+
+
+def _choose_port() -> int:
+    """AGENTIC_RAG_PORT if set; else the port the last server used, when free (so open clients reconnect)."""
+    wanted = os.environ.get("AGENTIC_RAG_PORT", "").strip()
+    if not wanted:
+        last = _last_port()
+        return last if last and not port_in_use(last) else free_port()
+    port = int(wanted)
+    if port_in_use(port):
+        raise ServerError(
+            f"port {port} (AGENTIC_RAG_PORT) is already in use on {HOST} — stop what uses it "
+            f"(`lsof -i :{port}`), pick another port, or unset AGENTIC_RAG_PORT to let the course choose a free one."
+        )
+    return port
+
+
+def _last_port() -> int | None:
+    try:
+        return int((_state_dir() / "last_port").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _wait_healthy(process: subprocess.Popen, info: ServerInfo, log_path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code = process.poll()
+        if code is not None:
+            raise ServerError(
+                f"the local model server exited with code {code} while starting. Last lines of {log_path}:\n"
+                f"{_tail(log_path)}\nFix the cause above (not enough memory? a broken GGUF in AGENTIC_RAG_GGUF?) "
+                "and run again."
+            )
+        if served_models(info.url, timeout=1.0) is not None:
+            return
+        time.sleep(0.25)
+    _terminate(process.pid)
+    raise ServerError(
+        f"the local model server did not become healthy within {timeout:.0f} s (pid {process.pid}, {info.url}); "
+        f"it was stopped. Last lines of {log_path}:\n{_tail(log_path)}\n"
+        "On a busy or slow machine, try again; to see the error yourself run: "
+        "python -m lessons.core.local_server start"
+    )
+
+
+def _terminate(pid: int | None, grace: float = 10.0) -> None:
+    if not _pid_alive(pid):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _pid_alive(pid):
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.1)
+    if _pid_alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def stop_server() -> bool:
+    """Stop the shared local server, whoever uses it; True when one was stopped."""
+    with _lock():
+        state = _read_state()
+        _state_file().unlink(missing_ok=True)
+        for record in _clients_dir().iterdir():
+            record.unlink(missing_ok=True)
+        if state is None or not _pid_alive(state.pid):
+            return False
+        _terminate(state.pid)
+        return True
+
+
+def release_server() -> bool:
+    """This process is done with the server: stop it unless another live process still uses it."""
+    (_clients_dir() / str(os.getpid())).unlink(missing_ok=True)
+    if other_clients():
+        return False
+    return stop_server()
+
+
+def server_status() -> str:
+    """One line: whether a local server is running, where, and which model."""
+    settings = get_settings()
+    if settings.server_url:
+        models = served_models(settings.server_url)
+        return f"external server {settings.server_url}: " + ("up, models " + ", ".join(models) if models else "DOWN")
+    state = _read_state()
+    if state is None or not _pid_alive(state.pid):
+        return "no local server running"
+    health = "healthy" if served_models(state.url) is not None else "NOT answering"
+    return f"local server pid {state.pid} at {state.url}, model {state.alias}: {health}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m lessons.core.local_server start|stop|status|prepare` (prepare: start only if the local model is active)."""
+    args = argv if argv is not None else sys.argv[1:]
+    command = args[0] if args else "status"
+    if command == "prepare":
+        from lessons.core.models import active_model_info
+
+        info = active_model_info()
+        print(info.banner())
+        if info.provider == "local":
+            server = ensure_server()
+            print(f"local model server ready at {server.url} (pid {server.pid})")
+    elif command == "start":
+        info = ensure_server()
+        print(f"local model server ready at {info.url} (model {info.alias}, pid {info.pid})")
+    elif command == "stop":
+        print("stopped the local model server" if stop_server() else "no local server was running")
+    elif command == "status":
+        print(server_status())
+    else:
+        print("usage: python -m lessons.core.local_server start|stop|status|prepare", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

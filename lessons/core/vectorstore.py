@@ -1,0 +1,115 @@
+"""A persistent Chroma vector store whose ids are content hashes: nothing is embedded twice.
+
+Introduced in notebook 00 (setup). `open_store(name)` opens (or creates) a collection in the
+project's cache folder, with telemetry off, cosine distance and our offline embedder — Chroma's own
+default embedding function would try to download a model. The collection name carries the
+embedder's name, so switching embedders never mixes vectors of two models.
+`index_documents(store, docs)` embeds only the chunks the collection does not hold yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+import chromadb
+from langchain_chroma import Chroma
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from lessons.core.embeddings import get_embeddings
+from lessons.core.settings import get_settings
+
+
+def content_id(document: Document) -> str:
+    """A stable id from the chunk's text and metadata: same chunk, same id, on every machine."""
+    payload = json.dumps({"text": document.page_content, "meta": document.metadata}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def chroma_client(path=None) -> chromadb.ClientAPI:
+    """The Chroma client (telemetry off): the embedded, persistent store in the course cache folder,
+    or the Chroma server named by `AGENTIC_RAG_CHROMA_URL` (the server path is introduced in notebook 06
+    (evaluation)). An explicit `path` always means the embedded store there."""
+    settings = get_settings()
+    if path is None and settings.chroma_url:
+        return chroma_server_client(settings.chroma_url)
+    path = path or settings.cache_dir / "chroma"
+    return chromadb.PersistentClient(path=str(path), settings=chromadb.Settings(anonymized_telemetry=False))
+
+
+def chroma_server_client(url: str) -> chromadb.ClientAPI:
+    """A client of the Chroma server at `url` (http://HOST:PORT); a clear error when none answers there.
+
+    Introduced in notebook 06 (evaluation).
+    """
+    parsed = urlparse(url)
+    try:
+        return chromadb.HttpClient(
+            host=parsed.hostname, port=parsed.port, ssl=parsed.scheme == "https",
+            settings=chromadb.Settings(anonymized_telemetry=False),
+        )  # fmt: skip
+    except Exception as error:  # chromadb raises ValueError("Could not connect …") and others
+        raise ConnectionError(
+            f"no Chroma server answers at {url} (AGENTIC_RAG_CHROMA_URL): {error}. Start one with "
+            f"`chroma run --host {parsed.hostname} --port {parsed.port} --path ./chroma-data`, or unset "
+            "AGENTIC_RAG_CHROMA_URL to use the embedded store."
+        ) from error
+
+
+def store_location() -> str:
+    """Where `open_store` keeps collections: the Chroma server's URL or the embedded store's folder.
+
+    Introduced in notebook 06 (evaluation).
+    """
+    settings = get_settings()
+    return f"Chroma server {settings.chroma_url}" if settings.chroma_url else f"embedded Chroma in {settings.cache_dir / 'chroma'}"
+
+
+def _collection_name(name: str, embeddings: Embeddings) -> str:
+    raw = f"{name}-{getattr(embeddings, 'name', type(embeddings).__name__)}"
+    # Chroma: 3-512 characters from [a-zA-Z0-9._-], starting and ending with a letter or digit.
+    return re.sub(r"[^a-zA-Z0-9._-]", "-", raw).strip("-._")[:512]
+
+
+def open_store(name: str, embeddings: Embeddings | None = None, client: chromadb.ClientAPI | None = None) -> Chroma:
+    """Open (or create) the collection `name` for `embeddings` (default: the course embedder)."""
+    embeddings = embeddings or get_embeddings()
+    return Chroma(
+        collection_name=_collection_name(name, embeddings),
+        embedding_function=embeddings,
+        client=client or chroma_client(),
+        collection_configuration={"hnsw": {"space": "cosine"}},
+        # Cosine distance d in [0, 2] → similarity 1 - d; LangChain's default guess is much slower.
+        relevance_score_fn=lambda distance: 1.0 - distance,
+    )
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    added: int
+    already_indexed: int
+    removed: int
+
+    def __str__(self) -> str:
+        return f"{self.added} chunks embedded, {self.already_indexed} already indexed, {self.removed} removed"
+
+
+def index_documents(store: Chroma, documents: list[Document], *, prune: bool = False, batch_size: int = 256) -> IndexStats:
+    """Add the chunks the store does not hold yet; with `prune`, delete those not in `documents`."""
+    by_id = {content_id(doc): doc for doc in documents}
+    existing = set(store.get(ids=list(by_id), include=[])["ids"]) if by_id else set()
+    new_ids = [i for i in by_id if i not in existing]
+    for start in range(0, len(new_ids), batch_size):
+        batch = new_ids[start : start + batch_size]
+        store.add_documents([by_id[i] for i in batch], ids=batch)
+    removed = 0
+    if prune:
+        stale = [i for i in store.get(include=[])["ids"] if i not in by_id]
+        if stale:
+            store.delete(ids=stale)
+        removed = len(stale)
+    return IndexStats(added=len(new_ids), already_indexed=len(existing), removed=removed)

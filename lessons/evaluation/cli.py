@@ -1,0 +1,431 @@
+"""Command line: compare RAG pipelines on your own documents, with the same evaluation as notebook 06.
+
+Introduced in notebook 06 (evaluation).
+
+    python -m lessons.evaluation.cli --example > my_eval.toml     # a commented config to start from
+    python -m lessons.evaluation.cli my_eval.toml                 # run it: progress bar, then the report
+    python -m lessons.evaluation.cli my_eval.toml --limit 4       # a quick try on the first 4 questions
+    python -m lessons.evaluation.cli --preset packages            # the second knowledge base (package READMEs), its gold set
+
+The config (TOML or JSON) names the documents folder, the questions ("gold" — the course's gold set,
+"generate" — made from your chunks, or a .jsonl file) and the pipelines. Relative paths are relative
+to the config file. Every setting is checked before anything runs (names, types, bounds); files of
+the folder that cannot be read are listed with the reason and the rest is evaluated; a folder with
+no readable file stops the run before any model call. The run writes `results.json`, `report.md`, `comparison.png` and the test set it
+used into the output folder. Which model and which vector store are used is decided by settings
+only (`.env` or the environment): `DEEPSEEK_API_KEY` / `AGENTIC_RAG_MODEL` for DeepSeek or the local
+model, `AGENTIC_RAG_CHROMA_URL` for a Chroma server instead of the embedded store.
+
+The grading loop's gate uses thresholds calibrated on the course corpus (notebook 04); on any other
+documents the report says so plainly (`lessons.evaluation.threshold_note`) — they are thresholds from
+elsewhere until you measure them on your documents (notebook 06, section 8, shows how far they travel).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lessons.evaluation.pipelines import RANK_K, K, UnknownPipeline, check_pipeline_names
+
+EXAMPLE_CONFIG = """\
+# Evaluate RAG pipelines on a folder of documents: python -m lessons.evaluation.cli this_file.toml
+# Relative paths are relative to this file.
+
+documents = "data/corpus"      # a folder of .pdf .docx .pptx .html .md .txt files
+questions = "generate"         # "generate" (from your chunks), "gold" (the course's gold set) or a .jsonl file
+pipelines = ["dense", "hybrid", "hybrid+rerank", "qa-hybrid", "grading-loop"]  # also: "three-agents"
+# corpus = "packages"          # a knowledge base that ships with the course ("course" or "packages"): its folder is
+#                              # read through its manifest, its chunks are the course's, "gold" means its gold set
+output = "runs/evaluation"     # results.json, report.md, comparison.png, test_set.jsonl
+
+[generate]                     # used when questions = "generate"
+single = 6                     # questions from one chunk each
+multi = 2                      # questions that need two chunks from different pages or documents
+seed = 0
+
+[sample]                       # used for "gold" or a file: how many questions to take (omit to take all)
+in_kb = 8                      # answerable questions, half English and half Chinese
+out_of_kb = 4                  # questions the documents cannot answer
+seed = 0
+
+[retrieval]
+k = 3                          # chunks an answer is written from; hit@k and recall@k use it
+rank_k = 10                    # depth of MRR and nDCG
+rerank_candidates = 20         # hybrid candidates the reranker reads (a cross-encoder: no LLM calls)
+qa_chunks = 20                 # chunks that get generated QA pairs (evidence chunks first): one LLM call each
+max_rounds = 3                 # grading loop: retrieval rounds before it abstains
+
+# [limits]                     # size limits of the documents (defaults: 25 MiB per file, 200 MiB in all)
+# max_file_bytes = 27262976    # 26 MiB
+# max_total_bytes = 209715200  # 200 MiB
+"""
+
+SECTIONS: dict[str, dict[str, type]] = {
+    "": {"documents": str, "questions": str, "pipelines": list, "output": str, "collection": str, "corpus": str},
+    "generate": {"single": int, "multi": int, "seed": int},
+    "sample": {"in_kb": int, "out_of_kb": int, "seed": int},
+    "retrieval": {"k": int, "rank_k": int, "rerank_candidates": int, "qa_chunks": int, "max_rounds": int},
+    "limits": {"max_file_bytes": int, "max_total_bytes": int},
+}
+# (lowest, highest) allowed value of every numeric setting, by section and key
+BOUNDS: dict[str, dict[str, tuple[int, int]]] = {
+    "generate": {"single": (0, 1000), "multi": (0, 1000), "seed": (0, 2**32 - 1)},
+    "sample": {"in_kb": (0, 100_000), "out_of_kb": (0, 100_000), "seed": (0, 2**32 - 1)},
+    "retrieval": {"k": (1, 50), "rank_k": (1, 1000), "rerank_candidates": (1, 100), "qa_chunks": (1, 100_000),
+                  "max_rounds": (1, 10)},
+    "limits": {"max_file_bytes": (1, 2**40), "max_total_bytes": (1, 2**40)},
+}  # fmt: skip
+
+
+class ConfigError(ValueError):
+    """A config file the evaluation cannot use; the message names the file, the key and the fix."""
+
+
+@dataclass
+class EvalConfig:
+    path: Path
+    documents: Path
+    questions: str
+    pipelines: list[str]
+    output: Path
+    collection: str | None = None
+    corpus: str | None = None  # "course" or "packages": a knowledge base that ships with the course
+    generate: dict[str, int] = field(default_factory=lambda: {"single": 6, "multi": 2, "seed": 0})
+    sample: dict[str, int] = field(default_factory=dict)
+    retrieval: dict[str, int] = field(default_factory=dict)
+    limits: dict[str, int] = field(default_factory=dict)
+
+    def setting(self, name: str, default: int) -> int:
+        return int(self.retrieval.get(name, default))
+
+    def ingest_limits(self):
+        """The `lessons.ingest.files.IngestLimits` of the run: the defaults, with the config's [limits] applied."""
+        from lessons.ingest.files import IngestLimits
+
+        return IngestLimits(**self.limits)
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist — write one with `python -m lessons.evaluation.cli --example > {path.name}`")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is fine
+    except UnicodeDecodeError as error:
+        from lessons.text.text_encoding import EncodingProblem, decode_text, encoding_label
+
+        try:
+            found = f"it looks like {encoding_label(decode_text(data).encoding)}"
+        except EncodingProblem:
+            found = "its encoding is unclear"
+        raise ConfigError(f"{path}: not UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start}; {found}) — "
+                          "save the config as UTF-8 (in your editor: Save with Encoding → UTF-8)") from None  # fmt: skip
+    try:
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
+        kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
+        raise ConfigError(f"{path}: not valid {kind} ({error}) — compare with `python -m lessons.evaluation.cli --example`") from None
+
+
+def _check_keys(path: Path, raw: dict[str, Any]) -> None:
+    for key, value in raw.items():
+        if key in SECTIONS and key:
+            if not isinstance(value, dict):
+                first = next(iter(SECTIONS[key]))
+                raise ConfigError(f"{path}: {key} = {value!r} — [{key}] is a section of settings, not a value: "
+                                  f"write it as\n[{key}]\n{first} = …\n(allowed: {', '.join(SECTIONS[key])})")  # fmt: skip
+            allowed = SECTIONS[key]
+            for inner, inner_value in value.items():
+                if inner not in allowed:
+                    raise ConfigError(f"{path}: unknown key {inner!r} in [{key}] — allowed: {', '.join(allowed)}")
+                if not isinstance(inner_value, allowed[inner]) or isinstance(inner_value, bool):
+                    raise ConfigError(f"{path}: [{key}] {inner} = {inner_value!r} must be a whole number")
+                low, high = BOUNDS[key][inner]
+                if not low <= inner_value <= high:
+                    raise ConfigError(f"{path}: [{key}] {inner} = {inner_value} is out of range — use a whole number "
+                                      f"from {low} to {high}")  # fmt: skip
+        elif key not in SECTIONS[""]:
+            raise ConfigError(f"{path}: unknown key {key!r} — allowed: {', '.join([*SECTIONS[''], *list(SECTIONS)[1:]])}")
+        elif not isinstance(value, SECTIONS[""][key]):
+            raise ConfigError(f"{path}: {key} must be a {SECTIONS[''][key].__name__}, got {value!r}")
+    _check_together(path, raw)
+
+
+def _check_together(path: Path, raw: dict[str, Any]) -> None:
+    """Settings that are each in range but do not make sense together."""
+    retrieval = raw.get("retrieval", {})
+    k, rank_k = retrieval.get("k", K), retrieval.get("rank_k", RANK_K)
+    if rank_k < k:
+        raise ConfigError(f"{path}: [retrieval] rank_k = {rank_k} is less than k = {k} — rank_k is the depth of MRR "
+                          f"and nDCG and must be at least k")  # fmt: skip
+    generate = {"single": 6, "multi": 2, **raw.get("generate", {})}
+    if raw.get("questions") == "generate" and generate["single"] + generate["multi"] == 0:
+        raise ConfigError(f"{path}: [generate] single = 0 and multi = 0 — ask for at least one question")
+    sample = raw.get("sample", {})
+    if sample and sample.get("in_kb", 1) + sample.get("out_of_kb", 1) == 0:
+        raise ConfigError(f"{path}: [sample] in_kb = 0 and out_of_kb = 0 — sample at least one question, or remove [sample]")
+    limits = raw.get("limits", {})
+    if limits.get("max_total_bytes", 200 * 2**20) < limits.get("max_file_bytes", 0):
+        raise ConfigError(f"{path}: [limits] max_total_bytes is less than max_file_bytes — the total must be at least "
+                          "the per-file limit")  # fmt: skip
+    pipelines = raw.get("pipelines")
+    if isinstance(pipelines, list):
+        if not all(isinstance(name, str) for name in pipelines):
+            raise ConfigError(f"{path}: pipelines must be a list of names, got {pipelines!r}")
+        repeated = sorted({name for name in pipelines if pipelines.count(name) > 1})
+        if repeated:
+            raise ConfigError(f"{path}: pipelines {repeated} are listed more than once — list each pipeline once")
+
+
+def load_config(path: str | Path) -> EvalConfig:
+    """Read and check a config file; every problem is a `ConfigError` naming the file and the fix."""
+    path = Path(path)
+    raw = _read(path)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a table of settings — compare with `python -m lessons.evaluation.cli --example`")
+    _check_keys(path, raw)
+    corpus = raw.get("corpus")
+    if corpus is not None:
+        from lessons.ingest.corpus import CORPORA, corpus_folder
+
+        if corpus not in CORPORA:
+            raise ConfigError(f"{path}: corpus = {corpus!r} — choose one of {', '.join(map(repr, CORPORA))}, or leave it "
+                              "out and set documents to your folder")  # fmt: skip
+        if "documents" in raw and (path.resolve().parent / raw["documents"]).resolve() != corpus_folder(corpus).resolve():
+            raise ConfigError(f"{path}: corpus = {corpus!r} reads {corpus_folder(corpus)}, but documents = "
+                              f"{raw['documents']!r} — remove one of the two")  # fmt: skip
+        raw = {**raw, "documents": str(corpus_folder(corpus))}
+    for required in ("documents", "questions", "pipelines"):
+        if required not in raw:
+            raise ConfigError(f"{path}: missing {required!r} — see `python -m lessons.evaluation.cli --example`")
+    base = path.resolve().parent
+    documents = (base / raw["documents"]).resolve()
+    if not documents.is_dir():
+        raise ConfigError(f"{path}: documents folder {documents} does not exist — set documents to a folder of "
+                          ".pdf .docx .pptx .html .md .txt files")  # fmt: skip
+    try:
+        check_pipeline_names(raw["pipelines"], where=str(path))
+    except UnknownPipeline as error:
+        raise ConfigError(str(error)) from None
+    questions = raw["questions"]
+    if questions not in ("gold", "generate"):
+        file = (base / questions).resolve()
+        if not file.is_file():
+            raise ConfigError(f"{path}: questions file {file} does not exist — give a .jsonl file, \"gold\" or \"generate\"")
+        questions = str(file)
+    return EvalConfig(
+        path=path, documents=documents, questions=questions, pipelines=list(raw["pipelines"]),
+        output=(base / raw.get("output", "runs/evaluation")).resolve(), collection=raw.get("collection"), corpus=corpus,
+        generate={"single": 6, "multi": 2, "seed": 0, **raw.get("generate", {})},
+        sample=dict(raw.get("sample", {})), retrieval=dict(raw.get("retrieval", {})), limits=dict(raw.get("limits", {})),
+    )  # fmt: skip
+
+
+PRESETS = {
+    "packages": """\
+# The second knowledge base that ships with the course: ten package READMEs and their hand-written gold set
+corpus = "packages"
+questions = "gold"
+pipelines = ["dense", "hybrid", "hybrid+rerank", "grading-loop"]
+output = "runs/evaluation-packages"
+
+[sample]
+in_kb = 8
+out_of_kb = 4
+seed = 0
+""",
+    "course": """\
+# The course's knowledge base (Tidewell) and its gold set
+corpus = "course"
+questions = "gold"
+pipelines = ["dense", "hybrid", "hybrid+rerank", "grading-loop"]
+output = "runs/evaluation-course"
+
+[sample]
+in_kb = 8
+out_of_kb = 4
+seed = 0
+""",
+}
+
+
+def preset_config(name: str) -> EvalConfig:
+    """A preset config (relative to the project root): `python -m lessons.evaluation.cli --preset packages`."""
+    from lessons.core.settings import PROJECT_ROOT
+
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r} — choose one of {', '.join(PRESETS)}")
+    path = PROJECT_ROOT / "runs" / f"preset-{name}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(PRESETS[name], encoding="utf-8")
+    return load_config(path)
+
+
+def collection_for(documents: Path) -> str:
+    """The Chroma collection of a documents folder: the course's "kb" for the course corpus, else one per folder."""
+    from lessons.ingest.corpus import CORPUS_DIR
+
+    if documents.resolve() == CORPUS_DIR.resolve():
+        return "kb"
+    return "eval-" + hashlib.sha256(str(documents.resolve()).encode()).hexdigest()[:12]
+
+
+def question_set(config: EvalConfig, chunks, llm, progress: bool = True):
+    """The questions of a run: the gold set, a file, or generated from the chunks (sampled if asked)."""
+    from lessons.evaluation.testset import balanced_sample, from_gold, generate_test_set, load_test_set
+
+    if config.questions == "generate":
+        report = generate_test_set(llm, chunks, n_single=config.generate["single"], n_multi=config.generate["multi"],
+                                   seed=config.generate["seed"], progress=progress)  # fmt: skip
+        print(report)
+        if not report.items:
+            raise RuntimeError(f"no usable questions were generated from {config.documents} ({report}; generation "
+                               "uses chunks of at least 200 characters): give a questions file instead")
+        return report.items
+    if config.questions == "gold":
+        from lessons.ingest.corpus import load_gold
+
+        items = from_gold(load_gold(corpus=config.corpus or "course"), chunks)
+    else:
+        items = load_test_set(config.questions, chunks)
+    if config.sample:
+        items = balanced_sample(items, config.sample.get("in_kb", len(items)), config.sample.get("out_of_kb", 0),
+                                config.sample.get("seed", 0))  # fmt: skip
+    return items
+
+
+class NoDocuments(ConfigError):
+    """The documents folder has no file that converts: the run stops before any model call."""
+
+
+def read_documents(config: EvalConfig, progress: bool = True):
+    """The chunks of the folder's files that convert; the others are printed with their reasons.
+
+    Introduced in notebook 06 (evaluation). Raises `NoDocuments` (naming every file and why) when no
+    file converts — an empty folder, or only bad files — so no model is asked anything.
+    """
+    from lessons.ingest.files import FileTooLarge, TotalSizeExceeded, ingest
+    from lessons.retrieval.index import chunk_converted
+
+    result = ingest(config.documents, limits=config.ingest_limits(), progress=progress)
+    if result.skipped or not result.documents:
+        print(result.summary())
+    if any(s.reason.startswith((FileTooLarge.__name__, TotalSizeExceeded.__name__)) for s in result.skipped):
+        print(f"  (to raise a size limit, add to {config.path.name}: [limits] max_file_bytes = … / max_total_bytes = …)")
+    if not result.documents:
+        reasons = "; ".join(f"{Path(s.path).name}: {s.reason}" for s in result.skipped)
+        raise NoDocuments(f"{config.path}: no file in {config.documents} could be read"
+                          + (f" ({reasons})" if reasons else " (the folder is empty)")
+                          + " — put .pdf .docx .pptx .html .md .txt files there, or fix the ones listed")  # fmt: skip
+    return chunk_converted(result.documents), result
+
+
+def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) -> dict[str, Any]:
+    """Run one evaluation as configured; returns the paths written and the comparison table."""
+    from lessons.core.models import get_chat_model, model_banner
+    from lessons.core.usage import USAGE
+    from lessons.core.vectorstore import store_location
+    from lessons.evaluation.pipelines import Resources, build_pipelines, compare, evaluate, plot_comparison, save_report
+    from lessons.evaluation.testset import qa_chunk_selection, save_test_set
+    from lessons.retrieval.index import build_index
+
+    started = time.perf_counter()
+    print(model_banner())
+    print(f"vector store: {store_location()}")
+    if config.corpus is not None:  # a knowledge base of the course: read through its manifest, its own collection
+        from lessons.ingest.files import IngestResult
+        from lessons.retrieval.index import INDEX_NAMES, chunk_knowledge_base
+
+        chunks, ingested = chunk_knowledge_base(folder=config.documents, limits=config.ingest_limits()), IngestResult([], [])
+        collection = config.collection or INDEX_NAMES[config.corpus]
+    else:
+        chunks, ingested = read_documents(config, progress)
+        collection = config.collection or collection_for(config.documents)
+    store = build_index(chunks, collection)
+    print(f"{len(chunks)} chunks from {config.documents} in collection {collection!r}")
+    llm = get_chat_model()
+    items = question_set(config, chunks, llm, progress)[: limit or None]
+    config.output.mkdir(parents=True, exist_ok=True)
+    save_test_set(items, config.output / "test_set.jsonl")
+    k, rank_k = config.setting("k", K), config.setting("rank_k", RANK_K)
+    resources = Resources(
+        chunks=chunks, store=store, llm=llm, k=k, rank_k=rank_k,
+        rerank_candidates=config.setting("rerank_candidates", 20), max_rounds=config.setting("max_rounds", 3),
+        qa_chunks=qa_chunk_selection(chunks, items, config.setting("qa_chunks", 20)),
+        qa_store_name=f"{collection}-qa", progress=progress,
+    )  # fmt: skip
+    pipelines = build_pipelines(config.pipelines, resources)
+    print(f"{len(items)} questions × {len(pipelines)} pipelines: {', '.join(pipelines)}")
+    rows = evaluate(pipelines, items, llm, chunks, k=k, rank_k=rank_k, progress=progress)
+    table = compare(rows, k=k, rank_k=rank_k)
+    meta = {"model": model_banner(), "vector store": store_location(), "documents": str(config.documents),
+            "chunks": len(chunks), "questions": config.questions if config.questions in ("gold", "generate") else Path(config.questions).name,
+            "pipelines": ", ".join(pipelines), "k": k, "rank_k": rank_k,
+            "files skipped": "; ".join(f"{Path(s.path).name}: {s.reason}" for s in ingested.skipped) or "none"}  # fmt: skip
+    if "grading-loop" in pipelines:
+        meta["gate thresholds"] = gate_note(config)
+        print(meta["gate thresholds"])
+    json_path, md_path = save_report(config.output, rows, table, items, meta)
+    figure = plot_comparison(table, k, rank_k)
+    figure.savefig(config.output / "comparison.png", dpi=110)
+    print(f"\nwrote {json_path}, {md_path} and {config.output / 'comparison.png'} in {time.perf_counter() - started:.0f} s")
+    print(USAGE.report())
+    return {"json": json_path, "markdown": md_path, "table": table, "rows": rows, "skipped": list(ingested.skipped)}
+
+
+def gate_note(config: EvalConfig) -> str:
+    """What the report says about the grading loop's thresholds on these documents (never left unsaid)."""
+    from lessons.evaluation.pipelines import threshold_note
+    from lessons.ingest.corpus import CORPUS_DIR
+
+    if config.documents.resolve() == CORPUS_DIR.resolve():
+        return threshold_note(str(config.documents), calibrated_on="the course corpus (notebook 04), these documents")
+    return threshold_note(str(config.documents))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lessons.evaluation.cli", description=__doc__.split("\n\n")[0])
+    parser.add_argument("config", nargs="?", help="the config file (.toml or .json)")
+    parser.add_argument("--example", action="store_true", help="print a commented example config and exit")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
+    parser.add_argument("--preset", choices=sorted(PRESETS), help="run a preset instead of a config file "
+                        "(packages: the second knowledge base and its gold set)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
+    args = parser.parse_args(argv)
+    if args.example:
+        print(EXAMPLE_CONFIG, end="")
+        return 0
+    if not args.config and not args.preset:
+        parser.error("give a config file, --preset packages, or --example to print one")
+    if args.config and args.preset:
+        parser.error("give a config file or --preset, not both")
+    import matplotlib
+
+    from lessons.core.models import ModelError
+    from lessons.core.settings import SettingsError
+    from lessons.evaluation.testset import TestSetError
+
+    matplotlib.use("Agg")
+    try:
+        config = preset_config(args.preset) if args.preset else load_config(args.config)
+        result = run(config, limit=args.limit, progress=not args.no_progress)
+    except (ConfigError, TestSetError, SettingsError, ModelError, ConnectionError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print()
+    print(result["markdown"].read_text(encoding="utf-8").split("## Judge failures")[0].split("## Pipelines compared")[1].strip())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,882 @@
+"""Evaluate whole RAG pipelines on one test set: retrieval metrics, LLM-judged answers, and cost.
+
+Introduced in notebook 06 (evaluation). The pieces:
+
+- A **pipeline** is a function `question -> PipelineResult` (answer, abstained, the chunks it
+  retrieved, the chunks it answered from). `PIPELINES` names the pipelines of the earlier notebooks;
+  `build_pipelines(names, resources)` makes them. The retrieval-only ones (dense, hybrid, hybrid +
+  rerank, QA-hybrid) share ONE answer step — notebook 04's ungated answer (`answer_without_grading`)
+  over their top `k` chunks — so they differ only in what they retrieve.
+- **Retrieval metrics** are deterministic (no LLM): hit@k, recall@k, MRR and nDCG from
+  `lessons.evaluation.metrics`, where a chunk is relevant when it is one of the item's evidence chunks or
+  contains one of its evidence quotes.
+- **Answer metrics** come from an LLM judge with a typed verdict and a reason: 0/1 *factual
+  consistency* (the answer's main claim is stated in the context it was written from) and 0/1
+  *completeness* (the answer states the reference answer's key fact). Each verdict first copies
+  both sides (e.g. the reference's key fact and what the answer says about it), then decides: asked
+  for a reason and a verdict only, Qwen2.5-1.5B called every probe answer complete — "2026年2月" and
+  "version 5.2" included. Copy-then-decide is better but still lenient with a small model. A judge that fails is recorded as
+  a failure with its cause — the row stays, its score is `None` and its status says why — and the
+  table counts them. Out-of-KB questions are scored by whether the pipeline abstained; no judge.
+- **Cost** per question: wall-clock seconds, LLM calls and tokens (answers served from the LLM cache
+  are counted with the tokens they cost when first asked), and what those tokens cost on DeepSeek at
+  list price. Everything except the seconds is the same on a re-run with the same inputs.
+- **Two corpora, thresholds that travel**: `retrieval_rows` measures the pipelines whose ranking needs
+  no chat model on every gold question (`retrieval_goals`: English recall@5, the dense baseline's misses
+  removed); `best_scores` + `threshold_transfer` calibrate a cut-off (the gate's P(yes), a cross-encoder
+  score, a similarity) on one corpus and measure it on the other, both ways; `findings_markdown` writes
+  notebook 06's findings from those tables. The gate's thresholds come from ONE call, `gate_thresholds()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tracers.context import register_configure_hook
+from pydantic import BaseModel, Field
+
+from lessons.core.i18n import t
+from lessons.core.structured import invoke_structured
+from lessons.core.usage import _price
+from lessons.evaluation.metrics import chunk_recall_at_k, evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k
+from lessons.evaluation.retrieval_evaluation import LLMCallMeter
+from lessons.evaluation.testset import TestItem
+from lessons.transforms.qa_transform import chunk_id_of
+
+K = 3  # chunks an answer step reads; hit@k and recall@k are measured at this depth
+RANK_K = 10  # depth of MRR and nDCG
+MAX_CONTEXT_CHARS = 6000  # a faithfulness judge reads at most this much context (the local window is small)
+
+# --- measuring LLM calls ---------------------------------------------------------------------------
+
+_meter_var: ContextVar[LLMCallMeter | None] = ContextVar("agentic_rag_eval_meter", default=None)
+register_configure_hook(_meter_var, inheritable=True)
+
+
+@contextlib.contextmanager
+def metered() -> Iterator[LLMCallMeter]:
+    """Count every chat-model call made inside the block (also in threads LangChain starts, also
+    calls made without passing callbacks) with notebook 02's `LLMCallMeter`."""
+    meter = LLMCallMeter()
+    token = _meter_var.set(meter)
+    try:
+        yield meter
+    finally:
+        _meter_var.reset(token)
+
+
+def deepseek_cost_usd(input_tokens: int, output_tokens: int) -> float:
+    """What these tokens cost on DeepSeek at list price (cache-miss input), in US$."""
+    return (input_tokens * _price("input") + output_tokens * _price("output")) / 1e6
+
+
+# --- pipelines ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class PipelineResult:
+    """What one pipeline did with one question."""
+
+    answer: str
+    abstained: bool
+    retrieved: list[Document]  # the ranked chunks retrieval metrics are computed on
+    context: list[Document]  # the chunks the answer was written from (what faithfulness is judged against)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+Pipeline = Callable[[str], PipelineResult]
+
+
+@dataclass
+class Resources:
+    """What pipelines are built from: the chunks, their Chroma store, the chat model, and sizes."""
+
+    chunks: list[Document]
+    store: Any  # a langchain_chroma.Chroma holding `chunks`
+    llm: BaseChatModel
+    k: int = K
+    rank_k: int = RANK_K
+    rerank_candidates: int = 20  # hybrid candidates the reranker reads (a cross-encoder: no model calls)
+    max_rounds: int = 3
+    gate_thresholds: Mapping[str, Any] | None = None  # the grading loop's GateThresholds per language; None = `gate_thresholds()`
+    qa_chunks: Sequence[Document] | None = None  # chunks that get QA pairs (default: all of them)
+    qa_max_pairs: int = 3
+    qa_store_name: str = "eval-qa-hybrid"
+    progress: bool = True
+
+
+def answer_from(llm: BaseChatModel, question: str, ranked: Sequence[Document], k: int) -> PipelineResult:
+    """The shared answer step of the retrieval-only pipelines: notebook 04's ungated answer over the top `k`."""
+    from lessons.agents.grading import answer_without_grading
+
+    state = answer_without_grading(llm, lambda _query: list(ranked[:k]), question)
+    abstained = state["outcome"] == "not_in_kb"
+    return PipelineResult(state["answer"], abstained, list(ranked), [] if abstained else list(state["documents"]))
+
+
+def _retrieval_pipeline(retrieve: Callable[[str], list[Document]], r: Resources) -> Pipeline:
+    return lambda question: answer_from(r.llm, question, retrieve(question), r.k)
+
+
+def _hybrid(r: Resources, size: int):
+    from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, hybrid_retriever
+
+    return hybrid_retriever(dense_retriever(r.store, size), bm25_retriever(r.chunks, size), k=size)
+
+
+def dense_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    from lessons.retrieval.retrievers import dense_retriever
+
+    return dense_retriever(r.store, r.rank_k).invoke
+
+
+def hybrid_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    return _hybrid(r, r.rank_k).invoke
+
+
+def _reranked(r: Resources, top_n: int) -> Callable[[str], list[Document]]:
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+
+    from lessons.retrieval.rerank import default_reranker
+
+    candidates = _hybrid(r, max(r.rerank_candidates, top_n))
+    return ContextualCompressionRetriever(base_retriever=candidates, base_compressor=default_reranker(top_n=top_n)).invoke
+
+
+def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """Hybrid candidates reordered by the course's reranker (`lessons.retrieval.rerank.default_reranker`: the
+    cross-encoder for English, the route the lead measured best for Chinese) — no chat-model calls."""
+    return _reranked(r, r.rank_k)
+
+
+def build_dense(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(dense_retrieval(r), r)
+
+
+def build_hybrid(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(hybrid_retrieval(r), r)
+
+
+def build_hybrid_rerank(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(rerank_retrieval(r), r)
+
+
+def build_qa_hybrid(r: Resources) -> Pipeline:
+    from lessons.chunking.strategies import cached_embeddings
+    from lessons.core.vectorstore import index_documents, open_store
+    from lessons.transforms.qa_transform import DOC_TYPE_CHUNK, QATransformer, mark_doc_type, search_source_chunks
+
+    qa_chunks = list(r.qa_chunks if r.qa_chunks is not None else r.chunks)
+    qa_docs = QATransformer(r.llm, max_pairs=r.qa_max_pairs, progress=r.progress).transform_documents(qa_chunks)
+    chunk_docs = mark_doc_type(r.chunks, DOC_TYPE_CHUNK)
+    chunks_by_id = {c.metadata["chunk_id"]: c for c in chunk_docs}
+    embeddings = cached_embeddings()  # chunk vectors the main index already computed are reused
+    store = open_store(r.qa_store_name, embeddings)
+    index_documents(store, chunk_docs + qa_docs, prune=True)
+
+    def retrieve(question: str) -> list[Document]:
+        vector = embeddings.embed_query(question)
+        return search_source_chunks(store, vector, "hybrid", chunks_by_id, k=r.rank_k, fetch_k=4 * r.rank_k)
+
+    return _retrieval_pipeline(retrieve, r)
+
+
+def gate_thresholds() -> tuple[dict[str, Any], str]:
+    """The grading loop's gate thresholds (`GateThresholds` per language) and where they come from — the ONE
+    place the evaluation reads them.
+
+    Today: `lessons.agents.grading.DEFAULT_GATE` (its comment says where it was calibrated). On any other documents
+    these are thresholds from elsewhere, and reports say so (`threshold_note`)."""
+    from lessons.agents.grading import DEFAULT_GATE, DEFAULT_GATE_SOURCE
+
+    return dict(DEFAULT_GATE), DEFAULT_GATE_SOURCE
+
+
+def gate_grader(llm: BaseChatModel, thresholds: Mapping[str, Any] | None = None):
+    """The grading loop's gate: notebook 04's `RelevanceGate` (the cross-encoder, then the chat model's P(yes)
+    for the documents it lets through) with `thresholds` (default `gate_thresholds()`)."""
+    from lessons.agents.grading import default_gate
+
+    return default_gate(llm, dict(thresholds) if thresholds is not None else gate_thresholds()[0])
+
+
+def _describe(threshold: Any) -> str:
+    cross_encoder, p_yes = (threshold.cross_encoder, threshold.p_yes) if hasattr(threshold, "p_yes") else (0.0, threshold)
+    return f"cross-encoder ≥ {cross_encoder:.2f}, P(yes) ≥ {p_yes:.2f}" if cross_encoder else f"P(yes) ≥ {p_yes:.2f}"
+
+
+def threshold_note(documents: str, calibrated_on: str | None = None) -> str:
+    """One plain sentence for a report: which thresholds the gate used on `documents`, and from where."""
+    thresholds, source = gate_thresholds()
+    if calibrated_on is not None:
+        return f"gate thresholds calibrated on {calibrated_on}"
+    values = "; ".join(f"{language} {_describe(value)}" for language, value in sorted(thresholds.items()))
+    return (f"gate thresholds ({values}) are from {source}, NOT calibrated on {documents}: "
+            "measure them on questions from these documents before trusting its abstentions")
+
+
+def gate_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """What the grading loop retrieves in a round — notebook 04's: the hybrid top `rerank_candidates`,
+    reranked by the course's reranker, the top k kept: the chunks its gate grades."""
+    return _reranked(r, r.k)
+
+
+def build_grading_loop_pipeline(r: Resources) -> Pipeline:
+    from lessons.agents.grading import build_grading_loop
+
+    # notebook 04's loop as it ends: hybrid top 20 reranked, the top k graded by the two-signal gate (gate_thresholds)
+    loop = build_grading_loop(r.llm, gate_retrieval(r), max_rounds=r.max_rounds,
+                              grader=gate_grader(r.llm, r.gate_thresholds))  # fmt: skip
+
+    def run(question: str) -> PipelineResult:
+        state = loop.invoke({"question": question}, config={"recursion_limit": 50})
+        abstained = state["outcome"] == "not_in_kb"
+        return PipelineResult(state["answer"], abstained, list(state.get("documents", [])),
+                              [] if abstained else list(state.get("relevant", [])), {"rounds": state.get("round")})  # fmt: skip
+
+    return run
+
+
+def build_three_agents(r: Resources) -> Pipeline:
+    try:
+        from lessons.agents.three_agents import run_three_agents
+    except ImportError as error:
+        raise PipelineUnavailable(
+            "the three-agent pipeline needs lessons/agents/three_agents.py (notebook 05), which this checkout does not "
+            f"have yet ({error}); leave \"three-agents\" out of the pipelines for now"
+        ) from error
+    retriever = _hybrid(r, r.k).invoke  # the same first stage as the hybrid pipeline, top k
+
+    def run(question: str) -> PipelineResult:
+        result = run_three_agents(question, retriever=retriever, llm=r.llm)
+        context = list(result.context)
+        return PipelineResult(result.answer, bool(result.abstained), context, [] if result.abstained else context)
+
+    return run
+
+
+class PipelineUnavailable(RuntimeError):
+    """A pipeline that cannot be built in this checkout; the message says why and what to do."""
+
+
+class UnknownPipeline(ValueError):
+    """A pipeline name that is not in `PIPELINES`; the message lists the names."""
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    name: str
+    notebook: str
+    description: str
+    build: Callable[[Resources], Pipeline]
+    retrieval: Callable[[Resources], Callable[[str], list[Document]]] | None = None  # its ranking, if it needs no chat model
+
+
+PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
+    PipelineSpec("dense", "01", "nearest chunks by embedding (the baseline), shared answer step", build_dense,
+                 dense_retrieval),
+    PipelineSpec("hybrid", "02", "dense + BM25 fused by reciprocal rank fusion, shared answer step", build_hybrid,
+                 hybrid_retrieval),
+    PipelineSpec("hybrid+rerank", "02", ("hybrid candidates reranked by the course's reranker (cross-encoder for "
+                 "English; default_reranker's route for Chinese), shared answer step"), build_hybrid_rerank, rerank_retrieval),
+    PipelineSpec("qa-hybrid", "03", "chunks and generated questions in one index, hits mapped to chunks", build_qa_hybrid),
+    PipelineSpec("grading-loop", "04", "hybrid top k graded by calibrated P(yes), rewrite up to a cap, answer from relevant chunks or abstain",
+                 build_grading_loop_pipeline),
+    PipelineSpec("three-agents", "05", "relevance checker, research agent, verification agent (re-research capped)", build_three_agents),
+]}  # fmt: skip
+
+
+def check_pipeline_names(names: Sequence[str], where: str = "pipelines") -> list[str]:
+    """`names` if every one is known, else an error that lists the known names."""
+    unknown = [n for n in names if n not in PIPELINES]
+    if unknown:
+        raise UnknownPipeline(f"unknown pipeline(s) {unknown} in {where} — choose from: {', '.join(PIPELINES)}")
+    if not names:
+        raise UnknownPipeline(f"no pipelines in {where} — choose from: {', '.join(PIPELINES)}")
+    return list(names)
+
+
+def build_pipelines(names: Sequence[str], resources: Resources) -> dict[str, Pipeline]:
+    """The named pipelines, in the order given."""
+    return {name: PIPELINES[name].build(resources) for name in check_pipeline_names(names)}
+
+
+# --- retrieval metrics -----------------------------------------------------------------------------
+
+
+def relevance(documents: Sequence[Document], item: TestItem) -> list[bool]:
+    """For each ranked chunk: is it one of the item's evidence chunks, or does it contain an evidence quote?"""
+    from lessons.evaluation.metrics import relevance_labels
+
+    ids = set(item.evidence_chunk_ids)
+    by_quote = relevance_labels([d.page_content for d in documents], item.evidence) if item.evidence else [False] * len(documents)
+    return [chunk_id_of(d) in ids or quoted for d, quoted in zip(documents, by_quote)]
+
+
+def retrieval_scores(
+    documents: Sequence[Document], item: TestItem, n_relevant: int | None, k: int = K, rank_k: int = RANK_K
+) -> dict[str, float]:
+    """hit@k, recall@k, MRR@rank_k and nDCG@rank_k of one ranked list (recall: of the quotes when the
+    item has them — a multi-hop question needs all — else of the evidence chunks)."""
+    labels = relevance(documents, item)
+    texts = [d.page_content for d in documents]
+    if item.evidence:
+        recall = evidence_recall_at_k(texts, item.evidence, k)
+    else:
+        recall = chunk_recall_at_k([chunk_id_of(d) for d in documents], item.evidence_chunk_ids, k)
+    return {
+        f"hit@{k}": hit_at_k(labels, k),
+        f"recall@{k}": recall,
+        f"MRR@{rank_k}": mrr_at_k(labels, rank_k),
+        f"nDCG@{rank_k}": ndcg_at_k(labels, rank_k, n_relevant),
+    }
+
+
+def relevant_counts(chunks: Sequence[Document], items: Sequence[TestItem]) -> dict[str, int]:
+    """How many chunks of the index are relevant to each item (the ideal ranking of nDCG)."""
+    return {item.id: sum(relevance(chunks, item)) for item in items if item.answerable}
+
+
+# --- the judges --------------------------------------------------------------------------------------
+
+
+class FaithfulnessVerdict(BaseModel):
+    """Whether the answer's main claim is stated in the context: copy both sides, then decide."""
+
+    answer_claim: str = Field(description="the main fact the answer states (a figure, name, date, version…), copied: one short sentence")
+    context_says: str = Field(
+        description="the ONE sentence or table row of the context that states that fact, copied (not the whole context); empty if none does"
+    )
+    consistent: Literal["yes", "no"] = Field(
+        description="'yes' if context_says states the same fact with the same figures and names; otherwise 'no'"
+    )
+
+
+class CompletenessVerdict(BaseModel):
+    """Whether the answer states the reference answer's key fact: copy both sides, then decide."""
+
+    reference_key_fact: str = Field(description="the most important fact of the reference answer, copied")
+    answer_says: str = Field(description="what the answer says about that fact, copied from the answer; empty if it does not say")
+    complete: Literal["yes", "no"] = Field(
+        description="'yes' if answer_says states the same fact with the same figures and names; otherwise 'no'"
+    )
+
+
+FAITHFULNESS_PROMPT = """Check an answer against the context it was written from. Find the main fact the answer states,
+then what the context says about it. Use only the context, nothing you know from elsewhere: a fact is supported only
+if the context states it, and a different number, name or date is a different fact. Wording and language may differ.
+
+{data_rule}
+
+Question: {question}
+
+Context:
+{context}
+
+Answer: {answer}"""
+
+COMPLETENESS_PROMPT = """Compare an answer with the reference answer to the same question. Find the reference's most
+important fact (a figure, name, date, version), then what the answer says about it. A different number is a
+different fact. Wording and language may differ (an English reference can be matched by a Chinese answer).
+
+Question: {question}
+Reference answer: {reference}
+Answer: {answer}"""
+
+Status = Literal["judged", "judge_failed", "abstained", "not_applicable", "pipeline_error"]
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A 0/1 score with the judge's reason, or no score and why not (`status`, `cause`)."""
+
+    score: int | None
+    status: Status
+    reason: str = ""
+    cause: str | None = None
+
+
+def run_judge(model: BaseChatModel, schema: type[BaseModel], verdict_field: str, prompt: str) -> Judgement:
+    """Ask the judge; 1 for "yes", 0 for "no"; a failure becomes `judge_failed` with its cause, never a guess."""
+    try:
+        verdict = invoke_structured(model, schema, prompt)
+    except Exception as error:  # an unparseable verdict or an unreachable model is a recorded failure
+        return Judgement(None, "judge_failed", cause=f"{type(error).__name__}: {str(error)[:300]}")
+    notes = [f"{name}: {value.strip()}" for name, value in verdict.model_dump().items()
+             if name != verdict_field and isinstance(value, str)]  # fmt: skip
+    return Judgement(int(getattr(verdict, verdict_field) == "yes"), "judged", reason=" · ".join(notes))
+
+
+def _context_text(context: Sequence[Document], max_chars: int = MAX_CONTEXT_CHARS) -> str:
+    """The context as delimited data blocks (`lessons.core.prompt_safety.as_data`), at most `max_chars` of text in all:
+    the budget is shared out before wrapping, so no block loses its closing tag."""
+    from lessons.core.prompt_safety import as_data
+
+    blocks, room = [], max_chars
+    for number, document in enumerate(context, 1):
+        if room <= 0:
+            break
+        text = document.page_content[:room]
+        room -= len(text)
+        blocks.append(as_data(text, number=number, source=document.metadata.get("source")))
+    return "\n\n".join(blocks)
+
+
+def judge_faithfulness(model: BaseChatModel, question: str, answer: str, context: Sequence[Document]) -> Judgement:
+    """1 when every fact of `answer` is stated in `context`, 0 otherwise (typed verdict with a reason)."""
+    from lessons.core.prompt_safety import DATA_RULE
+
+    prompt = FAITHFULNESS_PROMPT.format(data_rule=DATA_RULE, question=question, context=_context_text(context), answer=answer)
+    return run_judge(model, FaithfulnessVerdict, "consistent", prompt)
+
+
+def judge_completeness(model: BaseChatModel, question: str, answer: str, reference: str) -> Judgement:
+    """1 when `answer` states every key fact of `reference`, 0 otherwise (typed verdict with a reason)."""
+    prompt = COMPLETENESS_PROMPT.format(question=question, reference=reference, answer=answer)
+    return run_judge(model, CompletenessVerdict, "complete", prompt)
+
+
+def judge_answer(judge: BaseChatModel, item: TestItem, result: PipelineResult) -> tuple[Judgement, Judgement]:
+    """(factual consistency, completeness) of one answer. Abstentions make no claim: they are not
+    judged for consistency, and score 0 for completeness on an answerable question."""
+    if result.abstained:
+        faithful = Judgement(None, "abstained", "no answer, nothing to check")
+        complete = Judgement(0, "abstained", "abstained on an answerable question") if item.answerable else \
+            Judgement(None, "not_applicable", "out-of-KB question")  # fmt: skip
+        return faithful, complete
+    faithful = judge_faithfulness(judge, item.question, result.answer, result.context) if result.context else \
+        Judgement(0, "judged", "answered without any context")  # fmt: skip
+    if not item.answerable:
+        return faithful, Judgement(None, "not_applicable", "out-of-KB question")
+    return faithful, judge_completeness(judge, item.question, result.answer, item.reference)
+
+
+# --- running an evaluation ---------------------------------------------------------------------------
+
+
+def evaluate_item(
+    name: str, pipeline: Pipeline, item: TestItem, judge: BaseChatModel, n_relevant: int | None,
+    k: int = K, rank_k: int = RANK_K,
+) -> dict[str, Any]:  # fmt: skip
+    """One row: the pipeline's answer, retrieval metrics, the two judgements, time, calls, tokens, cost."""
+    row: dict[str, Any] = {"pipeline": name, "question_id": item.id, "language": item.language, "type": item.type,
+                           "origin": item.origin, "answerable": item.answerable}  # fmt: skip
+    error = None
+    with metered() as meter:
+        started = time.perf_counter()
+        try:
+            result = pipeline(item.question)
+        except Exception as exc:  # one failing question must not lose the run; it is recorded
+            result, error = PipelineResult("", False, [], []), f"{type(exc).__name__}: {str(exc)[:300]}"
+        seconds = time.perf_counter() - started
+    row.update({"answer": result.answer, "abstained": result.abstained if error is None else None,
+                "retrieved_ids": [chunk_id_of(d) for d in result.retrieved],
+                "context_ids": [chunk_id_of(d) for d in result.context], "error": error})  # fmt: skip
+    scores = retrieval_scores(result.retrieved, item, n_relevant, k, rank_k) if item.answerable and error is None else {}
+    for metric in (f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"):
+        row[metric] = scores.get(metric)
+    if error is not None:
+        faithful = complete = Judgement(None, "pipeline_error", cause=error)
+    else:
+        faithful, complete = judge_answer(judge, item, result)
+    for prefix, judgement in (("faithful", faithful), ("complete", complete)):
+        row.update({prefix: judgement.score, f"{prefix}_status": judgement.status,
+                    f"{prefix}_reason": judgement.reason, f"{prefix}_cause": judgement.cause})  # fmt: skip
+    row["correct_abstention"] = None if item.answerable or error is not None else int(result.abstained)
+    row.update({
+        "seconds": seconds,
+        **meter.counts(),
+        "deepseek_usd": deepseek_cost_usd(meter.input_tokens, meter.output_tokens),
+    })  # fmt: skip
+    return row
+
+
+def evaluate(
+    pipelines: Mapping[str, Pipeline],
+    items: Sequence[TestItem],
+    judge: BaseChatModel,
+    chunks: Sequence[Document],
+    *,
+    k: int = K,
+    rank_k: int = RANK_K,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """One row per (pipeline, question), pipelines in the given order, questions in test-set order.
+
+    The cost columns count the pipeline's own calls, not the judge's: what the pipeline costs in use.
+    """
+    from tqdm.auto import tqdm
+
+    counts = relevant_counts(chunks, items)
+    pairs = [(name, item) for name in pipelines for item in items]
+    rows = [
+        evaluate_item(name, pipelines[name], item, judge, counts.get(item.id), k, rank_k)
+        for name, item in tqdm(pairs, desc="pipeline × question", disable=not progress)
+    ]
+    return pd.DataFrame(rows)
+
+
+def _mean(series: pd.Series) -> float | None:
+    values = series.dropna()
+    return float(values.astype(float).mean()) if len(values) else None
+
+
+def compare(rows: pd.DataFrame, k: int = K, rank_k: int = RANK_K, timing: bool = True) -> pd.DataFrame:
+    """One row per pipeline. Retrieval metrics and completeness over answerable questions; factual
+    consistency over answers that were judged; abstention over out-of-KB questions; judge failures
+    and pipeline errors counted; cost per question. `timing=False` leaves out the seconds (the only
+    column that changes on a re-run)."""
+    table = []
+    for name, group in rows.groupby("pipeline", sort=False):
+        in_kb, out_kb = group[group["answerable"]], group[~group["answerable"]]
+        answered = in_kb[in_kb["abstained"] == False]  # noqa: E712 (None = pipeline error stays out)
+        row: dict[str, Any] = {"pipeline": name, "questions": len(group)}
+        for metric in (f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"):
+            row[metric] = _mean(in_kb[metric])
+        row.update({
+            "answered (in-KB)": len(answered) / len(in_kb) if len(in_kb) else None,
+            "factual consistency": _mean(group["faithful"]),
+            "judged answers": int((group["faithful_status"] == "judged").sum()),
+            "completeness": _mean(in_kb["complete"]),
+            "abstained (out-of-KB)": _mean(out_kb["correct_abstention"]) if len(out_kb) else None,
+            "judge failures": int(((group["faithful_status"] == "judge_failed") | (group["complete_status"] == "judge_failed")).sum()),
+            "pipeline errors": int(group["error"].notna().sum()),
+            "LLM calls/question": group["llm_calls"].mean(),
+            "tokens/question": group["tokens"].mean(),
+            "DeepSeek $/question": group["deepseek_usd"].mean(),
+        })  # fmt: skip
+        if timing:
+            row["s/question"] = group["seconds"].mean()
+        table.append(row)
+    return pd.DataFrame(table).set_index("pipeline")
+
+
+def judge_failures(rows: pd.DataFrame) -> pd.DataFrame:
+    """Every judge failure: pipeline, question, which judge, and the cause."""
+    failures = []
+    for _, r in rows.iterrows():
+        for prefix, judge_name in (("faithful", "factual consistency"), ("complete", "completeness")):
+            if r[f"{prefix}_status"] == "judge_failed":
+                failures.append({"pipeline": r["pipeline"], "question_id": r["question_id"], "judge": judge_name,
+                                 "cause": r[f"{prefix}_cause"]})  # fmt: skip
+    return pd.DataFrame(failures, columns=["pipeline", "question_id", "judge", "cause"])
+
+
+# --- saving ------------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: NaN becomes null (explicit), numpy scalars become Python numbers."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
+        return _plain(value.item())
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def results_json(rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[TestItem], meta: Mapping[str, Any]) -> dict:
+    """Everything a report needs, JSON-ready: settings, test set, per-question rows, the table."""
+    return _plain({
+        "meta": dict(meta),
+        "test_set": [i.model_dump() for i in items],
+        "table": [{"pipeline": name, **values} for name, values in table.to_dict(orient="index").items()],
+        "rows": rows.to_dict(orient="records"),
+    })  # fmt: skip
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4f}" if abs(value) < 0.01 and value else f"{value:.2f}"
+    return str(value)
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """A pipe table of `compare`'s output, pipelines as rows."""
+    header = ["pipeline", *table.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    counts = {"questions", "judged answers", "judge failures", "pipeline errors"}
+    for name, values in table.iterrows():
+        cells = [str(int(v)) if column in counts and v is not None and not pd.isna(v) else _fmt(v)
+                 for column, v in values.items()]  # fmt: skip
+        lines.append("| " + " | ".join([str(name), *cells]) + " |")
+    return "\n".join(lines)
+
+
+def report_markdown(rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[TestItem], meta: Mapping[str, Any]) -> str:
+    """The human-readable report: settings, the comparison table, judge failures, pipeline errors."""
+    from lessons.evaluation.testset import describe
+
+    lines = ["# RAG evaluation report", ""]
+    lines += [f"- **{key}**: {value}" for key, value in meta.items()]
+    lines += ["", "## Test set", "", "| " + " | ".join(describe(items)) + " |", "|" + "---|" * len(describe(items)),
+              "| " + " | ".join(_fmt(v) for v in describe(items).values()) + " |", ""]  # fmt: skip
+    lines += ["## Pipelines compared", "", markdown_table(table), "",
+              "Retrieval metrics and completeness: answerable questions. Factual consistency: answers that were "
+              "judged (abstentions make no claim). Abstained: out-of-KB questions. Cost columns count the pipeline's "
+              "own calls (not the judge's); DeepSeek $ is the list price of those tokens.", ""]  # fmt: skip
+    failures = judge_failures(rows)
+    lines += ["## Judge failures", ""]
+    lines += [f"- {r.pipeline} · {r.question_id} · {r.judge}: {r.cause}" for r in failures.itertuples()] or ["None."]
+    errors = rows[rows["error"].notna()]
+    lines += ["", "## Pipeline errors", ""]
+    lines += [f"- {r.pipeline} · {r.question_id}: {r.error}" for r in errors.itertuples()] or ["None."]
+    return "\n".join(lines) + "\n"
+
+
+def save_report(
+    out_dir: str | Path, rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[TestItem], meta: Mapping[str, Any]
+) -> tuple[Path, Path]:
+    """Write `results.json` and `report.md` into `out_dir`; returns both paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = out / "results.json", out / "report.md"
+    json_path.write_text(json.dumps(results_json(rows, table, items, meta), ensure_ascii=False, indent=1), encoding="utf-8")
+    md_path.write_text(report_markdown(rows, table, items, meta), encoding="utf-8")
+    return json_path, md_path
+
+
+def plot_comparison(table: pd.DataFrame, k: int = K, rank_k: int = RANK_K):
+    """Three panels: retrieval metrics, answer metrics, and cost per question (LLM calls, seconds)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5), gridspec_kw={"width_ratios": [1.2, 1.2, 1]})
+    retrieval = [f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"]
+    answers = [c for c in ("answered (in-KB)", "factual consistency", "completeness", "abstained (out-of-KB)") if c in table]
+    table[retrieval].astype(float).plot.barh(ax=axes[0], xlim=(0, 1.05), title="Retrieval (answerable questions)")
+    table[answers].astype(float).plot.barh(ax=axes[1], xlim=(0, 1.05), title="Answers (LLM judge)")
+    cost = table[["LLM calls/question"] + (["s/question"] if "s/question" in table else [])].astype(float)
+    cost.plot.barh(ax=axes[2], title="Cost per question")
+    for ax in axes:
+        ax.invert_yaxis()
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
+    for ax in axes[1:]:
+        ax.set_ylabel("")
+    fig.tight_layout()
+    return fig
+
+
+# --- retrieval on every question, two corpora, thresholds that travel ---------------------------------
+
+GOAL_K = 5  # the depth of the course's retrieval goals (recall@5)
+
+
+def retrieval_only_names(names: Sequence[str]) -> list[str]:
+    """The pipelines among `names` whose ranking needs no chat model (their retrieval is measured on every question)."""
+    return [name for name in check_pipeline_names(names) if PIPELINES[name].retrieval is not None]
+
+
+def retrieval_rows(
+    names: Sequence[str], resources: Resources, items: Sequence[TestItem], *, k: int = GOAL_K,
+    corpus: str = "", progress: bool = True,
+) -> pd.DataFrame:  # fmt: skip
+    """One row per (pipeline, answerable item): hit@k, recall@k, MRR, nDCG and milliseconds, for every
+    pipeline in `names` whose ranking needs no chat model — free to run on a whole gold set.
+
+    Introduced in notebook 06 (evaluation)."""
+    from tqdm.auto import tqdm
+
+    answerable = [i for i in items if i.answerable]
+    counts = relevant_counts(resources.chunks, answerable)
+    rows = []
+    for name in retrieval_only_names(names):
+        retrieve = PIPELINES[name].retrieval(resources)
+        for item in tqdm(answerable, desc=f"{corpus} {name}".strip(), disable=not progress, leave=False):
+            started = time.perf_counter()
+            ranked = retrieve(item.question)
+            ms = 1000 * (time.perf_counter() - started)
+            rows.append({"corpus": corpus, "pipeline": name, "question_id": item.id, "language": item.language,
+                         "type": item.type, **retrieval_scores(ranked, item, counts[item.id], k, resources.rank_k),
+                         "ms": ms})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def retrieval_goals(rows: pd.DataFrame, baseline: str = "dense", k: int = GOAL_K,
+                    english_goal: float = 0.90, misses_goal: float = 0.50) -> pd.DataFrame:
+    """Per corpus and pipeline: English recall@k, and the share of the baseline's recall@k misses it removes
+    (a miss is the missing share of a question's evidence, summed over both languages), with the goals met or not."""
+    recall = f"recall@{k}"
+    out = []
+    for corpus, group in rows.groupby("corpus", sort=False):
+        base = group[group["pipeline"] == baseline]
+        base_misses = float((1 - base[recall]).sum())
+        for name, part in group.groupby("pipeline", sort=False):
+            english = part[part["language"] == "en"][recall]
+            misses = float((1 - part[recall]).sum())
+            removed = (base_misses - misses) / base_misses if base_misses else None
+            en = float(english.mean()) if len(english) else None
+            out.append({"corpus": corpus, "pipeline": name, "questions": len(part), f"English {recall}": en,
+                        f"{recall}": float(part[recall].mean()), "misses": misses,
+                        f"{baseline}'s misses removed": removed,
+                        "English goal met": en is not None and en >= english_goal,
+                        "misses goal met": removed is not None and removed >= misses_goal})  # fmt: skip
+    return pd.DataFrame(out)
+
+
+def best_scores(score: Callable[[str, list[Document]], list[float]], retrieve: Callable[[str], list[Document]],
+                items: Sequence[TestItem], *, progress: bool = True, desc: str = "") -> pd.DataFrame:
+    """Each item's best score among the documents `retrieve` finds for it (answered when it reaches a
+    threshold): the input of every calibrated decision. `score(question, documents)` is the gate's P(yes),
+    a cross-encoder, or anything else that scores documents."""
+    from tqdm.auto import tqdm
+
+    rows = []
+    for item in tqdm(items, desc=desc or "best scores", disable=not progress, leave=False):
+        documents = list(retrieve(item.question))
+        values = score(item.question, documents) if documents else []
+        rows.append({"question_id": item.id, "language": item.language, "answerable": item.answerable,
+                     "score": max(values) if len(values) else 0.0})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def threshold_transfer(scores: Mapping[str, pd.DataFrame], min_abstention: float = 0.95,
+                       per_language: bool = True) -> pd.DataFrame:
+    """Calibrate a cut-off on each corpus (`lessons.agents.grading.choose_threshold`, per language when asked) and
+    measure it on every corpus, the home one included: how many answerable questions it keeps and how many
+    out-of-KB ones it refuses. A threshold that travels keeps both shares when it leaves home."""
+    from lessons.agents.grading import choose_threshold
+
+    def cut_offs(frame: pd.DataFrame) -> dict[str, float | None]:
+        groups = frame.groupby("language") if per_language else [("all", frame)]
+        chosen = {}
+        for language, part in groups:
+            inside, outside = part[part["answerable"]]["score"], part[~part["answerable"]]["score"]
+            chosen[language] = choose_threshold(list(inside), list(outside), min_abstention) if len(outside) else None
+        return chosen
+
+    def apply(frame: pd.DataFrame, chosen: Mapping[str, float | None]) -> pd.Series:
+        keys = frame["language"] if per_language else pd.Series("all", index=frame.index)
+        return pd.Series([None if chosen.get(key) is None else score >= chosen[key]
+                          for key, score in zip(keys, frame["score"])], index=frame.index)  # fmt: skip
+
+    rows = []
+    for home, home_frame in scores.items():
+        chosen = cut_offs(home_frame)
+        for away, frame in scores.items():
+            answered = apply(frame, chosen)
+            known = answered.notna()
+            inside, outside = known & frame["answerable"], known & ~frame["answerable"]
+            rows.append({
+                "calibrated on": home, "measured on": away,
+                "thresholds": ", ".join(f"{key} {value:.3f}" if value is not None else f"{key} –" for key, value in sorted(chosen.items())),
+                "answerable kept": float(answered[inside].astype(bool).mean()) if inside.any() else None,
+                "out-of-KB refused": float((~answered[outside].astype(bool)).mean()) if outside.any() else None,
+                "questions": int(known.sum()),
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def plot_corpora(retrieval: pd.DataFrame, answers: Mapping[str, pd.DataFrame], k: int = GOAL_K):
+    """One figure, the corpora side by side for every pipeline: recall@k on every answerable gold question
+    (no LLM), completeness and out-of-KB abstention on the judged sample, and LLM calls per question."""
+    import matplotlib.pyplot as plt
+
+    panels = [("recall", t("recall@{k} (every gold question)", k=k)), ("complete", t("completeness (judged sample)")),
+              ("abstain", t("abstained on out-of-KB (sample)")), ("calls", t("LLM calls / question"))]  # fmt: skip
+    data = {"recall": retrieval.pivot_table(index="pipeline", columns="corpus", values=f"recall@{k}", sort=False)}
+    for key, column in (("complete", "completeness"), ("abstain", "abstained (out-of-KB)"), ("calls", "LLM calls/question")):
+        data[key] = pd.DataFrame({corpus: table[column] for corpus, table in answers.items()}).astype(float)
+    fig, axes = plt.subplots(1, len(panels), figsize=(18, 4.8))
+    for ax, (key, title) in zip(axes, panels):
+        frame = data[key]
+        frame.plot.barh(ax=ax, title=title, xlim=(0, 1.05) if key != "calls" else None, legend=False)
+        ax.invert_yaxis()
+        ax.set_ylabel("")
+    axes[0].legend(title=t("corpus"), fontsize=8, loc="lower left")
+    fig.tight_layout()
+    return fig
+
+
+def _share_text(value: Any) -> str:
+    return "–" if value is None or pd.isna(value) else f"{value:.2f}"
+
+
+def _ranks(values: pd.Series) -> pd.Series:
+    return values.rank(ascending=False, method="min").astype(int)
+
+
+def findings_markdown(retrieval: pd.DataFrame, goals: pd.DataFrame, answers: Mapping[str, pd.DataFrame],
+                      transfer: Mapping[str, pd.DataFrame], k: int = GOAL_K, baseline: str = "dense") -> str:
+    """The notebook's findings as Markdown, every figure and every direction taken from the run's tables:
+    the goals (met or missed), which pipelines change rank between the corpora and in which language the
+    change comes from, the answer sample, and how far each calibrated cut-off travels.
+
+    Introduced in notebook 06 (evaluation)."""
+    recall = f"recall@{k}"
+    corpora = list(dict.fromkeys(retrieval["corpus"]))
+    lines = []
+    for corpus in corpora:
+        part = goals[goals["corpus"] == corpus].set_index("pipeline")
+        best = part[f"English {recall}"].astype(float).idxmax()
+        row = part.loc[best]
+        removed = row[f"{baseline}'s misses removed"]
+        lines.append(t(
+            "- **Goals on {corpus}** ({n} answerable gold questions, no model calls): the best English {recall} is "
+            "{best}'s {value:.2f} — goal 0.90 {english_met}; it removes {removed} of {baseline}'s {recall} misses over both "
+            "languages — goal 50% {misses_met}.", corpus=corpus, n=int(row["questions"]), recall=recall, best=best,
+            value=row[f"English {recall}"], english_met=t("met") if row["English goal met"] else t("missed"),
+            removed=f"{removed:.0%}" if removed is not None and not pd.isna(removed) else t("none"), baseline=baseline,
+            misses_met=t("met") if row["misses goal met"] else t("missed")))  # fmt: skip
+    if len(corpora) == 2:
+        means = retrieval.pivot_table(index="pipeline", columns="corpus", values=recall, sort=False)
+        ranks = means.apply(_ranks)
+        by_language = retrieval.pivot_table(index="pipeline", columns=["corpus", "language"], values=recall, sort=False)
+        a, b = corpora
+        moved = [name for name in ranks.index if ranks.loc[name, a] != ranks.loc[name, b]]
+        if not moved:
+            lines.append(t("- **Rank by {recall}**: the same order on both corpora ({order}).", recall=recall,
+                           order=" > ".join(means[a].sort_values(ascending=False).index)))
+        for name in moved:
+            deltas = {lang: by_language.loc[name, (b, lang)] - by_language.loc[name, (a, lang)]
+                      for lang in ("en", "zh") if (a, lang) in by_language.columns and (b, lang) in by_language.columns}
+            lead = max(deltas, key=lambda lang: abs(deltas[lang])) if deltas else None
+            why = (t("; the move comes mostly from {language} questions ({recall} {before:.2f} on {a} → {after:.2f} on {b})",
+                     language=t("English") if lead == "en" else t("Chinese"), recall=recall,
+                     before=by_language.loc[name, (a, lead)], a=a, after=by_language.loc[name, (b, lead)], b=b)
+                   if lead else "")
+            lines.append(t("- **{name} changes rank**: {rank_a} on {a} ({mean_a:.2f}), {rank_b} on {b} ({mean_b:.2f}){why}.",
+                           name=name, rank_a=ranks.loc[name, a], a=a, mean_a=means.loc[name, a], rank_b=ranks.loc[name, b],
+                           b=b, mean_b=means.loc[name, b], why=why))  # fmt: skip
+        shares = retrieval.drop_duplicates(["corpus", "question_id"]).groupby("corpus")["language"].apply(
+            lambda s: (s == "zh").mean())
+        lines.append(t("- Chinese questions are {share_a:.0%} of {a}'s answerable gold set and {share_b:.0%} of {b}'s: a "
+                       "technique that helps one language more moves with that share.", share_a=shares[a], a=a,
+                       share_b=shares[b], b=b))  # fmt: skip
+    for corpus, table in answers.items():
+        complete = table["completeness"].astype(float)
+        abstain = table["abstained (out-of-KB)"].astype(float)
+        calls = table["LLM calls/question"].astype(float)
+        lines.append(
+            t("- **Answers on {corpus}** ({n} questions, read directions, not decimals): most complete {complete} "
+              "({complete_value:.2f}), ", corpus=corpus, n=int(table["questions"].max()), complete=complete.idxmax(),
+              complete_value=complete.max())
+            + (t("best abstention {abstain} ({abstain_value:.2f}), ", abstain=abstain.idxmax(), abstain_value=abstain.max())
+               if abstain.notna().any() else "")
+            + t("cheapest {cheapest} ({cheapest_calls:.1f} calls/question), dearest {dearest} ({dearest_calls:.1f}).",
+                cheapest=calls.idxmin(), cheapest_calls=calls.min(), dearest=calls.idxmax(), dearest_calls=calls.max()))
+    for what, frame in transfer.items():
+        for _, row in frame[frame["calibrated on"] != frame["measured on"]].iterrows():
+            home = frame[(frame["calibrated on"] == row["calibrated on"]) & (frame["measured on"] == row["calibrated on"])].iloc[0]
+            lines.append(t("- **{what}, calibrated on {home}** ({thresholds}): at home it keeps {kept} of answerable questions "
+                           "and refuses {refused} of out-of-KB ones; on {away} {away_kept} and {away_refused}.", what=what,
+                           home=row["calibrated on"], thresholds=row["thresholds"], kept=_share_text(home["answerable kept"]),
+                           refused=_share_text(home["out-of-KB refused"]), away=row["measured on"],
+                           away_kept=_share_text(row["answerable kept"]),
+                           away_refused=_share_text(row["out-of-KB refused"])))  # fmt: skip
+    return "\n".join(lines)

@@ -1,0 +1,415 @@
+"""Measure retrieval techniques on the gold set: quality, latency and LLM cost per question.
+
+Introduced in notebook 02 (retrieval tricks). A `Technique` is a name and a Runnable from a
+question to ranked `Document`s. `evaluate_techniques` runs each one on its questions and returns
+one row per (technique, question): hit@5, evidence recall@5, MRR@10, nDCG@10, characters in the
+top 5, seconds, and the LLM calls and tokens the question cost — counted by an `LLMCallMeter`
+passed as a callback, which also counts answers served from the LLM cache (with the tokens they
+cost when first asked), so a re-run reports the same cost. `summarise` turns the rows into one
+table against the baseline, always compared on the same questions.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from langchain_chroma import Chroma
+from langchain_classic.retrievers import ContextualCompressionRetriever
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.outputs import LLMResult
+from langchain_core.runnables import Runnable
+
+from lessons.core.i18n import t
+from lessons.core.usage import _token_usage
+from lessons.evaluation.metrics import evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k, relevance_labels
+from lessons.ingest.corpus import GoldQuestion
+from lessons.retrieval.context_expansion import MAX_BLOCK_CHARS, ChunkNeighbours, ContextExpansionRetriever
+from lessons.retrieval.query_transform import hyde_retriever, multi_query_retriever, step_back_retriever
+from lessons.retrieval.rerank import llm_reranker
+from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, hybrid_retriever, small_to_big_retriever
+
+HIT_K = 5
+RANK_K = 10
+METRICS = [f"hit@{HIT_K}", f"recall@{HIT_K}", f"MRR@{RANK_K}", f"nDCG@{RANK_K}"]
+BASELINE = "dense (baseline)"
+
+
+@dataclass(frozen=True)
+class Technique:
+    """A named retrieval technique: a Runnable from question to ranked documents."""
+
+    name: str
+    retriever: Runnable
+    uses_llm: bool = False
+    sample_only: bool = False  # evaluated on the chat model's sample only (a matched comparison for it)
+
+    @property
+    def on_sample(self) -> bool:
+        """Whether the technique runs on the sample (it calls the chat model, or is compared with one that does)."""
+        return self.uses_llm or self.sample_only
+
+
+class LLMCallMeter(BaseCallbackHandler):
+    """Counts chat-model calls and their tokens, including answers served from the LLM cache."""
+
+    def __init__(self):
+        self.calls = self.cached_calls = self.input_tokens = self.output_tokens = 0
+        self._lock = threading.Lock()
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        inputs, outputs = _token_usage(response)
+        with self._lock:
+            self.calls += 1
+            self.cached_calls += not response.llm_output  # a cache hit carries no llm_output
+            self.input_tokens += inputs
+            self.output_tokens += outputs
+
+    def counts(self) -> dict[str, int]:
+        """The counts as result-table columns: llm_calls, cached_calls, input/output tokens and their sum."""
+        return {"llm_calls": self.calls, "cached_calls": self.cached_calls, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "tokens": self.input_tokens + self.output_tokens}
+
+
+def build_techniques(
+    chunks: Sequence[Document],
+    store: Chroma,
+    llm: BaseChatModel | None = None,
+    *,
+    k: int = RANK_K,
+    candidates: int = 20,
+    llm_candidates: int = 10,
+    hits: int = 10,
+    max_block_chars: int = MAX_BLOCK_CHARS,
+    colbert: bool = True,
+) -> list[Technique]:
+    """Every technique of notebook 02, baseline first; the ones that call the chat model only when `llm` is given.
+
+    The cross-encoder reranks the hybrid top `candidates`; the chat model, at ≈ 1 s or more per passage,
+    reranks the top `llm_candidates`, and "hybrid → cross-encoder (top N)" reranks the same N so the two
+    relevance judges can be compared on equal terms. The best `hits` are expanded with neighbours into
+    blocks of at most `max_block_chars` characters.
+    """
+    from lessons.retrieval.cross_encoder import ColbertScorer, OnnxCrossEncoder
+    from lessons.retrieval.rerank import (
+        ContextualListwiseReranker,
+        LanguageRoutedReranker,
+        NeighbourContextReranker,
+        ScoredCrossEncoderReranker,
+        cross_encoder_reranker,
+        default_reranker,
+    )
+
+    def hybrid(size: int):
+        return hybrid_retriever(dense_retriever(store, size), bm25_retriever(chunks, size), k=size)
+
+    def reranked(size: int, compressor) -> ContextualCompressionRetriever:
+        return ContextualCompressionRetriever(base_retriever=hybrid(size), base_compressor=compressor)
+
+    neighbours = ChunkNeighbours(chunks)
+    model = OnnxCrossEncoder()
+    routed = default_reranker(top_n=k)
+    routed_with_neighbours = LanguageRoutedReranker(
+        routes={language: NeighbourContextReranker(model=model, top_n=k, neighbours=neighbours, max_chars=max_block_chars)
+                for language in routed.routes}, top_n=k)
+    techniques = [
+        Technique(BASELINE, dense_retriever(store, k)),
+        Technique("BM25", bm25_retriever(chunks, k)),
+        Technique("hybrid (RRF)", hybrid(k)),
+        Technique("small-to-big", small_to_big_retriever(chunks)),
+        Technique("hybrid + neighbours", ContextExpansionRetriever(
+            first_stage=hybrid(k), neighbours=neighbours, hits=hits, max_block_chars=max_block_chars)),
+        Technique("hybrid → cross-encoder", reranked(candidates, cross_encoder_reranker(k, model))),
+        Technique("hybrid → cross-encoder, by language", reranked(candidates, routed)),
+        Technique("hybrid → cross-encoder with neighbours", reranked(candidates, routed_with_neighbours)),
+        Technique("context expansion + cross-encoder", ContextExpansionRetriever(
+            first_stage=hybrid(candidates), neighbours=neighbours, reranker=routed, block_reranker=routed,
+            hits=hits, max_block_chars=max_block_chars)),
+    ]  # fmt: skip
+    if colbert:
+        techniques.append(Technique("hybrid → ColBERT", reranked(candidates, ScoredCrossEncoderReranker(
+            model=ColbertScorer(), top_n=k))))
+    if llm is None:
+        return techniques
+    return techniques + [
+        Technique(f"hybrid → cross-encoder (top {llm_candidates})", reranked(llm_candidates, cross_encoder_reranker(k, model)),
+                  sample_only=True),
+        Technique("hybrid → LLM rerank", reranked(llm_candidates, llm_reranker(llm, top_n=k, max_chars=max_block_chars)),
+                  uses_llm=True),
+        Technique("hybrid → contextual LLM rerank", reranked(llm_candidates, ContextualListwiseReranker(llm=llm, top_n=k)),
+                  uses_llm=True),
+        Technique("HyDE", hyde_retriever(llm, dense_retriever(store, k)), uses_llm=True),
+        Technique("multi-query", multi_query_retriever(llm, dense_retriever(store, k)), uses_llm=True),
+        Technique("step-back", step_back_retriever(llm, dense_retriever(store, k)), uses_llm=True),
+    ]  # fmt: skip
+
+
+def relevant_chunk_counts(chunks: Sequence[Document], questions: Iterable[GoldQuestion]) -> dict[str, int]:
+    """For each question, how many chunks of the index contain one of its evidence quotes (for nDCG)."""
+    texts = [chunk.page_content for chunk in chunks]
+    return {q.id: sum(relevance_labels(texts, q.evidence)) for q in questions}
+
+
+def stratified_sample(
+    questions: Sequence[GoldQuestion], n: int, seed: int = 0, include: Sequence[str] = ()
+) -> list[GoldQuestion]:
+    """`n` answerable questions, half English and half Chinese, spread over question types; seeded.
+
+    Questions whose id is in `include` are always taken (they count towards their language's half).
+    """
+    rng = random.Random(seed)
+    by_language: dict[str, list[GoldQuestion]] = defaultdict(list)
+    for question in questions:
+        if question.answerable:
+            by_language[question.language].append(question)
+    languages = sorted(by_language)
+    sample = []
+    for position, language in enumerate(languages):
+        share = n // len(languages) + (1 if position < n % len(languages) else 0)
+        forced = [q for q in by_language[language] if q.id in include][:share]
+        rest = [q for q in by_language[language] if q not in forced]
+        sample += forced + _round_robin_by_type(rest, share - len(forced), rng)
+    return sample
+
+
+def _round_robin_by_type(questions: list[GoldQuestion], n: int, rng: random.Random) -> list[GoldQuestion]:
+    """Shuffle each question type, then take one of each type in turn until `n` are taken."""
+    by_type: dict[str, list[GoldQuestion]] = defaultdict(list)
+    for question in questions:
+        by_type[question.type].append(question)
+    for group in by_type.values():
+        rng.shuffle(group)
+    types = sorted(by_type)
+    taken: list[GoldQuestion] = []
+    while len(taken) < min(n, len(questions)):
+        for kind in types:
+            if by_type[kind] and len(taken) < n:
+                taken.append(by_type[kind].pop())
+    return taken
+
+
+def score_ranking(documents: Sequence[Document], question: GoldQuestion, n_relevant: int | None) -> dict[str, float]:
+    """The retrieval metrics of one ranked list for one gold question."""
+    texts = [document.page_content for document in documents]
+    labels = relevance_labels(texts, question.evidence)
+    return {
+        f"hit@{HIT_K}": hit_at_k(labels, HIT_K),
+        f"recall@{HIT_K}": evidence_recall_at_k(texts, question.evidence, HIT_K),
+        f"MRR@{RANK_K}": mrr_at_k(labels, RANK_K),
+        f"nDCG@{RANK_K}": ndcg_at_k(labels, RANK_K, n_relevant),
+        f"chars@{HIT_K}": float(sum(len(t) for t in texts[:HIT_K])),
+    }
+
+
+def evaluate_question(technique: Technique, question: GoldQuestion, n_relevant: int | None) -> dict[str, Any]:
+    """Run one technique on one question: its metrics, time and LLM cost (an error becomes an empty list)."""
+    meter = LLMCallMeter()
+    started = time.perf_counter()
+    error = None
+    try:
+        documents = technique.retriever.invoke(question.question, config={"callbacks": [meter]})
+    except Exception as exc:  # one failing question must not lose a long evaluation run
+        documents, error = [], f"{type(exc).__name__}: {exc}"
+    seconds = time.perf_counter() - started
+    return {
+        "technique": technique.name,
+        "question_id": question.id,
+        "language": question.language,
+        "type": question.type,
+        **score_ranking(documents, question, n_relevant),
+        "seconds": seconds,
+        **meter.counts(),
+        "error": error,
+    }
+
+
+def evaluate_techniques(
+    techniques: Sequence[Technique],
+    questions: Sequence[GoldQuestion],
+    relevant_counts: Mapping[str, int] | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """One row per (technique, question); see the module docstring for the columns."""
+    from tqdm.auto import tqdm
+
+    relevant_counts = relevant_counts or {}
+    pairs = [(t, q) for t in techniques for q in questions]
+    rows = [
+        evaluate_question(technique, question, relevant_counts.get(question.id))
+        for technique, question in tqdm(pairs, desc="technique × question", disable=not progress)
+    ]
+    return pd.DataFrame(rows)
+
+
+def summarise(results: pd.DataFrame, baseline: str, question_ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """One row per technique: mean metrics and cost per question, and Δ against `baseline`.
+
+    Each technique is compared with the baseline on the questions that technique ran on, so a
+    technique evaluated on a sample is never compared with the baseline's score on all questions.
+    """
+    if question_ids is not None:
+        results = results[results["question_id"].isin(set(question_ids))]
+    base = results[results["technique"] == baseline].set_index("question_id")
+    rows = []
+    for name, group in results.groupby("technique", sort=False):
+        row: dict[str, Any] = {"technique": name, "questions": len(group)}
+        row.update({m: group[m].mean() for m in METRICS})
+        paired = base.loc[base.index.intersection(group["question_id"])]
+        row.update({f"Δ {m}": group[m].mean() - paired[m].mean() for m in METRICS})
+        row.update({
+            f"chars@{HIT_K}": group[f"chars@{HIT_K}"].mean(),
+            "ms/query": 1000 * group["seconds"].mean(),
+            "LLM calls/query": group["llm_calls"].mean(),
+            "tokens/query": group["tokens"].mean(),
+            "cached share": group["cached_calls"].sum() / max(group["llm_calls"].sum(), 1),
+            "errors": int(group["error"].notna().sum()),
+        })  # fmt: skip
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("technique")
+
+
+def breakdown(
+    results: pd.DataFrame, metric: str, by: str, groups: Sequence[str] | None = None, question_ids: Iterable[str] | None = None
+) -> pd.DataFrame:
+    """`metric` averaged per technique and per value of `by` (e.g. language or type); n per group in the headers.
+
+    Pass `question_ids` so every technique is averaged over the same questions.
+    """
+    if question_ids is not None:
+        results = results[results["question_id"].isin(set(question_ids))]
+    if groups is not None:
+        results = results[results[by].isin(groups)]
+    table = results.pivot_table(index="technique", columns=by, values=metric, aggfunc="mean", sort=False)
+    questions = results.drop_duplicates("question_id").groupby(by).size()
+    table.columns = [f"{group} (n={questions[group]})" for group in table.columns]
+    return table.reindex(results["technique"].drop_duplicates())
+
+
+def LLM_REFERENCES(llm_candidates: int = 10) -> dict[str, str]:  # noqa: N802 - a table, built for the candidate count
+    """Each chat-model technique and the technique without the chat model it should beat (notebook 02)."""
+    return {
+        "hybrid → LLM rerank": f"hybrid → cross-encoder (top {llm_candidates})",
+        "hybrid → contextual LLM rerank": "hybrid → LLM rerank",
+        "HyDE": BASELINE,
+        "multi-query": BASELINE,
+        "step-back": BASELINE,
+    }
+
+
+def gains_over(comparison: pd.DataFrame, references: Mapping[str, str]) -> pd.DataFrame:
+    """What each technique adds over its reference, on the same questions (differences of means)."""
+    present = {name: ref for name, ref in references.items() if name in comparison.index and ref in comparison.index}
+    gains = pd.DataFrame({name: comparison.loc[name, METRICS] - comparison.loc[ref, METRICS]
+                          for name, ref in present.items()}).T
+    gains.insert(0, "compared with", list(present.values()))
+    gains["LLM calls/query"] = comparison.loc[list(present), "LLM calls/query"]
+    gains["ms/query"] = comparison.loc[list(present), "ms/query"]
+    return gains
+
+
+def misses_removed(rows: pd.DataFrame, technique: str, baseline: str = BASELINE, metric: str = f"recall@{HIT_K}") -> float | None:
+    """The share of the baseline's misses (1 − recall per question, summed) that `technique` removes."""
+    base = rows[rows["technique"] == baseline].set_index("question_id")[metric]
+    other = rows[rows["technique"] == technique].set_index("question_id")[metric].reindex(base.index)
+    missed = (1 - base).sum()
+    return None if missed == 0 else float(((1 - base) - (1 - other)).sum() / missed)
+
+
+def retrieval_findings(cheap_rows: pd.DataFrame, gains: pd.DataFrame, *,
+                       baseline: str = BASELINE, llm_sample: int, mrr_claim: float = 0.15,
+                       english_goal: float = 0.90, misses_goal: float = 0.50) -> str:
+    """Notebook 02's findings as Markdown, every figure read from the run's tables (introduced in notebook 02).
+
+    `cheap_rows`: one row per (technique, question) for the techniques without a chat model, every question;
+    `gains`: `gains_over` of the chat-model techniques on the sample of `llm_sample` questions.
+    """
+    from lessons.core.prose import direction, num, pct, signed
+
+    def mean(technique, metric, language=None):
+        rows = cheap_rows[cheap_rows["technique"] == technique]
+        if language:
+            rows = rows[rows["language"] == language]
+        return float(rows[metric].mean()) if len(rows) else float("nan")
+
+    names = list(dict.fromkeys(cheap_rows["technique"]))
+    n = cheap_rows["question_id"].nunique()
+    lines = []
+    hybrid, ce, routed = "hybrid (RRF)", "hybrid → cross-encoder", "hybrid → cross-encoder, by language"
+    d_recall = mean(hybrid, "recall@5") - mean(baseline, "recall@5")
+    lines.append(t("- **Hybrid search** {verb} dense retrieval on recall@5 over all {n} questions ({hybrid} vs {dense}; "
+                   "MRR@10 {hybrid_mrr} vs {dense_mrr}), with no model call.",
+                   verb=direction(d_recall, t("beats"), t("trails"), t("matches"), 0.005), n=n,
+                   hybrid=num(mean(hybrid, "recall@5"), 3), dense=num(mean(baseline, "recall@5"), 3),
+                   hybrid_mrr=num(mean(hybrid, "MRR@10"), 3), dense_mrr=num(mean(baseline, "MRR@10"), 3)))
+    if ce in names:
+        for language, label in (("en", t("English")), ("zh", t("Chinese"))):
+            base_mrr, ce_mrr = mean(hybrid, "MRR@10", language), mean(ce, "MRR@10", language)
+            relative = (ce_mrr - base_mrr) / base_mrr if base_mrr else float("nan")
+            lines.append(t(
+                "- **Cross-encoder rerank, {label} questions:** MRR@10 {before} → {after} ({relative}% relative; the design "
+                "write-ups claim +{claim} for BGE-Reranker-v2 — {met} here), recall@5 {recall_before} → {recall_after}.",
+                label=label, before=num(base_mrr, 3), after=num(ce_mrr, 3), relative=signed(relative * 100, 1),
+                claim=pct(mrr_claim), met=t("met") if relative >= mrr_claim else t("not met"),
+                recall_before=num(mean(hybrid, "recall@5", language), 3), recall_after=num(mean(ce, "recall@5", language), 3)))
+        zh_drop = mean(ce, "recall@5", "zh") - mean(hybrid, "recall@5", "zh")
+        if routed in names:
+            lines.append(t(
+                "- **Training data decides where a reranker works.** On Chinese questions the English cross-encoder "
+                "{verb} {delta} recall@5 against the hybrid order; routed by language (the cross-encoder for English, the "
+                "fused order for Chinese) the pipeline keeps {english} English and {chinese} Chinese recall@5.",
+                verb=direction(zh_drop, t("adds"), t("costs"), t("changes"), 0.005), delta=signed(zh_drop),
+                english=num(mean(routed, "recall@5", "en"), 3), chinese=num(mean(routed, "recall@5", "zh"), 3)))
+    contextual = "hybrid → cross-encoder with neighbours"
+    if contextual in names and routed in names:
+        delta = mean(contextual, "MRR@10") - mean(routed, "MRR@10")
+        lines.append(t("- **Contextual rerank with the cross-encoder** (each candidate scored with its neighbours) {verb} "
+                       "the pointwise rerank: MRR@10 {contextual} vs {pointwise}.",
+                       verb=direction(delta, t("improves on"), t("falls behind"), t("matches"), 0.005),
+                       contextual=num(mean(contextual, "MRR@10"), 3), pointwise=num(mean(routed, "MRR@10"), 3)))
+    widened = [t for t in ("hybrid + neighbours", "context expansion + cross-encoder") if t in names]
+    for technique in widened:
+        ratio = mean(technique, "chars@5") / mean(baseline, "chars@5")
+        more_text = t(": part of any gain is simply more text for the generator to read.") if ratio > 1.1 else t(".")
+        lines.append(t("- **{technique}**: recall@5 {recall} against the baseline's {base_recall}, with {ratio:.1f}× the "
+                       "baseline's characters in the top 5 ({chars:,.0f} vs {base_chars:,.0f}){more_text}",
+                       technique=technique, recall=num(mean(technique, "recall@5"), 3),
+                       base_recall=num(mean(baseline, "recall@5"), 3), ratio=ratio, chars=mean(technique, "chars@5"),
+                       base_chars=mean(baseline, "chars@5"), more_text=more_text))
+    if "hybrid → ColBERT" in names and routed in names:
+        delta = mean("hybrid → ColBERT", "MRR@10", "en") - mean(ce, "MRR@10", "en")
+        lines.append(t("- **Late interaction (ColBERT)** {verb} the cross-encoder on English MRR@10 ({colbert} vs "
+                       "{cross_encoder}).", verb=direction(delta, t("beats"), t("trails"), t("matches"), 0.005),
+                       colbert=num(mean("hybrid → ColBERT", "MRR@10", "en"), 3), cross_encoder=num(mean(ce, "MRR@10", "en"), 3)))
+    for name, row in gains.iterrows():
+        d_mrr, d_rec = row["MRR@10"], row["recall@5"]
+        lines.append(t("- **{name}** vs {reference} on the {n} sampled questions: recall@5 {recall}, MRR@10 {mrr} — it "
+                       "{verb}, at {calls:.1f} chat-model calls per question (on so few questions one question moves a "
+                       "mean by up to {step:.2f}).", name=name, reference=row["compared with"], n=llm_sample,
+                       recall=signed(d_rec), mrr=signed(d_mrr),
+                       verb=direction(d_mrr + d_rec, t("helps"), t("hurts"), t("changes little"), 0.05),
+                       calls=row["LLM calls/query"], step=1 / max(llm_sample, 1)))
+    candidates = [t for t in names if t != baseline]
+    budget = [t for t in candidates if mean(t, "chars@5") <= 1.2 * mean(baseline, "chars@5")]
+    for label, pool in ((t("The best pipeline without a chat model by recall@5"), candidates),
+                        (t("At the baseline's amount of text (top-5 characters within 1.2×), the best"), budget)):
+        if not pool:
+            continue
+        best = max(pool, key=lambda t: mean(t, "recall@5"))
+        english = mean(best, "recall@5", "en")
+        removed = misses_removed(cheap_rows, best, baseline)
+        lines.append(t(
+            "- **Goals.** {label} is **{best}**: English recall@5 {english} (goal ≥ {english_goal}: {english_met}); it "
+            "removes {removed} of the dense baseline's recall@5 misses over both languages (goal ≥ {misses_goal}: "
+            "{misses_met}).", label=label, best=best, english=num(english, 3), english_goal=num(english_goal, 2),
+            english_met=t("met") if english >= english_goal else t("missed"), removed=pct(removed),
+            misses_goal=pct(misses_goal),
+            misses_met=t("met") if removed is not None and removed >= misses_goal else t("missed")))
+    return "\n".join(lines)

@@ -1,0 +1,197 @@
+"""The course knowledge base and its gold question set, and the second knowledge base of real READMEs.
+
+Introduced in notebook 01 (chunking). `load_corpus()` converts every document in `data/corpus/` with
+Docling (cached), `load_gold()` reads the hand-written questions in `data/eval/gold_*.jsonl`, typed
+and validated. `find_evidence()` locates a gold quote in any text, whatever the chunking.
+
+The second knowledge base (notebook 06) is real third-party text: the READMEs of ten installed
+packages in `data/packages/` (rendered by `data/build_packages.py`, pinned by its `MANIFEST.json`),
+with its own hand-written questions, `load_gold(corpus="packages")`. `corpus_folder(corpus)` gives
+either folder; `load_corpus` reads a folder with a manifest through it, checking every file's SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from langchain_core.documents import Document
+from pydantic import BaseModel, Field, model_validator
+
+from lessons.core.settings import PROJECT_ROOT
+from lessons.ingest.files import IngestLimits, IngestResult, ingest, split_sections, to_documents
+from lessons.text.normalise import normalise_for_match
+
+CORPUS_DIR = PROJECT_ROOT / "data" / "corpus"
+GOLD_DIR = PROJECT_ROOT / "data" / "eval"
+DEFAULT_LIMITS = IngestLimits()
+PACKAGES_DIR = PROJECT_ROOT / "data" / "packages"
+MANIFEST_NAME = "MANIFEST.json"
+# The knowledge bases that ship with the course: folder and gold file pattern (in GOLD_DIR).
+CORPORA = {"course": (CORPUS_DIR, "gold_*.jsonl"), "packages": (PACKAGES_DIR, "packages_gold.jsonl")}
+
+# "code" and "config" ask about a code block or a configuration setting (the packages gold set).
+QuestionType = Literal["fact", "table", "multi_hop", "paraphrase", "contradiction", "out_of_kb", "code", "config"]
+
+
+DEFAULT_LIMITS = IngestLimits()  # lessons.ingest's per-file and total size limits
+
+
+class SourceRef(BaseModel):
+    file: str
+    section: str | None = None
+    page: int | None = None
+
+
+class GoldQuestion(BaseModel):
+    """One question of the gold set: the reference answer and the exact evidence quotes."""
+
+    id: str
+    question: str
+    language: Literal["en", "zh"]
+    type: QuestionType
+    answer: str
+    sources: list[SourceRef] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+
+    @property
+    def answerable(self) -> bool:
+        return self.type != "out_of_kb"
+
+    @model_validator(mode="after")
+    def _evidence_matches_type(self) -> GoldQuestion:
+        if self.answerable and not (self.evidence and self.sources):
+            raise ValueError(f"{self.id}: an answerable question needs sources and evidence quotes")
+        if not self.answerable and (self.evidence or self.sources or self.answer):
+            raise ValueError(f"{self.id}: an out_of_kb question has no sources, evidence or answer")
+        return self
+
+
+def corpus_folder(corpus: str = "course") -> Path:
+    """The folder of a knowledge base that ships with the course: "course" (Tidewell) or "packages" (READMEs).
+
+    Introduced in notebook 06 (evaluation).
+    """
+    return CORPORA[_check_corpus(corpus)][0]
+
+
+def load_gold(folder: Path = GOLD_DIR, corpus: str = "course") -> list[GoldQuestion]:
+    """Every gold question of `corpus` ("course": English then Chinese; "packages"), validated; ids must be unique."""
+    pattern = CORPORA[_check_corpus(corpus)][1]
+    paths = sorted(Path(folder).glob(pattern))
+    if not paths:
+        raise FileNotFoundError(f"no gold question file {pattern} in {folder} — check the folder, or rebuild the data")
+    questions = []
+    for path in paths:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    questions.append(GoldQuestion.model_validate(json.loads(line)))
+                except ValueError as error:
+                    raise ValueError(f"{path.name}, line {number}: {error}") from None
+    duplicates = [qid for qid, n in Counter(q.id for q in questions).items() if n > 1]
+    if duplicates:
+        raise ValueError(f"duplicate gold question ids: {duplicates}")
+    return questions
+
+
+def sample_by_language(questions: Sequence[GoldQuestion], n: int, seed: int) -> list[GoldQuestion]:
+    """A seeded sample of `n` gold questions, half English (the odd one) and half Chinese.
+
+    Introduced in notebook 04 (the grading loop); notebooks 05 and 07 draw their samples with it.
+    English first, then Chinese, each in the order the seeded draw picked them. A language with
+    fewer questions than its half gives all it has.
+    """
+    rng = random.Random(seed)
+    english = [q for q in questions if q.language == "en"]
+    chinese = [q for q in questions if q.language == "zh"]
+    half = n // 2
+    return rng.sample(english, min(n - half, len(english))) + rng.sample(chinese, min(half, len(chinese)))
+
+
+def load_corpus(folder: Path = CORPUS_DIR, progress: bool = False, limits: IngestLimits = DEFAULT_LIMITS) -> IngestResult:
+    """Convert the knowledge base with Docling (cached by content hash); fails loudly on any skipped file.
+
+    A folder with a `MANIFEST.json` (like `data/packages/`) is read through it: exactly the files it
+    lists, each checked against the manifest's SHA-256 first (`manifest_files`).
+    """
+    listed = manifest_files(folder)
+    result = ingest(folder if listed is None else listed, progress=progress, limits=limits)
+    if result.skipped:
+        raise RuntimeError("the course knowledge base has files that did not convert:\n" + result.summary())
+    return result
+
+
+def read_manifest(folder: Path = PACKAGES_DIR) -> dict | None:
+    """The parsed `MANIFEST.json` of a knowledge-base folder, or None when the folder has none.
+
+    Introduced in notebook 06 (evaluation): it names each document's package, version and licence.
+    """
+    path = Path(folder) / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        entries = manifest["packages"]
+        if not all({"file", "sha256"} <= set(entry) for entry in entries):
+            raise KeyError("file/sha256")
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not a knowledge-base manifest ({error}) — rebuild it with data/build_packages.py") from None
+    return manifest
+
+
+def manifest_files(folder: Path) -> list[Path] | None:
+    """The files a folder's manifest lists, each checked against its SHA-256; None when there is no manifest.
+
+    Raises `ValueError` naming the file and the fix when a listed file is missing or changed, or when
+    the folder holds a document the manifest does not list (it would be silently left out).
+    """
+    manifest = read_manifest(folder)
+    if manifest is None:
+        return None
+    folder = Path(folder)
+    listed = [entry["file"] for entry in manifest["packages"]]
+    problems = []
+    for entry in manifest["packages"]:
+        path = folder / entry["file"]
+        if not path.is_file():
+            problems.append(f"{entry['file']} is missing")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+            problems.append(f"{entry['file']} differs from the text the manifest pins (edited by hand?)")
+    unlisted = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
+                      and p.name != MANIFEST_NAME and p.name not in listed)
+    problems += [f"{name} is not listed in {MANIFEST_NAME}" for name in unlisted]
+    if problems:
+        raise ValueError(f"{folder}: " + "; ".join(problems) + " — rebuild the folder with data/build_packages.py "
+                         "(git checkout restores the committed files)")
+    return [folder / name for name in listed]
+
+
+def _check_corpus(corpus: str) -> str:
+    if corpus not in CORPORA:
+        raise ValueError(f"unknown knowledge base {corpus!r} — choose one of {sorted(CORPORA)}")
+    return corpus
+
+
+def find_evidence(quote: str, text: str) -> bool:
+    """Whether `quote` occurs in `text`, compared after the normalisation used for every gold quote."""
+    return normalise_for_match(quote) in normalise_for_match(text)
+
+
+def load_documents(folder=CORPUS_DIR, limits: IngestLimits = DEFAULT_LIMITS) -> list[Document]:
+    """The knowledge base before any splitting: one Document per page (PDF, PPTX) or per file.
+
+    Introduced in notebook 01 (chunking). `limits` are the size limits of `lessons.ingest.files.IngestLimits`
+    (the ones a `FileTooLarge` message suggests).
+    """
+    return to_documents(load_corpus(folder, limits=limits).documents)
+
+
+def load_sections(folder=CORPUS_DIR, limits: IngestLimits = DEFAULT_LIMITS) -> list[Document]:
+    """The knowledge base split at its Markdown headings (one Document per section and page)."""
+    return split_sections(load_documents(folder, limits))

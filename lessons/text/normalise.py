@@ -1,0 +1,82 @@
+"""Text normalised for matching, and Docling's inline spacing tidied.
+
+Introduced in notebook 01 (chunking): `normalise_for_match` lets a gold quote be found in converted Markdown;
+`tidy_inline_spacing` removes the spaces Docling puts around inline code and emphasis. Lived in
+`lessons.ingest` before issue 20.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_WHITESPACE = re.compile(r"\s+")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"(?<=[`*~)]) (?=[.,;:!?)\]])")
+_SPACE_AFTER_BRACKET = re.compile(r"(?<=[(\[]) (?=[`*~\[])")
+_IMAGE_OR_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_ESCAPED_PUNCTUATION = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|>~<])")
+_ESCAPE_SHIFT = 0xF0000
+_ESCAPED_CHAR = re.compile("[\U000f0000-\U000f007f]")
+_STRONG_STAR = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
+_STRONG_UNDERSCORE = re.compile(r"(?<![\w_])__(?=\S)(.+?)(?<=\S)__(?![\w_])")
+_EMPHASIS_STAR = re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])")
+_EMPHASIS_UNDERSCORE = re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])")
+_STRIKETHROUGH = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
+_TABLE_RULE = re.compile(r"^[ \t|:+-]*-{3,}[ \t|:+-]*$", re.MULTILINE)
+_HEADING_MARKER = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
+
+
+def normalise_for_match(text: str) -> str:
+    """Text reduced to what a reader sees, so a gold quote can be found in converted Markdown.
+
+    Introduced in notebook 01 (chunking). Apply it to both the quote and the document, then test
+    `quote in document`. Steps, in order:
+
+    1. Unicode NFKC (full-width letters and digits, ligatures like "ﬁ", non-breaking spaces);
+    2. links and images `[text](url)` keep only their text;
+    3. emphasis markers are removed (`**bold**`, `__bold__`, `*it*`, `_it_`, `~~struck~~`), while
+       underscores inside words (`snake_case`, `ATLAS__RETRIEVAL__TOP_N`) stay, and backticks are removed;
+    4. backslash escapes are removed, keeping the escaped character literally (`\\_` → `_`,
+       `\\*` → `*`: an escaped marker is never taken for emphasis);
+    5. table rules (`|---|---|`) and heading markers (`## `) are removed, table pipes become spaces;
+    6. runs of whitespace (line breaks too) collapse to one space, and the ends are stripped.
+    """
+    text = unicodedata.normalize("NFKC", text)
+    text = _IMAGE_OR_LINK.sub(r"\1", text)
+    text = _ESCAPED_PUNCTUATION.sub(lambda match: chr(_ESCAPE_SHIFT + ord(match.group(1))), text)
+    for pattern in (_STRONG_STAR, _STRONG_UNDERSCORE, _STRIKETHROUGH, _EMPHASIS_STAR, _EMPHASIS_UNDERSCORE):
+        text = pattern.sub(r"\1", text)
+    text = text.replace("`", "")
+    text = _ESCAPED_CHAR.sub(lambda match: chr(ord(match.group()) - _ESCAPE_SHIFT), text)
+    text = _TABLE_RULE.sub(" ", text)
+    text = _HEADING_MARKER.sub("", text)
+    return _collapse_whitespace(text.replace("|", " "))
+
+
+def tidy_inline_spacing(markdown: str) -> str:
+    """Remove the spaces Docling puts between inline code, emphasis or links and punctuation.
+
+    Introduced in notebook 01 (chunking). Docling writes "run `atlasctl reload` ." and "( `c` )"; the
+    text as written, "run `atlasctl reload`." and "(`c`)", is what a quote from the document contains.
+    Code blocks are left as they are.
+    """
+    lines: list[str] = []
+    fence = ""
+    for line in markdown.split("\n"):
+        opened = _FENCE.match(line)
+        if fence:
+            if opened and opened.group(1).startswith(fence) and not opened.group(2).strip():
+                fence = ""
+            lines.append(line)
+        elif opened:
+            fence = opened.group(1)
+            lines.append(line)
+        else:
+            lines.append(_SPACE_BEFORE_PUNCTUATION.sub("", _SPACE_AFTER_BRACKET.sub("", line)))
+    return "\n".join(lines)
+
+
+def _collapse_whitespace(text: str) -> str:
+    """Runs of whitespace as single spaces, ends stripped."""
+    return _WHITESPACE.sub(" ", text).strip()
