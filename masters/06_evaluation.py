@@ -9,6 +9,7 @@
 #       PIPELINE_NAMES:
 #       - dense
 #       - grading-loop
+#       RETRIEVAL_QUESTIONS: 10
 #   jupytext:
 #     cell_metadata_filter: tags,lang,translates,-all
 #     notebook_metadata_filter: agentic_rag,-jupytext.text_representation.jupytext_version
