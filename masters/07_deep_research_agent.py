@@ -468,10 +468,10 @@ else:
 # Write `my_standalone_question(model, history, user_turn)`: `history` is a list of `(role, text)`
 # pairs. With an empty history return `user_turn` unchanged without calling the model. Otherwise ask
 # for `StandaloneQuestion` with `invoke_structured(model, StandaloneQuestion, prompt)`, where the prompt
-# is `REWRITE_PROMPT.format(history=format_history(history), turn=user_turn)`, and return its
+# is `STANDALONE_PROMPT.format(history=format_history(history), turn=user_turn)`, and return its
 # `question` (stripped) — or the turn itself if the rewrite is empty.
 
-# %% [markdown] lang="zh" translates="bf29e025e346"
+# %% [markdown] lang="zh" translates="0ede0ce75b81"
 # ## 5. 主智能体：独立问题，以及相互隔离的上下文
 #
 # 对话中的用户说："那它是什么时候发布的？"子智能体不能看到这段聊天（它会把自己很小的上下文窗口花在聊天上，
@@ -481,11 +481,11 @@ else:
 #
 # 写 `my_standalone_question(model, history, user_turn)`：`history` 是 `(role, text)` 对的列表。
 # 历史为空时原样返回 `user_turn`，不调用模型。否则用 `invoke_structured(model, StandaloneQuestion, prompt)`
-# 请求一个 `StandaloneQuestion`，其中提示词是 `REWRITE_PROMPT.format(history=format_history(history), turn=user_turn)`，
+# 请求一个 `StandaloneQuestion`，其中提示词是 `STANDALONE_PROMPT.format(history=format_history(history), turn=user_turn)`，
 # 返回它的 `question`（去掉首尾空白）——如果改写结果为空，就返回这一轮原话。
 
 # %% tags=["exercise"]
-from lessons.agents import REWRITE_PROMPT, StandaloneQuestion, format_history
+from lessons.agents import STANDALONE_PROMPT, StandaloneQuestion, format_history
 from lessons.core import invoke_structured
 
 
@@ -493,7 +493,7 @@ def my_standalone_question(model, history, user_turn):
     ### BEGIN SOLUTION
     if not history:
         return user_turn
-    prompt = REWRITE_PROMPT.format(history=format_history(history), turn=user_turn)
+    prompt = STANDALONE_PROMPT.format(history=format_history(history), turn=user_turn)
     return invoke_structured(model, StandaloneQuestion, prompt).question.strip() or user_turn
     ### END SOLUTION
 
@@ -649,18 +649,18 @@ t_labels(table[table["type"] == "contradiction"][["method", "contradiction", "an
 # %% [markdown]
 # ### What our run says
 #
-# Rendered from this run's tables (`lessons.evaluation.deep_research_eval.comparison_findings` for the measurement);
+# Rendered from this run's tables (`lessons.evaluation.deep_research_eval.method_findings` for the measurement);
 # the judge is notebook 06's completeness judge — better than a free-text judge, still a small model: read
 # the answers in the table above before you quote a share.
 
-# %% [markdown] lang="zh" translates="17402d749372"
+# %% [markdown] lang="zh" translates="9095a42f9aab"
 # ### 我们这次运行说明了什么
 #
-# 由这次运行的表格渲染而成（测量部分用 `lessons.evaluation.deep_research_eval.comparison_findings`）；
+# 由这次运行的表格渲染而成（测量部分用 `lessons.evaluation.deep_research_eval.method_findings`）；
 # 评审是 notebook 06 的完整性评审——比自由文本的评审好，但仍是一个小模型：在引用某个比例之前，先读读上面表格里的回答。
 
 # %%
-from lessons.evaluation import comparison_findings
+from lessons.evaluation import method_findings
 
 by_language = search_table.drop(columns=[t("all"), t("seconds per search")])
 rerank_gain = search_table.loc["default_reranker", t("all")] - search_table.loc[t("first stage (no rerank)"), t("all")]
@@ -669,7 +669,7 @@ findings = [
     t("Our run: {n} questions ({multi_hop} multi-hop, {table} table, the contradiction case), "
       "`MAX_STEPS = {max_steps}`, search reranker `{reranker}`.",
       n=len(sample), multi_hop=N_MULTI_HOP, table=N_TABLE, max_steps=MAX_STEPS, reranker=RERANKER),
-    *comparison_findings(runs),
+    *method_findings(runs),
     t("**The search tool's reranker** ({n} questions, four hits shown): evidence recall {recalls}"
       " — `default_reranker` {change} it by {gain:.2f} over the first stage (per language: {per_language}).",
       n=len(search_questions),

@@ -214,10 +214,46 @@ def package_exports(package: str) -> dict[str, str]:
     return {}
 
 
+def top_level_names(path: Path) -> set[str]:
+    """The public names a module defines at top level (functions, classes, assignments)."""
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if not name.startswith("_")}
+
+
+def export_clashes(package: str, exports: dict[str, str]) -> dict[str, list[str]]:
+    """Exported names that more than one module of `package` defines: name → the defining modules."""
+    folder = ROOT / package.replace(".", "/")
+    defined: dict[str, list[str]] = {}
+    for path in sorted(folder.glob("*.py")):
+        if path.name != "__init__.py":
+            for name in top_level_names(path):
+                defined.setdefault(name, []).append(dotted_of(path))
+    return {name: defined[name] for name in exports if len(defined.get(name, [])) > 1}
+
+
 def is_new_name(package_old: str, name: str) -> bool:
     """`from lessons.<package_old> import name` already means the new package: a submodule or an export."""
     package = f"lessons.{package_old}"
     return module_path(f"{package}.{name}").exists() or name in package_exports(package)
+
+
+def defining_module(package: str, name: str) -> str | None:
+    """The one module of `package` that defines `name` at top level (None when none does; an error when several do)."""
+    folder = ROOT / package.replace(".", "/")
+    if not folder.is_dir():
+        return None
+    found = [dotted_of(path) for path in sorted(folder.glob("*.py"))
+             if path.name != "__init__.py" and name in top_level_names(path)]
+    if len(found) > 1:
+        raise SystemExit(f"`from {package} import {name}` is ambiguous: {', '.join(found)} each define it. Rename one.")
+    return found[0] if found else None
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -514,11 +550,12 @@ def master_imports() -> dict[str, set[str]]:
             parts = node.module.split(".")
             for alias in node.names:
                 name = alias.name
-                if len(parts) == 2 and parts[1] in MOVES and not (parts[1] in COLLIDING
-                                                                  and is_new_name(parts[1], name)):
+                if len(parts) == 2 and parts[1] in MOVES and not (
+                        parts[1] in COLLIDING and (is_new_name(parts[1], name)
+                                                   or defining_module(node.module, name) is not None)):
                     module = resolve(parts[1], name)
                 elif len(parts) == 2 and f"lessons.{parts[1]}" in PACKAGES:
-                    module = package_exports(node.module).get(name)
+                    module = package_exports(node.module).get(name) or defining_module(node.module, name)
                     if module is None and module_path(f"{node.module}.{name}").exists():
                         continue  # a submodule, not a name
                 else:
@@ -535,14 +572,20 @@ def _isort_key(name: str) -> tuple[int, str]:
 
 def write_inits(log: list[str]) -> None:
     by_package: dict[str, dict[str, str]] = {f"lessons.{stage}": {} for stage in STAGES}
-    for package, table in by_package.items():
-        table.update(package_exports(package))
+    for package, table in by_package.items():  # keep earlier exports whose module still defines them
+        table.update({name: module for name, module in package_exports(package).items()
+                      if module_path(module).exists() and name in top_level_names(module_path(module))})
     for module, names in master_imports().items():
         package = module.rsplit(".", 1)[0]
         if package in by_package and module_path(module).exists():
             for name in names:
                 if not module_path(f"{package}.{name}").exists():  # a name like its module's would shadow it
                     by_package[package].setdefault(name, module)
+    for package, table in by_package.items():
+        clashes = export_clashes(package, table)
+        if clashes:
+            raise SystemExit(f"{package} would export names that more than one of its modules defines, so "
+                             f"`from {package} import <name>` would pick one silently: {clashes}. Rename one of each.")
     for index, stage in enumerate(STAGES, 1):
         package = f"lessons.{stage}"
         exports = dict(sorted(by_package[package].items(), key=lambda item: _isort_key(item[0])))

@@ -38,12 +38,12 @@ def test_the_standalone_question_check():
         return standalone_question(model, [("user", "?")], user_turn) if history else user_turn
 
     def no_fallback(model, history, user_turn):
-        from lessons.agents.deep_research import REWRITE_PROMPT, StandaloneQuestion, format_history
+        from lessons.agents.deep_research import STANDALONE_PROMPT, StandaloneQuestion, format_history
         from lessons.core.structured import invoke_structured
 
         if not history:
             return user_turn
-        return invoke_structured(model, StandaloneQuestion, REWRITE_PROMPT.format(
+        return invoke_structured(model, StandaloneQuestion, STANDALONE_PROMPT.format(
             history=format_history(history), turn=user_turn)).question
 
     assert not check_standalone_question(always_asks)

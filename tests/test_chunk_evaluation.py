@@ -17,7 +17,7 @@ from lessons.evaluation.chunk_evaluation import (
     findable_quotes,
     index_name,
     intact_share,
-    retrieval_scores,
+    mean_retrieval_scores,
     retrieve,
     run_parent_child,
     run_strategy,
@@ -118,9 +118,9 @@ def test_block_body_drops_fences_but_keeps_tables_whole():
 def test_retrieval_scores_hit_rate_and_mrr():
     questions = [question("q1", "?", ["BM25"]), question("q2", "?", ["Ubuntu"])]
     ranked = [[doc("nothing"), doc("uses BM25")], [doc("nothing"), doc("nothing either")]]
-    assert retrieval_scores(ranked, questions, k=2) == {"hit_rate": 0.5, "mrr": 0.25}
+    assert mean_retrieval_scores(ranked, questions, k=2) == {"hit_rate": 0.5, "mrr": 0.25}
     with pytest.raises(ValueError, match="once per question"):
-        retrieval_scores(ranked[:1], questions, k=2)
+        mean_retrieval_scores(ranked[:1], questions, k=2)
 
 
 def test_index_name_differs_for_a_subset_and_is_stable():

@@ -11,7 +11,7 @@ from lessons.evaluation.deep_research_eval import (
     SINGLE_SHOT,
     MethodRun,
     compare_methods,
-    comparison_findings,
+    method_findings,
     evidence_recall,
     measure_sample,
     run_deep_research,
@@ -146,7 +146,7 @@ def test_findings_are_computed_from_the_runs_and_follow_the_sign():
             _run("q1", "multi_hop", SINGLE_SHOT, 0.0, 0.5),
             _run("q2", "contradiction", DEEP, None, 0.0, tokens=400, contradiction="states the conflict"),
             _run("q2", "contradiction", SINGLE_SHOT, 1.0, 0.5, contradiction="follows the consistent sources")]
-    text = "\n".join(comparison_findings(runs))
+    text = "\n".join(method_findings(runs))
     assert "deep research 1 of 2, single-shot hybrid 1 of 2** — the same count" in text
     assert "1 judge failure(s)" in text and "moves a share by 0.50" in text
     assert "multi-hop 1.00 against 0.50 (deep research read more)" in text
@@ -155,9 +155,9 @@ def test_findings_are_computed_from_the_runs_and_follow_the_sign():
     assert "4.0× the tokens" in text
     assert "deep research: states the conflict; single-shot hybrid: follows the consistent sources" in text
     better = [_run("q1", "table", DEEP, 1.0, 1.0), _run("q1", "table", SINGLE_SHOT, 0.0, 1.0)]
-    assert "deep research answered 1 more correctly" in comparison_findings(better)[0]
-    assert "(the same)" in comparison_findings(better)[1]
+    assert "deep research answered 1 more correctly" in method_findings(better)[0]
+    assert "(the same)" in method_findings(better)[1]
     worse = [_run("q1", "table", DEEP, 0.0, 1.0), _run("q1", "table", SINGLE_SHOT, 1.0, 1.0)]
-    assert "single-shot answered 1 more correctly" in comparison_findings(worse)[0]
+    assert "single-shot answered 1 more correctly" in method_findings(worse)[0]
     with pytest.raises(ValueError, match="needs runs of both"):
-        comparison_findings(better[:1])
+        method_findings(better[:1])

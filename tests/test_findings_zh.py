@@ -197,21 +197,21 @@ def test_findings_markdown_of_notebook_06_in_chinese(language):
 
 
 def test_comparison_findings_of_notebook_07_in_chinese(language):
-    from lessons.evaluation.deep_research_eval import DEEP, SINGLE_SHOT, comparison_findings
+    from lessons.evaluation.deep_research_eval import DEEP, SINGLE_SHOT, method_findings
 
     run = deep_tests._run
     runs = [run("q1", "multi_hop", DEEP, 1.0, 1.0, at_cap=1.0, pages=1, tokens=400),
             run("q1", "multi_hop", SINGLE_SHOT, 0.0, 0.5),
             run("q2", "contradiction", DEEP, None, 0.0, tokens=400, contradiction="states the conflict"),
             run("q2", "contradiction", SINGLE_SHOT, 1.0, 0.5, contradiction="")]
-    english, chinese = both(language, lambda: "\n".join(comparison_findings(runs)))
+    english, chinese = both(language, lambda: "\n".join(method_findings(runs)))
     assert_translated(english.replace("states the conflict", ""), chinese.replace("states the conflict", ""))
     assert "深度研究 1/2，单次混合检索 1/2**——答对的数量相同" in chinese
     assert "multi-hop 1.00 对 0.50（深度研究读到的更多）" in chinese and "contradiction 0.00 对 0.50（单次检索读到的更多）" in chinese
     assert "单次混合检索：没有读到" in chinese
     better = [run("q1", "table", DEEP, 1.0, 1.0), run("q1", "table", SINGLE_SHOT, 0.0, 1.0)]
     language("zh")
-    assert "深度研究多答对了 1 道" in comparison_findings(better)[0] and "（一样）" in comparison_findings(better)[1]
+    assert "深度研究多答对了 1 道" in method_findings(better)[0] and "（一样）" in method_findings(better)[1]
 
 
 def test_usage_report_in_chinese(language):

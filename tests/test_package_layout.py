@@ -104,6 +104,30 @@ def test_exports_resolve(stage):
         assert not (LESSONS / stage / f"{name}.py").exists(), f"export {name} shadows lessons.{stage}.{name}"
 
 
+@pytest.mark.parametrize("stage", STAGES)
+def test_no_export_is_defined_twice(stage):
+    """`from lessons.<stage> import name` is ambiguous when two modules of the stage define `name`: the
+    package would pick one silently (CI of session 2 failed on `comparison_findings`, which notebook 01's
+    chunk evaluation and notebook 07's deep-research evaluation both defined)."""
+    package = f"lessons.{stage}"
+    assert restructure.export_clashes(package, restructure.package_exports(package)) == {}
+
+
+def test_clash_check_catches_a_name_defined_twice(tmp_path, monkeypatch):
+    stage = tmp_path / "lessons" / "evaluation"
+    stage.mkdir(parents=True)
+    (stage / "one.py").write_text("def findings():\n    return 1\n", encoding="utf-8")
+    (stage / "two.py").write_text("findings = None\n_private = 2\n", encoding="utf-8")
+    (stage / "three.py").write_text("def _private():\n    pass\n", encoding="utf-8")
+    monkeypatch.setattr(restructure, "ROOT", tmp_path)
+    exports = {"findings": "lessons.evaluation.one", "_private": "lessons.evaluation.two"}
+    assert restructure.export_clashes("lessons.evaluation", exports) == {
+        "findings": ["lessons.evaluation.one", "lessons.evaluation.two"]}
+    with pytest.raises(SystemExit, match="ambiguous"):
+        restructure.defining_module("lessons.evaluation", "findings")
+    assert restructure.defining_module("lessons.evaluation", "nothing") is None
+
+
 def test_masters_import_only_exported_names():
     """What a notebook imports from a stage, its package exports (`from lessons.retrieval import ...` works).
 

@@ -18,7 +18,7 @@ from lessons.evaluation.retrieval_evaluation import (
     LLMCallMeter,
     Technique,
     breakdown,
-    evaluate_question,
+    score_technique,
     evaluate_techniques,
     relevant_chunk_counts,
     score_ranking,
@@ -95,8 +95,8 @@ def test_the_meter_counts_llm_calls_made_deep_inside_a_technique_and_cached_ones
         ContextualCompressionRetriever(base_retriever=Fixed(texts=["a", "b", "c"]), base_compressor=llm_reranker(llm)),
         uses_llm=True,
     )
-    first = evaluate_question(technique, gold("q1"), n_relevant=1)
-    again = evaluate_question(technique, gold("q1"), n_relevant=1)
+    first = score_technique(technique, gold("q1"), n_relevant=1)
+    again = score_technique(technique, gold("q1"), n_relevant=1)
     assert first["llm_calls"] == 3 and first["cached_calls"] == 0 and first["tokens"] > 0
     assert again["llm_calls"] == 3 and again["cached_calls"] == 3 and again["tokens"] == first["tokens"]
     assert len(llm.calls) == 3  # the second run was served from the cache
@@ -112,7 +112,7 @@ def test_a_failing_question_is_recorded_not_raised():
     def broken(question):
         raise RuntimeError("server gone")
 
-    row = evaluate_question(Technique("broken", RunnableLambda(broken)), gold("q1"), n_relevant=1)
+    row = score_technique(Technique("broken", RunnableLambda(broken)), gold("q1"), n_relevant=1)
     assert row["error"] == "RuntimeError: server gone" and row["hit@5"] == 0.0
 
 
@@ -173,7 +173,7 @@ def test_every_technique_runs_end_to_end_and_returns_documents(fresh_settings):
     assert [t.name for t in techniques if t.sample_only] == ["hybrid → cross-encoder (top 3)"]
     question = gold("q", evidence=["every night"]).model_copy(update={"question": "When do the backups run every night?"})
     for technique in techniques:
-        row = evaluate_question(technique, question, n_relevant=1)
+        row = score_technique(technique, question, n_relevant=1)
         assert row["error"] is None, (technique.name, row["error"])
         assert row["hit@5"] == 1.0, technique.name
         assert (row["llm_calls"] > 0) == technique.uses_llm, technique.name

@@ -10,7 +10,7 @@ loaded on first use, so `from lessons.agents import X` imports only X's module.
 from importlib import import_module
 
 _EXPORTS = {
-    "REWRITE_PROMPT": "lessons.agents.deep_research",
+    "STANDALONE_PROMPT": "lessons.agents.deep_research",
     "ChunkSearch": "lessons.agents.deep_research",
     "CrossEncoderRelevance": "lessons.agents.three_agents",
     "DeepResearchAgent": "lessons.agents.deep_research",
@@ -55,7 +55,7 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "REWRITE_PROMPT",
+    "STANDALONE_PROMPT",
     "ChunkSearch",
     "CrossEncoderRelevance",
     "DeepResearchAgent",

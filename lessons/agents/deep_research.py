@@ -700,7 +700,7 @@ class TurnDecision(BaseModel):
     reply: str = Field(description="if needs_documents is 'no': your short reply to the user; otherwise empty")
 
 
-REWRITE_PROMPT = """Rewrite the user's last message as one standalone question that a person who has not seen the
+STANDALONE_PROMPT = """Rewrite the user's last message as one standalone question that a person who has not seen the
 conversation understands: replace every pronoun and reference ("it", "that plan", "and in 2023?", "what about
 Lisbon?") with what it refers to in the conversation. Keep the user's language. Do not answer the question.
 
@@ -734,7 +734,7 @@ def standalone_question(model: BaseChatModel, history: History, user_turn: str) 
     """
     if not history:
         return user_turn
-    prompt = REWRITE_PROMPT.format(history=format_history(history), turn=user_turn)
+    prompt = STANDALONE_PROMPT.format(history=format_history(history), turn=user_turn)
     return invoke_structured(model, StandaloneQuestion, prompt).question.strip() or user_turn
 
 

@@ -6,7 +6,7 @@ strategy can be compared with any other on the same knowledge base and the same 
 - `ends_at_boundary`: does a chunk end where a sentence or a line of its source ends?
 - `split_quote_share`: the share of gold evidence quotes that no single chunk holds whole;
 - `intact_share`: the share of tables, code blocks and formulas that some chunk holds whole;
-- `retrieval_scores`: hit-rate@k and MRR@k of the gold questions against a Chroma index;
+- `mean_retrieval_scores`: hit-rate@k and MRR@k of the gold questions against a Chroma index;
 - `compare_strategy`: all of these for one strategy, one row per language;
 - `comparison_findings`: what those rows say, as Markdown whose every figure and direction comes from them.
 """
@@ -210,7 +210,7 @@ def search(store, query_vectors: Sequence[Sequence[float]], k: int) -> list[list
     return [store.similarity_search_by_vector(list(vector), k=k) for vector in query_vectors]
 
 
-def retrieval_scores(
+def mean_retrieval_scores(
     ranked: Sequence[Sequence[Document]], questions: Sequence[GoldQuestion], k: int
 ) -> dict[str, float]:
     """Mean hit-rate@k and MRR@k: a retrieved text is relevant when it contains an evidence quote.
@@ -270,7 +270,7 @@ def compare_strategy(
         asked = [question for question in questions if question.language == language]
         hits = [ranking for ranking, question in zip(ranked, questions, strict=True) if question.language == language]
         lengths = [len(chunk.page_content) for chunk in chunks]
-        scores = retrieval_scores(hits, asked, k)
+        scores = mean_retrieval_scores(hits, asked, k)
         rows.append(
             {
                 "strategy": run.name,

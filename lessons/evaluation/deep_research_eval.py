@@ -167,7 +167,7 @@ def _direction(a: float, b: float, more: str, less: str, same: str = "the same")
     return more if a > b else less if a < b else same
 
 
-def comparison_findings(runs: Sequence[MethodRun]) -> list[str]:
+def method_findings(runs: Sequence[MethodRun]) -> list[str]:
     """The measurement's findings as Markdown bullets, every figure and direction computed from `runs`.
 
     Introduced in notebook 07 (deep-research agent): correct answers per method, evidence recall per
@@ -177,7 +177,7 @@ def comparison_findings(runs: Sequence[MethodRun]) -> list[str]:
     table = runs_table(runs)
     methods = set(table["method"])
     if methods != {DEEP, SINGLE_SHOT}:
-        raise ValueError(f"comparison_findings needs runs of both {DEEP!r} and {SINGLE_SHOT!r}; got {sorted(methods)}")
+        raise ValueError(f"method_findings needs runs of both {DEEP!r} and {SINGLE_SHOT!r}; got {sorted(methods)}")
     summary = compare_methods(runs)
     deep, shot = summary.loc[DEEP], summary.loc[SINGLE_SHOT]
     n = int(deep["questions"])

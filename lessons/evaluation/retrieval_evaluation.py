@@ -209,7 +209,7 @@ def score_ranking(documents: Sequence[Document], question: GoldQuestion, n_relev
     }
 
 
-def evaluate_question(technique: Technique, question: GoldQuestion, n_relevant: int | None) -> dict[str, Any]:
+def score_technique(technique: Technique, question: GoldQuestion, n_relevant: int | None) -> dict[str, Any]:
     """Run one technique on one question: its metrics, time and LLM cost (an error becomes an empty list)."""
     meter = LLMCallMeter()
     started = time.perf_counter()
@@ -243,7 +243,7 @@ def evaluate_techniques(
     relevant_counts = relevant_counts or {}
     pairs = [(t, q) for t in techniques for q in questions]
     rows = [
-        evaluate_question(technique, question, relevant_counts.get(question.id))
+        score_technique(technique, question, relevant_counts.get(question.id))
         for technique, question in tqdm(pairs, desc="technique × question", disable=not progress)
     ]
     return pd.DataFrame(rows)
