@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.common import save  # noqa: E402
-from lessons.core.vectorstore import chroma_client  # noqa: E402
+from benchmarks.common import save
+from lessons.core.vectorstore import chroma_client
 
 N, DIM, QUERIES = 10_000, 384, 200
 
@@ -22,8 +22,11 @@ def main():
         collection = chroma_client(Path(tmp)).create_collection("bench", configuration={"hnsw": {"space": "cosine"}})
         start = time.perf_counter()
         for i in range(0, N, 1000):
-            collection.add(ids=[str(j) for j in range(i, i + 1000)], embeddings=vectors[i : i + 1000],
-                           documents=[f"chunk {j}" for j in range(i, i + 1000)])
+            collection.add(
+                ids=[str(j) for j in range(i, i + 1000)],
+                embeddings=vectors[i : i + 1000],
+                documents=[f"chunk {j}" for j in range(i, i + 1000)],
+            )
         add_s = time.perf_counter() - start
         latencies = []
         for q in vectors[rng.choice(N, QUERIES, replace=False)]:
@@ -31,7 +34,9 @@ def main():
             collection.query(query_embeddings=[q], n_results=5)
             latencies.append(time.perf_counter() - start)
     results = {
-        "chunks": N, "dim": DIM, "add_seconds": round(add_s, 2),
+        "chunks": N,
+        "dim": DIM,
+        "add_seconds": round(add_s, 2),
         "query_top5_ms_median": round(float(np.median(latencies)) * 1000, 2),
         "query_top5_ms_p95": round(float(np.percentile(latencies, 95)) * 1000, 2),
     }

@@ -6,12 +6,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.common import best_of, save  # noqa: E402
-from lessons.core.embeddings import E5Embeddings, USEEmbeddings  # noqa: E402
+from benchmarks.common import best_of, save
+from lessons.core.embeddings import E5Embeddings, USEEmbeddings
 
 PASSAGES = [
     f"Passage {i}: Atlas Server keeps {i % 7 + 1} replicas of each index shard and compacts segments nightly."
-    if i % 2 else f"第 {i} 段：潮汐 Atlas 每晚压缩索引分段，并为每个分片保留 {i % 7 + 1} 个副本。"
+    if i % 2
+    else f"第 {i} 段：潮汐 Atlas 每晚压缩索引分段，并为每个分片保留 {i % 7 + 1} 个副本。"
     for i in range(256)
 ]
 
@@ -31,7 +32,7 @@ def main():
             "ours_passages_per_s": round(len(PASSAGES) / ours_s, 1),
             "raw_passages_per_s": round(len(PASSAGES) / raw_s, 1),
             "ratio_ours_to_raw": round(raw_s / ours_s, 3),
-            "threads": getattr(e5 if name.startswith("e5") else use, "threads"),
+            "threads": (e5 if name.startswith("e5") else use).threads,
         }
         print(name, results[name])
     save("embeddings", results)

@@ -19,10 +19,15 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
 from benchmarks.common import RESULTS, machine
-from lessons.ingest.files import (
-    DOCLING_VERSION, SUPPORTED_SUFFIXES, ConvertedDocument, IngestError, format_of, list_files,
-)
 from lessons.ingest import convert_file
+from lessons.ingest.files import (
+    DOCLING_VERSION,
+    SUPPORTED_SUFFIXES,
+    ConvertedDocument,
+    IngestError,
+    format_of,
+    list_files,
+)
 
 DEFAULT_FOLDER = PROJECT_ROOT / "data" / "corpus"
 SAMPLE_PARAGRAPH = (

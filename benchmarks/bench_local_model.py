@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.common import save  # noqa: E402
-from lessons.core.local_model import resolve_local_model  # noqa: E402
-from lessons.core.settings import get_settings  # noqa: E402
+from benchmarks.common import save
+from lessons.core.local_model import resolve_local_model
+from lessons.core.settings import get_settings
 
 LONG_PROMPT = "Summarise in one word. " + " ".join(
     f"Atlas Server {i} replicates shard {i % 5} and compacts its segments every night." for i in range(60)
@@ -28,8 +28,12 @@ def measure(complete) -> dict:
     start = time.perf_counter()
     short_prompt_tokens, generated = complete(GEN_PROMPT, GEN_TOKENS)
     gen_s = time.perf_counter() - start - short_prompt_tokens / (prompt_tokens / prompt_s)
-    return {"prompt_tokens": prompt_tokens, "prompt_tok_per_s": round(prompt_tokens / prompt_s, 1),
-            "generated_tokens": generated, "generation_tok_per_s": round(generated / gen_s, 1)}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "prompt_tok_per_s": round(prompt_tokens / prompt_s, 1),
+        "generated_tokens": generated,
+        "generation_tok_per_s": round(generated / gen_s, 1),
+    }
 
 
 def via_server() -> dict:
@@ -48,10 +52,14 @@ def in_process() -> dict:
     from llama_cpp import Llama
 
     settings = get_settings()
-    llm = Llama(str(resolve_local_model().path), n_threads=settings.threads, n_ctx=settings.n_ctx, verbose=False, seed=42)
+    llm = Llama(
+        str(resolve_local_model().path), n_threads=settings.threads, n_ctx=settings.n_ctx, verbose=False, seed=42
+    )
 
     def complete(prompt, max_tokens):
-        usage = llm.create_chat_completion([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0)["usage"]
+        usage = llm.create_chat_completion([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0)[
+            "usage"
+        ]
         return usage["prompt_tokens"], usage["completion_tokens"]
 
     result = measure(complete)
@@ -64,14 +72,19 @@ def main():
     print("server", server)
     local = in_process()
     print("in-process", local)
-    save("local_model", {
-        "model": resolve_local_model().alias, "threads": get_settings().threads,
-        "server": server, "in_process": local,
-        "ratio_server_to_in_process": {
-            "prompt": round(server["prompt_tok_per_s"] / local["prompt_tok_per_s"], 3),
-            "generation": round(server["generation_tok_per_s"] / local["generation_tok_per_s"], 3),
+    save(
+        "local_model",
+        {
+            "model": resolve_local_model().alias,
+            "threads": get_settings().threads,
+            "server": server,
+            "in_process": local,
+            "ratio_server_to_in_process": {
+                "prompt": round(server["prompt_tok_per_s"] / local["prompt_tok_per_s"], 3),
+                "generation": round(server["generation_tok_per_s"] / local["generation_tok_per_s"], 3),
+            },
         },
-    })
+    )
 
 
 if __name__ == "__main__":

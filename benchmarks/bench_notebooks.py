@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import save  # noqa: E402
-from tools.notebook_runner import execute_notebook  # noqa: E402
-from lessons.core.settings import PROJECT_ROOT  # noqa: E402
+from benchmarks.common import save
+from lessons.core.settings import PROJECT_ROOT
+from tools.notebook_runner import execute_notebook
 
 BUDGET_SECONDS = 600
 COURSE_BUDGET_SECONDS = 45 * 60
@@ -45,17 +45,30 @@ def main(names: list[str], name: str = "notebooks") -> dict:
             load_before = load_average()
             started = time.time()
             run = execute_notebook(path, out_dir=Path(tmp) / "executed")
-            rows.append({
-                "notebook": path.stem, "passed": run.passed, "seconds": round(run.seconds, 1),
-                "within budget": run.seconds <= BUDGET_SECONDS, "llm_calls": run.llm_calls,
-                "cached_calls": run.cached_calls, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
-                "checks_passed": sum(c["passed"] for c in run.checks), "checks": len(run.checks),
-                "load_average_before": round(load_before, 2), "load_average_after": round(load_average(), 2),
-                "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
-                "error": (run.error or "")[:500] or None, "slowest cells": run.slowest_cells,
-            })
-            print(f"{path.stem}: {'passed' if run.passed else 'FAILED'} in {run.seconds:.0f} s, {run.llm_calls} calls "
-                  f"({run.cached_calls} from this run's cache), load {load_before:.1f}", flush=True)
+            rows.append(
+                {
+                    "notebook": path.stem,
+                    "passed": run.passed,
+                    "seconds": round(run.seconds, 1),
+                    "within budget": run.seconds <= BUDGET_SECONDS,
+                    "llm_calls": run.llm_calls,
+                    "cached_calls": run.cached_calls,
+                    "input_tokens": run.input_tokens,
+                    "output_tokens": run.output_tokens,
+                    "checks_passed": sum(c["passed"] for c in run.checks),
+                    "checks": len(run.checks),
+                    "load_average_before": round(load_before, 2),
+                    "load_average_after": round(load_average(), 2),
+                    "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
+                    "error": (run.error or "")[:500] or None,
+                    "slowest cells": run.slowest_cells,
+                }
+            )
+            print(
+                f"{path.stem}: {'passed' if run.passed else 'FAILED'} in {run.seconds:.0f} s, {run.llm_calls} calls "
+                f"({run.cached_calls} from this run's cache), load {load_before:.1f}",
+                flush=True,
+            )
             save(name, {"notebooks": rows, "complete": False})  # what is measured so far survives an interrupted run
         from lessons.core.local_server import stop_server
         from lessons.core.settings import get_settings
@@ -65,8 +78,13 @@ def main(names: list[str], name: str = "notebooks") -> dict:
     total = sum(r["seconds"] for r in rows)
     print(f"total {total / 60:.1f} min (budget {COURSE_BUDGET_SECONDS / 60:.0f} min)")
     os.environ.pop("AGENTIC_RAG_CACHE_DIR", None)
-    return {"notebooks": rows, "complete": True, "total_seconds": round(total, 1),
-            "budget_seconds_per_notebook": BUDGET_SECONDS, "budget_seconds_course": COURSE_BUDGET_SECONDS}
+    return {
+        "notebooks": rows,
+        "complete": True,
+        "total_seconds": round(total, 1),
+        "budget_seconds_per_notebook": BUDGET_SECONDS,
+        "budget_seconds_course": COURSE_BUDGET_SECONDS,
+    }
 
 
 if __name__ == "__main__":

@@ -20,13 +20,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import save
-from lessons.retrieval.chunk_context import tokenize_versions, with_context_header
-from lessons.ingest.corpus import GoldQuestion, load_gold
-from lessons.core.embeddings import get_embeddings
-from lessons.retrieval.index import INDEX_NAMES, build_index, load_knowledge_base
 from lessons.chunking.base import number_chunks
+from lessons.core.embeddings import get_embeddings
 from lessons.evaluation.metrics import relevance_labels
-from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
 from lessons.evaluation.retrieval_evaluation import (
     HIT_K,
     METRICS,
@@ -36,6 +32,10 @@ from lessons.evaluation.retrieval_evaluation import (
     evaluate_techniques,
     relevant_chunk_counts,
 )
+from lessons.ingest.corpus import GoldQuestion, load_gold
+from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
+from lessons.retrieval.chunk_context import tokenize_versions, with_context_header
+from lessons.retrieval.index import INDEX_NAMES, build_index, load_knowledge_base
 
 TECHNIQUES = ("dense (baseline)", "BM25", "hybrid (RRF)")
 REPORTED = [m for m in METRICS if not m.startswith("nDCG")]
@@ -64,8 +64,10 @@ def table(results: pd.DataFrame, by: str | None = None) -> dict:
         if by is None:
             out[name] = {"questions": len(group), **{m: round(group[m].mean(), 3) for m in REPORTED}}
         else:
-            out[name] = {str(value): {"questions": len(part), **{m: round(part[m].mean(), 3) for m in REPORTED}}
-                         for value, part in group.groupby(by)}
+            out[name] = {
+                str(value): {"questions": len(part), **{m: round(part[m].mean(), 3) for m in REPORTED}}
+                for value, part in group.groupby(by)
+            }
     return out
 
 
@@ -172,11 +174,19 @@ def main():
         techniques = [t for t in build_techniques(chunks, store) if t.name in TECHNIQUES]
         techniques += contextual_techniques(chunks, corpus)
         results = evaluate_techniques(techniques, answerable, relevant_chunk_counts(chunks, answerable), progress=False)
-        summary[corpus], by_language[corpus], by_type[corpus] = table(results), table(results, "language"), table(results, "type")
+        summary[corpus], by_language[corpus], by_type[corpus] = (
+            table(results),
+            table(results, "language"),
+            table(results, "type"),
+        )
         scores[corpus] = top_scores(store, gold)
-        corpora[corpus] = {"chunks": len(chunks), "questions": len(gold), "answerable": len(answerable),
-                           "index": INDEX_NAMES[corpus],
-                           "chunk chars (median)": int(pd.Series([len(c.page_content) for c in chunks]).median())}
+        corpora[corpus] = {
+            "chunks": len(chunks),
+            "questions": len(gold),
+            "answerable": len(answerable),
+            "index": INDEX_NAMES[corpus],
+            "chunk chars (median)": int(pd.Series([len(c.page_content) for c in chunks]).median()),
+        }
         if corpus == "packages":
             missed = missed_questions(results, chunks, store, gold)
         for name, row in summary[corpus].items():

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.common import save  # noqa: E402
-from lessons.retrieval.index import chunk_knowledge_base  # noqa: E402
-from lessons.transforms.qa_transform import QACache, QAPair, QATransformer, qa_cache_key  # noqa: E402
-from lessons.core.usage import USAGE  # noqa: E402
+from benchmarks.common import save
+from lessons.core.usage import USAGE
+from lessons.retrieval.index import chunk_knowledge_base
+from lessons.transforms.qa_transform import QACache, QAPair, QATransformer, qa_cache_key
 
 CHUNKS_PER_LANGUAGE = 3
 MAX_PAIRS = 3
@@ -33,7 +33,9 @@ def sample_chunks() -> list:
 def generation(chunks: list, concurrency: int) -> dict:
     from lessons.core.models import get_chat_model
 
-    qa = QATransformer(get_chat_model(cache=False), max_pairs=MAX_PAIRS, cache=False, concurrency=concurrency, progress=False)
+    qa = QATransformer(
+        get_chat_model(cache=False), max_pairs=MAX_PAIRS, cache=False, concurrency=concurrency, progress=False
+    )
     before = (USAGE.totals.calls, USAGE.totals.input_tokens, USAGE.totals.output_tokens)
     start = time.perf_counter()
     qa.generate(chunks)

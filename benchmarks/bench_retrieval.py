@@ -15,16 +15,16 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.common import save  # noqa: E402
-from lessons.ingest.corpus import load_gold  # noqa: E402
-from lessons.retrieval.index import build_index, chunk_knowledge_base  # noqa: E402
-from lessons.core.models import active_model_info, get_chat_model  # noqa: E402
-from lessons.evaluation.retrieval_evaluation import (  # noqa: E402
+from benchmarks.common import save
+from lessons.core.models import active_model_info, get_chat_model
+from lessons.evaluation.retrieval_evaluation import (
     build_techniques,
     evaluate_techniques,
     relevant_chunk_counts,
     stratified_sample,
 )
+from lessons.ingest.corpus import load_gold
+from lessons.retrieval.index import build_index, chunk_knowledge_base
 
 SEED = 11
 

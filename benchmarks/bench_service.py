@@ -28,21 +28,26 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.common import save  # noqa: E402
-from lessons.core.local_server import free_port  # noqa: E402
+from benchmarks.common import save
+from lessons.core.local_server import free_port
 
 UPLOADS, CLIENTS, SEARCHERS, KEY = 200, 20, 4, "bench-key"
 IDLE_SEARCHES, IDLE_SECONDS = 100, 20
-RERANKERS = {"default": "hybrid top 20 + cross-encoder (AGENTIC_RAG_SERVICE_RERANKER=default)",
-             "none": "hybrid only (AGENTIC_RAG_SERVICE_RERANKER=none)"}
+RERANKERS = {
+    "default": "hybrid top 20 + cross-encoder (AGENTIC_RAG_SERVICE_RERANKER=default)",
+    "none": "hybrid only (AGENTIC_RAG_SERVICE_RERANKER=none)",
+}
 
 
 def percentiles(latencies: list[float]) -> dict:
     ordered = sorted(latencies)
     if not ordered:
         return {"searches": 0, "p50 ms": None, "p95 ms": None}
-    return {"searches": len(ordered), "p50 ms": round(1000 * statistics.median(ordered), 1),
-            "p95 ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1)}
+    return {
+        "searches": len(ordered),
+        "p50 ms": round(1000 * statistics.median(ordered), 1),
+        "p95 ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 1),
+    }
 
 
 def query(number: int) -> str:
@@ -78,7 +83,9 @@ def measure(reranker: str) -> dict:
                     raise RuntimeError("the service did not start")
                 time.sleep(0.2)
             with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60) as warm:  # embedder loaded first
-                job = warm.post("/v1/documents", files={"file": ("warm.md", b"# Warm\n\nwarm up the embedder")}).json()["job_id"]
+                job = warm.post("/v1/documents", files={"file": ("warm.md", b"# Warm\n\nwarm up the embedder")}).json()[
+                    "job_id"
+                ]
                 while warm.get(f"/v1/jobs/{job}").json()["status"] != "done" and time.monotonic() < deadline:
                     time.sleep(0.2)
                 warm.post("/v1/search", json={"query": "warm up the reranker", "k": 3}).raise_for_status()  # loads it
@@ -110,7 +117,11 @@ def measure(reranker: str) -> dict:
             with httpx.Client(base_url=url, timeout=60) as client:
                 stop_at = time.monotonic() + 900
                 while time.monotonic() < stop_at:
-                    states = [j["status"] for j in client.get("/v1/jobs", params={"limit": 1000}).json() if j["job_id"] in set(jobs)]
+                    states = [
+                        j["status"]
+                        for j in client.get("/v1/jobs", params={"limit": 1000}).json()
+                        if j["job_id"] in set(jobs)
+                    ]
                     if len(states) == UPLOADS and all(s in ("done", "failed") for s in states):
                         break
                     time.sleep(0.25)

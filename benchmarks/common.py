@@ -11,8 +11,12 @@ RESULTS = Path(__file__).parent / "results"
 def machine() -> dict:
     import os
 
-    return {"cpus": os.cpu_count(), "machine": platform.machine(), "python": platform.python_version(),
-            "date": time.strftime("%Y-%m-%d")}
+    return {
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
 
 
 def save(name: str, results: dict) -> Path:

@@ -23,10 +23,18 @@ from lessons.core.i18n import ENGLISH, course_language
 
 # The lines a check prints, per language.
 MESSAGES = {
-    "en": {"failed": "❌ {exercise}: not yet.\n   Hint: {hint}", "passed": "✅ {exercise}: passed.",
-           "raised": "your code raised {kind}: {error}", "error": "❌ {exercise}: {message}"},
-    "zh": {"failed": "❌ {exercise}：还没通过。\n   提示：{hint}", "passed": "✅ {exercise}：通过。",
-           "raised": "你的代码抛出了 {kind}：{error}", "error": "❌ {exercise}：{message}"},
+    "en": {
+        "failed": "❌ {exercise}: not yet.\n   Hint: {hint}",
+        "passed": "✅ {exercise}: passed.",
+        "raised": "your code raised {kind}: {error}",
+        "error": "❌ {exercise}: {message}",
+    },
+    "zh": {
+        "failed": "❌ {exercise}：还没通过。\n   提示：{hint}",
+        "passed": "✅ {exercise}：通过。",
+        "raised": "你的代码抛出了 {kind}：{error}",
+        "error": "❌ {exercise}：{message}",
+    },
 }
 
 

@@ -61,5 +61,6 @@ def count_exercises(nb: nbformat.NotebookNode) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit("the learner notebooks are generated with the solutions now: "
-                     "run `make notebooks` (python -m scripts.notebooks)")
+    raise SystemExit(
+        "the learner notebooks are generated with the solutions now: run `make notebooks` (python -m scripts.notebooks)"
+    )

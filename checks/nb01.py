@@ -21,11 +21,17 @@ def check_chinese_splitter(make_splitter) -> CheckResult:
     """Exercise 1: a splitter that cuts Chinese at sentence ends, keeping each mark with its sentence."""
 
     def check():
-        expect(callable(make_splitter), "define a function `chinese_sentence_splitter(chunk_size, chunk_overlap=0)`",
-               zh="定义一个函数 `chinese_sentence_splitter(chunk_size, chunk_overlap=0)`")
+        expect(
+            callable(make_splitter),
+            "define a function `chinese_sentence_splitter(chunk_size, chunk_overlap=0)`",
+            zh="定义一个函数 `chinese_sentence_splitter(chunk_size, chunk_overlap=0)`",
+        )
         splitter = make_splitter(40, 0)
-        expect(splitter is not None, "your function returns None — return the splitter you built",
-               zh="你的函数返回了 None——把你构造的切分器返回出来")
+        expect(
+            splitter is not None,
+            "your function returns None — return the splitter you built",
+            zh="你的函数返回了 None——把你构造的切分器返回出来",
+        )
         expect(
             hasattr(splitter, "split_text"),
             "return a LangChain text splitter, e.g. RecursiveCharacterTextSplitter(...)",
@@ -37,8 +43,11 @@ def check_chinese_splitter(make_splitter) -> CheckResult:
             "with chunk_overlap=0 the chunks must join back into the paragraph: nothing lost, nothing repeated",
             zh="chunk_overlap=0 时，各块拼起来必须正好是原段落：不丢内容，也不重复",
         )
-        expect(all(len(chunk) <= 40 for chunk in chunks), "a chunk is longer than chunk_size=40: pass chunk_size on",
-               zh="有一个块比 chunk_size=40 还长：把 chunk_size 传给切分器")
+        expect(
+            all(len(chunk) <= 40 for chunk in chunks),
+            "a chunk is longer than chunk_size=40: pass chunk_size on",
+            zh="有一个块比 chunk_size=40 还长：把 chunk_size 传给切分器",
+        )
         for chunk in chunks:
             if chunk[:1] in tuple(SENTENCE_END + CLAUSE_END):
                 raise Hint(
@@ -71,16 +80,25 @@ def check_pack_blocks(pack_blocks) -> CheckResult:
     def check():
         from lessons.chunking.markdown_blocks import pack_greedily
 
-        expect(callable(pack_blocks), "define a function `pack_blocks(blocks, max_chars)`",
-               zh="定义一个函数 `pack_blocks(blocks, max_chars)`")
+        expect(
+            callable(pack_blocks),
+            "define a function `pack_blocks(blocks, max_chars)`",
+            zh="定义一个函数 `pack_blocks(blocks, max_chars)`",
+        )
         table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * i} |" for i in range(12))
         blocks = ["## Title", "Short paragraph.", table, "Another paragraph here.", "Last one."]
         chunks = pack_blocks(blocks, 60)
-        expect(chunks is not None, "your function returns None — did you forget `return`?",
-               zh="你的函数返回了 None——是不是忘了写 `return`？")
+        expect(
+            chunks is not None,
+            "your function returns None — did you forget `return`?",
+            zh="你的函数返回了 None——是不是忘了写 `return`？",
+        )
         chunks = list(chunks)
-        expect(chunks and all(isinstance(chunk, str) for chunk in chunks), "return a list of chunk texts (strings)",
-               zh="返回一个由块文本（字符串）组成的列表")
+        expect(
+            chunks and all(isinstance(chunk, str) for chunk in chunks),
+            "return a list of chunk texts (strings)",
+            zh="返回一个由块文本（字符串）组成的列表",
+        )
         expect(
             "\n\n".join(chunks) == "\n\n".join(blocks),
             'join the blocks of a chunk with a blank line ("\\n\\n"), in order, and lose none',
@@ -116,13 +134,19 @@ def check_parents_for(parents_for) -> CheckResult:
     def check():
         from lessons.chunking import parents_of
 
-        expect(callable(parents_for), "define a function `parents_for(child_hits, parents_by_id, k)`",
-               zh="定义一个函数 `parents_for(child_hits, parents_by_id, k)`")
+        expect(
+            callable(parents_for),
+            "define a function `parents_for(child_hits, parents_by_id, k)`",
+            zh="定义一个函数 `parents_for(child_hits, parents_by_id, k)`",
+        )
         parents = {name: Document(page_content=f"parent {name}", metadata={"chunk_id": name}) for name in "ABCD"}
         hits = [Document(page_content=f"child {i}", metadata={"parent_id": p}) for i, p in enumerate("BABCD")]
         result = parents_for(hits, parents, 3)
-        expect(result is not None, "your function returns None — did you forget `return`?",
-               zh="你的函数返回了 None——是不是忘了写 `return`？")
+        expect(
+            result is not None,
+            "your function returns None — did you forget `return`?",
+            zh="你的函数返回了 None——是不是忘了写 `return`？",
+        )
         result = list(result)
         expect(
             all(isinstance(item, Document) for item in result),
@@ -131,16 +155,31 @@ def check_parents_for(parents_for) -> CheckResult:
             zh="返回父块 Document 本身（用子块的 metadata['parent_id'] 在 parents_by_id 里查找），而不是 id 或子块",
         )
         names = [item.metadata.get("chunk_id") for item in result]
-        expect(len(names) == len(set(names)), f"a parent appears twice ({names}): keep each parent only once",
-               zh=f"有一个父块出现了两次（{names}）：每个父块只保留一次")
-        expect(names[:1] == ["B"], f"the best child's parent must come first; you returned {names}",
-               zh=f"排名最好的子块的父块必须排在第一；你返回的是 {names}")
-        expect(len(names) <= 3, f"k=3 but you returned {len(names)} parents: stop at k",
-               zh=f"k=3，但你返回了 {len(names)} 个父块：到 k 个就停")
+        expect(
+            len(names) == len(set(names)),
+            f"a parent appears twice ({names}): keep each parent only once",
+            zh=f"有一个父块出现了两次（{names}）：每个父块只保留一次",
+        )
+        expect(
+            names[:1] == ["B"],
+            f"the best child's parent must come first; you returned {names}",
+            zh=f"排名最好的子块的父块必须排在第一；你返回的是 {names}",
+        )
+        expect(
+            len(names) <= 3,
+            f"k=3 but you returned {len(names)} parents: stop at k",
+            zh=f"k=3，但你返回了 {len(names)} 个父块：到 k 个就停",
+        )
         expected = [parent.metadata["chunk_id"] for parent in parents_of(hits, parents, 3)]
-        expect(names == expected, f"for children of B, A, B, C, D and k=3 expected parents {expected}, got {names}",
-               zh=f"子块依次属于 B、A、B、C、D，k=3 时父块应为 {expected}，你得到 {names}")
-        expect(list(parents_for([], parents, 3)) == [], "no child hits means no parents: return an empty list",
-               zh="没有命中的子块就没有父块：返回一个空列表")
+        expect(
+            names == expected,
+            f"for children of B, A, B, C, D and k=3 expected parents {expected}, got {names}",
+            zh=f"子块依次属于 B、A、B、C、D，k=3 时父块应为 {expected}，你得到 {names}",
+        )
+        expect(
+            list(parents_for([], parents, 3)) == [],
+            "no child hits means no parents: return an empty list",
+            zh="没有命中的子块就没有父块：返回一个空列表",
+        )
 
     return run_check("Exercise 3 (child hits to parents)", check, zh="练习 3（从命中的子块到父块）")

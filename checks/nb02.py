@@ -31,12 +31,18 @@ def check_rrf(rrf) -> CheckResult:
     """Exercise 1: weighted reciprocal rank fusion by hand, compared with LangChain's EnsembleRetriever."""
 
     def check():
-        expect(callable(rrf), "define a function `rrf(ranked_lists, weights=None, c=60)`",
-               zh="定义一个函数 `rrf(ranked_lists, weights=None, c=60)`")
+        expect(
+            callable(rrf),
+            "define a function `rrf(ranked_lists, weights=None, c=60)`",
+            zh="定义一个函数 `rrf(ranked_lists, weights=None, c=60)`",
+        )
         a, b, c, d = _docs("a", "b", "c", "d")
         fused = rrf([[a, b, c], [c, a, d]], [0.5, 0.5])
-        expect(fused is not None, "your function returns None — did you forget `return`?",
-               zh="你的函数返回了 None——是不是忘了写 `return`？")
+        expect(
+            fused is not None,
+            "your function returns None — did you forget `return`?",
+            zh="你的函数返回了 None——是不是忘了写 `return`？",
+        )
         fused = list(fused)
         expect(
             all(isinstance(x, Document) for x in fused),
@@ -44,8 +50,11 @@ def check_rrf(rrf) -> CheckResult:
             "(put the score in a copy's metadata if you want to keep it)",
             zh="返回 Document 本身，最好的在前——不是 (document, score) 对（想保留分数，就放进一个副本的元数据里）",
         )
-        expect(len(_texts(fused)) == len(set(_texts(fused))), "each document must appear once: add up its scores over the lists",
-               zh="每个文档只能出现一次：把它在各个列表里的分数加起来")
+        expect(
+            len(_texts(fused)) == len(set(_texts(fused))),
+            "each document must appear once: add up its scores over the lists",
+            zh="每个文档只能出现一次：把它在各个列表里的分数加起来",
+        )
         expect(
             _texts(fused) == _ensemble_order([[a, b, c], [c, a, d]], [0.5, 0.5]),
             f"for lists [a, b, c] and [c, a, d] you returned {_texts(fused)}; expected "
@@ -71,10 +80,13 @@ def check_rrf(rrf) -> CheckResult:
             weights = [rng.uniform(0.1, 1.0) for _ in lists]
             expected = _ensemble_order(lists, weights)
             got = _texts(rrf(lists, weights))
-            expect(got == expected, f"on random lists with weights {[round(w, 2) for w in weights]} you returned {got}, "
-                                    f"EnsembleRetriever returns {expected}: multiply each 1 / (c + rank) by its list's weight",
-                   zh=f"在权重为 {[round(w, 2) for w in weights]} 的随机列表上你返回了 {got}，"
-                   f"EnsembleRetriever 返回 {expected}：把每个 1 / (c + rank) 乘以它所在列表的权重")
+            expect(
+                got == expected,
+                f"on random lists with weights {[round(w, 2) for w in weights]} you returned {got}, "
+                f"EnsembleRetriever returns {expected}: multiply each 1 / (c + rank) by its list's weight",
+                zh=f"在权重为 {[round(w, 2) for w in weights]} 的随机列表上你返回了 {got}，"
+                f"EnsembleRetriever 返回 {expected}：把每个 1 / (c + rank) 乘以它所在列表的权重",
+            )
 
     return run_check("Exercise 1 (reciprocal rank fusion)", check, zh="练习 1（倒数排名融合）")
 
@@ -86,11 +98,17 @@ def check_yes_probability(yes_probability) -> CheckResult:
         return [{"token": token, "logprob": math.log(p)} for token, p in probabilities.items()]
 
     def check():
-        expect(callable(yes_probability), "define a function `yes_probability(top_logprobs)`",
-               zh="定义一个函数 `yes_probability(top_logprobs)`")
+        expect(
+            callable(yes_probability),
+            "define a function `yes_probability(top_logprobs)`",
+            zh="定义一个函数 `yes_probability(top_logprobs)`",
+        )
         result = yes_probability(alternatives(yes=0.6, no=0.2))
-        expect(result is not None, "for yes 0.6 / no 0.2 your function returned None — did you forget `return`?",
-               zh="对 yes 0.6 / no 0.2，你的函数返回了 None——是不是忘了写 `return`？")
+        expect(
+            result is not None,
+            "for yes 0.6 / no 0.2 your function returned None — did you forget `return`?",
+            zh="对 yes 0.6 / no 0.2，你的函数返回了 None——是不是忘了写 `return`？",
+        )
         expect(
             math.isclose(result, 0.75, abs_tol=1e-9),
             f"yes 0.6, no 0.2: you returned {result}, expected 0.75 — turn log-probabilities into probabilities "
@@ -131,21 +149,36 @@ def check_hyde(make_hyde) -> CheckResult:
     def check():
         from lessons.core.fakes import ScriptedChatModel
 
-        expect(callable(make_hyde), "define a function `make_hyde(llm, retriever)` that returns a Runnable",
-               zh="定义一个返回 Runnable 的函数 `make_hyde(llm, retriever)`")
+        expect(
+            callable(make_hyde),
+            "define a function `make_hyde(llm, retriever)` that returns a Runnable",
+            zh="定义一个返回 Runnable 的函数 `make_hyde(llm, retriever)`",
+        )
         passage = "Atlas Server listens on port 7420 by default."
         llm, retriever = ScriptedChatModel(responses=[passage]), _Recording()
         hyde = make_hyde(llm, retriever)
-        expect(hyde is not None, "make_hyde returned None — return the chain you built with `|`",
-               zh="make_hyde 返回了 None——把你用 `|` 组合出的链返回出来")
-        expect(isinstance(hyde, Runnable), "return a LangChain Runnable: compose prompt | llm | parser | retriever with `|`",
-               zh="返回一个 LangChain Runnable：用 `|` 组合 prompt | llm | parser | retriever")
+        expect(
+            hyde is not None,
+            "make_hyde returned None — return the chain you built with `|`",
+            zh="make_hyde 返回了 None——把你用 `|` 组合出的链返回出来",
+        )
+        expect(
+            isinstance(hyde, Runnable),
+            "return a LangChain Runnable: compose prompt | llm | parser | retriever with `|`",
+            zh="返回一个 LangChain Runnable：用 `|` 组合 prompt | llm | parser | retriever",
+        )
         result = hyde.invoke("Which port does Atlas Server use?")
-        expect(len(llm.calls) == 1, f"the chain should call the model exactly once per question, it called it {len(llm.calls)} times",
-               zh=f"这条链每个问题应该正好调用模型一次，它调用了 {len(llm.calls)} 次")
+        expect(
+            len(llm.calls) == 1,
+            f"the chain should call the model exactly once per question, it called it {len(llm.calls)} times",
+            zh=f"这条链每个问题应该正好调用模型一次，它调用了 {len(llm.calls)} 次",
+        )
         prompt = " ".join(str(m.content) for m in llm.calls[0]["messages"])
-        expect("Which port does Atlas Server use?" in prompt, "the model never saw the question: fill the prompt with {question}",
-               zh="模型根本没看到问题：用 {question} 填充提示")
+        expect(
+            "Which port does Atlas Server use?" in prompt,
+            "the model never saw the question: fill the prompt with {question}",
+            zh="模型根本没看到问题：用 {question} 填充提示",
+        )
         expect(
             retriever.queries == [passage],
             f"the retriever was asked {retriever.queries}; it should search with the model's answer "
@@ -161,9 +194,14 @@ def check_hyde(make_hyde) -> CheckResult:
         try:
             batch = make_hyde(ScriptedChatModel(default="a passage"), _Recording()).batch(["q1", "q2"])
         except Exception as error:
-            raise Hint(f"a Runnable chain can answer a batch of questions, yours raised {error!r}",
-                       zh=f"Runnable 链可以成批回答问题，你的链抛出了 {error!r}") from None
-        expect(len(batch) == 2, "a batch of two questions should give two result lists",
-               zh="两个问题的批次应该得到两个结果列表")
+            raise Hint(
+                f"a Runnable chain can answer a batch of questions, yours raised {error!r}",
+                zh=f"Runnable 链可以成批回答问题，你的链抛出了 {error!r}",
+            ) from None
+        expect(
+            len(batch) == 2,
+            "a batch of two questions should give two result lists",
+            zh="两个问题的批次应该得到两个结果列表",
+        )
 
     return run_check("Exercise 3 (HyDE as a Runnable)", check, zh="练习 3（把 HyDE 写成 Runnable）")

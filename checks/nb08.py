@@ -32,17 +32,24 @@ def check_wait_for_job(wait_for_job) -> CheckResult:
 
         client = _ScriptedJobs(["pending", "running", "running", "done"])
         job = wait_for_job(client, 7, timeout=5, every=0.01)
-        expect(isinstance(job, Job), f"return the last Job the client gave (client.job(job_id)), not {type(job).__name__}",
-               zh=f"返回客户端最后给出的 Job（client.job(job_id)），而不是 {type(job).__name__}")
-        expect(job.status == "done" and len(client.calls) == 4,
-               "poll until the status is final (done, failed, superseded, cancelled: job.final), then stop asking",
-               zh="一直轮询到状态成为终态（done、failed、superseded、cancelled：job.final），然后停止询问")
+        expect(
+            isinstance(job, Job),
+            f"return the last Job the client gave (client.job(job_id)), not {type(job).__name__}",
+            zh=f"返回客户端最后给出的 Job（client.job(job_id)），而不是 {type(job).__name__}",
+        )
+        expect(
+            job.status == "done" and len(client.calls) == 4,
+            "poll until the status is final (done, failed, superseded, cancelled: job.final), then stop asking",
+            zh="一直轮询到状态成为终态（done、failed、superseded、cancelled：job.final），然后停止询问",
+        )
 
         client = _ScriptedJobs(["pending", "failed"], error="CorruptFile: broken")
         job = wait_for_job(client, 8, timeout=5, every=0.01)
-        expect(job is not None and job.status == "failed" and len(client.calls) == 2,
-               "a failed job is finished too: return it (its error says why) instead of waiting for it to succeed",
-               zh="失败的作业也已结束：把它返回（它的 error 说明原因），不要一直等它成功")
+        expect(
+            job is not None and job.status == "failed" and len(client.calls) == 2,
+            "a failed job is finished too: return it (its error says why) instead of waiting for it to succeed",
+            zh="失败的作业也已结束：把它返回（它的 error 说明原因），不要一直等它成功",
+        )
 
         client = _ScriptedJobs(["running"])
         started = time.monotonic()
@@ -50,20 +57,29 @@ def check_wait_for_job(wait_for_job) -> CheckResult:
             wait_for_job(client, 9, timeout=0.3, every=0.05)
         except TimeoutError as error:
             message = str(error)
-            expect("9" in message and "running" in message,
-                   f"the timeout's message names the job and the state it is stuck in (got {message!r})",
-                   zh=f"超时的消息要写出作业编号和它停在的状态（得到的是 {message!r}）")
+            expect(
+                "9" in message and "running" in message,
+                f"the timeout's message names the job and the state it is stuck in (got {message!r})",
+                zh=f"超时的消息要写出作业编号和它停在的状态（得到的是 {message!r}）",
+            )
         else:
-            expect(False, "a job that never finishes must end in TimeoutError after `timeout` seconds, not return or loop",
-                   zh="永远不结束的作业必须在 `timeout` 秒后抛出 TimeoutError，而不是返回或一直循环")
+            expect(
+                False,
+                "a job that never finishes must end in TimeoutError after `timeout` seconds, not return or loop",
+                zh="永远不结束的作业必须在 `timeout` 秒后抛出 TimeoutError，而不是返回或一直循环",
+            )
         took = time.monotonic() - started
-        expect(took < 1.5, f"stop at the deadline: a 0.3 s timeout took {took:.1f} s",
-               zh=f"到了截止时间就停：0.3 秒的超时用了 {took:.1f} 秒")
-        expect(len(client.calls) <= 12,
-               f"sleep `every` seconds between two polls (time.sleep): {len(client.calls)} requests in 0.3 s hammer the service",
-               zh=f"两次轮询之间睡 `every` 秒（time.sleep）：0.3 秒内 {len(client.calls)} 次请求会压垮服务")
-        expect(took >= 0.25, "wait the whole `timeout` before giving up",
-               zh="放弃之前要等满整个 `timeout`")
+        expect(
+            took < 1.5,
+            f"stop at the deadline: a 0.3 s timeout took {took:.1f} s",
+            zh=f"到了截止时间就停：0.3 秒的超时用了 {took:.1f} 秒",
+        )
+        expect(
+            len(client.calls) <= 12,
+            f"sleep `every` seconds between two polls (time.sleep): {len(client.calls)} requests in 0.3 s hammer the service",
+            zh=f"两次轮询之间睡 `every` 秒（time.sleep）：0.3 秒内 {len(client.calls)} 次请求会压垮服务",
+        )
+        expect(took >= 0.25, "wait the whole `timeout` before giving up", zh="放弃之前要等满整个 `timeout`")
 
     return run_check("Exercise 1 (wait for a job)", check, zh="练习 1（等待作业完成）")
 
@@ -103,26 +119,38 @@ def check_upload_new(upload_new) -> CheckResult:
                 (folder / name).write_text(text, encoding="utf-8")
                 files[name] = folder / name
             digest = hashlib.sha256(files["same.md"].read_bytes()).hexdigest()
-            client = _Documents({"same.md": digest, "changed.md": hashlib.sha256(b"old text").hexdigest(), "failed.md": None})
+            client = _Documents(
+                {"same.md": digest, "changed.md": hashlib.sha256(b"old text").hexdigest(), "failed.md": None}
+            )
             try:
                 result = upload_new(client, list(files.values()))
             except AssertionError as error:
                 expect(False, str(error), zh="用 client.upload_file(path) 上传")
-            expect(isinstance(result, dict) and set(result) == set(files),
-                   "return a dict with one entry per file name (path.name)",
-                   zh="返回一个字典，每个文件名（path.name）一项")
-            expect("same.md" not in client.uploaded and result["same.md"] is None,
-                   "a file the service holds with the same bytes (the document's sha256 equals the file's) is skipped: None",
-                   zh="服务里已有、字节相同的文件（文档的 sha256 等于文件的 sha256）要跳过：值为 None")
-            expect("new.md" in client.uploaded and result["new.md"] is not None,
-                   "a file the service does not hold is uploaded (client.upload_file(path)); keep its Upload",
-                   zh="服务里没有的文件要上传（client.upload_file(path)），并保留它的 Upload")
-            expect("changed.md" in client.uploaded,
-                   "compare the bytes, not only the name: a changed file with a known name is a new version — upload it",
-                   zh="比较字节，而不只是文件名：同名但内容变了的文件是新版本，要上传")
-            expect("failed.md" in client.uploaded,
-                   "a document without a sha256 was never indexed (its job failed): upload it again",
-                   zh="没有 sha256 的文档从未被索引（它的作业失败了）：要重新上传")
+            expect(
+                isinstance(result, dict) and set(result) == set(files),
+                "return a dict with one entry per file name (path.name)",
+                zh="返回一个字典，每个文件名（path.name）一项",
+            )
+            expect(
+                "same.md" not in client.uploaded and result["same.md"] is None,
+                "a file the service holds with the same bytes (the document's sha256 equals the file's) is skipped: None",
+                zh="服务里已有、字节相同的文件（文档的 sha256 等于文件的 sha256）要跳过：值为 None",
+            )
+            expect(
+                "new.md" in client.uploaded and result["new.md"] is not None,
+                "a file the service does not hold is uploaded (client.upload_file(path)); keep its Upload",
+                zh="服务里没有的文件要上传（client.upload_file(path)），并保留它的 Upload",
+            )
+            expect(
+                "changed.md" in client.uploaded,
+                "compare the bytes, not only the name: a changed file with a known name is a new version — upload it",
+                zh="比较字节，而不只是文件名：同名但内容变了的文件是新版本，要上传",
+            )
+            expect(
+                "failed.md" in client.uploaded,
+                "a document without a sha256 was never indexed (its job failed): upload it again",
+                zh="没有 sha256 的文档从未被索引（它的作业失败了）：要重新上传",
+            )
             expect(client.uploaded.count("new.md") == 1, "upload each file once", zh="每个文件只上传一次")
 
     return run_check("Exercise 2 (upload only what is new)", check, zh="练习 2（只上传新的文件）")

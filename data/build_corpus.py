@@ -20,7 +20,7 @@ import re
 import sys
 import zipfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import docx
@@ -32,12 +32,13 @@ from docx.oxml.ns import qn
 from docx.shared import Pt
 from fpdf import FPDF, FontFace
 from markdown_it import MarkdownIt
-from pptx.util import Inches, Pt as PptPt
+from pptx.util import Inches
+from pptx.util import Pt as PptPt
 
 DATA = Path(__file__).resolve().parent
 SOURCES, CORPUS, EVAL = DATA / "sources", DATA / "corpus", DATA / "eval"
 SKIP = {"WORLD.md", "CONVENTIONS.md"}
-FIXED_TIME = datetime(2026, 9, 30, 12, 0, 0, tzinfo=timezone.utc)
+FIXED_TIME = datetime(2026, 9, 30, 12, 0, 0, tzinfo=UTC)
 FONT_DIR = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
 AUTHOR = "Tidewell Analytics"
 
@@ -48,22 +49,22 @@ def markdown() -> MarkdownIt:
 
 @dataclass
 class Block:
-    kind: str              # heading | para | item | table | code
+    kind: str  # heading | para | item | table | code
     text: str = ""
-    level: int = 0         # heading level (1-4) or list depth (0-based)
+    level: int = 0  # heading level (1-4) or list depth (0-based)
     ordered: bool = False  # list item of a numbered list?
-    list_id: int = 0       # list items: which list they belong to
-    number: int = 0        # list items: position within their list (1-based)
+    list_id: int = 0  # list items: which list they belong to
+    number: int = 0  # list items: position within their list (1-based)
     rows: list = field(default_factory=list)  # tables: header row first
 
 
 def read_source(path: Path) -> tuple[dict, str]:
     """Split a source file into its front matter (dict) and Markdown body."""
     text = path.read_text(encoding="utf-8")
-    match = re.match(r"---\n(.*?)\n---\n", text, re.S)
+    match = re.match(r"---\n(.*?)\n---\n", text, re.DOTALL)
     if not match:
         raise ValueError(f"{path.name}: missing YAML front matter")
-    return yaml.safe_load(match.group(1)), text[match.end():].lstrip("\n")
+    return yaml.safe_load(match.group(1)), text[match.end() :].lstrip("\n")
 
 
 def inline_text(token) -> str:
@@ -130,8 +131,10 @@ def setup_pdf_fonts(pdf: DocumentPdf, text: str) -> None:
 
 def pdf_column_widths(pdf: DocumentPdf, rows: list[list[str]]) -> list[float]:
     """Column widths (mm) proportional to the longest cell, with room for the longest word."""
-    weights = [max(max(len(cell) for cell in col), 2.5 * max(len(w) for cell in col for w in cell.split() or [""]))
-               for col in zip(*rows)]
+    weights = [
+        max(max(len(cell) for cell in col), 2.5 * max(len(w) for cell in col for w in cell.split() or [""]))
+        for col in zip(*rows)
+    ]
     return [pdf.epw * weight / sum(weights) for weight in weights]
 
 
@@ -139,13 +142,16 @@ def pdf_table(pdf: DocumentPdf, rows: list[list[str]]) -> None:
     """A real table with a bold, shaded header row; starts on a new page if it would be split."""
     pdf.set_font(pdf.body_font, size=9)
     widths = pdf_column_widths(pdf, rows)
-    height = sum(5 * max(math.ceil(pdf.get_string_width(cell) / (width - 3)) for cell, width in zip(row, widths)) + 2.4
-                 for row in rows)
+    height = sum(
+        5 * max(math.ceil(pdf.get_string_width(cell) / (width - 3)) for cell, width in zip(row, widths)) + 2.4
+        for row in rows
+    )
     if pdf.get_y() + height > pdf.page_break_trigger and height < pdf.eph:
         pdf.add_page()
     header = FontFace(emphasis="BOLD", fill_color=(222, 230, 240))
-    with pdf.table(col_widths=tuple(widths), line_height=5, padding=1.2,
-                   text_align="LEFT", headings_style=header) as table:
+    with pdf.table(
+        col_widths=tuple(widths), line_height=5, padding=1.2, text_align="LEFT", headings_style=header
+    ) as table:
         for cells in rows:
             table.row(cells)
     pdf.ln(3)
@@ -313,12 +319,22 @@ def normalize_zip(path: Path) -> None:
 
 
 CHROME = {
-    "en": dict(home="Home", section="Support", nav=["Product", "Pricing", "Docs", "Support", "Contact"],
-               accept="Accept", footer="© 2026 Tidewell Analytics B.V., Rotterdam. All rights reserved.",
-               cookie="We use cookies to improve your experience. By continuing you accept our cookie policy."),
-    "zh": dict(home="首页", section="支持中心", nav=["产品", "价格", "文档", "支持", "联系我们"],
-               accept="接受", footer="© 2026 潮汐分析（Tidewell Analytics）版权所有。",
-               cookie="本网站使用 Cookie 改善您的浏览体验。继续浏览即表示您同意我们的 Cookie 政策。"),
+    "en": dict(
+        home="Home",
+        section="Support",
+        nav=["Product", "Pricing", "Docs", "Support", "Contact"],
+        accept="Accept",
+        footer="© 2026 Tidewell Analytics B.V., Rotterdam. All rights reserved.",
+        cookie="We use cookies to improve your experience. By continuing you accept our cookie policy.",
+    ),
+    "zh": dict(
+        home="首页",
+        section="支持中心",
+        nav=["产品", "价格", "文档", "支持", "联系我们"],
+        accept="接受",
+        footer="© 2026 潮汐分析（Tidewell Analytics）版权所有。",
+        cookie="本网站使用 Cookie 改善您的浏览体验。继续浏览即表示您同意我们的 Cookie 政策。",
+    ),
 }
 PAGE = """<!DOCTYPE html>
 <html lang="{lang}">
@@ -338,10 +354,14 @@ PAGE = """<!DOCTYPE html>
 
 def render_html(meta: dict, body: str, out: Path) -> None:
     chrome = dict(CHROME.get(meta["language"], CHROME["en"]))
-    chrome["nav"] = " ".join(f'<a href="/{slug}/">{label}</a>' for slug, label
-                             in zip(("product", "pricing", "docs", "support", "contact"), chrome["nav"]))
-    out.write_text(PAGE.format(lang=meta["language"], title=html.escape(meta["title"]),
-                               body=markdown().render(body), **chrome), encoding="utf-8")
+    chrome["nav"] = " ".join(
+        f'<a href="/{slug}/">{label}</a>'
+        for slug, label in zip(("product", "pricing", "docs", "support", "contact"), chrome["nav"])
+    )
+    out.write_text(
+        PAGE.format(lang=meta["language"], title=html.escape(meta["title"]), body=markdown().render(body), **chrome),
+        encoding="utf-8",
+    )
 
 
 def render_source(path: Path) -> Path:
@@ -359,8 +379,8 @@ def render_source(path: Path) -> Path:
 
 def html_text(markup: str) -> str:
     """Visible text of HTML: scripts and styles dropped, block-level tags become line breaks."""
-    markup = re.sub(r"<(style|script)\b.*?</\1>", " ", markup, flags=re.S | re.I)
-    markup = re.sub(r"</?(p|li|td|th|tr|h\d|pre|div|nav|footer|br)\b[^>]*>", "\n", markup, flags=re.I)
+    markup = re.sub(r"<(style|script)\b.*?</\1>", " ", markup, flags=re.DOTALL | re.IGNORECASE)
+    markup = re.sub(r"</?(p|li|td|th|tr|h\d|pre|div|nav|footer|br)\b[^>]*>", "\n", markup, flags=re.IGNORECASE)
     return html.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
@@ -421,11 +441,17 @@ def quote_problems(entry: dict, pages: dict[str, list[str]]) -> tuple[list[str],
     errors = [f"MISSING FILE {entry['id']}: {s['file']}" for s in entry["sources"] if s["file"] not in pages]
     texts = [squash(" ".join(pages.get(s["file"], []))) for s in entry["sources"]]
     files = ", ".join(s["file"] for s in entry["sources"]) or "(no sources)"
-    errors += [f"MISSING QUOTE {entry['id']} in {files}: {q!r}"
-               for q in entry["evidence"] if not any(squash(q) in t for t in texts)]
+    errors += [
+        f"MISSING QUOTE {entry['id']} in {files}: {q!r}"
+        for q in entry["evidence"]
+        if not any(squash(q) in t for t in texts)
+    ]
     low, high = (10, 120) if entry["language"] == "zh" else (20, 200)
-    warnings = [f"{entry['id']}: quote length {len(q)} outside {low}-{high}: {q!r}"
-                for q in entry["evidence"] if not low <= len(q) <= high]
+    warnings = [
+        f"{entry['id']}: quote length {len(q)} outside {low}-{high}: {q!r}"
+        for q in entry["evidence"]
+        if not low <= len(q) <= high
+    ]
     warnings += [f"{entry['id']}: markup in quote: {q!r}" for q in entry["evidence"] if re.search(r"\*\*|`|\||\]\(", q)]
     return errors, warnings
 
@@ -445,8 +471,10 @@ def check_gold(gold_path: Path, pages: dict[str, list[str]]) -> int:
     if entries != original:
         gold_path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries), encoding="utf-8")
     quotes = sum(len(e["evidence"]) for e in entries)
-    print(f"{gold_path.name}: {len(entries)} questions, {quotes} quotes, {errors} problems; "
-          + ", ".join(f"{kind} {n}" for kind, n in sorted(types.items())))
+    print(
+        f"{gold_path.name}: {len(entries)} questions, {quotes} quotes, {errors} problems; "
+        + ", ".join(f"{kind} {n}" for kind, n in sorted(types.items()))
+    )
     return errors
 
 

@@ -305,7 +305,9 @@ def render_package(name: str) -> Rendered:
 def check_pins(rendered: list[Rendered], manifest_path: Path) -> None:
     """Refuse any package whose installed version or description differs from the manifest's pin."""
     if not manifest_path.exists():
-        raise BuildError(f"{manifest_path} does not exist — run data/build_packages.py --repin to pin the installed versions")
+        raise BuildError(
+            f"{manifest_path} does not exist — run data/build_packages.py --repin to pin the installed versions"
+        )
     pinned = {entry["name"]: entry for entry in json.loads(manifest_path.read_text(encoding="utf-8"))["packages"]}
     problems = []
     for item in rendered:
@@ -391,8 +393,11 @@ def main() -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     if args.check:
-        changed = [name for name, text in files.items()
-                   if not (OUT / name).exists() or (OUT / name).read_text(encoding="utf-8") != text]
+        changed = [
+            name
+            for name, text in files.items()
+            if not (OUT / name).exists() or (OUT / name).read_text(encoding="utf-8") != text
+        ]
         if changed:
             print(f"error: these files would change: {changed} — run data/build_packages.py", file=sys.stderr)
             return 1

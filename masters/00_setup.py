@@ -69,9 +69,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from lessons.core import t
-from lessons.core import get_chat_model, model_banner
-from lessons.core import USAGE
+from lessons.core import USAGE, get_chat_model, model_banner, t
 
 timings = {}
 print(model_banner())
@@ -149,8 +147,9 @@ timings[t("two structured grades")] = time.perf_counter() - start
 # 并带一段模型能读懂的描述。（提示：`typing.Literal` 和 `pydantic.Field`。）
 
 # %% tags=["exercise"]
-from pydantic import BaseModel, Field
 from typing import Literal
+
+from pydantic import BaseModel, Field
 
 
 class RelevanceGrade(BaseModel):
@@ -280,8 +279,7 @@ check_cosine_similarity(cosine_similarity)
 # 转换成带标题和表格的 Markdown。转换结果按文件的 SHA-256 缓存，所以第二次是瞬间完成的。
 
 # %%
-from lessons.ingest import CORPUS_DIR
-from lessons.ingest import convert_file
+from lessons.ingest import CORPUS_DIR, convert_file
 
 sample = CORPUS_DIR / "employee_handbook.docx"  # data/corpus/, found from any notebook folder
 start = time.perf_counter()

@@ -85,11 +85,9 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 from tqdm.auto import tqdm
 
+from lessons.core import USAGE, t, t_labels
 from lessons.evaluation import findable_quotes
-from lessons.ingest import load_gold
-from lessons.core import t, t_labels
-from lessons.ingest import load_documents, load_sections
-from lessons.core import USAGE
+from lessons.ingest import load_documents, load_gold, load_sections
 
 timings = {}
 start = time.perf_counter()
@@ -129,8 +127,7 @@ print(t("{files} files as {pages} pages or files; {questions} gold questions abo
 # %%
 from collections import Counter
 
-from lessons.chunking import embedder_token_counter
-from lessons.chunking import atomic_blocks
+from lessons.chunking import atomic_blocks, embedder_token_counter
 
 count_tokens = embedder_token_counter()
 rows = []
@@ -217,8 +214,8 @@ for overlap in (0, 60):
 # 换来的是希望更少的金标准证据引文被切成两半（最后一列：如果没有任何一个块完整包含某条引文，它就算被切断）。
 
 # %%
-from lessons.evaluation import split_quote_share
 from lessons.chunking import recursive_chunker
+from lessons.evaluation import split_quote_share
 
 total_characters = sum(len(d.page_content) for d in documents)
 quotes = findable_quotes(answerable, documents)
@@ -261,8 +258,8 @@ display(pd.DataFrame(rows).style.format({t("index size vs text"): "{:.2f}×", t(
 # `TextSplitter`）在这个计数上用二分查找确定每个窗口的结尾。
 
 # %%
-from lessons.evaluation import ends_at_boundary
 from lessons.chunking import TokenWindowSplitter, character_window_chunker
+from lessons.evaluation import ends_at_boundary
 
 for sentence in ["Atlas Server listens on port 7420.", "Atlas Server 默认监听 7420 端口。"]:
     print(t("{tokens:3} tokens, {characters:3} characters: {sentence}",
@@ -545,8 +542,7 @@ for block in blocks:
                 last=block.end, language=block.language or '', first_line=first_line[:60]))
 
 # %%
-from lessons.chunking import header_recursive_chunker
-from lessons.chunking import markdown_block_chunker
+from lessons.chunking import header_recursive_chunker, markdown_block_chunker
 
 yaml_section = [s for s in sections if s.metadata["section"] == "The atlas.yaml file"]
 yaml_block = next(b for b in atomic_blocks(yaml_section[0].page_content) if b.language == "yaml")
@@ -634,8 +630,8 @@ check_pack_blocks(pack_blocks)
 # 并给每个子块加上它父块的 `parent_id`（即父块基于内容哈希的 `chunk_id`）。检索子块，返回父块。
 
 # %%
-from lessons.evaluation import run_parent_child
 from lessons.chunking import parent_child_chunks
+from lessons.evaluation import run_parent_child
 
 parent_child = run_parent_child("parent-child", parent_child_chunks, documents)
 parents_by_id = {p.metadata["chunk_id"]: p for p in parent_child.parents}
@@ -701,8 +697,8 @@ check_parents_for(parents_for)
 from langchain_classic.retrievers import MultiVectorRetriever
 from langchain_core.stores import InMemoryStore
 
-from lessons.evaluation import index_name
 from lessons.chunking import cached_embeddings, parents_of
+from lessons.evaluation import index_name
 from lessons.retrieval import build_index
 
 start = time.perf_counter()
@@ -760,13 +756,13 @@ print(t("first parent:"), ours[0].metadata["source"], "›", ours[0].metadata["s
 # （全部十一种）第一次运行要花好几倍的时间。
 
 # %%
-from lessons.evaluation import compare_strategy, embed_questions, run_strategy
 from lessons.chunking import (
     header_chunker,
     language_aware_chunker,
     token_window_chunker,
 )
 from lessons.core import get_embeddings
+from lessons.evaluation import compare_strategy, embed_questions, run_strategy
 
 strategy_makers = {
     "recursive (defaults)": lambda: recursive_chunker(CHUNK_SIZE, CHUNK_OVERLAP),

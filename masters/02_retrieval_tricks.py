@@ -112,13 +112,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lessons.ingest import load_gold
-from lessons.core import t, t_labels
-from lessons.retrieval import build_index, chunk_knowledge_base
-from lessons.core import get_chat_model, model_banner
+from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
 from lessons.evaluation import relevant_chunk_counts, stratified_sample
+from lessons.ingest import load_gold
+from lessons.retrieval import build_index, chunk_knowledge_base
 from lessons.widgets import side_by_side_html
-from lessons.core import USAGE
 
 pd.set_option("display.precision", 3)
 pd.set_option("display.width", 200)
@@ -176,8 +174,8 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 # 有两种解决办法：用分词器（`jieba`），或者用相互重叠的字符对（*二元组*，bigram），后者完全不需要词典。
 
 # %%
-from lessons.retrieval import TOKENIZERS, bm25_retriever
 from lessons.evaluation import Technique, breakdown, evaluate_techniques
+from lessons.retrieval import TOKENIZERS, bm25_retriever
 
 chinese_example = by_id["zh-023"]
 print(chinese_example.question)
@@ -326,10 +324,15 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 # 它的输入上限是 512 个 token（问题和段落合计）；更长的段落会被截断。
 
 # %%
-from lessons.retrieval import OnnxCrossEncoder, packaged_models_report
 from lessons.evaluation import relevance_labels
-from lessons.retrieval import cross_encoder_reranker
-from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
+from lessons.retrieval import (
+    OnnxCrossEncoder,
+    bm25_retriever,
+    cross_encoder_reranker,
+    dense_retriever,
+    hybrid_retriever,
+    packaged_models_report,
+)
 
 print(packaged_models_report())
 cross_encoder = OnnxCrossEncoder()
@@ -646,8 +649,7 @@ print(t("step-back:"), step_back_question(llm).invoke({"question": example.quest
 # 先看这个块单独打分和带上相邻块打分，由交叉编码器评分：
 
 # %%
-from lessons.retrieval import ChunkNeighbours, expand_hits, neighbour_budget
-from lessons.retrieval import neighbour_context
+from lessons.retrieval import ChunkNeighbours, neighbour_budget, neighbour_context
 
 neighbours = ChunkNeighbours(chunks)
 lone = next(c for c in chunks if c.page_content.startswith("The two are complementary"))

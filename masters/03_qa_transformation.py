@@ -86,9 +86,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import t, t_labels
-from lessons.core import get_chat_model, model_banner
-from lessons.core import USAGE
+from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
 
 logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
 pd.set_option("display.max_colwidth", 90)
@@ -159,7 +157,7 @@ import json
 
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from lessons.transforms import QA_SYSTEM_PROMPT, QAPair, QAPairList, qa_messages, qa_pair_list_schema
+from lessons.transforms import qa_messages, qa_pair_list_schema
 
 print(json.dumps(convert_to_openai_tool(qa_pair_list_schema(MAX_PAIRS))["function"]["parameters"]["properties"]["pairs"], indent=1)[:700])
 print(t("\n--- the system prompt for this chunk ---"))
@@ -218,8 +216,8 @@ pd.DataFrame([pair.model_dump() for pair in one.pairs])
 # 每次调用都失败时返回 `[]`。其他任何异常都让它继续抛出。
 
 # %% tags=["exercise"]
-from lessons.transforms import fewer_pairs_schedule
 from lessons.core import StructuredOutputError
+from lessons.transforms import fewer_pairs_schedule
 
 print(t("schedule for 4:"), fewer_pairs_schedule(4), t("· for 3:"), fewer_pairs_schedule(3))
 
@@ -525,8 +523,8 @@ from checks.nb03 import check_hits_to_chunks
 check_hits_to_chunks(hits_to_chunks)
 
 # %%
-from lessons.transforms import DOC_TYPE_CHUNK, mark_doc_type, search_source_chunks
 from lessons.core import index_documents, open_store
+from lessons.transforms import DOC_TYPE_CHUNK, mark_doc_type, search_source_chunks
 
 chunk_docs = mark_doc_type(sample, DOC_TYPE_CHUNK)
 chunks_by_id = {c.metadata["chunk_id"]: c for c in chunk_docs}
@@ -545,9 +543,8 @@ print(t("hybrid store: {chunks} chunks + {qa} QA documents · {stats}", chunks=l
 # 结果列表在第 *r* 位就是相关的（`lessons.evaluation.metrics`）。
 
 # %%
-from lessons.evaluation import embed_questions
 from lessons.core import get_embeddings
-from lessons.evaluation import hit_at_k, mrr_at_k, relevance_labels
+from lessons.evaluation import embed_questions, hit_at_k, mrr_at_k, relevance_labels
 
 K = 5
 MODES = ["chunks", "qa", "hybrid"]
@@ -644,7 +641,7 @@ display(Markdown(qa_findings(scores.to_dict("records"), k=K, coverage=coverage))
 import pypdfium2
 
 from lessons.ingest import CORPUS_DIR
-from lessons.transforms import TextCleaner, clean_text
+from lessons.transforms import TextCleaner
 
 pdf = pypdfium2.PdfDocument(CORPUS_DIR / "atlas_whitepaper.pdf")
 raw_page = pdf[1].get_textpage().get_text_range()

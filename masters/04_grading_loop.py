@@ -80,13 +80,16 @@ import pandas as pd
 from IPython.display import Markdown, display
 from langchain_classic.retrievers import ContextualCompressionRetriever
 
+from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
 from lessons.ingest import load_gold, sample_by_language
-from lessons.core import t, t_labels
-from lessons.retrieval import build_index, chunk_knowledge_base
-from lessons.core import get_chat_model, model_banner
-from lessons.retrieval import default_reranker
-from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
-from lessons.core import USAGE
+from lessons.retrieval import (
+    bm25_retriever,
+    build_index,
+    chunk_knowledge_base,
+    default_reranker,
+    dense_retriever,
+    hybrid_retriever,
+)
 
 pd.set_option("display.max_colwidth", 80)
 print(model_banner())
@@ -199,7 +202,7 @@ thresholds, menu = {}, []
 for lang in ("en", "zh"):
     inside, outside = group(lang, True), group(lang, False)
     gate = thresholds[lang] = calibrate_gate(inside["pairs"].tolist(), outside["pairs"].tolist(), MIN_ABSTENTION)
-    passes = lambda pairs: any(ce >= gate.cross_encoder and p >= gate.p_yes for ce, p in pairs)  # noqa: E731
+    passes = lambda pairs: any(ce >= gate.cross_encoder and p >= gate.p_yes for ce, p in pairs)
     answered, abstained = sum(map(passes, inside["pairs"])), sum(not passes(p) for p in outside["pairs"])
     menu.append({
         "language": lang, "t₁ cross-encoder": round(gate.cross_encoder, 3), "t₂ P(yes)": round(gate.p_yes, 3),

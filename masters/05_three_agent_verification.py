@@ -93,10 +93,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
 from lessons.ingest import CORPUS_DIR, load_gold, sample_by_language
-from lessons.core import t, t_labels
-from lessons.core import get_chat_model, model_banner
-from lessons.core import USAGE
 
 pd.set_option("display.max_colwidth", 90)
 print(model_banner())
@@ -222,8 +220,13 @@ pd.DataFrame([{t("question"): text, t("kind"): kind, t("best cross-encoder score
 # **对照金标准证据来测量。**在一个按固定种子抽取的样本上（可回答的问题和知识库外的问题，英文和中文各占一半），两种检查器给*同一批*重排后的块打标签。正确的提前出口是：当且仅当没有任何块包含金标准证据引文时给出 `NO_MATCH`（知识库外的问题从来不会有），所以每个检查器的决定都可以打分，两者也可以相互比较。第 7 节的工作流使用做对次数更多的那个检查器（打平时保留交叉编码器：不用调用模型）；`run_three_agents` 通过 `relevance="cross_encoder"`（默认）或 `relevance="llm"` 接收它。
 
 # %%
-from lessons.evaluation import (better_relevance_checker, compare_relevance, relevance_agreement,
-                                      relevance_findings, relevance_summary)
+from lessons.evaluation import (
+    better_relevance_checker,
+    compare_relevance,
+    relevance_agreement,
+    relevance_findings,
+    relevance_summary,
+)
 
 relevance_sample = sample_by_language([q for q in gold if q.answerable], N_RELEVANCE - N_RELEVANCE // 2, SEED + 1) + \
                    sample_by_language([q for q in gold if not q.answerable], N_RELEVANCE // 2, SEED + 1)
@@ -337,8 +340,8 @@ check_verdict_schema(MyVerdict)
 # 课程里的版本是 `lessons.agents.three_agents.Verification`。这里用它来评判上面的草稿，以及把第一个数字改掉之后的同一份草稿（`plant_changed_figure`，第 6 节会大规模使用它）：模型列出了什么（`model_verdict`），旁边是经过检查之后还站得住的是什么（`verify`）。
 
 # %%
-from lessons.evaluation import plant_changed_figure
 from lessons.agents import model_verdict, verify
+from lessons.evaluation import plant_changed_figure
 
 tampered = plant_changed_figure(draft.answer) or draft.answer + " It was approved by Marcus Lindqvist."
 rows = []
@@ -565,9 +568,7 @@ pd.DataFrame([{"id": r.id, t("type"): r.type, t("outcome"): r.outcome, t("correc
 # 两个来源对一个价格说法不一。可以接受的回答要么指出这个冲突，要么采用彼此一致的那些来源（€45）；只引用 Q3 演示文稿的 €54 的回答是错的。`contradiction_handling` 判断回答属于哪一种。
 
 # %%
-from lessons.evaluation import contradiction_handling
-
-from lessons.evaluation import run_findings
+from lessons.evaluation import contradiction_handling, run_findings
 
 contradiction = next(r for r in runs if r.type == "contradiction")
 show(contradiction.result)

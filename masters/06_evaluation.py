@@ -88,8 +88,8 @@ N_QA_CHUNKS = 60      # notebook 03's QA sample (used when qa-hybrid is judged):
 SEED = 6
 
 # %%
-from lessons.evaluation import PIPELINES
 from lessons.core import t, t_labels
+from lessons.evaluation import PIPELINES
 
 if FULL:  # the larger measurement: every pipeline, a bigger judged sample and gate sample
     PIPELINE_NAMES = list(PIPELINES)
@@ -104,13 +104,10 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from lessons.core import PROJECT_ROOT, USAGE, get_chat_model, model_banner, store_location
+from lessons.evaluation import from_gold
 from lessons.ingest import load_gold
 from lessons.retrieval import load_knowledge_base
-from lessons.core import get_chat_model, model_banner
-from lessons.core import PROJECT_ROOT
-from lessons.evaluation import from_gold
-from lessons.core import USAGE
-from lessons.core import store_location
 
 pd.set_option("display.max_colwidth", 90)
 pd.set_option("display.width", 200)
@@ -157,8 +154,8 @@ pd.DataFrame({corpus: {t("chunks"): len(v["chunks"]), t("gold questions"): len(v
 # 记住这里的偏差：证据分块都有 QA 对，而大多数干扰分块没有，这对 QA-hybrid 索引有利。
 
 # %%
-from lessons.transforms import chunk_id_of, select_chunks
 from lessons.evaluation import balanced_sample, describe, qa_chunk_selection
+from lessons.transforms import chunk_id_of, select_chunks
 
 qa_sample = select_chunks(chunks, gold, N_QA_CHUNKS, seed=3)  # notebook 03's sample: the same seed
 in_qa_sample = {chunk_id_of(c) for c in qa_sample}
@@ -232,9 +229,8 @@ pd.DataFrame([{t("question"): r.question, t("why it was not kept"): r.reason} fo
 # dense 基线在两个测试集上的检索指标（不用 LLM）能把这个差别显示出来。
 
 # %%
-from lessons.evaluation import relevant_counts, retrieval_scores
+from lessons.evaluation import relevant_counts, retrieval_scores, words_shared_with_evidence
 from lessons.retrieval import dense_retriever
-from lessons.evaluation import words_shared_with_evidence
 
 dense = dense_retriever(store, 10)
 
@@ -435,8 +431,8 @@ pd.DataFrame(rows)
 # 下面是评审始终不调用函数时（一个脚本化的模型）记录下来的内容：
 
 # %%
-from lessons.evaluation import FaithfulnessVerdict, run_judge
 from lessons.core import ScriptedChatModel
+from lessons.evaluation import FaithfulnessVerdict, run_judge
 
 run_judge(ScriptedChatModel(default="Looks right to me!"), FaithfulnessVerdict, "consistent", "Is it consistent?")
 
@@ -630,8 +626,7 @@ sample = all_rows[all_rows["question_id"].isin(disputed)][["question_id", "pipel
 
 # %%
 from lessons.evaluation import best_scores, gate_grader, gate_retrieval, threshold_transfer
-from lessons.retrieval import get_cross_encoder
-from lessons.retrieval import dense_retriever
+from lessons.retrieval import dense_retriever, get_cross_encoder
 
 cross_encoder, grader = get_cross_encoder(), gate_grader(llm)  # the grading loop's gate (lessons.agents.grading.RelevanceGate)
 GATE, CROSS_ENCODER, DENSE = t("gate P(yes)"), t("cross-encoder score"), t("dense similarity")

@@ -98,12 +98,9 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.ingest import load_gold
-from lessons.core import t, t_labels
+from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
+from lessons.ingest import load_documents, load_gold
 from lessons.retrieval import build_index, chunk_knowledge_base
-from lessons.ingest import load_documents
-from lessons.core import get_chat_model, model_banner
-from lessons.core import USAGE
 
 pd.set_option("display.max_colwidth", 100)
 print(model_banner())
@@ -211,8 +208,8 @@ pd.DataFrame([{t("source"): d.metadata["source"], t("page"): d.metadata["page"],
 # %%
 from tqdm.auto import tqdm
 
-from lessons.ingest import sample_by_language
 from lessons.evaluation import search_recall
+from lessons.ingest import sample_by_language
 
 search_questions = sample_by_language([q for q in gold if q.type in ("multi_hop", "table")], N_SEARCH, SEED)
 rankers = {t("first stage (no rerank)"): None,
@@ -574,8 +571,15 @@ for role, text in decide_mode.history:
 #   （不含评审的调用；缓存命中的回答按第一次提问时花掉的 token 计），以及秒数。
 
 # %%
-from lessons.evaluation import compare_methods, measure_sample, run_deep_research, run_single_shot, runs_table
-from lessons.evaluation import Resources, build_hybrid
+from lessons.evaluation import (
+    Resources,
+    build_hybrid,
+    compare_methods,
+    measure_sample,
+    run_deep_research,
+    run_single_shot,
+    runs_table,
+)
 
 sample = measure_sample(gold, N_MULTI_HOP, N_TABLE, seed=SEED)
 single_shot = build_hybrid(Resources(chunks=chunks, store=store, llm=llm, k=K))

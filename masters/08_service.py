@@ -67,9 +67,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
+from lessons.core import USAGE, get_chat_model, model_banner
 from lessons.ingest import CORPUS_DIR, load_gold
-from lessons.core import get_chat_model, model_banner
-from lessons.core import USAGE
 from service.client import running_service
 from service.nightly import TREND_METRICS
 

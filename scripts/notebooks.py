@@ -54,8 +54,11 @@ LANGUAGE_INFO = {"name": "python"}
 CELL_METADATA = ("tags", "lang", "translates")
 TWIN_LANGUAGES = tuple(language for language in LANGUAGES if language != ENGLISH)
 HASH_LENGTH = 12
-CELL_TYPES = {"markdown": nbformat.v4.new_markdown_cell, "code": nbformat.v4.new_code_cell,
-              "raw": nbformat.v4.new_raw_cell}
+CELL_TYPES = {
+    "markdown": nbformat.v4.new_markdown_cell,
+    "code": nbformat.v4.new_code_cell,
+    "raw": nbformat.v4.new_raw_cell,
+}
 
 # What a master generates: (folder under the project root, master path → notebook).
 Output = tuple[str, Callable[[Path], nbformat.NotebookNode]]
@@ -69,8 +72,10 @@ def _jupytext():
     try:
         import jupytext
     except ImportError as error:  # pragma: no cover - the dev extra is installed wherever tests run
-        raise SystemExit("scripts.notebooks needs jupytext, which the dev extra installs: "
-                         "run `scripts/setup.sh dev`, then `make notebooks` again") from error
+        raise SystemExit(
+            "scripts.notebooks needs jupytext, which the dev extra installs: "
+            "run `scripts/setup.sh dev`, then `make notebooks` again"
+        ) from error
     return jupytext
 
 
@@ -99,23 +104,32 @@ def parse(master_path: Path) -> tuple[dict, list[MasterCell]]:
     try:
         parsed = _jupytext().reads(master_path.read_text(encoding="utf-8"), fmt="py:percent")
     except Exception as error:
-        raise MasterError(f"{master_path}: jupytext cannot read it as a percent-format script ({error}); "
-                          "fix the `# %%` cell markers or the YAML header") from error
+        raise MasterError(
+            f"{master_path}: jupytext cannot read it as a percent-format script ({error}); "
+            "fix the `# %%` cell markers or the YAML header"
+        ) from error
 
     header = {k: v for k, v in parsed.metadata.items() if k != "jupytext"}
     unknown = sorted(set(header) - set(NOTEBOOK_METADATA))
     if unknown:
-        raise MasterError(f"{master_path}: unexpected notebook metadata {unknown} in the header; "
-                          f"a master's header holds only {list(NOTEBOOK_METADATA)} (remove the others, or "
-                          "add the key to scripts/notebooks.py NOTEBOOK_METADATA if the notebooks need it)")
+        raise MasterError(
+            f"{master_path}: unexpected notebook metadata {unknown} in the header; "
+            f"a master's header holds only {list(NOTEBOOK_METADATA)} (remove the others, or "
+            "add the key to scripts/notebooks.py NOTEBOOK_METADATA if the notebooks need it)"
+        )
     if "kernelspec" not in header:
         raise MasterError(f"{master_path}: the YAML header has no `kernelspec`; copy it from another master")
     if "quick_parameters" not in header.get("agentic_rag", {}):
-        raise MasterError(f"{master_path}: the YAML header has no `agentic_rag: quick_parameters:` "
-                          "(the small sizes the test suite runs; see CONTRIBUTING.md)")
+        raise MasterError(
+            f"{master_path}: the YAML header has no `agentic_rag: quick_parameters:` "
+            "(the small sizes the test suite runs; see CONTRIBUTING.md)"
+        )
 
-    metadata = {"kernelspec": header["kernelspec"], "language_info": dict(LANGUAGE_INFO),
-                "agentic_rag": header["agentic_rag"]}
+    metadata = {
+        "kernelspec": header["kernelspec"],
+        "language_info": dict(LANGUAGE_INFO),
+        "agentic_rag": header["agentic_rag"],
+    }
     cells: list[MasterCell] = []
     for number, cell in enumerate(parsed.cells):
         where = f"{master_path}, cell {number} ({_first_line(cell.source)})"
@@ -123,8 +137,10 @@ def parse(master_path: Path) -> tuple[dict, list[MasterCell]]:
             raise MasterError(f"{where}: cell type {cell.cell_type!r} is not one of {sorted(CELL_TYPES)}")
         extra = sorted(set(cell.metadata) - set(CELL_METADATA))
         if extra:
-            raise MasterError(f"{where}: unexpected cell metadata {extra} on its `# %%` line; a master's cells "
-                              f"carry only {list(CELL_METADATA)} (remove the others)")
+            raise MasterError(
+                f"{where}: unexpected cell metadata {extra} on its `# %%` line; a master's cells "
+                f"carry only {list(CELL_METADATA)} (remove the others)"
+            )
         if "lang" in cell.metadata or "translates" in cell.metadata:
             _add_twin(cells, cell, where)
             continue
@@ -138,16 +154,22 @@ def parse(master_path: Path) -> tuple[dict, list[MasterCell]]:
 
 def _add_twin(cells: list[MasterCell], cell: nbformat.NotebookNode, where: str) -> None:
     language, translates = cell.metadata.get("lang"), cell.metadata.get("translates")
-    how = (f'a twin is a Markdown cell `# %% [markdown] lang="{TWIN_LANGUAGES[0]}" translates="<hash>"` '
-           "directly after the English Markdown cell it translates")
+    how = (
+        f'a twin is a Markdown cell `# %% [markdown] lang="{TWIN_LANGUAGES[0]}" translates="<hash>"` '
+        "directly after the English Markdown cell it translates"
+    )
     if language not in TWIN_LANGUAGES:
         raise MasterError(f"{where}: lang={language!r} is not a translation language {list(TWIN_LANGUAGES)}; {how}")
     if not isinstance(translates, str) or not re.fullmatch(f"[0-9a-f]{{{HASH_LENGTH}}}", translates):
-        raise MasterError(f"{where}: translates={translates!r} is not the {HASH_LENGTH}-hex-digit hash of the "
-                          f"English text; {how} (`python -m scripts.notebooks --translations` prints the hashes)")
+        raise MasterError(
+            f"{where}: translates={translates!r} is not the {HASH_LENGTH}-hex-digit hash of the "
+            f"English text; {how} (`python -m scripts.notebooks --translations` prints the hashes)"
+        )
     if cell.cell_type != "markdown" or cell.metadata.get("tags"):
-        raise MasterError(f"{where}: a {language} twin must be an untagged Markdown cell (the code is the same "
-                          "in every language; printed strings come from lessons.core.i18n.t()); " + how)
+        raise MasterError(
+            f"{where}: a {language} twin must be an untagged Markdown cell (the code is the same "
+            "in every language; printed strings come from lessons.core.i18n.t()); " + how
+        )
     if not cells or cells[-1].cell.cell_type != "markdown":
         raise MasterError(f"{where}: this {language} twin follows no English Markdown cell; {how}")
     if language in cells[-1].twins:
@@ -197,12 +219,16 @@ def translation(master_path: Path, language: str) -> Translation:
     for c in markdown:
         now = source_hash(c.cell.source)
         if language not in c.twins:
-            problems.append(f"{c.where}: no {language} twin — add `# %% [markdown] lang=\"{language}\" "
-                            f"translates=\"{now}\"` with its translation directly after it")
+            problems.append(
+                f'{c.where}: no {language} twin — add `# %% [markdown] lang="{language}" '
+                f'translates="{now}"` with its translation directly after it'
+            )
         elif c.twins[language][1] != now:
-            problems.append(f"{c.where}: its {language} twin is stale — it translates {c.twins[language][1]}, "
-                            f"but the English text changed (now {now}); update the translation, then set "
-                            f"translates=\"{now}\"")
+            problems.append(
+                f"{c.where}: its {language} twin is stale — it translates {c.twins[language][1]}, "
+                f"but the English text changed (now {now}); update the translation, then set "
+                f'translates="{now}"'
+            )
     return Translation(Path(master_path), language, "incomplete" if problems else "translated", len(twinned), problems)
 
 
@@ -211,8 +237,9 @@ def translated_learner(master_path: Path, language: str) -> nbformat.NotebookNod
     and `agentic_rag.language` in the metadata. Raises MasterError when the master has no twins."""
     _, cells = parse(master_path)
     if not any(language in c.twins for c in cells):
-        raise MasterError(f"{master_path}: no {language} twins, so no {language} copy; see CONTRIBUTING.md "
-                          "(Translations)")
+        raise MasterError(
+            f"{master_path}: no {language} twins, so no {language} copy; see CONTRIBUTING.md (Translations)"
+        )
     nb = learner(master_path)
     for cell, source in zip(nb.cells, cells, strict=True):
         if language in source.twins:
@@ -257,8 +284,11 @@ def _write_or_compare(root: Path, target: Path, expected: str, master: Path, che
 
 
 def _orphans(root: Path, folder: str, names: set[str], why: str) -> list[str]:
-    return [f"{orphan.relative_to(root)}: {why.format(stem=orphan.stem)}"
-            for orphan in sorted((root / folder).glob("*.ipynb")) if orphan.stem not in names]
+    return [
+        f"{orphan.relative_to(root)}: {why.format(stem=orphan.stem)}"
+        for orphan in sorted((root / folder).glob("*.ipynb"))
+        if orphan.stem not in names
+    ]
 
 
 def translations(root: Path = ROOT) -> list[Translation]:
@@ -278,23 +308,34 @@ def sync(root: Path = ROOT, check_only: bool = False, outputs: list[Output] = OU
     names = {m.stem for m in found}
     for folder, make in outputs:
         for master in found:
-            line = _write_or_compare(root, root / folder / f"{master.stem}.ipynb", notebook_text(make(master)),
-                                     master, check_only)
+            line = _write_or_compare(
+                root, root / folder / f"{master.stem}.ipynb", notebook_text(make(master)), master, check_only
+            )
             stale += [line] if line else []
-        stale += _orphans(root, folder, names, f"no master {MASTERS}/{{stem}}.py (delete the notebook, or add its master)")
+        stale += _orphans(
+            root, folder, names, f"no master {MASTERS}/{{stem}}.py (delete the notebook, or add its master)"
+        )
     for language in TWIN_LANGUAGES:
         folder = notebook_folder(language)
         state = [translation(master, language) for master in found]
         done = [s.master for s in state if s.status != "untranslated"]
         for master in done:
-            line = _write_or_compare(root, root / folder / f"{master.stem}.ipynb",
-                                     notebook_text(translated_learner(master, language)), master, check_only)
+            line = _write_or_compare(
+                root,
+                root / folder / f"{master.stem}.ipynb",
+                notebook_text(translated_learner(master, language)),
+                master,
+                check_only,
+            )
             stale += [line] if line else []
         for s in state:
             stale += [problem.replace(f"{root}/", "") for problem in s.problems]
-        stale += _orphans(root, folder, {m.stem for m in done},
-                          f"no master {MASTERS}/{{stem}}.py with {language} twins (delete the notebook, or "
-                          "translate its master)")
+        stale += _orphans(
+            root,
+            folder,
+            {m.stem for m in done},
+            f"no master {MASTERS}/{{stem}}.py with {language} twins (delete the notebook, or translate its master)",
+        )
     return stale
 
 
@@ -305,8 +346,11 @@ def _is_written(line: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 naming every stale file")
-    parser.add_argument("--translations", action="store_true",
-                        help="change nothing; print how far each master is translated (and the hashes twins need)")
+    parser.add_argument(
+        "--translations",
+        action="store_true",
+        help="change nothing; print how far each master is translated (and the hashes twins need)",
+    )
     args = parser.parse_args(argv)
     try:
         if args.translations:
@@ -321,8 +365,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     problems = [s for s in stale if not _is_written(s)]
     if args.check and stale:
-        print(f"{len(stale)} generated notebook(s) or translation twin(s) out of date — {FIX}, and update the "
-              "named twins:\n  " + "\n  ".join(stale), file=sys.stderr)
+        print(
+            f"{len(stale)} generated notebook(s) or translation twin(s) out of date — {FIX}, and update the "
+            "named twins:\n  " + "\n  ".join(stale),
+            file=sys.stderr,
+        )
         return 1
     written = [s for s in stale if _is_written(s)]
     print(("regenerated:\n  " + "\n  ".join(written)) if written else "every notebook is up to date")

@@ -125,17 +125,36 @@ SPLITS = {
     "ingest": {
         "lessons.text.language": ["CJK_SHARE_FOR_CHINESE", "detect_language"],
         "lessons.text.normalise": [
-            "_FENCE", "_WHITESPACE", "_SPACE_BEFORE_PUNCTUATION", "_SPACE_AFTER_BRACKET", "_IMAGE_OR_LINK",
-            "_ESCAPED_PUNCTUATION", "_ESCAPE_SHIFT", "_ESCAPED_CHAR", "_STRONG_STAR", "_STRONG_UNDERSCORE",
-            "_EMPHASIS_STAR", "_EMPHASIS_UNDERSCORE", "_STRIKETHROUGH", "_TABLE_RULE", "_HEADING_MARKER",
-            "normalise_for_match", "tidy_inline_spacing", "_collapse_whitespace",
+            "_FENCE",
+            "_WHITESPACE",
+            "_SPACE_BEFORE_PUNCTUATION",
+            "_SPACE_AFTER_BRACKET",
+            "_IMAGE_OR_LINK",
+            "_ESCAPED_PUNCTUATION",
+            "_ESCAPE_SHIFT",
+            "_ESCAPED_CHAR",
+            "_STRONG_STAR",
+            "_STRONG_UNDERSCORE",
+            "_EMPHASIS_STAR",
+            "_EMPHASIS_UNDERSCORE",
+            "_STRIKETHROUGH",
+            "_TABLE_RULE",
+            "_HEADING_MARKER",
+            "normalise_for_match",
+            "tidy_inline_spacing",
+            "_collapse_whitespace",
         ],
     },
     "pdf_headings": {"lessons.text.cjk": ["is_cjk"]},
     "knowledge_base": {
         "lessons.ingest.corpus": ["DEFAULT_LIMITS", "load_documents", "load_sections"],
-        "lessons.chunking.base": ["Chunker", "BILINGUAL_SEPARATORS", "DEFAULT_CHUNK_SIZE", "DEFAULT_CHUNK_OVERLAP",
-                                  "number_chunks"],
+        "lessons.chunking.base": [
+            "Chunker",
+            "BILINGUAL_SEPARATORS",
+            "DEFAULT_CHUNK_SIZE",
+            "DEFAULT_CHUNK_OVERLAP",
+            "number_chunks",
+        ],
         "lessons.chunking.strategies": ["default_chunker"],
     },
     # agents (deep_research) read the reranker's blend weight: it belongs to the reranker, not to its evaluation
@@ -145,33 +164,50 @@ SPLITS = {
 # Docstrings of modules that SPLITS creates.
 NEW_MODULES = {
     "lessons.text.language": '"""Which language a text is in: \'zh\' when CJK letters are at least a fifth of its letters, '
-    'else \'en\'.\n\nIntroduced in notebook 01 (chunking); lived in `lessons.ingest` before issue 20, which made '
+    "else 'en'.\n\nIntroduced in notebook 01 (chunking); lived in `lessons.ingest` before issue 20, which made "
     'metrics,\nclaim checks and prompts depend on the ingestion module.\n"""\n',
     "lessons.text.normalise": '"""Text normalised for matching, and Docling\'s inline spacing tidied.\n\n'
-    'Introduced in notebook 01 (chunking): `normalise_for_match` lets a gold quote be found in converted '
-    'Markdown;\n`tidy_inline_spacing` removes the spaces Docling puts around inline code and emphasis. Lived in\n'
+    "Introduced in notebook 01 (chunking): `normalise_for_match` lets a gold quote be found in converted "
+    "Markdown;\n`tidy_inline_spacing` removes the spaces Docling puts around inline code and emphasis. Lived in\n"
     '`lessons.ingest` before issue 20.\n"""\n',
     "lessons.chunking.base": '"""What every chunker shares: the `Chunker` type, the bilingual separators, the '
-    'default sizes,\nand `number_chunks` (de-duplicated chunks with their position within their source).\n\n'
+    "default sizes,\nand `number_chunks` (de-duplicated chunks with their position within their source).\n\n"
     'Introduced in notebook 01 (chunking); lived in the knowledge-base module (now `lessons.retrieval.index`) before issue 20.\n"""\n',
 }
 
 # (file, old text, new text): applied when the old text is present.
 FIXUPS = [  # (applied after the rewrite, so in new paths) markdown_blocks no longer imports the chunker pieces' module
     # one folder deeper: the repository is the parent of lessons/, now three levels up from the module
-    ("lessons/core/settings.py", "PROJECT_ROOT = Path(__file__).resolve().parent.parent\n",
-     "PROJECT_ROOT = Path(__file__).resolve().parents[2]\n"),
-    ("lessons/chunking/strategies.py", "from lessons.chunking.markdown_blocks import parse_blocks\n",
-     "from lessons.chunking.markdown_blocks import parse_blocks, repeat_table_headers\n"),
-    ("lessons/chunking/strategies.py",
-     "    from lessons.chunking.markdown_blocks import repeat_table_headers  # markdown_blocks imports this module\n\n",
-     ""),
+    (
+        "lessons/core/settings.py",
+        "PROJECT_ROOT = Path(__file__).resolve().parent.parent\n",
+        "PROJECT_ROOT = Path(__file__).resolve().parents[2]\n",
+    ),
+    (
+        "lessons/chunking/strategies.py",
+        "from lessons.chunking.markdown_blocks import parse_blocks\n",
+        "from lessons.chunking.markdown_blocks import parse_blocks, repeat_table_headers\n",
+    ),
+    (
+        "lessons/chunking/strategies.py",
+        "    from lessons.chunking.markdown_blocks import repeat_table_headers  # markdown_blocks imports this module\n\n",
+        "",
+    ),
 ]
 
 # Where old paths are rewritten (files under these folders, and these files).
 SCOPE_DIRS = ("lessons", "masters", "checks", "tests", "service", "scripts", "benchmarks", "docs", "tools", ".ci")
-SCOPE_FILES = ("README.md", "README.zh.md", "CONTRIBUTING.md", "Makefile", "pyproject.toml", "environment.yml",
-               "data/README.md", "data/build_corpus.py", "data/build_packages.py")
+SCOPE_FILES = (
+    "README.md",
+    "README.zh.md",
+    "CONTRIBUTING.md",
+    "Makefile",
+    "pyproject.toml",
+    "environment.yml",
+    "data/README.md",
+    "data/build_corpus.py",
+    "data/build_packages.py",
+)
 SCOPE_SUFFIXES = (".py", ".md", ".sh", ".toml", ".yml", ".yaml", ".txt", ".cfg", ".ini")
 SKIP = ("scripts/restructure.py", "tests/test_package_layout.py")
 
@@ -183,6 +219,7 @@ COLLIDING = tuple(sorted(old for old in MOVES if f"lessons.{old}" in PACKAGES))
 # ----------------------------------------------------------------------------------------------------------
 # Names: where does `name` of old module `old` live now?
 # ----------------------------------------------------------------------------------------------------------
+
 
 def resolve(old: str, name: str) -> str:
     for target, names in SPLITS.get(old, {}).items():
@@ -249,8 +286,11 @@ def defining_module(package: str, name: str) -> str | None:
     folder = ROOT / package.replace(".", "/")
     if not folder.is_dir():
         return None
-    found = [dotted_of(path) for path in sorted(folder.glob("*.py"))
-             if path.name != "__init__.py" and name in top_level_names(path)]
+    found = [
+        dotted_of(path)
+        for path in sorted(folder.glob("*.py"))
+        if path.name != "__init__.py" and name in top_level_names(path)
+    ]
     if len(found) > 1:
         raise SystemExit(f"`from {package} import {name}` is ambiguous: {', '.join(found)} each define it. Rename one.")
     return found[0] if found else None
@@ -259,6 +299,7 @@ def defining_module(package: str, name: str) -> str | None:
 # ----------------------------------------------------------------------------------------------------------
 # Moving files and definitions
 # ----------------------------------------------------------------------------------------------------------
+
 
 def git(*args: str) -> None:
     subprocess.run(["git", *args], cwd=ROOT, check=True)
@@ -270,8 +311,10 @@ def move_modules(log: list[str]) -> None:
         if not source.exists():
             continue
         if destination.exists():
-            raise SystemExit(f"{source.relative_to(ROOT)} reappeared next to {destination.relative_to(ROOT)}: "
-                             "move its new code over by hand, delete it, and run this again")
+            raise SystemExit(
+                f"{source.relative_to(ROOT)} reappeared next to {destination.relative_to(ROOT)}: "
+                "move its new code over by hand, delete it, and run this again"
+            )
         destination.parent.mkdir(parents=True, exist_ok=True)
         git("mv", str(source.relative_to(ROOT)), str(destination.relative_to(ROOT)))
         log.append(f"moved lessons/{old}.py → {destination.relative_to(ROOT)}")
@@ -350,8 +393,11 @@ def _insert_imports(source: str, import_lines: list[str]) -> str:
     ours = sorted(line for line in import_lines if line.startswith(("from lessons", "import lessons")))
     if imports:
         last_ours = [n for n in imports if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("lessons")]
-        last_plain = [n for n in imports if n not in last_ours and not (isinstance(n, ast.ImportFrom)
-                                                                        and n.module == "__future__")]
+        last_plain = [
+            n
+            for n in imports
+            if n not in last_ours and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")
+        ]
         if ours:
             at = (last_ours or last_plain or imports)[-1].end_lineno
             lines[at:at] = ([""] if not last_ours else []) + ours
@@ -376,15 +422,18 @@ def _drop_unused_imports(source: str, used_before: set[str]) -> str:
     for node in reversed(tree.body):
         if not isinstance(node, (ast.Import, ast.ImportFrom)) or getattr(node, "module", "") == "__future__":
             continue
-        keep = [a for a in node.names
-                if (a.asname or a.name).split(".")[0] in loaded | exported
-                or (a.asname or a.name).split(".")[0] not in used_before]
+        keep = [
+            a
+            for a in node.names
+            if (a.asname or a.name).split(".")[0] in loaded | exported
+            or (a.asname or a.name).split(".")[0] not in used_before
+        ]
         if len(keep) == len(node.names):
             continue
         comment = ""
         tail = lines[node.end_lineno - 1]
         if "#" in tail:
-            comment = "  " + tail[tail.index("#"):]
+            comment = "  " + tail[tail.index("#") :]
         names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in keep)
         if not keep:
             new = []
@@ -392,7 +441,7 @@ def _drop_unused_imports(source: str, used_before: set[str]) -> str:
             new = [f"from {node.module} import {names}{comment}"]
         else:
             new = [f"import {names}{comment}"]
-        lines[node.lineno - 1:node.end_lineno] = new
+        lines[node.lineno - 1 : node.end_lineno] = new
     return "\n".join(lines)
 
 
@@ -418,9 +467,9 @@ def split_modules(log: list[str]) -> None:
         pieces: dict[str, list[tuple[str, str]]] = {}
         for name, first, last, node in sorted(moving, key=lambda m: m[1]):
             kind = "constant" if isinstance(node, (ast.Assign, ast.AnnAssign)) else "code"
-            pieces.setdefault(wanted[name], []).append((kind, "\n".join(lines[first - 1:last]), name))
+            pieces.setdefault(wanted[name], []).append((kind, "\n".join(lines[first - 1 : last]), name))
         for name, first, last, _ in sorted(moving, key=lambda m: -m[1]):
-            del lines[first - 1:last]
+            del lines[first - 1 : last]
         remaining = "\n".join(lines)
 
         for target, parts in pieces.items():
@@ -435,14 +484,15 @@ def split_modules(log: list[str]) -> None:
             text_lines = text.split("\n")
             for kind, body, name in sorted((p for p in parts if p[2] in already), key=lambda p: -already[p[2]][0]):
                 first, last = already[name]
-                text_lines[first - 1:last] = body.split("\n")
+                text_lines[first - 1 : last] = body.split("\n")
             text = "\n".join(text_lines)
             parts = [(kind, body) for kind, body, name in parts if name not in already]
             constants = [body for kind, body in parts if kind == "constant"]
             code = [body for kind, body in parts if kind == "code"]
             tree = ast.parse(text)
-            first_def = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                        ast.ClassDef))), None)
+            first_def = next(
+                (n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))), None
+            )
             text_lines = text.rstrip("\n").split("\n")
             if constants:
                 if first_def is not None:
@@ -467,8 +517,10 @@ def split_modules(log: list[str]) -> None:
             text = _tidy_blank_lines(_insert_imports(text, _merge_from_lines(add)))
             target_path.parent.mkdir(parents=True, exist_ok=True)
             target_path.write_text(text, encoding="utf-8")
-            log.append(f"split {', '.join(n for n in wanted if wanted[n] == target)} out of lessons/{old}.py "
-                       f"→ {target_path.relative_to(ROOT)}")
+            log.append(
+                f"split {', '.join(n for n in wanted if wanted[n] == target)} out of lessons/{old}.py "
+                f"→ {target_path.relative_to(ROOT)}"
+            )
         needed = _missing(remaining)
         add = [f"from {wanted[name]} import {name}" for name in sorted(needed) if name in wanted]
         remaining = _insert_imports(remaining, _merge_from_lines(add))
@@ -550,9 +602,14 @@ def master_imports() -> dict[str, set[str]]:
             parts = node.module.split(".")
             for alias in node.names:
                 name = alias.name
-                if len(parts) == 2 and parts[1] in MOVES and not (
-                        parts[1] in COLLIDING and (is_new_name(parts[1], name)
-                                                   or defining_module(node.module, name) is not None)):
+                if (
+                    len(parts) == 2
+                    and parts[1] in MOVES
+                    and not (
+                        parts[1] in COLLIDING
+                        and (is_new_name(parts[1], name) or defining_module(node.module, name) is not None)
+                    )
+                ):
                     module = resolve(parts[1], name)
                 elif len(parts) == 2 and f"lessons.{parts[1]}" in PACKAGES:
                     module = package_exports(node.module).get(name) or defining_module(node.module, name)
@@ -573,8 +630,13 @@ def _isort_key(name: str) -> tuple[int, str]:
 def write_inits(log: list[str]) -> None:
     by_package: dict[str, dict[str, str]] = {f"lessons.{stage}": {} for stage in STAGES}
     for package, table in by_package.items():  # keep earlier exports whose module still defines them
-        table.update({name: module for name, module in package_exports(package).items()
-                      if module_path(module).exists() and name in top_level_names(module_path(module))})
+        table.update(
+            {
+                name: module
+                for name, module in package_exports(package).items()
+                if module_path(module).exists() and name in top_level_names(module_path(module))
+            }
+        )
     for module, names in master_imports().items():
         package = module.rsplit(".", 1)[0]
         if package in by_package and module_path(module).exists():
@@ -584,24 +646,38 @@ def write_inits(log: list[str]) -> None:
     for package, table in by_package.items():
         clashes = export_clashes(package, table)
         if clashes:
-            raise SystemExit(f"{package} would export names that more than one of its modules defines, so "
-                             f"`from {package} import <name>` would pick one silently: {clashes}. Rename one of each.")
+            raise SystemExit(
+                f"{package} would export names that more than one of its modules defines, so "
+                f"`from {package} import <name>` would pick one silently: {clashes}. Rename one of each."
+            )
     for index, stage in enumerate(STAGES, 1):
         package = f"lessons.{stage}"
         exports = dict(sorted(by_package[package].items(), key=lambda item: _isort_key(item[0])))
         body = "{\n" + "".join(f'    "{name}": "{module}",\n' for name, module in exports.items()) + "}"
-        text = INIT_TEMPLATE.format(doc="\n".join(textwrap.wrap(STAGE_DOCS[stage], 110)), index=index, count=len(STAGES), stage=stage,
-                                    stages=" → ".join(STAGES), exports=body if exports else "{}",
-                                    names="[\n" + "".join(f'    "{name}",\n' for name in exports) + "]" if exports else "[]")
+        text = INIT_TEMPLATE.format(
+            doc="\n".join(textwrap.wrap(STAGE_DOCS[stage], 110)),
+            index=index,
+            count=len(STAGES),
+            stage=stage,
+            stages=" → ".join(STAGES),
+            exports=body if exports else "{}",
+            names="[\n" + "".join(f'    "{name}",\n' for name in exports) + "]" if exports else "[]",
+        )
         _write_if_changed(ROOT / "lessons" / stage / "__init__.py", text, log)
-    rows = "\n".join(textwrap.fill(f"{i}. `lessons.{stage}`: {STAGE_DOCS[stage]}", 110, subsequent_indent="   ")
-                     for i, stage in enumerate(STAGES, 1))
+    rows = "\n".join(
+        textwrap.fill(f"{i}. `lessons.{stage}`: {STAGE_DOCS[stage]}", 110, subsequent_indent="   ")
+        for i, stage in enumerate(STAGES, 1)
+    )
     _write_if_changed(ROOT / "lessons" / "__init__.py", ROOT_INIT.format(rows=rows), log)
     tools_init = ROOT / TOOLS / "__init__.py"
     if not tools_init.exists():
-        _write_if_changed(tools_init, '"""Course tooling that no notebook imports: the headless notebook runner '
-                          '(`python -m tools.notebook_runner`)\nand pre-warm (`python -m tools.prewarm`, '
-                          '`make prewarm`). May import any stage of `lessons`."""\n', log)
+        _write_if_changed(
+            tools_init,
+            '"""Course tooling that no notebook imports: the headless notebook runner '
+            "(`python -m tools.notebook_runner`)\nand pre-warm (`python -m tools.prewarm`, "
+            '`make prewarm`). May import any stage of `lessons`."""\n',
+            log,
+        )
 
 
 def _write_if_changed(path: Path, text: str, log: list[str]) -> None:
@@ -746,8 +822,11 @@ def _twin_hashes(text: str) -> list[tuple[str, dict[str, str]]]:
         path = Path(folder) / "master.py"
         path.write_text(text, encoding="utf-8")
         _, cells = parse(path)
-    return [(source_hash(c.cell.source), {lang: h for lang, (_, h) in c.twins.items()})
-            for c in cells if c.cell.cell_type == "markdown"]
+    return [
+        (source_hash(c.cell.source), {lang: h for lang, (_, h) in c.twins.items()})
+        for c in cells
+        if c.cell.cell_type == "markdown"
+    ]
 
 
 def keep_translations_current(old: str, new: str) -> str:
@@ -767,8 +846,14 @@ def scope_files() -> list[Path]:
     for folder in SCOPE_DIRS:
         base = ROOT / folder
         if base.is_dir():
-            files.update(p for p in base.rglob("*") if p.is_file() and p.suffix in SCOPE_SUFFIXES
-                         and "__pycache__" not in p.parts and ".ipynb_checkpoints" not in p.parts)
+            files.update(
+                p
+                for p in base.rglob("*")
+                if p.is_file()
+                and p.suffix in SCOPE_SUFFIXES
+                and "__pycache__" not in p.parts
+                and ".ipynb_checkpoints" not in p.parts
+            )
     files.update(ROOT / f for f in SCOPE_FILES if (ROOT / f).is_file())
     return sorted(p for p in files if str(p.relative_to(ROOT)) not in SKIP)
 
@@ -810,8 +895,12 @@ def leftovers() -> list[str]:
         path = module_path(MOVES[old])
         if path.exists():
             defined = {seg[0] for seg in _segments(path.read_text(encoding="utf-8"))}
-            problems += [f"{path.relative_to(ROOT)} still defines {name}"
-                         for names in targets.values() for name in names if name in defined]
+            problems += [
+                f"{path.relative_to(ROOT)} still defines {name}"
+                for names in targets.values()
+                for name in names
+                if name in defined
+            ]
     problems += [f"{rel} uses an old path" for rel in rewrite_all(write=False)]
     if update_pyproject([], write=False):
         problems.append("pyproject.toml lists old packages")
@@ -822,8 +911,9 @@ def sort_imports(paths: list[str]) -> None:
     """Import blocks of the rewritten modules sorted again (ruff's isort rule; ruff is in the dev extra)."""
     ruff = Path(sys.executable).parent / "ruff"
     if paths and ruff.exists():
-        subprocess.run([str(ruff), "check", "--select", "I", "--fix", "--quiet", *sorted(set(paths))], cwd=ROOT,
-                       check=False)
+        subprocess.run(
+            [str(ruff), "check", "--select", "I", "--fix", "--quiet", *sorted(set(paths))], cwd=ROOT, check=False
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -842,9 +932,15 @@ def main(argv: list[str] | None = None) -> int:
     changed = rewrite_all(write=True)
     log += [f"rewrote old paths in {rel}" for rel in changed]
     apply_fixups(log)
-    sort_imports([rel for rel in changed if rel.startswith(("lessons/", f"{TOOLS}/")) and rel.endswith(".py")]
-                 + [str(module_path(m).relative_to(ROOT)) for old, targets in SPLITS.items()
-                    for m in (MOVES[old], *targets) if module_path(m).exists()])
+    sort_imports(
+        [rel for rel in changed if rel.startswith(("lessons/", f"{TOOLS}/")) and rel.endswith(".py")]
+        + [
+            str(module_path(m).relative_to(ROOT))
+            for old, targets in SPLITS.items()
+            for m in (MOVES[old], *targets)
+            if module_path(m).exists()
+        ]
+    )
     write_inits(log)  # masters' package-level imports are now known exports
     update_pyproject(log)
     print("\n".join(log) or "restructure: nothing to do")

@@ -24,14 +24,27 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 BUDGET_SECONDS = 600
 
-EN = ("offline on a 2-core laptop, a first Run All from an empty cache folder: **{minutes:.1f} min** measured "
-      "({seconds:.0f} s, {calls} chat-model calls; `benchmarks/bench_notebooks.py`, {date}, {budget}{load}); "
-      "seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written)")
-ZH = ("离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **{minutes:.1f} 分钟**（{seconds:.0f} 秒，{calls} 次对话模型调用；"
-      "`benchmarks/bench_notebooks.py`，{date}，{budget}{load}）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络）")
-BUDGET = {"en": ("within the 10-minute budget", "over the 10-minute budget"), "zh": ("在 10 分钟预算以内", "超出 10 分钟的预算")}
-LOAD = {"en": "; the machine was busy (load average {load:.1f} before the run)", "zh": "；运行前机器繁忙（负载均值 {load:.1f}）"}
-ROW = {"en": re.compile(r"^# \| \*\*Time\*\* \| .* \|$", re.M), "zh": re.compile(r"^# \| \*\*用时\*\* \| .* \|$", re.M)}
+EN = (
+    "offline on a 2-core laptop, a first Run All from an empty cache folder: **{minutes:.1f} min** measured "
+    "({seconds:.0f} s, {calls} chat-model calls; `benchmarks/bench_notebooks.py`, {date}, {budget}{load}); "
+    "seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written)"
+)
+ZH = (
+    "离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **{minutes:.1f} 分钟**（{seconds:.0f} 秒，{calls} 次对话模型调用；"
+    "`benchmarks/bench_notebooks.py`，{date}，{budget}{load}）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络）"
+)
+BUDGET = {
+    "en": ("within the 10-minute budget", "over the 10-minute budget"),
+    "zh": ("在 10 分钟预算以内", "超出 10 分钟的预算"),
+}
+LOAD = {
+    "en": "; the machine was busy (load average {load:.1f} before the run)",
+    "zh": "；运行前机器繁忙（负载均值 {load:.1f}）",
+}
+ROW = {
+    "en": re.compile(r"^# \| \*\*Time\*\* \| .* \|$", re.MULTILINE),
+    "zh": re.compile(r"^# \| \*\*用时\*\* \| .* \|$", re.MULTILINE),
+}
 LABEL = {"en": "Time", "zh": "用时"}
 BUSY_LOAD = 2.6  # the benchmark's own model server and kernel keep two cores at about 2
 
@@ -62,16 +75,26 @@ def row_text(row: dict, language: str) -> str:
     seconds = float(row["seconds"])
     load = row.get("load_average_before")
     return (EN if language == "en" else ZH).format(
-        minutes=seconds / 60, seconds=seconds, calls=row.get("llm_calls", 0), date=_date(row["started"], language),
+        minutes=seconds / 60,
+        seconds=seconds,
+        calls=row.get("llm_calls", 0),
+        date=_date(row["started"], language),
         budget=BUDGET[language][seconds > BUDGET_SECONDS],
-        load=LOAD[language].format(load=load) if load is not None and load > BUSY_LOAD else "")
+        load=LOAD[language].format(load=load) if load is not None and load > BUSY_LOAD else "",
+    )
 
 
 def _front_matter_source(path: Path) -> str | None:
     from scripts.notebooks import parse
 
-    return next((c.cell.source for c in parse(path)[1] if c.cell.cell_type == "markdown"
-                 and f"| **{LABEL['en']}** |" in c.cell.source), None)
+    return next(
+        (
+            c.cell.source
+            for c in parse(path)[1]
+            if c.cell.cell_type == "markdown" and f"| **{LABEL['en']}** |" in c.cell.source
+        ),
+        None,
+    )
 
 
 def update_master(path: Path, row: dict) -> str:
@@ -103,10 +126,12 @@ def facilitator_cell(row: dict) -> str:
     """The agenda's "cold, full size" cell of docs/FACILITATOR.md for one measurement."""
     seconds = float(row["seconds"])
     load = row.get("load_average_before")
-    return (f"**{seconds:.0f} s ({seconds / 60:.1f} min)** from an empty cache folder, {row.get('llm_calls', 0)} chat-model "
-            f"calls ({row.get('cached_calls', 0)} repeats answered by the run's own cache), {row.get('input_tokens', 0):,} prompt / "
-            f"{row.get('output_tokens', 0):,} generated tokens, checks {row.get('checks_passed', 0)}/{row.get('checks', 0)}; "
-            f"{BUDGET['en'][seconds > BUDGET_SECONDS]}; load average {load} before; measured {row['started']}")
+    return (
+        f"**{seconds:.0f} s ({seconds / 60:.1f} min)** from an empty cache folder, {row.get('llm_calls', 0)} chat-model "
+        f"calls ({row.get('cached_calls', 0)} repeats answered by the run's own cache), {row.get('input_tokens', 0):,} prompt / "
+        f"{row.get('output_tokens', 0):,} generated tokens, checks {row.get('checks_passed', 0)}/{row.get('checks', 0)}; "
+        f"{BUDGET['en'][seconds > BUDGET_SECONDS]}; load average {load} before; measured {row['started']}"
+    )
 
 
 def update_facilitator(text: str, latest: dict[str, dict]) -> str:
@@ -119,7 +144,9 @@ def update_facilitator(text: str, latest: dict[str, dict]) -> str:
             continue
         row = latest[match.group(1)]
         how = f"`python benchmarks/bench_notebooks.py {match.group(1)[:2]}`, {_date(row['started'], 'en')}, a fresh cache folder"
-        lines[number] = f"| `{match.group(1)}` | {facilitator_cell(row)} | {match.group(3)} | {how} | {match.group(5)} |\n"
+        lines[number] = (
+            f"| `{match.group(1)}` | {facilitator_cell(row)} | {match.group(3)} | {how} | {match.group(5)} |\n"
+        )
     return "".join(lines)
 
 

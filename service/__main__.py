@@ -1,9 +1,9 @@
 """Command line: `python -m service api | worker | nightly`.
 
-    python -m service api                 # the API on 127.0.0.1:8008, with one ingestion worker thread inside
-    python -m service api --workers 0     # the API only (then run workers: needs a Chroma server)
-    python -m service worker              # a separate ingestion worker (needs AGENTIC_RAG_CHROMA_URL)
-    python -m service nightly             # generate questions for new documents, evaluate, report the trend
+python -m service api                 # the API on 127.0.0.1:8008, with one ingestion worker thread inside
+python -m service api --workers 0     # the API only (then run workers: needs a Chroma server)
+python -m service worker              # a separate ingestion worker (needs AGENTIC_RAG_CHROMA_URL)
+python -m service nightly             # generate questions for new documents, evaluate, report the trend
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ def _api(args) -> int:
     port = args.port or service.settings.port
     workers = service.settings.workers if args.workers is None else args.workers
     app = create_app(service, workers=workers)
-    print(f"service on http://{host}:{port} — stores: {service.settings.describe()}; {workers} worker thread(s)", flush=True)
+    print(
+        f"service on http://{host}:{port} — stores: {service.settings.describe()}; {workers} worker thread(s)",
+        flush=True,
+    )
     uvicorn.run(app, host=host, port=port, log_level=args.log_level, access_log=args.access_log)
     return 0
 

@@ -75,11 +75,20 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
             raise HTTPException(503, f"writes are disabled: no API key is configured — set {API_KEY_VARIABLE}=… in .env "
                                      "and restart the service")  # fmt: skip
         if not x_api_key or not hmac.compare_digest(x_api_key.encode(), expected.encode()):
-            raise HTTPException(401, "missing or wrong API key — send it in the X-API-Key header", headers={"WWW-Authenticate": "X-API-Key"})
+            raise HTTPException(
+                401,
+                "missing or wrong API key — send it in the X-API-Key header",
+                headers={"WWW-Authenticate": "X-API-Key"},
+            )
 
     @app.get("/v1/health")
     def health():
-        return {"status": "ok", "stores": service.settings.describe(), "jobs": job_counts(service.db), "workers": workers}
+        return {
+            "status": "ok",
+            "stores": service.settings.describe(),
+            "jobs": job_counts(service.db),
+            "workers": workers,
+        }
 
     @app.post("/v1/documents", status_code=202, dependencies=[Depends(require_key)])
     def upload(file: UploadFile = File(...)):  # noqa: B008 - FastAPI's way to declare a form file
@@ -96,7 +105,9 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
                 query = query.where(Document.deleted_at.is_(None))
             documents = session.execute(query).scalars().all()
             last = dict(session.execute(select(Job.document_id, func.max(Job.id)).group_by(Job.document_id)).all())
-            jobs = {j.id: j for j in session.execute(select(Job).where(Job.id.in_(list(last.values()) or [-1]))).scalars()}
+            jobs = {
+                j.id: j for j in session.execute(select(Job).where(Job.id.in_(list(last.values()) or [-1]))).scalars()
+            }
             return [document_record(d, jobs.get(last.get(d.id))) for d in documents]
 
     def _document(document_id: str) -> dict:
@@ -104,7 +115,9 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
             document = session.get(Document, document_id)
             if document is None:
                 raise HTTPException(404, f"no document {document_id!r} — list them with GET /v1/documents")
-            last = session.execute(select(Job).where(Job.document_id == document_id).order_by(Job.id.desc()).limit(1)).scalar()
+            last = session.execute(
+                select(Job).where(Job.document_id == document_id).order_by(Job.id.desc()).limit(1)
+            ).scalar()
             return document_record(document, last)
 
     @app.get("/v1/documents/{document_id}")

@@ -212,7 +212,9 @@ class ServiceClient:
         """`wait_for_jobs` over this service's jobs."""
         return wait_for_jobs(self.job, job_ids, timeout=timeout, every=every)  # type: ignore[return-value]
 
-    def watch(self, job_ids: Iterable[int], timeout: float = 600, every: float = 1.0) -> tuple[dict[int, Job], list[dict]]:
+    def watch(
+        self, job_ids: Iterable[int], timeout: float = 600, every: float = 1.0
+    ) -> tuple[dict[int, Job], list[dict]]:
         """Like `wait`, and how many of the jobs were in each state at every round of polls: (jobs by id, timeline rows)."""
         job_ids, timeline = list(job_ids), []
         started = time.monotonic()

@@ -75,7 +75,9 @@ class Service:
         stored_name = safe_name(name)
         now = time.time()
         with self.db.write() as session:
-            document = session.execute(self.db.locked(select(Document).where(Document.name == stored_name))).scalar_one_or_none()
+            document = session.execute(
+                self.db.locked(select(Document).where(Document.name == stored_name))
+            ).scalar_one_or_none()
             if document is None:
                 document = Document(id=new_id(), name=stored_name, created_at=now, updated_at=now, chunk_count=0)
                 session.add(document)
@@ -104,7 +106,9 @@ class Service:
         """Hide a document from searches at once; its chunks are removed by the worker, its files now."""
         now = time.time()
         with self.db.write() as session:
-            document = session.execute(self.db.locked(select(Document).where(Document.id == document_id))).scalar_one_or_none()
+            document = session.execute(
+                self.db.locked(select(Document).where(Document.id == document_id))
+            ).scalar_one_or_none()
             if document is None or document.deleted_at is not None:
                 return False
             if document.active_job_id is not None:

@@ -36,7 +36,14 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-PENDING, RUNNING, DONE, FAILED, SUPERSEDED, CANCELLED = "pending", "running", "done", "failed", "superseded", "cancelled"
+PENDING, RUNNING, DONE, FAILED, SUPERSEDED, CANCELLED = (
+    "pending",
+    "running",
+    "done",
+    "failed",
+    "superseded",
+    "cancelled",
+)
 FINAL_STATES = (DONE, FAILED, SUPERSEDED, CANCELLED)
 
 
@@ -184,7 +191,9 @@ def open_database(url: str) -> Database:
         _sqlite_setup(engine)
     Base.metadata.create_all(engine)
     write_engine = engine.execution_options(write=True)
-    return Database(engine, sessionmaker(engine, expire_on_commit=False), sessionmaker(write_engine, expire_on_commit=False))
+    return Database(
+        engine, sessionmaker(engine, expire_on_commit=False), sessionmaker(write_engine, expire_on_commit=False)
+    )
 
 
 def _sqlite_setup(engine: Engine) -> None:
@@ -233,7 +242,11 @@ def claim_job(db: Database, worker: str, lease_seconds: float) -> Claim | None:
     with db.read() as session:
         candidates = session.execute(
             select(Job.id, Job.status, Job.claim_token, Job.attempts, Job.max_attempts)
-            .where(or_((Job.status == PENDING) & (Job.not_before <= now), (Job.status == RUNNING) & (Job.lease_until < now)))
+            .where(
+                or_(
+                    (Job.status == PENDING) & (Job.not_before <= now), (Job.status == RUNNING) & (Job.lease_until < now)
+                )
+            )
             .order_by(Job.id)
             .limit(8)
         ).all()
@@ -248,7 +261,9 @@ def claim_job(db: Database, worker: str, lease_seconds: float) -> Claim | None:
                           "(killed or crashed) — look at the worker's log; upload the file again to retry")  # fmt: skip
                 failed = update(Job).where(same).values(status=FAILED, error=reason, finished_at=now, lease_until=None)
                 if session.execute(failed).rowcount == 1:
-                    session.add(RetiredChunks(document_id=session.get(Job, job_id).document_id, job_id=job_id, retired_at=now))
+                    session.add(
+                        RetiredChunks(document_id=session.get(Job, job_id).document_id, job_id=job_id, retired_at=now)
+                    )
                 continue
             new_token = new_id()
             changed = session.execute(
@@ -258,7 +273,9 @@ def claim_job(db: Database, worker: str, lease_seconds: float) -> Claim | None:
             if changed != 1:
                 continue
             job = session.get(Job, job_id)
-            return Claim(job.id, job.document_id, new_token, job.attempts, job.file_name, job.stored_path, job.sha256, job.size)
+            return Claim(
+                job.id, job.document_id, new_token, job.attempts, job.file_name, job.stored_path, job.sha256, job.size
+            )
     return None
 
 
@@ -266,7 +283,8 @@ def renew_lease(db: Database, claim: Claim, lease_seconds: float) -> bool:
     """Extend the lease; False when the job is no longer this worker's (another one took it)."""
     with db.write() as session:
         changed = session.execute(
-            update(Job).where((Job.id == claim.job_id) & (Job.claim_token == claim.token) & (Job.status == RUNNING))
+            update(Job)
+            .where((Job.id == claim.job_id) & (Job.claim_token == claim.token) & (Job.status == RUNNING))
             .values(lease_until=time.time() + lease_seconds)
         ).rowcount
     return changed == 1
@@ -276,7 +294,9 @@ def fail_job(db: Database, claim: Claim, reason: str, *, retry: bool, backoff: f
     """Record a failure: back to pending after a back-off while attempts remain (if `retry`), else failed."""
     now = time.time()
     with db.write() as session:
-        job = session.execute(db.locked(select(Job).where((Job.id == claim.job_id) & (Job.claim_token == claim.token)))).scalar_one_or_none()
+        job = session.execute(
+            db.locked(select(Job).where((Job.id == claim.job_id) & (Job.claim_token == claim.token)))
+        ).scalar_one_or_none()
         if job is None or job.status != RUNNING:
             return "lost"
         job.error = reason
@@ -301,7 +321,9 @@ def commit_job(db: Database, claim: Claim, chunks: int) -> str:
     """
     now = time.time()
     with db.write() as session:
-        job = session.execute(db.locked(select(Job).where((Job.id == claim.job_id) & (Job.claim_token == claim.token)))).scalar_one_or_none()
+        job = session.execute(
+            db.locked(select(Job).where((Job.id == claim.job_id) & (Job.claim_token == claim.token)))
+        ).scalar_one_or_none()
         if job is None or job.status != RUNNING:
             return "lost"  # another worker took it over after our lease ran out: it will commit, not us
         document = session.execute(db.locked(select(Document).where(Document.id == job.document_id))).scalar_one()
@@ -311,7 +333,9 @@ def commit_job(db: Database, claim: Claim, chunks: int) -> str:
         elif document.active_job_id is not None and document.active_job_id > job.id:
             outcome = SUPERSEDED
         else:
-            twin = session.execute(select(Document.name).where((Document.active_sha256 == job.sha256) & (Document.id != document.id))).scalar()
+            twin = session.execute(
+                select(Document.name).where((Document.active_sha256 == job.sha256) & (Document.id != document.id))
+            ).scalar()
             if twin is not None:
                 raise DuplicateDocument(twin)
             if document.active_job_id is not None and document.active_job_id != job.id:
@@ -328,7 +352,9 @@ def active_generations(db: Database) -> dict[str, int]:
     """document id → the job whose chunks searches see, for every live indexed document (one consistent read)."""
     with db.read() as session:
         rows = session.execute(
-            select(Document.id, Document.active_job_id).where(Document.deleted_at.is_(None) & Document.active_job_id.is_not(None))
+            select(Document.id, Document.active_job_id).where(
+                Document.deleted_at.is_(None) & Document.active_job_id.is_not(None)
+            )
         ).all()
     return {document_id: job_id for document_id, job_id in rows}
 

@@ -22,9 +22,9 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from lessons.retrieval.retrievers import DenseRetriever, with_score
-from lessons.retrieval import bm25_retriever
 from lessons.core.vectorstore import chroma_client, chroma_server_client, open_store
+from lessons.retrieval import bm25_retriever
+from lessons.retrieval.retrievers import DenseRetriever, with_score
 
 GENERATION = "generation"
 
@@ -90,7 +90,9 @@ class LiveIndex:
             return []
         wanted = [generation(d, j) for d, j in generations.items()]
         got = self.store._collection.get(where=_in(wanted), include=["documents", "metadatas"])
-        documents = [Document(page_content=text, metadata=meta) for text, meta in zip(got["documents"], got["metadatas"])]
+        documents = [
+            Document(page_content=text, metadata=meta) for text, meta in zip(got["documents"], got["metadatas"])
+        ]
         return sorted(documents, key=lambda d: (d.metadata["document_id"], int(d.metadata.get("chunk_index", 0)),
                                                 d.metadata["chunk_id"]))  # fmt: skip
 
@@ -116,7 +118,11 @@ class LiveIndex:
         per_generation: dict[str, int] = {}
         for meta in got["metadatas"]:
             per_generation[meta[GENERATION]] = per_generation.get(meta[GENERATION], 0) + 1
-        return {"generations": per_generation, "total": len(got["ids"]), "duplicate_ids": len(got["ids"]) - len(set(got["ids"]))}
+        return {
+            "generations": per_generation,
+            "total": len(got["ids"]),
+            "duplicate_ids": len(got["ids"]) - len(set(got["ids"])),
+        }
 
 
 def _in(values: list[str]) -> dict:

@@ -23,8 +23,8 @@ import httpx
 from langchain_core.documents import Document
 from sqlalchemy import select
 
-from lessons.evaluation.pipelines import K
 from lessons.evaluation import compare, evaluate
+from lessons.evaluation.pipelines import K
 from service.db import DONE, FAILED, EvalResult, EvalRun
 from service.db import Document as DocumentRecord
 from service.pipeline import as_pipeline_result
@@ -37,7 +37,9 @@ TREND_METRICS = (f"recall@{K}", f"hit@{K}", "factual consistency", "completeness
 
 def _since(db) -> float:
     with db.read() as session:
-        last = session.execute(select(EvalRun.started_at).where(EvalRun.status == DONE).order_by(EvalRun.id.desc()).limit(1)).scalar()
+        last = session.execute(
+            select(EvalRun.started_at).where(EvalRun.status == DONE).order_by(EvalRun.id.desc()).limit(1)
+        ).scalar()
     return float(last or 0.0)
 
 
@@ -98,7 +100,9 @@ def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, ou
                 rows = evaluate({pipeline: service_pipeline(client)}, items, llm, chunks, k=K, progress=progress)
                 table = compare(rows, k=K, timing=True)
                 summary = table.iloc[0].to_dict()
-                metrics.update({key: (None if value != value else value) for key, value in summary.items()})  # NaN → None
+                metrics.update(
+                    {key: (None if value != value else value) for key, value in summary.items()}
+                )  # NaN → None
         with db.write() as session:
             record = session.get(EvalRun, run_id)
             record.status, record.finished_at = DONE, time.time()
@@ -114,7 +118,11 @@ def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, ou
     except Exception as error:
         with db.write() as session:
             record = session.get(EvalRun, run_id)
-            record.status, record.finished_at, record.error = FAILED, time.time(), f"{type(error).__name__}: {str(error)[:500]}"
+            record.status, record.finished_at, record.error = (
+                FAILED,
+                time.time(),
+                f"{type(error).__name__}: {str(error)[:500]}",
+            )
         raise
     path = write_report(db, out or service.settings.data_dir / "nightly")
     return {"run_id": run_id, "metrics": metrics, "report": path}

@@ -27,8 +27,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lessons.ingest.files import IngestLimits
 from lessons.core.settings import SettingsError, _int, get_settings
+from lessons.ingest.files import IngestLimits
 
 API_KEY_VARIABLE = "AGENTIC_RAG_SERVICE_API_KEY"
 RERANKERS = ("default", "none")  # AGENTIC_RAG_SERVICE_RERANKER: service.pipeline.service_reranker
@@ -76,14 +76,19 @@ class ServiceSettings:
     @property
     def limits(self) -> IngestLimits:
         """The course's ingestion limits with the service's per-file limit."""
-        return IngestLimits(max_file_bytes=self.max_upload_bytes, max_total_bytes=max(self.max_upload_bytes, IngestLimits().max_total_bytes))
+        return IngestLimits(
+            max_file_bytes=self.max_upload_bytes,
+            max_total_bytes=max(self.max_upload_bytes, IngestLimits().max_total_bytes),
+        )
 
     def describe(self) -> dict[str, str]:
         """Where each store is, for the health endpoint and the nightly report (no secret in it)."""
         return {
             "database": _redact_url(self.database_url),
             "file store": f"folder {self.file_store}",
-            "index": f"Chroma server {self.chroma_url}" if self.chroma_url else f"embedded Chroma in {self.data_dir / 'chroma'}",
+            "index": f"Chroma server {self.chroma_url}"
+            if self.chroma_url
+            else f"embedded Chroma in {self.data_dir / 'chroma'}",
             "collection": self.collection,
             "reranker": self.reranker,
         }
@@ -103,7 +108,9 @@ def load_service_settings() -> ServiceSettings:
     """The service's settings from the environment (`.env` loaded first by the course settings)."""
     course = get_settings()  # loads .env; the service reuses its cache folder and Chroma URL
     data_dir = Path(os.environ.get("AGENTIC_RAG_SERVICE_DATA_DIR", "") or course.cache_dir / "service").expanduser()
-    database_url = os.environ.get("AGENTIC_RAG_SERVICE_DATABASE_URL", "").strip() or f"sqlite:///{data_dir / 'service.sqlite'}"
+    database_url = (
+        os.environ.get("AGENTIC_RAG_SERVICE_DATABASE_URL", "").strip() or f"sqlite:///{data_dir / 'service.sqlite'}"
+    )
     if "://" not in database_url:
         raise SettingsError(
             f"AGENTIC_RAG_SERVICE_DATABASE_URL={_redact_url(database_url)!r} is not a database URL — use e.g. "

@@ -56,9 +56,9 @@ class Worker:
     # --- one job ---
 
     def _convert_and_chunk(self, claim: Claim):
-        from lessons.retrieval.document_processor import chunk_files
-        from lessons.ingest.files import IngestError
         from lessons.ingest import convert_file
+        from lessons.ingest.files import IngestError
+        from lessons.retrieval.document_processor import chunk_files
 
         if claim.stored_path is None:
             raise PermanentError("the upload was not stored — upload the file again")
@@ -74,7 +74,9 @@ class Worker:
         except IngestError as error:
             raise PermanentError(f"{type(error).__name__}: {error}") from error
         if not chunks:
-            raise PermanentError(f"EmptyFile: '{claim.file_name}' converted to no text — check that it has visible content")
+            raise PermanentError(
+                f"EmptyFile: '{claim.file_name}' converted to no text — check that it has visible content"
+            )
         return chunks
 
     def process(self, claim: Claim) -> str:
@@ -119,7 +121,9 @@ class Worker:
                 self.service.index.delete_generation(claim.document_id, claim.job_id)
             except Exception:  # noqa: BLE001 - the purge below retries via the retired record
                 with self.service.db.write() as session:
-                    session.add(RetiredChunks(document_id=claim.document_id, job_id=claim.job_id, retired_at=time.time()))
+                    session.add(
+                        RetiredChunks(document_id=claim.document_id, job_id=claim.job_id, retired_at=time.time())
+                    )
         logger.warning("job %s (%s) %s: %s", claim.job_id, claim.file_name, status, reason)
         return status
 

@@ -18,8 +18,17 @@ from service.client import Running
 from service.client import ServiceProcess as _ServiceProcess
 from service.client import wait_for_jobs as _wait_for_jobs
 
-__all__ = ["API_KEY", "Postgres", "Running", "ServiceProcess", "document_text", "service_env", "upload", "wait_for_jobs",
-           "wait_until"]
+__all__ = [
+    "API_KEY",
+    "Postgres",
+    "Running",
+    "ServiceProcess",
+    "document_text",
+    "service_env",
+    "upload",
+    "wait_for_jobs",
+    "wait_until",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 API_KEY = "test-key-not-secret"

@@ -35,13 +35,19 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.notebook_runner import inject_parameters, quick_parameters
 from lessons.core.settings import PROJECT_ROOT
+from tools.notebook_runner import inject_parameters, quick_parameters
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-quic",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-quic",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 ARTIFACTS = PROJECT_ROOT / "test-artifacts" / "browser"
 THREE_AGENTS = "05_three_agent_verification.ipynb"
@@ -74,12 +80,14 @@ if not CHROMIUM.exists():
         allow_module_level=True,
     )
 sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="the playwright package is missing: run `scripts/setup.sh dev` (dev extra)")
+    "playwright.sync_api", reason="the playwright package is missing: run `scripts/setup.sh dev` (dev extra)"
+)
 
 pytestmark = [pytest.mark.notebook, pytest.mark.model]
 
 
 # --- JupyterLab -------------------------------------------------------------------------------------------
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -128,12 +136,26 @@ def lab():
     log = open(ARTIFACTS / "jupyterlab.log", "w")
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(state / "runtime"), "JUPYTER_NO_CONFIG": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={workspace}", f"--LabApp.user_settings_dir={state / 'user-settings'}",
-         f"--LabApp.workspaces_dir={state / 'workspaces'}", "--LabServerApp.extension_manager=readonly",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={workspace}",
+            f"--LabApp.user_settings_dir={state / 'user-settings'}",
+            f"--LabApp.workspaces_dir={state / 'workspaces'}",
+            "--LabServerApp.extension_manager=readonly",
+            *(["--allow-root"] if os.geteuid() == 0 else []),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -168,7 +190,10 @@ def browser_context(lab):
     profile = Path(tempfile.mkdtemp(prefix="agentic-rag-chromium-"))
     with sync_api.sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS,
+            str(profile),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_FLAGS,
             viewport={"width": 1400, "height": 1000},
         )
         try:
@@ -180,6 +205,7 @@ def browser_context(lab):
 
 # --- driving a notebook -------------------------------------------------------------------------------------
 
+
 def open_notebook(context, lab, name: str):
     page = context.new_page()
     page.set_default_timeout(60_000)
@@ -189,7 +215,9 @@ def open_notebook(context, lab, name: str):
     # "Starting" or "Connecting"; the toolbar's execution indicator reads idle even before a kernel exists).
     page.wait_for_function(
         "() => [...document.querySelectorAll('.jp-StatusBar-TextItem')].some(e => /\\|\\s*Idle/.test(e.textContent))",
-        timeout=180_000, polling=500)
+        timeout=180_000,
+        polling=500,
+    )
     return page
 
 
@@ -202,7 +230,10 @@ def run_all_cells(page, timeout_s: int = RUN_ALL_TIMEOUT_S) -> float:
     # the first prompt turns to [*] or [1] once the kernel has the cells
     page.wait_for_function(
         "() => { const p = document.querySelector('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt');"
-        " return p && /\\[(\\*|\\d+)\\]/.test(p.textContent); }", timeout=60_000, polling=250)
+        " return p && /\\[(\\*|\\d+)\\]/.test(p.textContent); }",
+        timeout=60_000,
+        polling=250,
+    )
     page.wait_for_function(
         """() => {
             const prompts = [...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')];
@@ -212,7 +243,8 @@ def run_all_cells(page, timeout_s: int = RUN_ALL_TIMEOUT_S) -> float:
             return failed || (prompts.length > 0 && el && el.getAttribute('data-status') === 'idle'
                 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent)));
         }""",
-        timeout=timeout_s * 1000, polling=1000,
+        timeout=timeout_s * 1000,
+        polling=1000,
     )
     return time.monotonic() - started
 
@@ -257,6 +289,7 @@ def ask_chat_panel(page, question_text: str, timeout_s: int):
 
 # --- the tests --------------------------------------------------------------------------------------------
 
+
 def test_setup_notebook_renders_banner_and_figure(lab, browser_context):
     page = open_notebook(browser_context, lab, "00_setup.ipynb")
     seconds = run_all_cells(page)
@@ -292,6 +325,8 @@ def test_chat_panel_round_trip_with_a_scripted_workflow(lab, browser_context):
     answer = ask_chat_panel(page, "Which port does Atlas Server use?", timeout_s=60)
     page.screenshot(path=str(ARTIFACTS / "chat_panel_scripted.png"))
     text = answer.inner_text()
-    assert "Scripted answer to: Which port does Atlas Server use?" in text, f"the typed question did not reach the kernel:\n{text}"
+    assert "Scripted answer to: Which port does Atlas Server use?" in text, (
+        f"the typed question did not reach the kernel:\n{text}"
+    )
     assert "answered" in text and "atlas_whitepaper.pdf, page 2" in text, f"no outcome or citation rendered:\n{text}"
     assert "Verification report" in text, f"no verification report rendered:\n{text}"

@@ -1,28 +1,39 @@
 """The chat panel's callbacks, driven without a browser: a simulated upload and button clicks."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from langchain_core.documents import Document
 
-from lessons.widgets.chat_panel import ChatPanel, render_result_html, safe_upload_names, save_uploads
-from lessons.retrieval.document_processor import process_documents
-from lessons.core.fakes import ScriptedChatModel
 from lessons.agents.three_agents import Citation, ThreeAgentResult, TraceStep, Verification
+from lessons.core.fakes import ScriptedChatModel
+from lessons.retrieval.document_processor import process_documents
+from lessons.widgets.chat_panel import ChatPanel, render_result_html, safe_upload_names, save_uploads
 
 OK = Verification(unsupported_claims=[], contradictions=[], supported="yes", relevant="yes")
 
 
 def fake_result(question, **_):
     return ThreeAgentResult(
-        question=question, answer="Port 7420 <b>", abstained=False, outcome="answered",
-        citations=[Citation("guide.md", 2, "abc123")], verification=OK, research_rounds=1,
+        question=question,
+        answer="Port 7420 <b>",
+        abstained=False,
+        outcome="answered",
+        citations=[Citation("guide.md", 2, "abc123")],
+        verification=OK,
+        research_rounds=1,
         trace=[TraceStep("retrieve", 0, "2 chunks"), TraceStep("verification_agent", 1, "accept", "supported=yes")],
         seconds=1.5,
     )
 
 
 def upload_item(name, content):
-    return {"name": name, "type": "", "size": len(content), "content": memoryview(content), "last_modified": datetime.now(timezone.utc)}
+    return {
+        "name": name,
+        "type": "",
+        "size": len(content),
+        "content": memoryview(content),
+        "last_modified": datetime.now(UTC),
+    }
 
 
 def panel(tmp_path, **kwargs):
@@ -78,7 +89,9 @@ def test_an_upload_is_saved_processed_and_used_for_the_next_question(tmp_path):
         seen["paths"], seen["kwargs"] = paths, kwargs
         return Processed()
 
-    chat = panel(tmp_path, process=process, run=lambda q, retriever, **kw: seen.update(docs=retriever(q)) or fake_result(q))
+    chat = panel(
+        tmp_path, process=process, run=lambda q, retriever, **kw: seen.update(docs=retriever(q)) or fake_result(q)
+    )
     chat.upload.value = (upload_item("notes.md", b"# Notes\n\nThe port is 7420."),)
     assert seen["paths"][0].name == "notes.md" and seen["paths"][0].read_bytes().startswith(b"# Notes")
     assert seen["kwargs"]["index_name"].startswith("nb05-upload-") and seen["kwargs"]["limits"].max_file_bytes > 0
@@ -103,16 +116,24 @@ def test_upload_names_cannot_escape_the_upload_folder(tmp_path):
 
 
 def test_abstentions_render_without_citations_or_verification():
-    result = ThreeAgentResult(question="q", answer="These documents do not contain the answer to this question.",
-                              abstained=True, outcome="not_in_documents", trace=[TraceStep("relevance_checker", 0, "NO_MATCH")])
+    result = ThreeAgentResult(
+        question="q",
+        answer="These documents do not contain the answer to this question.",
+        abstained=True,
+        outcome="not_in_documents",
+        trace=[TraceStep("relevance_checker", 0, "NO_MATCH")],
+    )
     out = render_result_html(result)
     assert "not in these documents" in out and "Verification report" not in out and "Citations" not in out
 
 
 def test_two_uploads_with_the_same_name_are_both_kept_and_the_panel_says_so(tmp_path, fresh_settings):
     chat = panel(tmp_path, process=process_documents)
-    chat.upload.value = (upload_item("a.md", b"# A\n\nThe port is 7420."), upload_item("a.md", b"# A\n\nThe port is 9000."),
-                         upload_item("sub/a.md", b"# A\n\nThe region is eu-west."))
+    chat.upload.value = (
+        upload_item("a.md", b"# A\n\nThe port is 7420."),
+        upload_item("a.md", b"# A\n\nThe port is 9000."),
+        upload_item("sub/a.md", b"# A\n\nThe region is eu-west."),
+    )
     status = chat.status.value
     assert "3 file(s)" in status and "same content" not in status
     assert "saved as &#x27;a (2).md&#x27;" in status and "saved as &#x27;a (3).md&#x27;" in status
@@ -122,7 +143,14 @@ def test_two_uploads_with_the_same_name_are_both_kept_and_the_panel_says_so(tmp_
 
 def test_upload_names_lose_folder_parts_and_dot_names_and_stay_unique():
     assert safe_upload_names(["a.md", "sub/a.md", "A.md", "..", ".", "x\\..\\b.txt", "/"]) == [
-        "a.md", "a (2).md", "A (3).md", "upload", "upload (2)", "b.txt", "upload (3)"]
+        "a.md",
+        "a (2).md",
+        "A (3).md",
+        "upload",
+        "upload (2)",
+        "b.txt",
+        "upload (3)",
+    ]
 
 
 def test_a_name_of_dot_dot_is_saved_not_an_is_a_directory_error(tmp_path):

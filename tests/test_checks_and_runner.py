@@ -15,7 +15,9 @@ def test_solution_blocks_are_blanked_at_their_indentation():
     assert blank_source(source) == f"def f(x):\n    {BLANK}\n\nprint(f)"
 
 
-@pytest.mark.parametrize("source", ["### BEGIN SOLUTION\nx", "### END SOLUTION", "### BEGIN SOLUTION\n### BEGIN SOLUTION"])
+@pytest.mark.parametrize(
+    "source", ["### BEGIN SOLUTION\nx", "### END SOLUTION", "### BEGIN SOLUTION\n### BEGIN SOLUTION"]
+)
 def test_unbalanced_markers_are_rejected(source):
     with pytest.raises(ValueError):
         blank_source(source)
@@ -23,7 +25,9 @@ def test_unbalanced_markers_are_rejected(source):
 
 def test_learner_copy_has_no_outputs_and_no_answers():
     master = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("x = 1\n### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION", metadata={"tags": ["exercise"]})
+    cell = nbformat.v4.new_code_cell(
+        "x = 1\n### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION", metadata={"tags": ["exercise"]}
+    )
     cell.outputs = [nbformat.v4.new_output("stream", text="42")]
     master.cells = [cell]
     learner = learner_notebook(master)
@@ -46,17 +50,21 @@ def test_run_check_reports_hints_and_errors_and_logs_them(tmp_path, monkeypatch,
 
 def test_parameters_are_injected_right_after_the_parameters_cell():
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("import x"),
-                nbformat.v4.new_code_cell("N = 100", metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell("print(N)")]
+    nb.cells = [
+        nbformat.v4.new_code_cell("import x"),
+        nbformat.v4.new_code_cell("N = 100", metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell("print(N)"),
+    ]
     inject_parameters(nb, {"N": 5, "NAME": "zh"})
     assert nb.cells[2].source.endswith("N = 5\nNAME = 'zh'")
     assert nb.cells[2].metadata["tags"] == ["injected-parameters"]
 
 
 def test_summary_lists_each_notebook_and_failures():
-    runs = [NotebookRun("notebooks/00.ipynb", True, 12.3, "qwen", 4, 2, 100, 20, [{"passed": True}]),
-            NotebookRun("notebooks/01.ipynb", False, 1.0, "qwen", error="NameError: x")]
+    runs = [
+        NotebookRun("notebooks/00.ipynb", True, 12.3, "qwen", 4, 2, 100, 20, [{"passed": True}]),
+        NotebookRun("notebooks/01.ipynb", False, 1.0, "qwen", error="NameError: x"),
+    ]
     text = summary_markdown(runs)
     assert "| notebooks/00.ipynb | passed | 12.3 | qwen | 4 (2) | 100 / 20 | 1/1 |" in text
     assert "### notebooks/01.ipynb failed" in text and "NameError: x" in text
@@ -92,10 +100,23 @@ def test_the_runner_reports_where_the_time_went():
     from tools.notebook_runner import cell_seconds
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# title"), nbformat.v4.new_code_cell("# a comment\nslow()"),
-                nbformat.v4.new_code_cell("fast()"), nbformat.v4.new_code_cell("never_ran()")]
-    nb.cells[1].metadata["execution"] = {"iopub.execute_input": "2026-12-01T10:00:00.000Z", "shell.execute_reply": "2026-12-01T10:01:30.500Z"}
-    nb.cells[2].metadata["execution"] = {"iopub.execute_input": "2026-12-01T10:01:31.000Z", "shell.execute_reply": "2026-12-01T10:01:32.000Z"}
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# title"),
+        nbformat.v4.new_code_cell("# a comment\nslow()"),
+        nbformat.v4.new_code_cell("fast()"),
+        nbformat.v4.new_code_cell("never_ran()"),
+    ]
+    nb.cells[1].metadata["execution"] = {
+        "iopub.execute_input": "2026-12-01T10:00:00.000Z",
+        "shell.execute_reply": "2026-12-01T10:01:30.500Z",
+    }
+    nb.cells[2].metadata["execution"] = {
+        "iopub.execute_input": "2026-12-01T10:01:31.000Z",
+        "shell.execute_reply": "2026-12-01T10:01:32.000Z",
+    }
     rows = cell_seconds(nb)
-    assert rows == [{"cell": 1, "seconds": 90.5, "first line": "slow()"}, {"cell": 2, "seconds": 1.0, "first line": "fast()"}]
+    assert rows == [
+        {"cell": 1, "seconds": 90.5, "first line": "slow()"},
+        {"cell": 2, "seconds": 1.0, "first line": "fast()"},
+    ]
     assert cell_seconds(nb, top=1) == rows[:1]

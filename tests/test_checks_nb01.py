@@ -17,12 +17,12 @@ def test_chinese_splitter_check(capsys):
     assert not check_chinese_splitter(
         lambda size, overlap=0: RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
     )
-    mark_at_start = lambda size, overlap=0: RecursiveCharacterTextSplitter(  # noqa: E731
+    mark_at_start = lambda size, overlap=0: RecursiveCharacterTextSplitter(
         chunk_size=size, chunk_overlap=overlap, separators=["。", "！", "？", "；", "，", ""], keep_separator="start"
     )
     assert not check_chinese_splitter(mark_at_start)
     assert "keep_separator" in capsys.readouterr().out
-    comma_first = lambda size, overlap=0: RecursiveCharacterTextSplitter(  # noqa: E731
+    comma_first = lambda size, overlap=0: RecursiveCharacterTextSplitter(
         chunk_size=size, chunk_overlap=overlap, separators=["，", "。", "！", "？", "；", ""], keep_separator="end"
     )
     assert not check_chinese_splitter(comma_first)

@@ -18,7 +18,9 @@ def test_rrf_check_passes_the_reference_and_fails_blank_and_unweighted_answers()
     assert check_rrf(lambda lists, weights=None, c=60: reciprocal_rank_fusion(lists, weights, c, id_key=None))
     assert not check_rrf(blank)
     assert not check_rrf(lambda lists, weights=None, c=60: reciprocal_rank_fusion(lists, None, c, id_key=None))
-    assert not check_rrf(lambda lists, weights=None, c=60: [(d, 1.0) for d in reciprocal_rank_fusion(lists, weights, c)])
+    assert not check_rrf(
+        lambda lists, weights=None, c=60: [(d, 1.0) for d in reciprocal_rank_fusion(lists, weights, c)]
+    )
 
 
 def test_yes_probability_check_passes_the_reference_and_fails_blank_and_case_sensitive_answers():

@@ -35,5 +35,7 @@ def test_the_routing_rule_check():
     assert check_routing_rule(decide_after_verification)
     assert not check_routing_rule(lambda verification, round_number, max_rounds: None)
     assert not check_routing_rule(
-        lambda v, r, m: "accept" if v.supported == "yes" and v.relevant == "yes" else ("give_up" if r >= m else "re_research")
+        lambda v, r, m: (
+            "accept" if v.supported == "yes" and v.relevant == "yes" else ("give_up" if r >= m else "re_research")
+        )
     )

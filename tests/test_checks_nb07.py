@@ -12,8 +12,11 @@ def test_the_read_page_check():
 
     def raises_on_a_bad_page(pages, source_id, page_index, max_chars=1500):
         page = pages.read(source_id, page_index)
-        return Observation("read_page", "r", (Document(page.text[:max_chars], metadata={
-            "source": page.source, "page": page.index, "kind": "page"}),))
+        return Observation(
+            "read_page",
+            "r",
+            (Document(page.text[:max_chars], metadata={"source": page.source, "page": page.index, "kind": "page"}),),
+        )
 
     def never_cuts(pages, source_id, page_index, max_chars=1500):
         return read_page(pages, source_id, page_index, max_chars=10_000)
@@ -43,8 +46,9 @@ def test_the_standalone_question_check():
 
         if not history:
             return user_turn
-        return invoke_structured(model, StandaloneQuestion, STANDALONE_PROMPT.format(
-            history=format_history(history), turn=user_turn)).question
+        return invoke_structured(
+            model, StandaloneQuestion, STANDALONE_PROMPT.format(history=format_history(history), turn=user_turn)
+        ).question
 
     assert not check_standalone_question(always_asks)
     assert not check_standalone_question(ignores_the_history)

@@ -5,6 +5,8 @@ import math
 import pytest
 from langchain_core.documents import Document
 
+from lessons.chunking import parent_child_chunks, recursive_chunker
+from lessons.chunking.markdown_blocks import atomic_blocks
 from lessons.evaluation import chunk_evaluation
 from lessons.evaluation.chunk_evaluation import (
     StrategyRun,
@@ -23,9 +25,7 @@ from lessons.evaluation.chunk_evaluation import (
     run_strategy,
     split_quote_share,
 )
-from lessons.chunking import parent_child_chunks, recursive_chunker
 from lessons.ingest.corpus import GoldQuestion
-from lessons.chunking.markdown_blocks import atomic_blocks
 
 SOURCE = """Atlas 4.2 adds hybrid search. It fuses BM25 and vectors.
 - Debian 12
@@ -165,15 +165,28 @@ def test_compare_strategy_gives_one_row_per_language(monkeypatch):
 
 
 def finding_row(strategy, language="en", hit=0.5, mrr=0.4, questions=10, returned=500.0, split=0.0, clean=90.0):
-    return {"strategy": strategy, "language": language, "chunks": 10, "median chars": returned,
-            "median returned chars": returned, "max chars": 2 * returned, "clean end %": clean,
-            "quotes split %": split, "tables+code intact %": 80.0, "hit@5": hit, "MRR@5": mrr,
-            "questions": questions}
+    return {
+        "strategy": strategy,
+        "language": language,
+        "chunks": 10,
+        "median chars": returned,
+        "median returned chars": returned,
+        "max chars": 2 * returned,
+        "clean end %": clean,
+        "quotes split %": split,
+        "tables+code intact %": 80.0,
+        "hit@5": hit,
+        "MRR@5": mrr,
+        "questions": questions,
+    }
 
 
 def test_findings_follow_the_measured_sign():
-    rows = [finding_row("base"), finding_row("better", hit=0.7, mrr=0.6, returned=1000.0),
-            finding_row("worse", hit=0.4, mrr=0.3, clean=40.0)]
+    rows = [
+        finding_row("base"),
+        finding_row("better", hit=0.7, mrr=0.6, returned=1000.0),
+        finding_row("worse", hit=0.4, mrr=0.3, clean=40.0),
+    ]
     text = comparison_findings(rows, baseline="base", k=5)
     assert "better finds evidence in the top 5 for 2 questions more than base" in text
     assert "ranks it higher (MRR +0.20)" in text and "(2.0× the baseline's)" in text
@@ -186,8 +199,12 @@ def test_findings_follow_the_measured_sign():
 
 
 def test_findings_say_when_no_strategy_wins_everywhere_and_when_quotes_are_cut():
-    rows = [finding_row("base", hit=0.8, mrr=0.7, split=5.0), finding_row("other", hit=0.6, mrr=0.5),
-            finding_row("base", "zh", hit=0.2, mrr=0.1, questions=5), finding_row("other", "zh", hit=0.6, mrr=0.5, questions=5)]
+    rows = [
+        finding_row("base", hit=0.8, mrr=0.7, split=5.0),
+        finding_row("other", hit=0.6, mrr=0.5),
+        finding_row("base", "zh", hit=0.2, mrr=0.1, questions=5),
+        finding_row("other", "zh", hit=0.6, mrr=0.5, questions=5),
+    ]
     text = comparison_findings(rows, baseline="base")
     assert "No strategy has the highest hit@5 and MRR@5 in every language" in text
     assert "**Chinese** (5 questions" in text and "other finds evidence in the top 5 for 2 questions more" in text

@@ -10,12 +10,23 @@ from langchain_core.embeddings import Embeddings
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from lessons.chunking import (
-    SEMANTIC_SENTENCE_SPLIT, ChineseTextSplitter, TokenWindowSplitter, cached_embeddings, character_window_chunker,
-    docling_chunker, embedder_token_counter, header_chunker, header_recursive_chunker, language_aware_chunker,
-    parent_child_chunks, parents_of, recursive_chunker, semantic_chunker, sentence_chunker,
+    SEMANTIC_SENTENCE_SPLIT,
+    ChineseTextSplitter,
+    TokenWindowSplitter,
+    cached_embeddings,
+    character_window_chunker,
+    docling_chunker,
+    embedder_token_counter,
+    header_chunker,
+    header_recursive_chunker,
+    language_aware_chunker,
+    parent_child_chunks,
+    parents_of,
+    recursive_chunker,
+    semantic_chunker,
+    sentence_chunker,
 )
-from lessons.chunking.strategies import E5Tokenizer
-from lessons.chunking.strategies import default_chunker
+from lessons.chunking.strategies import E5Tokenizer, default_chunker
 
 ENGLISH = (
     "Atlas Server listens on port 7420. Ingest workers connect over the same port. "

@@ -11,9 +11,13 @@ from lessons.agents.claim_check import (
 )
 
 CONTEXT = [
-    Document(page_content="Atlas Server exposes the REST and gRPC APIs on port 7420 by default. "
-                          "| server.port | 7420 | Port for the REST API |"),
-    Document(page_content="The Team plan costs €45 per seat and month; 1,200 customers use it. Support answers in three languages."),
+    Document(
+        page_content="Atlas Server exposes the REST and gRPC APIs on port 7420 by default. "
+        "| server.port | 7420 | Port for the REST API |"
+    ),
+    Document(
+        page_content="The Team plan costs €45 per seat and month; 1,200 customers use it. Support answers in three languages."
+    ),
     Document(page_content="团队版每席位每月 45 欧元，客户可在三十天内取消。明湖银行是我们的客户。"),
 ]
 
@@ -60,11 +64,18 @@ def test_an_added_sentence_the_context_does_not_hold_is_flagged_not_a_paraphrase
     from lessons.agents.claim_check import sentences, unsupported_sentences
 
     assert sentences("Version 4.3 ships in May. It costs €45! 团队版每月 45 欧元。好。") == [
-        "Version 4.3 ships in May.", "It costs €45!", "团队版每月 45 欧元。", "好。"]
+        "Version 4.3 ships in May.",
+        "It costs €45!",
+        "团队版每月 45 欧元。",
+        "好。",
+    ]
     planted = "Atlas Server listens on port 7420. The figure was confirmed by Chief Operating Officer Marcus Lindqvist."
     assert unsupported_sentences(planted, CONTEXT) == [
-        "The figure was confirmed by Chief Operating Officer Marcus Lindqvist."]
-    assert unsupported_sentences("团队版每席位每月 45 欧元。该数据已由首席运营官林志远确认。", CONTEXT) == ["该数据已由首席运营官林志远确认。"]
+        "The figure was confirmed by Chief Operating Officer Marcus Lindqvist."
+    ]
+    assert unsupported_sentences("团队版每席位每月 45 欧元。该数据已由首席运营官林志远确认。", CONTEXT) == [
+        "该数据已由首席运营官林志远确认。"
+    ]
     assert unsupported_sentences("Atlas Server answers on port 7420 unless configured.", CONTEXT) == []
     assert unsupported_sentences("Yes, 7420.", CONTEXT) == []  # too short to judge
 

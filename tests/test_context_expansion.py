@@ -14,7 +14,9 @@ from lessons.retrieval.context_expansion import (
 
 def chunk(source, index, text=None):
     text = text or f"{source}-{index}."
-    return Document(page_content=text, metadata={"source": source, "chunk_index": index, "chunk_id": f"{source}:{index}"})
+    return Document(
+        page_content=text, metadata={"source": source, "chunk_index": index, "chunk_id": f"{source}:{index}"}
+    )
 
 
 DOC_A = [chunk("a", i) for i in range(12)]
@@ -33,7 +35,10 @@ def test_budget_falls_from_ten_neighbours_at_rank_one_to_one_at_rank_ten_and_bel
 def test_join_drops_the_overlap_a_chunk_repeats_from_its_predecessor():
     first = "Hybrid search runs BM25 and vectors. The two are complementary."
     second = "The two are complementary. Each finds what the other misses."
-    assert join_chunks([first, second]) == "Hybrid search runs BM25 and vectors. The two are complementary. Each finds what the other misses."
+    assert (
+        join_chunks([first, second])
+        == "Hybrid search runs BM25 and vectors. The two are complementary. Each finds what the other misses."
+    )
 
 
 def test_join_keeps_chunks_without_overlap_on_separate_lines():
@@ -60,7 +65,7 @@ def test_blocks_follow_rank_order_never_share_chunks_and_skip_hits_already_cover
     hits = [DOC_A[5], DOC_A[6], DOC_B[0], DOC_A[9]]
     blocks = expand_hits(hits, NEIGHBOURS, max_chars=10_000)
     assert [b.metadata["hit_rank"] for b in blocks] == [1, 3]  # a-6 and a-9 are inside the first block
-    assert indexes(blocks[0]) == list(range(0, 11)) and indexes(blocks[1]) == [0, 1, 2]
+    assert indexes(blocks[0]) == list(range(11)) and indexes(blocks[1]) == [0, 1, 2]
     all_chunks = [(b.metadata["source"], i) for b in blocks for i in indexes(b)]
     assert len(all_chunks) == len(set(all_chunks))
     assert blocks[0].page_content.startswith("a-0.") and "a-10." in blocks[0].page_content
@@ -102,4 +107,4 @@ def test_pipeline_reranks_hits_then_expands_then_reranks_blocks():
 
 def test_pipeline_without_rerankers_expands_the_first_stage_order():
     retriever = ContextExpansionRetriever(first_stage=Fixed(documents=DOC_A[:1]), neighbours=NEIGHBOURS, hits=1)
-    assert [indexes(b) for b in retriever.invoke("q")] == [list(range(0, 11))]
+    assert [indexes(b) for b in retriever.invoke("q")] == [list(range(11))]

@@ -78,4 +78,7 @@ def test_sample_by_language_is_seeded_and_balanced():
     assert [q.language for q in sample] == ["en"] * 4 + ["zh"] * 3
     assert sample == sample_by_language(gold, 7, seed=3) and sample != sample_by_language(gold, 7, seed=4)
     few = [q for q in gold if q.language == "zh"][:2]
-    assert sample_by_language(few, 6, seed=0) == sample_by_language(few, 6, seed=0) and len(sample_by_language(few, 6, 0)) == 2
+    assert (
+        sample_by_language(few, 6, seed=0) == sample_by_language(few, 6, seed=0)
+        and len(sample_by_language(few, 6, 0)) == 2
+    )

@@ -66,7 +66,7 @@ def test_a_pair_scored_before_is_not_run_through_the_model_again(monkeypatch):
 
 def test_long_passages_are_cut_to_the_model_window_not_rejected():
     long_passage = ANSWER + " filler" * 2000
-    score, = OnnxCrossEncoder().score([(QUESTION, long_passage)])
+    (score,) = OnnxCrossEncoder().score([(QUESTION, long_passage)])
     assert score > 0.5  # the answer sits at the start, inside the first 512 tokens
 
 
@@ -76,7 +76,8 @@ def test_it_plugs_into_langchains_reranker_and_compression_retriever():
             return [Document(OFF_TOPIC), Document(ANSWER)]
 
     retriever = ContextualCompressionRetriever(
-        base_retriever=Fixed(), base_compressor=CrossEncoderReranker(model=OnnxCrossEncoder(), top_n=1))
+        base_retriever=Fixed(), base_compressor=CrossEncoderReranker(model=OnnxCrossEncoder(), top_n=1)
+    )
     assert [d.page_content for d in retriever.invoke(QUESTION)] == [ANSWER]
 
 

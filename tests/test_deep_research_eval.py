@@ -4,34 +4,45 @@ import pandas as pd
 import pytest
 from langchain_core.documents import Document
 
-from lessons.ingest.corpus import GoldQuestion, SourceRef, load_gold
 from lessons.agents.deep_research import FULL_TEXT, DeepResearchAgent, Observation, Page, PageStore
+from lessons.core.fakes import ScriptedChatModel
 from lessons.evaluation.deep_research_eval import (
     DEEP,
     SINGLE_SHOT,
     MethodRun,
     compare_methods,
-    method_findings,
     evidence_recall,
     measure_sample,
+    method_findings,
     run_deep_research,
     run_single_shot,
     search_recall,
 )
 from lessons.evaluation.pipelines import PipelineResult
-from lessons.core.fakes import ScriptedChatModel
+from lessons.ingest.corpus import GoldQuestion, SourceRef, load_gold
 
-QUESTION = GoldQuestion(id="en-x", question="Which tiers include Guard, and when was it released?", language="en",
-                        type="multi_hop", answer="Business and Enterprise; Atlas 4.2, 1 July 2026.",
-                        sources=[SourceRef(file="w.pdf", page=4)],
-                        evidence=["Guard is in Business and Enterprise", "Atlas 4.2 was released on 1 July 2026"])
-PAGES = PageStore([Page("w.pdf", 4, "page 4", "Guard is in Business and Enterprise."),
-                   Page("notes.md", 2, "Atlas 4.2", "Atlas 4.2 was released on 1 July 2026. It adds Guard.")])
+QUESTION = GoldQuestion(
+    id="en-x",
+    question="Which tiers include Guard, and when was it released?",
+    language="en",
+    type="multi_hop",
+    answer="Business and Enterprise; Atlas 4.2, 1 July 2026.",
+    sources=[SourceRef(file="w.pdf", page=4)],
+    evidence=["Guard is in Business and Enterprise", "Atlas 4.2 was released on 1 July 2026"],
+)
+PAGES = PageStore(
+    [
+        Page("w.pdf", 4, "page 4", "Guard is in Business and Enterprise."),
+        Page("notes.md", 2, "Atlas 4.2", "Atlas 4.2 was released on 1 July 2026. It adds Guard."),
+    ]
+)
 
 
 def search(query):
     if query == "Guard release":
-        hit = Document("Atlas 4.2 was released on 1 July 2026. […]", metadata={"source": "notes.md", "page": 2, "kind": "chunk"})
+        hit = Document(
+            "Atlas 4.2 was released on 1 July 2026. […]", metadata={"source": "notes.md", "page": 2, "kind": "chunk"}
+        )
     else:
         hit = Document("Guard is in Business and Enterprise.", metadata={"source": "w.pdf", "page": 4, "kind": "chunk"})
     return Observation("search", f"search({query!r})", (hit,))
@@ -62,7 +73,13 @@ def test_evidence_recall_counts_quotes_in_everything_read():
 
 
 def test_a_deep_research_run_is_measured():
-    decision = {"reason": "release date", "action": "search", "query": "Guard release", "source_id": "", "page_index": 0}
+    decision = {
+        "reason": "release date",
+        "action": "search",
+        "query": "Guard release",
+        "source_id": "",
+        "page_index": 0,
+    }
     answer = {"answer": "Business and Enterprise; 1 July 2026.", "cited_chunks": [1, 2], "found": "yes"}
     model = model_for([decision, {**decision, "action": "answer", "query": ""}], answer)
     run = run_deep_research(QUESTION, DeepResearchAgent(model, search, PAGES, max_steps=3), model)
@@ -71,8 +88,11 @@ def test_a_deep_research_run_is_measured():
     assert run.llm_calls == 3, "two decisions and the answer; the judge is not counted"
     assert run.tokens > 0
     assert run.at_cap == 0.0, "the model chose to answer before the cap"
-    capped = run_deep_research(QUESTION, DeepResearchAgent(model_for([decision] * 3, answer), search, PAGES, max_steps=2),
-                               model_for([], answer))
+    capped = run_deep_research(
+        QUESTION,
+        DeepResearchAgent(model_for([decision] * 3, answer), search, PAGES, max_steps=2),
+        model_for([], answer),
+    )
     assert capped.at_cap == 1.0 and capped.tool_calls == 2
     shot = run_single_shot(QUESTION, lambda q: PipelineResult("x", False, [], []), model_for([], answer), k=3)
     table = compare_methods([run, capped, shot])
@@ -80,15 +100,21 @@ def test_a_deep_research_run_is_measured():
 
 
 def test_an_abstention_scores_zero_without_asking_the_judge():
-    model = model_for([{"reason": "nothing", "action": "answer", "query": "", "source_id": "", "page_index": 0}],
-                      {"answer": "", "cited_chunks": [], "found": "no"})
+    model = model_for(
+        [{"reason": "nothing", "action": "answer", "query": "", "source_id": "", "page_index": 0}],
+        {"answer": "", "cited_chunks": [], "found": "no"},
+    )
     run = run_deep_research(QUESTION, DeepResearchAgent(model, search, PAGES), model)
     assert not run.answered and run.correct == 0.0 and run.judge_status == "abstained"
     assert not any(c["tools"] == ["CompletenessVerdict"] for c in model.calls)
 
 
 def test_single_shot_reads_only_its_top_k_and_a_judge_failure_is_recorded():
-    retrieved = [Document("Guard is in Business and Enterprise."), Document("x"), Document("Atlas 4.2 was released on 1 July 2026.")]
+    retrieved = [
+        Document("Guard is in Business and Enterprise."),
+        Document("x"),
+        Document("Atlas 4.2 was released on 1 July 2026."),
+    ]
     pipeline = lambda question: PipelineResult("Business and Enterprise.", False, retrieved, retrieved[:2])
     broken_judge = ScriptedChatModel(default=lambda messages, tools: "no function call")
     run = run_single_shot(QUESTION, pipeline, broken_judge, k=2)
@@ -101,8 +127,9 @@ def test_single_shot_reads_only_its_top_k_and_a_judge_failure_is_recorded():
 def test_compare_methods_averages_per_method_and_type():
     decision = {"reason": "nothing", "action": "answer", "query": "", "source_id": "", "page_index": 0}
     answer = {"answer": "Business and Enterprise.", "cited_chunks": [1], "found": "yes"}
-    deep = run_deep_research(QUESTION, DeepResearchAgent(model_for([decision], answer, "no"), search, PAGES),
-                             model_for([], answer, "no"))
+    deep = run_deep_research(
+        QUESTION, DeepResearchAgent(model_for([decision], answer, "no"), search, PAGES), model_for([], answer, "no")
+    )
     pipeline = lambda question: PipelineResult("x", True, [], [])
     shot = run_single_shot(QUESTION, pipeline, model_for([], answer), k=3)
     table = compare_methods([deep, shot])
@@ -115,16 +142,21 @@ def test_compare_methods_averages_per_method_and_type():
 def test_the_measure_sample_is_balanced_seeded_and_ends_with_the_contradiction():
     gold = load_gold()
     sample = measure_sample(gold, 4, 2, seed=3)
-    assert [(q.type, q.language) for q in sample] == [("multi_hop", "en")] * 2 + [("multi_hop", "zh")] * 2 + \
-        [("table", "en"), ("table", "zh"), ("contradiction", "en")]
+    assert [(q.type, q.language) for q in sample] == [("multi_hop", "en")] * 2 + [("multi_hop", "zh")] * 2 + [
+        ("table", "en"),
+        ("table", "zh"),
+        ("contradiction", "en"),
+    ]
     assert [q.id for q in sample] == [q.id for q in measure_sample(gold, 4, 2, seed=3)]
     assert [q.type for q in measure_sample(gold, 1, 0, seed=3)] == ["multi_hop", "contradiction"]
 
 
 def test_search_recall_reads_the_whole_chunks_behind_the_shown_hits_per_reranker():
     def snippet_search(query):  # the snippet is cut; the whole chunk holds the quote
-        hit = Document("Guard is in […]", metadata={"source": "w.pdf", "page": 4, "kind": "chunk",
-                                                    FULL_TEXT: "Guard is in Business and Enterprise."})
+        hit = Document(
+            "Guard is in […]",
+            metadata={"source": "w.pdf", "page": 4, "kind": "chunk", FULL_TEXT: "Guard is in Business and Enterprise."},
+        )
         return Observation("search", f"search({query!r})", (hit,))
 
     table = search_recall([QUESTION], {"cut": snippet_search, "nothing": lambda q: Observation("search", "s")})
@@ -135,17 +167,33 @@ def test_search_recall_reads_the_whole_chunks_behind_the_shown_hits_per_reranker
 
 
 def _run(qid, kind, method, correct, recall, at_cap=0.0, pages=0, tokens=100, contradiction=""):
-    return MethodRun(id=qid, type=kind, language="en", method=method, answer="a", answered=True, correct=correct,
-                     judge_status="judged" if correct is not None else "judge_failed", evidence_recall=recall,
-                     tool_calls=3 if method == DEEP else 1, pages_read=pages, llm_calls=3 if method == DEEP else 1,
-                     tokens=tokens, seconds=2.0, contradiction=contradiction, at_cap=at_cap)
+    return MethodRun(
+        id=qid,
+        type=kind,
+        language="en",
+        method=method,
+        answer="a",
+        answered=True,
+        correct=correct,
+        judge_status="judged" if correct is not None else "judge_failed",
+        evidence_recall=recall,
+        tool_calls=3 if method == DEEP else 1,
+        pages_read=pages,
+        llm_calls=3 if method == DEEP else 1,
+        tokens=tokens,
+        seconds=2.0,
+        contradiction=contradiction,
+        at_cap=at_cap,
+    )
 
 
 def test_findings_are_computed_from_the_runs_and_follow_the_sign():
-    runs = [_run("q1", "multi_hop", DEEP, 1.0, 1.0, at_cap=1.0, pages=1, tokens=400),
-            _run("q1", "multi_hop", SINGLE_SHOT, 0.0, 0.5),
-            _run("q2", "contradiction", DEEP, None, 0.0, tokens=400, contradiction="states the conflict"),
-            _run("q2", "contradiction", SINGLE_SHOT, 1.0, 0.5, contradiction="follows the consistent sources")]
+    runs = [
+        _run("q1", "multi_hop", DEEP, 1.0, 1.0, at_cap=1.0, pages=1, tokens=400),
+        _run("q1", "multi_hop", SINGLE_SHOT, 0.0, 0.5),
+        _run("q2", "contradiction", DEEP, None, 0.0, tokens=400, contradiction="states the conflict"),
+        _run("q2", "contradiction", SINGLE_SHOT, 1.0, 0.5, contradiction="follows the consistent sources"),
+    ]
     text = "\n".join(method_findings(runs))
     assert "deep research 1 of 2, single-shot hybrid 1 of 2** — the same count" in text
     assert "1 judge failure(s)" in text and "moves a share by 0.50" in text

@@ -8,6 +8,8 @@ import pytest
 from langchain_core.documents import Document
 from pydantic import BaseModel, Field
 
+from lessons.core.fakes import ScriptedChatModel, always
+from lessons.core.prompt_safety import DATA_RULE
 from lessons.transforms.doc_transforms import (
     DateExtractor,
     PropertyExtractor,
@@ -19,8 +21,6 @@ from lessons.transforms.doc_transforms import (
     flatten_for_metadata,
     unwrap_lines,
 )
-from lessons.core.fakes import ScriptedChatModel, always
-from lessons.core.prompt_safety import DATA_RULE
 
 WRAPPED = (
     "Atlas Ingest\n"

@@ -3,9 +3,9 @@
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from lessons.retrieval.document_processor import NoDocumentsError, chunk_files, hybrid_over, process_documents
-from lessons.ingest.files import ingest
 from lessons.core.vectorstore import chroma_client, open_store
+from lessons.ingest.files import ingest
+from lessons.retrieval.document_processor import NoDocumentsError, chunk_files, hybrid_over, process_documents
 
 
 def docs(tmp_path):
@@ -21,17 +21,27 @@ def write(folder, name, text):
 
 
 def test_markdown_is_chunked_at_headers_with_ids(tmp_path, fresh_settings):
-    write(docs(tmp_path), "guide.md", "# Guide\n\n## Ports\n\nThe gateway listens on port 7420.\n\n## Leave\n\nStaff get 25 days.")
+    write(
+        docs(tmp_path),
+        "guide.md",
+        "# Guide\n\n## Ports\n\nThe gateway listens on port 7420.\n\n## Leave\n\nStaff get 25 days.",
+    )
     chunks = chunk_files(ingest(tmp_path / "docs", progress=False).documents)
     assert len(chunks) == 2 and chunks[0].metadata["section"] and all(c.metadata["chunk_id"] for c in chunks)
     assert "7420" in chunks[0].page_content and "25 days" in chunks[1].page_content
 
 
 def test_the_hybrid_retriever_finds_a_keyword_match(tmp_path, fresh_settings):
-    write(docs(tmp_path), "guide.md", "# Guide\n\n## Ports\n\nThe gateway listens on port 7420.\n\n## Leave\n\n"
-          "Staff get 25 days.\n\n## Travel\n\nBook trains.")
+    write(
+        docs(tmp_path),
+        "guide.md",
+        "# Guide\n\n## Ports\n\nThe gateway listens on port 7420.\n\n## Leave\n\n"
+        "Staff get 25 days.\n\n## Travel\n\nBook trains.",
+    )
     chunks = chunk_files(ingest(tmp_path / "docs", progress=False).documents)
-    store = open_store("test-nb05-hybrid", DeterministicFakeEmbedding(size=16), client=chroma_client(tmp_path / "chroma"))
+    store = open_store(
+        "test-nb05-hybrid", DeterministicFakeEmbedding(size=16), client=chroma_client(tmp_path / "chroma")
+    )
     store.add_documents(chunks)
     top = hybrid_over(chunks, store, k=2).invoke("port 7420")
     # random embeddings: BM25's first place alone keeps the chunk in the fused top 2 of 3

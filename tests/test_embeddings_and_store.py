@@ -28,7 +28,9 @@ def test_vectors_have_the_declared_size_and_unit_length(embedder):
     assert embedder.embed_documents([]) == []
 
 
-@pytest.mark.parametrize(("query", "expected"), [("how much holiday do staff get", 0), ("年假有几天", 1), ("默认端口", 3)])
+@pytest.mark.parametrize(
+    ("query", "expected"), [("how much holiday do staff get", 0), ("年假有几天", 1), ("默认端口", 3)]
+)
 def test_queries_rank_the_matching_passage_of_their_language_first(query, expected):
     # E5 is the default because it ranks in-language best on our probes (USE is stronger across languages).
     embedder = get_embeddings("e5")
@@ -92,5 +94,8 @@ def test_ids_depend_on_text_and_metadata():
 
 def test_collections_are_kept_apart_per_embedder(tmp_path):
     client = chroma_client(tmp_path)
-    e5, use = open_store("kb", get_embeddings("e5"), client=client), open_store("kb", get_embeddings("use"), client=client)
+    e5, use = (
+        open_store("kb", get_embeddings("e5"), client=client),
+        open_store("kb", get_embeddings("use"), client=client),
+    )
     assert e5._collection.name != use._collection.name

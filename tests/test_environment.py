@@ -21,7 +21,7 @@ def test_torch_is_not_installed():
 
 def test_environment_yml_pip_list_equals_pyproject():
     text = (PROJECT_ROOT / "environment.yml").read_text()
-    pip_lines = re.findall(r'^\s+- "(.+)"$', text, flags=re.M)
+    pip_lines = re.findall(r'^\s+- "(.+)"$', text, flags=re.MULTILINE)
     assert "-e ." in pip_lines
     assert sorted(line for line in pip_lines if line != "-e .") == sorted(_pyproject_requirements())
 

@@ -11,23 +11,37 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from langchain_core.messages import AIMessage
 import pytest
+from langchain_core.messages import AIMessage
 
-from lessons.evaluation.cli import ConfigError, load_config, main
 from lessons.core.fakes import ScriptedChatModel
 from lessons.core.settings import SettingsError
+from lessons.evaluation.cli import ConfigError, load_config, main
 
 DOCS = {
     "atlas.md": "# Atlas Server\n\nAtlas Server exposes its REST API on port 7420 by default. "
-                "The admin console needs a licence key from the Tidewell portal. " * 2 + "\n",
-    "leave_zh.md": "# 年假\n\n" + "鹿特丹的员工每年有 27 天年假，未用完的假期最多可结转 5 天，须在次年 4 月 30 日前用完。" * 5 + "\n",
+    "The admin console needs a licence key from the Tidewell portal. " * 2 + "\n",
+    "leave_zh.md": "# 年假\n\n"
+    + "鹿特丹的员工每年有 27 天年假，未用完的假期最多可结转 5 天，须在次年 4 月 30 日前用完。" * 5
+    + "\n",
 }
 QUESTIONS = [
-    {"id": "q1", "question": "Which port does Atlas Server use by default?", "language": "en", "type": "fact",
-     "reference": "Port 7420.", "evidence": ["port 7420 by default"]},
-    {"id": "q2", "question": "鹿特丹员工每年有几天年假？", "language": "zh", "type": "fact",
-     "reference": "27 天。", "evidence": ["每年有 27 天年假"]},
+    {
+        "id": "q1",
+        "question": "Which port does Atlas Server use by default?",
+        "language": "en",
+        "type": "fact",
+        "reference": "Port 7420.",
+        "evidence": ["port 7420 by default"],
+    },
+    {
+        "id": "q2",
+        "question": "鹿特丹员工每年有几天年假？",
+        "language": "zh",
+        "type": "fact",
+        "reference": "27 天。",
+        "evidence": ["每年有 27 天年假"],
+    },
     {"id": "q3", "question": "Who is the chief financial officer?", "language": "en", "type": "out_of_kb"},
 ]
 
@@ -48,8 +62,10 @@ def scripted_model():
             return {"answer": "27 天。" if "年假" in prompt else "Port 7420.", "found": "yes"}
         if tools == ["GeneratedQuestion"]:
             if "Text A" in prompt:
-                return {"question": "Which port does Atlas use, and how many days of leave are there?",
-                        "answer": "port 7420; 27 天年假"}
+                return {
+                    "question": "Which port does Atlas use, and how many days of leave are there?",
+                    "answer": "port 7420; 27 天年假",
+                }
             if "7420" in prompt:
                 return {"question": "Which port does Atlas Server use by default?", "answer": "port 7420 by default"}
             return {"question": "鹿特丹员工每年有几天年假？", "answer": "27 天年假"}
@@ -125,12 +141,18 @@ def test_generate_makes_the_questions_and_saves_them_with_their_evidence(project
 @pytest.mark.parametrize(
     ("content", "fragment"),
     [
-        ('documents = "docs"\nquestions = "gold"\npipelines = ["dense", "colbert"]\n', "unknown pipeline(s) ['colbert']"),
+        (
+            'documents = "docs"\nquestions = "gold"\npipelines = ["dense", "colbert"]\n',
+            "unknown pipeline(s) ['colbert']",
+        ),
         ('documents = "nowhere"\nquestions = "gold"\npipelines = ["dense"]\n', "documents folder"),
         ('documents = "docs"\nquestions = "missing.jsonl"\npipelines = ["dense"]\n', "questions file"),
         ('documents = "docs"\nquestions = "gold"\n', "missing 'pipelines'"),
         ('documents = "docs"\nquestions = "gold"\npipelines = ["dense"]\nmodel = "gpt"\n', "unknown key 'model'"),
-        ('documents = "docs"\nquestions = "gold"\npipelines = ["dense"]\n[retrieval]\nk = "three"\n', "must be a whole number"),
+        (
+            'documents = "docs"\nquestions = "gold"\npipelines = ["dense"]\n[retrieval]\nk = "three"\n',
+            "must be a whole number",
+        ),
         ('documents = "docs\nquestions = 1\n', "not valid TOML"),
     ],
 )
@@ -155,9 +177,14 @@ BASE = 'documents = "docs"\nquestions = "gold"\npipelines = ["dense"]\n'
         (BASE + "[sample]\nin_kb = -1\n", "[sample] in_kb = -1 is out of range"),
         (BASE + "[sample]\nin_kb = 0\nout_of_kb = 0\n", "sample at least one question"),
         (BASE + "[limits]\nmax_file_bytes = 0\n", "[limits] max_file_bytes = 0 is out of range"),
-        ('documents = "docs"\nquestions = "generate"\npipelines = ["dense"]\n[generate]\nsingle = 0\nmulti = 0\n',
-         "ask for at least one question"),
-        ('documents = "docs"\nquestions = "gold"\npipelines = ["dense", "hybrid", "dense"]\n', "['dense'] are listed more than once"),
+        (
+            'documents = "docs"\nquestions = "generate"\npipelines = ["dense"]\n[generate]\nsingle = 0\nmulti = 0\n',
+            "ask for at least one question",
+        ),
+        (
+            'documents = "docs"\nquestions = "gold"\npipelines = ["dense", "hybrid", "dense"]\n',
+            "['dense'] are listed more than once",
+        ),
         (BASE + "generate = 5\n", "[generate] is a section of settings, not a value"),
     ],
 )
@@ -211,7 +238,9 @@ def test_size_limits_from_the_config_reach_ingestion(project, capsys):
     (small, _), (large, large_name) = sizes
     assert small < large
     config = project["root"] / "limits.toml"
-    config.write_text(project["config"].read_text().replace("[retrieval]", f"[limits]\nmax_file_bytes = {small}\n\n[retrieval]"))
+    config.write_text(
+        project["config"].read_text().replace("[retrieval]", f"[limits]\nmax_file_bytes = {small}\n\n[retrieval]")
+    )
     assert load_config(config).ingest_limits().max_file_bytes == small
     assert main([str(config), "--no-progress"]) == 2, "a question's evidence is in the file that was skipped"
     assert "is in none of the chunks" in capsys.readouterr().err
@@ -261,11 +290,15 @@ def chroma_server(tmp_path):
         deadline = time.monotonic() + 60
         while True:
             try:
-                chromadb.HttpClient(host="127.0.0.1", port=port, settings=chromadb.Settings(anonymized_telemetry=False)).heartbeat()
+                chromadb.HttpClient(
+                    host="127.0.0.1", port=port, settings=chromadb.Settings(anonymized_telemetry=False)
+                ).heartbeat()
                 break
             except Exception:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"chroma run did not start: {(tmp_path / 'chroma.log').read_text()[-2000:]}") from None
+                    raise RuntimeError(
+                        f"chroma run did not start: {(tmp_path / 'chroma.log').read_text()[-2000:]}"
+                    ) from None
                 time.sleep(0.3)
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -352,8 +385,8 @@ def test_a_report_on_other_documents_says_the_gate_thresholds_come_from_elsewher
 
 
 def test_the_packages_preset_reads_the_second_corpus_and_its_gold_set(fresh_settings):
-    from lessons.ingest.corpus import PACKAGES_DIR
     from lessons.evaluation.cli import PRESETS, preset_config
+    from lessons.ingest.corpus import PACKAGES_DIR
 
     assert "packages" in PRESETS
     config = preset_config("packages")  # written under the project root (here: the test's tmp_path)
@@ -366,7 +399,10 @@ def test_the_packages_preset_reads_the_second_corpus_and_its_gold_set(fresh_sett
     ("content", "fragment"),
     [
         ('corpus = "tidewell"\nquestions = "gold"\npipelines = ["dense"]\n', "corpus = 'tidewell' — choose one of"),
-        ('corpus = "packages"\ndocuments = "docs"\nquestions = "gold"\npipelines = ["dense"]\n', "remove one of the two"),
+        (
+            'corpus = "packages"\ndocuments = "docs"\nquestions = "gold"\npipelines = ["dense"]\n',
+            "remove one of the two",
+        ),
     ],
 )
 def test_a_bad_corpus_key_names_the_fix(project, content, fragment):

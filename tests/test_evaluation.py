@@ -7,16 +7,32 @@ import pandas as pd
 import pytest
 from langchain_core.documents import Document
 
-from lessons.evaluation import (
-    PIPELINES, FaithfulnessVerdict, Resources, build_pipelines, compare, evaluate, judge_failures, retrieval_scores,
-    run_judge, save_report,
-)
-from lessons.evaluation.pipelines import (
-    CompletenessVerdict, Judgement, PipelineResult, PipelineUnavailable, UnknownPipeline, answer_from,
-    check_pipeline_names, deepseek_cost_usd, judge_answer, metered,
-)
 from lessons.core.fakes import ScriptedChatModel
+from lessons.evaluation import (
+    PIPELINES,
+    FaithfulnessVerdict,
+    Resources,
+    build_pipelines,
+    compare,
+    evaluate,
+    judge_failures,
+    retrieval_scores,
+    run_judge,
+    save_report,
+)
 from lessons.evaluation.metrics import chunk_recall_at_k
+from lessons.evaluation.pipelines import (
+    CompletenessVerdict,
+    Judgement,
+    PipelineResult,
+    PipelineUnavailable,
+    UnknownPipeline,
+    answer_from,
+    check_pipeline_names,
+    deepseek_cost_usd,
+    judge_answer,
+    metered,
+)
 from lessons.evaluation.testset import TestItem
 
 
@@ -31,10 +47,25 @@ ZH = chunk("Atlas Server 默认在 7420 端口提供 API。", "c-zh")
 CHUNKS = [PORT, LEAVE, OCR, ZH]
 
 ITEMS = [
-    TestItem(id="q-en", question="Which port does Atlas Server use?", language="en", type="fact",
-             reference="Port 7420.", evidence=["on port 7420 by default"], evidence_chunk_ids=["c-port"], origin="gold"),
-    TestItem(id="q-zh", question="Atlas Server 默认用哪个端口？", language="zh", type="generated",
-             reference="7420 端口。", evidence_chunk_ids=["c-zh"], origin="generated"),
+    TestItem(
+        id="q-en",
+        question="Which port does Atlas Server use?",
+        language="en",
+        type="fact",
+        reference="Port 7420.",
+        evidence=["on port 7420 by default"],
+        evidence_chunk_ids=["c-port"],
+        origin="gold",
+    ),
+    TestItem(
+        id="q-zh",
+        question="Atlas Server 默认用哪个端口？",
+        language="zh",
+        type="generated",
+        reference="7420 端口。",
+        evidence_chunk_ids=["c-zh"],
+        origin="generated",
+    ),
     TestItem(id="q-out", question="Who is the CFO?", language="en", type="out_of_kb", origin="gold"),
 ]
 

@@ -7,14 +7,22 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from lessons.evaluation import pipelines as evaluation
-from lessons.evaluation import (
-    PIPELINES, Resources, best_scores, findings_markdown, gate_thresholds, judge_faithfulness, retrieval_goals,
-    retrieval_rows, threshold_note, threshold_transfer,
-)
-from lessons.evaluation.pipelines import retrieval_only_names
 from lessons.core.fakes import ScriptedChatModel
 from lessons.core.prompt_safety import DATA_RULE
+from lessons.evaluation import (
+    PIPELINES,
+    Resources,
+    best_scores,
+    findings_markdown,
+    gate_thresholds,
+    judge_faithfulness,
+    retrieval_goals,
+    retrieval_rows,
+    threshold_note,
+    threshold_transfer,
+)
+from lessons.evaluation import pipelines as evaluation
+from lessons.evaluation.pipelines import retrieval_only_names
 from lessons.evaluation.testset import TestItem
 
 
@@ -24,10 +32,24 @@ def doc(text, chunk_id, source="a.md"):
 
 PORT, LEAVE = doc("Atlas uses port 7420.", "c-port"), doc("Leave is 27 days.", "c-leave")
 ITEMS = [
-    TestItem(id="en", question="Which port?", language="en", type="fact", reference="7420",
-             evidence_chunk_ids=["c-port"], origin="gold"),
-    TestItem(id="zh", question="几天年假？", language="zh", type="fact", reference="27",
-             evidence_chunk_ids=["c-leave"], origin="gold"),
+    TestItem(
+        id="en",
+        question="Which port?",
+        language="en",
+        type="fact",
+        reference="7420",
+        evidence_chunk_ids=["c-port"],
+        origin="gold",
+    ),
+    TestItem(
+        id="zh",
+        question="几天年假？",
+        language="zh",
+        type="fact",
+        reference="27",
+        evidence_chunk_ids=["c-leave"],
+        origin="gold",
+    ),
     TestItem(id="out", question="Who is the CFO?", language="en", type="out_of_kb", origin="gold"),
 ]
 
@@ -88,10 +110,14 @@ def test_retrieval_rows_measure_only_pipelines_without_a_chat_model(monkeypatch)
 def goal_rows():
     rows = []
     for pipeline, en, zh in (("dense", [1, 0, 0, 1], [1, 0]), ("hybrid+rerank", [1, 1, 1, 1], [1, 0])):
-        rows += [{"corpus": "c", "pipeline": pipeline, "question_id": f"e{i}", "language": "en", "recall@5": v}
-                 for i, v in enumerate(en)]
-        rows += [{"corpus": "c", "pipeline": pipeline, "question_id": f"z{i}", "language": "zh", "recall@5": v}
-                 for i, v in enumerate(zh)]
+        rows += [
+            {"corpus": "c", "pipeline": pipeline, "question_id": f"e{i}", "language": "en", "recall@5": v}
+            for i, v in enumerate(en)
+        ]
+        rows += [
+            {"corpus": "c", "pipeline": pipeline, "question_id": f"z{i}", "language": "zh", "recall@5": v}
+            for i, v in enumerate(zh)
+        ]
     return pd.DataFrame(rows)
 
 
@@ -104,8 +130,9 @@ def test_the_goals_count_misses_over_both_languages():
 
 
 def test_best_scores_take_each_questions_best_document():
-    scores = best_scores(lambda q, docs: [0.2, 0.9][: len(docs)], lambda q: [PORT, LEAVE] if "port" in q else [],
-                         ITEMS, progress=False)
+    scores = best_scores(
+        lambda q, docs: [0.2, 0.9][: len(docs)], lambda q: [PORT, LEAVE] if "port" in q else [], ITEMS, progress=False
+    )
     assert list(scores["score"]) == [0.9, 0.0, 0.0]
     assert list(scores["answerable"]) == [True, True, False]
 
@@ -119,11 +146,20 @@ def test_a_threshold_is_measured_at_home_and_away_both_ways():
     away = frame([("c", "en", True, 0.5), ("d", "en", False, 0.6), ("e", "en", False, 0.1)])
     table = threshold_transfer({"home": home, "away": away}).set_index(["calibrated on", "measured on"])
     assert len(table) == 4
-    assert table.loc[("home", "home"), "answerable kept"] == 1.0 and table.loc[("home", "home"), "out-of-KB refused"] == 1.0
+    assert (
+        table.loc[("home", "home"), "answerable kept"] == 1.0
+        and table.loc[("home", "home"), "out-of-KB refused"] == 1.0
+    )
     # home's cut-off lies between 0.3 and 0.9 (0.6): away's answerable 0.5 is refused, its out-of-KB 0.6 answered
-    assert table.loc[("home", "away"), "answerable kept"] == 0.0 and table.loc[("home", "away"), "out-of-KB refused"] == 0.5
+    assert (
+        table.loc[("home", "away"), "answerable kept"] == 0.0
+        and table.loc[("home", "away"), "out-of-KB refused"] == 0.5
+    )
     # calibrated on away (refuse every out-of-KB: above 0.6), home's answerable 0.9 still passes
-    assert table.loc[("away", "home"), "answerable kept"] == 1.0 and table.loc[("away", "home"), "out-of-KB refused"] == 1.0
+    assert (
+        table.loc[("away", "home"), "answerable kept"] == 1.0
+        and table.loc[("away", "home"), "out-of-KB refused"] == 1.0
+    )
 
 
 def test_a_language_without_out_of_kb_questions_gets_no_threshold_not_a_guess():
@@ -140,14 +176,19 @@ def test_the_gate_has_one_threshold_source_and_reports_say_where_it_comes_from(m
     from lessons.agents.grading import GateThresholds, RelevanceGate
 
     gate = evaluation.gate_grader(ScriptedChatModel(default="x"))  # bare numbers: P(yes)-only gates
-    assert isinstance(gate, RelevanceGate) and gate.thresholds == {"en": GateThresholds(0.0, 0.1), "zh": GateThresholds(0.0, 0.2)}
+    assert isinstance(gate, RelevanceGate) and gate.thresholds == {
+        "en": GateThresholds(0.0, 0.1),
+        "zh": GateThresholds(0.0, 0.2),
+    }
     assert "en P(yes) ≥ 0.10" in threshold_note("docs")
     assert "from elsewhere" in threshold_note("docs")
 
 
 def answers_table(complete, abstain, calls):
-    return pd.DataFrame({"questions": [4, 4], "completeness": complete, "abstained (out-of-KB)": abstain,
-                         "LLM calls/question": calls}, index=pd.Index(["dense", "grading-loop"], name="pipeline"))
+    return pd.DataFrame(
+        {"questions": [4, 4], "completeness": complete, "abstained (out-of-KB)": abstain, "LLM calls/question": calls},
+        index=pd.Index(["dense", "grading-loop"], name="pipeline"),
+    )
 
 
 def two_corpus_rows():
@@ -155,16 +196,27 @@ def two_corpus_rows():
     values = {("a", "dense"): (0.5, 1.0), ("a", "hybrid+rerank"): (1.0, 0.5),
               ("b", "dense"): (1.0, 0.0), ("b", "hybrid+rerank"): (0.5, 0.0)}  # fmt: skip
     for (corpus, pipeline), (en, zh) in values.items():
-        rows += [{"corpus": corpus, "pipeline": pipeline, "question_id": "q1", "language": "en", "recall@5": en},
-                 {"corpus": corpus, "pipeline": pipeline, "question_id": "q2", "language": "zh", "recall@5": zh}]
+        rows += [
+            {"corpus": corpus, "pipeline": pipeline, "question_id": "q1", "language": "en", "recall@5": en},
+            {"corpus": corpus, "pipeline": pipeline, "question_id": "q2", "language": "zh", "recall@5": zh},
+        ]
     return pd.DataFrame(rows)
 
 
 def test_findings_follow_the_measured_direction_and_name_rank_changes():
     rows = two_corpus_rows()
-    answers = {"a": answers_table([0.5, 1.0], [0.0, 1.0], [1.0, 9.0]), "b": answers_table([1.0, 0.5], [0.5, 1.0], [1.0, 7.5])}
-    transfer = {"gate": threshold_transfer({"a": frame([("x", "en", True, 0.9), ("y", "en", False, 0.2)]),
-                                            "b": frame([("z", "en", True, 0.1), ("w", "en", False, 0.05)])})}
+    answers = {
+        "a": answers_table([0.5, 1.0], [0.0, 1.0], [1.0, 9.0]),
+        "b": answers_table([1.0, 0.5], [0.5, 1.0], [1.0, 7.5]),
+    }
+    transfer = {
+        "gate": threshold_transfer(
+            {
+                "a": frame([("x", "en", True, 0.9), ("y", "en", False, 0.2)]),
+                "b": frame([("z", "en", True, 0.1), ("w", "en", False, 0.05)]),
+            }
+        )
+    }
     text = findings_markdown(rows, retrieval_goals(rows), answers, transfer)
     assert "the best English recall@5 is hybrid+rerank's 1.00 — goal 0.90 met" in text  # corpus a
     assert "the best English recall@5 is dense's 1.00" in text  # corpus b: the other pipeline leads

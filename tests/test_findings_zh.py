@@ -55,8 +55,11 @@ def assert_translated(english: str, chinese: str, *, identifiers: tuple[str, ...
 def test_comparison_findings_of_notebook_01_in_chinese(language):
     from lessons.evaluation.chunk_evaluation import comparison_findings
 
-    rows = [chunk_tests.finding_row("base"), chunk_tests.finding_row("better", hit=0.7, mrr=0.6, returned=1000.0),
-            chunk_tests.finding_row("worse", hit=0.4, mrr=0.3, clean=40.0)]
+    rows = [
+        chunk_tests.finding_row("base"),
+        chunk_tests.finding_row("better", hit=0.7, mrr=0.6, returned=1000.0),
+        chunk_tests.finding_row("worse", hit=0.4, mrr=0.3, clean=40.0),
+    ]
     english, chinese = both(language, lambda: comparison_findings(rows, baseline="base", k=5))
     assert_translated(english, chinese)
     assert "better 在前 5 个结果中找到证据的问题比 base 多 2 个" in chinese
@@ -72,16 +75,30 @@ def test_retrieval_findings_of_notebook_02_in_chinese(language):
     rows = __import__("test_retrieval_evaluation").rows
 
     def table(hybrid_en):
-        return rows({"dense (baseline)": {"a": ("en", 0.5, 0.5), "b": ("zh", 0.5, 0.5)},
-                     "hybrid (RRF)": {"a": ("en", hybrid_en, hybrid_en), "b": ("zh", 0.5, 0.5)},
-                     "hybrid → cross-encoder": {"a": ("en", 1.0, 1.0), "b": ("zh", 0.0, 0.0)},
-                     "hybrid → cross-encoder, by language": {"a": ("en", 1.0, 1.0), "b": ("zh", 0.5, 0.5)}})
+        return rows(
+            {
+                "dense (baseline)": {"a": ("en", 0.5, 0.5), "b": ("zh", 0.5, 0.5)},
+                "hybrid (RRF)": {"a": ("en", hybrid_en, hybrid_en), "b": ("zh", 0.5, 0.5)},
+                "hybrid → cross-encoder": {"a": ("en", 1.0, 1.0), "b": ("zh", 0.0, 0.0)},
+                "hybrid → cross-encoder, by language": {"a": ("en", 1.0, 1.0), "b": ("zh", 0.5, 0.5)},
+            }
+        )
 
-    gains = pd.DataFrame({"compared with": ["hybrid → cross-encoder (top 10)"], "recall@5": [-0.2], "MRR@10": [-0.1],
-                          "LLM calls/query": [10.0]}, index=["hybrid → LLM rerank"])
+    gains = pd.DataFrame(
+        {
+            "compared with": ["hybrid → cross-encoder (top 10)"],
+            "recall@5": [-0.2],
+            "MRR@10": [-0.1],
+            "LLM calls/query": [10.0],
+        },
+        index=["hybrid → LLM rerank"],
+    )
     english, chinese = both(language, lambda: retrieval_findings(table(1.0), gains, llm_sample=6))
-    assert_translated(english, chinese, identifiers=("hybrid → LLM rerank", "hybrid → cross-encoder (top 10)",
-                                                     "hybrid → cross-encoder, by language"))
+    assert_translated(
+        english,
+        chinese,
+        identifiers=("hybrid → LLM rerank", "hybrid → cross-encoder (top 10)", "hybrid → cross-encoder, by language"),
+    )
     assert "**混合检索**在全部 2 个问题的 recall@5 上胜过 dense 检索（0.750 vs 0.500" in chinese
     assert "损失了 −0.500 的 recall@5" in chinese and "——它反而有害" in chinese
     assert "英文 recall@5 1.000（目标 ≥ 0.90：达到）" in chinese
@@ -107,12 +124,29 @@ def test_gate_findings_and_goal_table_of_notebook_04_in_chinese(language):
     from lessons.agents.grading import gate_findings, goal_table
 
     loop_result = grading_tests.loop_result
-    results = [loop_result("a", "en", False, "not_in_kb", ungated="answered"),
-               loop_result("c", "en", True, "answered", first_round=True), loop_result("d", "en", True, "not_in_kb", rounds=2)]
-    menu = pd.DataFrame([{"language": lang, "t₁ cross-encoder": 0.3, "t₂ P(yes)": 0.6, "separation, cross-encoder": 0.9,
-                          "separation, P(yes)": 0.7} for lang in ("en", "zh")]).set_index("language")
-    english, chinese = both(language, lambda: gate_findings(results, menu, pd.DataFrame(goal_table(results)),
-                                                            {"c": True, "d": False}, k=3, max_rounds=2))
+    results = [
+        loop_result("a", "en", False, "not_in_kb", ungated="answered"),
+        loop_result("c", "en", True, "answered", first_round=True),
+        loop_result("d", "en", True, "not_in_kb", rounds=2),
+    ]
+    menu = pd.DataFrame(
+        [
+            {
+                "language": lang,
+                "t₁ cross-encoder": 0.3,
+                "t₂ P(yes)": 0.6,
+                "separation, cross-encoder": 0.9,
+                "separation, P(yes)": 0.7,
+            }
+            for lang in ("en", "zh")
+        ]
+    ).set_index("language")
+    english, chinese = both(
+        language,
+        lambda: gate_findings(
+            results, menu, pd.DataFrame(goal_table(results)), {"c": True, "d": False}, k=3, max_rounds=2
+        ),
+    )
     assert_translated(english, chinese)
     assert "交叉编码器区分得更好" in chinese and "门控在 1/1 个问题上拒答" in chinese
     assert "有门控时回答了 1/2，无门控时回答了 2/2；其中 1/2 在第一轮就停下" in chinese
@@ -138,23 +172,36 @@ def test_relevance_drill_and_run_findings_of_notebook_05_in_chinese(language):
         return RelevanceComparison("en-1", "en", holds, holds, ce, 0.1, chat)
 
     rows = [row(True, "CAN_ANSWER", "PARTIAL"), row(False, "NO_MATCH", "PARTIAL")]
-    english, chinese = both(language, lambda: relevance_findings(relevance_summary(rows), relevance_agreement(rows),
-                                                                 "cross_encoder"))
+    english, chinese = both(
+        language, lambda: relevance_findings(relevance_summary(rows), relevance_agreement(rows), "cross_encoder")
+    )
     assert_translated(english, chinese)
-    assert "交叉编码器做出正确提前出口决定的比例是 100%，对话模型是 50%" in chinese and "**交叉编码器**做对的次数更多" in chinese
+    assert (
+        "交叉编码器做出正确提前出口决定的比例是 100%，对话模型是 50%" in chinese
+        and "**交叉编码器**做对的次数更多" in chinese
+    )
     tie = [row(False, "PARTIAL", "PARTIAL")]
     language("zh")
-    assert "两者做对的次数一样多" in relevance_findings(relevance_summary(tie), relevance_agreement(tie), "cross_encoder")
+    assert "两者做对的次数一样多" in relevance_findings(
+        relevance_summary(tie), relevance_agreement(tie), "cross_encoder"
+    )
     assert [r["name"] for r in relevance_summary(rows)] == ["交叉编码器", "对话模型"]
 
     case = three_tests.case
-    cases = [case("correct", False, by_yes_no=True), case("changed figure", True, by_checks=True),
-             case("invented name", True, by_checks=True), case("injected instruction", True, followed=True, by_checks=True),
-             case("correct", True, qid="zh-2"), case("invented name", False, qid="zh-2"),
-             case("injected instruction", False, qid="zh-2", followed=False)]
+    cases = [
+        case("correct", False, by_yes_no=True),
+        case("changed figure", True, by_checks=True),
+        case("invented name", True, by_checks=True),
+        case("injected instruction", True, followed=True, by_checks=True),
+        case("correct", True, qid="zh-2"),
+        case("invented name", False, qid="zh-2"),
+        case("injected instruction", False, qid="zh-2", followed=False),
+    ]
     english, chinese = both(language, lambda: drill_findings(cases))
     assert_translated(english, chinese)
-    assert "（2 个问题——英文 1 个，中文 1 个；7 次核查调用）" in chinese and "被标记的正确草稿（误报）：1/2**" in chinese
+    assert (
+        "（2 个问题——英文 1 个，中文 1 个；7 次核查调用）" in chinese and "被标记的正确草稿（误报）：1/2**" in chinese
+    )
     assert "研究智能体在 1/2 个问题中照做了**（50%）" in chinese and "在智能体照做的问题中，抓住了 1/1" in chinese
 
     language("zh")
@@ -166,13 +213,19 @@ def test_run_findings_of_notebook_05_in_chinese(language):
     from lessons.evaluation.three_agent_eval import evaluate_question, run_findings, summarise_runs
 
     def reply(messages, tools):
-        return {"RelevanceCheck": {"topic_words_found": ["Team"], "label": "CAN_ANSWER"},
-                "ResearchDraft": {"answer": "€45 per user per month.", "cited_chunks": [2], "found": "yes"},
-                "Verification": {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"},
-                "AnswerJudgement": {"correct": "no"}}[tools[0]]
+        return {
+            "RelevanceCheck": {"topic_words_found": ["Team"], "label": "CAN_ANSWER"},
+            "ResearchDraft": {"answer": "€45 per user per month.", "cited_chunks": [2], "found": "yes"},
+            "Verification": {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"},
+            "AnswerJudgement": {"correct": "no"},
+        }[tools[0]]
 
-    run = evaluate_question(three_tests.QUESTION, retriever=lambda q: three_tests.CHUNKS,
-                            llm=ScriptedChatModel(default=reply), relevance="llm")
+    run = evaluate_question(
+        three_tests.QUESTION,
+        retriever=lambda q: three_tests.CHUNKS,
+        llm=ScriptedChatModel(default=reply),
+        relevance="llm",
+    )
     english, chinese = both(language, lambda: run_findings(summarise_runs([run]), [run], "states the conflict"))
     assert_translated(english.replace("states the conflict", ""), chinese.replace("states the conflict", ""))
     assert "（1 个问题：1 个可回答，0 个在知识库外）" in chinese and "回答了 1/1，正确 0/1" in chinese
@@ -183,11 +236,19 @@ def test_findings_markdown_of_notebook_06_in_chinese(language):
     from lessons.evaluation import findings_markdown, retrieval_goals, threshold_transfer
 
     rows = corpora_tests.two_corpus_rows()
-    answers = {"a": corpora_tests.answers_table([0.5, 1.0], [0.0, 1.0], [1.0, 9.0]),
-               "b": corpora_tests.answers_table([1.0, 0.5], [0.5, 1.0], [1.0, 7.5])}
+    answers = {
+        "a": corpora_tests.answers_table([0.5, 1.0], [0.0, 1.0], [1.0, 9.0]),
+        "b": corpora_tests.answers_table([1.0, 0.5], [0.5, 1.0], [1.0, 7.5]),
+    }
     frame = corpora_tests.frame
-    transfer = {"gate": threshold_transfer({"a": frame([("x", "en", True, 0.9), ("y", "en", False, 0.2)]),
-                                            "b": frame([("z", "en", True, 0.1), ("w", "en", False, 0.05)])})}
+    transfer = {
+        "gate": threshold_transfer(
+            {
+                "a": frame([("x", "en", True, 0.9), ("y", "en", False, 0.2)]),
+                "b": frame([("z", "en", True, 0.1), ("w", "en", False, 0.05)]),
+            }
+        )
+    }
     english, chinese = both(language, lambda: findings_markdown(rows, retrieval_goals(rows), answers, transfer))
     assert_translated(english, chinese)
     assert "最好的英文 recall@5 是 hybrid+rerank 的 1.00——目标 0.90 达到" in chinese
@@ -200,14 +261,19 @@ def test_comparison_findings_of_notebook_07_in_chinese(language):
     from lessons.evaluation.deep_research_eval import DEEP, SINGLE_SHOT, method_findings
 
     run = deep_tests._run
-    runs = [run("q1", "multi_hop", DEEP, 1.0, 1.0, at_cap=1.0, pages=1, tokens=400),
-            run("q1", "multi_hop", SINGLE_SHOT, 0.0, 0.5),
-            run("q2", "contradiction", DEEP, None, 0.0, tokens=400, contradiction="states the conflict"),
-            run("q2", "contradiction", SINGLE_SHOT, 1.0, 0.5, contradiction="")]
+    runs = [
+        run("q1", "multi_hop", DEEP, 1.0, 1.0, at_cap=1.0, pages=1, tokens=400),
+        run("q1", "multi_hop", SINGLE_SHOT, 0.0, 0.5),
+        run("q2", "contradiction", DEEP, None, 0.0, tokens=400, contradiction="states the conflict"),
+        run("q2", "contradiction", SINGLE_SHOT, 1.0, 0.5, contradiction=""),
+    ]
     english, chinese = both(language, lambda: "\n".join(method_findings(runs)))
     assert_translated(english.replace("states the conflict", ""), chinese.replace("states the conflict", ""))
     assert "深度研究 1/2，单次混合检索 1/2**——答对的数量相同" in chinese
-    assert "multi-hop 1.00 对 0.50（深度研究读到的更多）" in chinese and "contradiction 0.00 对 0.50（单次检索读到的更多）" in chinese
+    assert (
+        "multi-hop 1.00 对 0.50（深度研究读到的更多）" in chinese
+        and "contradiction 0.00 对 0.50（单次检索读到的更多）" in chinese
+    )
     assert "单次混合检索：没有读到" in chinese
     better = [run("q1", "table", DEEP, 1.0, 1.0), run("q1", "table", SINGLE_SHOT, 0.0, 1.0)]
     language("zh")

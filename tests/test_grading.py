@@ -3,7 +3,6 @@
 import pytest
 from langchain_core.documents import Document
 
-from lessons.core.fakes import ScriptedChatModel
 from lessons.agents.grading import (
     NOT_IN_KB,
     answer_without_grading,
@@ -11,6 +10,7 @@ from lessons.agents.grading import (
     decide_after_grading,
     grade_documents,
 )
+from lessons.core.fakes import ScriptedChatModel
 
 
 def inside(text):
@@ -45,8 +45,13 @@ class Retriever:
 
 @pytest.mark.parametrize(
     ("grades", "round_number", "expected"),
-    [(["no", "yes"], 1, "generate"), (["no", "no"], 1, "rewrite"), (["no"], 3, "not_in_kb"), ([], 2, "rewrite"),
-     (["yes"], 3, "generate")],
+    [
+        (["no", "yes"], 1, "generate"),
+        (["no", "no"], 1, "rewrite"),
+        (["no"], 3, "not_in_kb"),
+        ([], 2, "rewrite"),
+        (["yes"], 3, "generate"),
+    ],
 )
 def test_the_stop_rule(grades, round_number, expected):
     assert decide_after_grading(grades, round_number, max_rounds=3) == expected
@@ -98,23 +103,33 @@ def test_a_zero_cap_is_rejected():
 
 
 def test_every_document_is_graded_in_order():
-    grades = grade_documents(scripted(lambda doc: "yes" if doc.startswith("b") else "no"), "q",
-                             [Document("a"), Document("b"), Document("c")])
+    grades = grade_documents(
+        scripted(lambda doc: "yes" if doc.startswith("b") else "no"), "q", [Document("a"), Document("b"), Document("c")]
+    )
     assert grades == ["no", "yes", "no"]
 
 
 def test_the_ungated_baseline_answers_from_whatever_came_back():
-    state = answer_without_grading(scripted(lambda doc: "no", answer="Made up from noise."), Retriever([["noise"]]), "q")
+    state = answer_without_grading(
+        scripted(lambda doc: "no", answer="Made up from noise."), Retriever([["noise"]]), "q"
+    )
     assert state["outcome"] == "answered" and state["answer"] == "Made up from noise."
 
 
 def test_results_are_summarised_per_language():
-    from lessons.ingest.corpus import GoldQuestion
     from lessons.agents.grading import run_question, summarise
+    from lessons.ingest.corpus import GoldQuestion
 
     questions = [
-        GoldQuestion(id="en-1", question="Which port?", language="en", type="fact", answer="7420",
-                     sources=[{"file": "a"}], evidence=["port 7420"]),
+        GoldQuestion(
+            id="en-1",
+            question="Which port?",
+            language="en",
+            type="fact",
+            answer="7420",
+            sources=[{"file": "a"}],
+            evidence=["port 7420"],
+        ),
         GoldQuestion(id="en-2", question="Who is the CFO?", language="en", type="out_of_kb", answer=""),
     ]
     from lessons.core.usage import USAGE
@@ -144,7 +159,9 @@ def judged_by_passage(probabilities):
         p = probabilities[passage]
         top = [{"token": "yes", "logprob": math.log(p)}, {"token": "no", "logprob": math.log(1 - p)}]
         first = "yes" if p >= 0.5 else "no"
-        return AIMessage(first, response_metadata={"logprobs": {"content": [{"token": first, "logprob": 0.0, "top_logprobs": top}]}})
+        return AIMessage(
+            first, response_metadata={"logprobs": {"content": [{"token": first, "logprob": 0.0, "top_logprobs": top}]}}
+        )
 
     return ScriptedChatModel(default=reply)
 
@@ -204,8 +221,7 @@ def test_a_threshold_outside_zero_to_one_is_rejected():
 def test_the_loop_records_each_documents_p_yes_in_the_trace():
     judge = judged_by_passage({"port 7420": 0.9, "leave policy": 0.1})
     model = scripted(lambda doc: "no", answer="Port 7420.")
-    loop = build_grading_loop(model, Retriever([["port 7420", "leave policy"]]),
-                              grader=p_yes_gate(judge, 0.5))
+    loop = build_grading_loop(model, Retriever([["port 7420", "leave policy"]]), grader=p_yes_gate(judge, 0.5))
     state = loop.invoke({"question": "Which port?"})
     assert state["outcome"] == "answered" and state["trace"][0].grades == ("yes", "no")
     assert [round(p, 2) for p in state["trace"][0].p_yes] == [0.9, 0.1]
@@ -236,10 +252,14 @@ def test_a_rewrite_that_repeats_the_question_is_replaced_by_new_keywords():
     from lessons.agents.grading import RewrittenQuery, new_query
 
     echoed = RewrittenQuery(query="Which port does Atlas use?", new_keywords=["gRPC", "port", "listener"])
-    assert new_query(echoed, "Which port does Atlas use?", ["Which port does Atlas use?"]) == \
-        "Which port does Atlas use? gRPC listener"
+    assert (
+        new_query(echoed, "Which port does Atlas use?", ["Which port does Atlas use?"])
+        == "Which port does Atlas use? gRPC listener"
+    )
     fresh = RewrittenQuery(query="Atlas gRPC listener default", new_keywords=["gRPC"])
-    assert new_query(fresh, "Which port does Atlas use?", ["Which port does Atlas use?"]) == "Atlas gRPC listener default"
+    assert (
+        new_query(fresh, "Which port does Atlas use?", ["Which port does Atlas use?"]) == "Atlas gRPC listener default"
+    )
     tried_before = RewrittenQuery(query="atlas grpc listener default ", new_keywords=["port"])
     assert new_query(tried_before, "Which port?", ["Which port?", "Atlas gRPC listener default"]) == "Which port?"
 
@@ -274,8 +294,9 @@ def test_the_gate_asks_the_chat_model_only_about_documents_the_cross_encoder_let
         return original(messages, tools)
 
     judge.default = spy
-    gate = RelevanceGate(judge, {"en": GateThresholds(0.5, 0.6), "zh": GateThresholds(0.0, 0.9)},
-                         cross_encoder=LengthCrossEncoder())
+    gate = RelevanceGate(
+        judge, {"en": GateThresholds(0.5, 0.6), "zh": GateThresholds(0.0, 0.9)}, cross_encoder=LengthCrossEncoder()
+    )
     grades = gate("q", [Document("score=0.9 a"), Document("score=0.1 c"), Document("score=0.7 b")])
     assert [g.binary_score for g in grades] == ["yes", "no", "no"]
     assert [g.p_yes is None for g in grades] == [False, True, False]
@@ -338,17 +359,34 @@ def test_wilson_interval_is_honest_about_small_samples():
 def loop_result(qid, language, answerable, gated, first_round=False, ungated="answered", rounds=1):
     from lessons.agents.grading import LoopResult
 
-    return LoopResult(id=qid, language=language, type="fact" if answerable else "out_of_kb", answerable=answerable,
-                      gated_outcome=gated, gated_answer="", rounds=rounds, first_round_stop=first_round, gated_tokens=10,
-                      gated_calls=2, ungated_outcome=ungated, ungated_answer="", ungated_tokens=5, trace=())
+    return LoopResult(
+        id=qid,
+        language=language,
+        type="fact" if answerable else "out_of_kb",
+        answerable=answerable,
+        gated_outcome=gated,
+        gated_answer="",
+        rounds=rounds,
+        first_round_stop=first_round,
+        gated_tokens=10,
+        gated_calls=2,
+        ungated_outcome=ungated,
+        ungated_answer="",
+        ungated_tokens=5,
+        trace=(),
+    )
 
 
 def test_goal_table_names_counts_intervals_and_verdicts():
     from lessons.agents.grading import goal_table
 
-    results = [loop_result("a", "en", False, "not_in_kb"), loop_result("b", "en", False, "not_in_kb"),
-               loop_result("c", "en", True, "answered", first_round=True), loop_result("d", "en", True, "answered"),
-               loop_result("e", "zh", False, "answered")]
+    results = [
+        loop_result("a", "en", False, "not_in_kb"),
+        loop_result("b", "en", False, "not_in_kb"),
+        loop_result("c", "en", True, "answered", first_round=True),
+        loop_result("d", "en", True, "answered"),
+        loop_result("e", "zh", False, "answered"),
+    ]
     rows = {(r["language"], r["goal"]): r for r in goal_table(results, 0.95, 0.90)}
     assert rows[("en", "abstention (out-of-KB)")]["count"] == "2/2"
     assert rows[("en", "abstention (out-of-KB)")]["verdict"] == "met"
@@ -363,10 +401,23 @@ def test_gate_findings_are_computed_from_the_run():
 
     from lessons.agents.grading import gate_findings, goal_table
 
-    results = [loop_result("a", "en", False, "not_in_kb", ungated="answered"),
-               loop_result("c", "en", True, "answered", first_round=True), loop_result("d", "en", True, "not_in_kb", rounds=2)]
-    menu = pd.DataFrame([{"language": lang, "t₁ cross-encoder": 0.3, "t₂ P(yes)": 0.6, "separation, cross-encoder": 0.9,
-                          "separation, P(yes)": 0.7} for lang in ("en", "zh")]).set_index("language")
+    results = [
+        loop_result("a", "en", False, "not_in_kb", ungated="answered"),
+        loop_result("c", "en", True, "answered", first_round=True),
+        loop_result("d", "en", True, "not_in_kb", rounds=2),
+    ]
+    menu = pd.DataFrame(
+        [
+            {
+                "language": lang,
+                "t₁ cross-encoder": 0.3,
+                "t₂ P(yes)": 0.6,
+                "separation, cross-encoder": 0.9,
+                "separation, P(yes)": 0.7,
+            }
+            for lang in ("en", "zh")
+        ]
+    ).set_index("language")
     text = gate_findings(results, menu, pd.DataFrame(goal_table(results)), {"c": True, "d": False}, k=3, max_rounds=2)
     assert "the gate abstained on 1/1" in text and "answered 1/1 of these questions" in text
     assert "answered 1/2 gated against 2/2 ungated; 1/2 in the first round" in text

@@ -12,15 +12,26 @@ from pydantic import BaseModel
 from checks import run_check
 from checks.nb00 import check_cosine_similarity, check_grade_schema
 from lessons.core import i18n
-from lessons.core.i18n import LanguageError, course_language, folder_language, notebook_folder, setting_language, t, t_labels
+from lessons.core.i18n import (
+    LanguageError,
+    course_language,
+    folder_language,
+    notebook_folder,
+    setting_language,
+    t,
+    t_labels,
+)
 from lessons.core.settings import PROJECT_ROOT
 
-TRANSLATED = sorted(m.stem for m in (PROJECT_ROOT / "masters").glob("[0-9][0-9]_*.py")
-                    if 'lang="zh"' in m.read_text(encoding="utf-8"))
+TRANSLATED = sorted(
+    m.stem for m in (PROJECT_ROOT / "masters").glob("[0-9][0-9]_*.py") if 'lang="zh"' in m.read_text(encoding="utf-8")
+)
 # The lessons modules whose learner-facing text (findings, summary tables) goes through t().
-TRANSLATED_HELPERS = sorted(p.relative_to(PROJECT_ROOT / "lessons").with_suffix("").as_posix()  # e.g. "agents/grading"
-                            for p in (PROJECT_ROOT / "lessons").rglob("*.py")
-                            if p.stem != "i18n" and "from lessons.core.i18n import t" in p.read_text(encoding="utf-8"))
+TRANSLATED_HELPERS = sorted(
+    p.relative_to(PROJECT_ROOT / "lessons").with_suffix("").as_posix()  # e.g. "agents/grading"
+    for p in (PROJECT_ROOT / "lessons").rglob("*.py")
+    if p.stem != "i18n" and "from lessons.core.i18n import t" in p.read_text(encoding="utf-8")
+)
 
 
 @pytest.fixture
@@ -60,8 +71,11 @@ def test_the_setting_decides_outside_a_notebook_folder_and_the_folder_wins_insid
 
 def test_a_language_the_course_does_not_have_is_an_error_naming_the_setting_and_the_fix(no_setting, monkeypatch):
     monkeypatch.setenv("AGENTIC_RAG_LANG", "fr")
-    with pytest.raises(LanguageError, match=r"the environment: AGENTIC_RAG_LANG='fr' is not a course language; "
-                                            r"set it to one of en, zh"):
+    with pytest.raises(
+        LanguageError,
+        match=r"the environment: AGENTIC_RAG_LANG='fr' is not a course language; "
+        r"set it to one of en, zh",
+    ):
         course_language(no_setting / "notebooks" / "zh")
     monkeypatch.delenv("AGENTIC_RAG_LANG")
     (no_setting / ".env").write_text("AGENTIC_RAG_LANG=chinese\n")
@@ -102,15 +116,24 @@ def test_t_labels_translates_the_listed_labels_for_display_and_leaves_the_rest(n
     monkeypatch.chdir(root / "notebooks" / "zh")
     shown = t_labels(table, ["language", "chunks"])
     assert list(shown.columns) == ["块", "hit@5"] and shown.index.name == "语言", "metric names stay"
-    assert list(table.columns) == ["chunks", "hit@5"] and table.index.name == "language", "the table itself is unchanged"
+    assert list(table.columns) == ["chunks", "hit@5"] and table.index.name == "language", (
+        "the table itself is unchanged"
+    )
     nested = pd.concat({"recall@5": table, "MRR@10": table}, axis=1)
-    assert list(t_labels(nested, ["chunks"]).columns) == [("recall@5", "块"), ("recall@5", "hit@5"),
-                                                          ("MRR@10", "块"), ("MRR@10", "hit@5")]
+    assert list(t_labels(nested, ["chunks"]).columns) == [
+        ("recall@5", "块"),
+        ("recall@5", "hit@5"),
+        ("MRR@10", "块"),
+        ("MRR@10", "hit@5"),
+    ]
     assert list(t_labels(table.T, ["chunks"]).index) == ["块", "hit@5"], "row labels too"
     assert list(t_labels(table["chunks"], ["language"]).index.names) == ["语言"], "a Series"
-    html = t_labels(table.style.format({"chunks": "{:.1f}"}).highlight_max(subset=["hit@5"]),
-                    ["language", "chunks"]).to_html()
-    assert ">块<" in html and ">语言<" in html and ">3.0<" in html, "a Styler: its formats still name the English column"
+    html = t_labels(
+        table.style.format({"chunks": "{:.1f}"}).highlight_max(subset=["hit@5"]), ["language", "chunks"]
+    ).to_html()
+    assert ">块<" in html and ">语言<" in html and ">3.0<" in html, (
+        "a Styler: its formats still name the English column"
+    )
     with pytest.raises(KeyError, match="no zh translation of 'not in any table'"):
         t_labels(table, ["not in any table"])
 
@@ -136,11 +159,15 @@ def test_checks_speak_the_notebooks_language(no_setting, monkeypatch, tmp_path, 
     assert check_cosine_similarity(solved)
     assert run_check("Exercise 9", lambda: 1 / 0, zh="练习 9") is not None
     out = capsys.readouterr().out
-    assert "✅ 练习 2（余弦相似度）：通过。" in out and "❌ 练习 9：你的代码抛出了 ZeroDivisionError：division by zero" in out
+    assert (
+        "✅ 练习 2（余弦相似度）：通过。" in out
+        and "❌ 练习 9：你的代码抛出了 ZeroDivisionError：division by zero" in out
+    )
     monkeypatch.chdir(root / "notebooks")
     assert not check_grade_schema(_NoField)
     assert "❌ Exercise 1 (grade schema): not yet.\n   Hint: give the class one field named `binary_score`" in (
-        capsys.readouterr().out)
+        capsys.readouterr().out
+    )
 
 
 def _t_keys(master_text: str) -> set[str]:
@@ -153,8 +180,8 @@ def _t_keys(master_text: str) -> set[str]:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "t_labels":
             listed = node.args[1] if len(node.args) == 2 else None
             assert isinstance(listed, ast.List | ast.Tuple) and all(
-                isinstance(key, ast.Constant) and isinstance(key.value, str) for key in listed.elts), (
-                f"t_labels() needs a literal list of keys: {ast.unparse(node)}")
+                isinstance(key, ast.Constant) and isinstance(key.value, str) for key in listed.elts
+            ), f"t_labels() needs a literal list of keys: {ast.unparse(node)}"
             keys.update(key.value for key in listed.elts)
     return keys
 
@@ -166,7 +193,9 @@ def test_a_translated_notebook_has_chinese_for_every_string_its_code_prints(name
     missing = sorted(keys - set(i18n.ZH))
     assert not missing, f"masters/{name}.py: no Chinese in lessons/core/i18n.py ZH for {missing}"
     for key in keys:
-        assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), f"{key!r}: placeholders differ"
+        assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), (
+            f"{key!r}: placeholders differ"
+        )
 
 
 @pytest.mark.parametrize("name", TRANSLATED_HELPERS)
@@ -177,23 +206,37 @@ def test_a_translated_helper_has_chinese_for_every_string_it_renders(name):
     missing = sorted(keys - set(i18n.ZH))
     assert not missing, f"lessons/{name}.py: no Chinese in lessons/core/i18n.py ZH for {missing}"
     for key in keys:
-        assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), f"{key!r}: placeholders differ"
+        assert set(re.findall(r"\{(\w+)", key)) == set(re.findall(r"\{(\w+)", i18n.ZH[key])), (
+            f"{key!r}: placeholders differ"
+        )
         assert sorted(re.findall(r"\{[^{}]*\}", key)) == sorted(re.findall(r"\{[^{}]*\}", i18n.ZH[key])), (
-            f"{key!r}: format specs differ")
+            f"{key!r}: format specs differ"
+        )
 
 
 def test_the_helpers_that_render_findings_are_translated():
-    assert {"evaluation/chunk_evaluation", "evaluation/retrieval_evaluation", "transforms/qa_transform",
-            "agents/grading", "evaluation/three_agent_eval", "evaluation/pipelines", "evaluation/deep_research_eval",
-            "core/usage"} <= set(TRANSLATED_HELPERS)
+    assert {
+        "evaluation/chunk_evaluation",
+        "evaluation/retrieval_evaluation",
+        "transforms/qa_transform",
+        "agents/grading",
+        "evaluation/three_agent_eval",
+        "evaluation/pipelines",
+        "evaluation/deep_research_eval",
+        "core/usage",
+    } <= set(TRANSLATED_HELPERS)
 
 
 @pytest.mark.parametrize("name", TRANSLATED)
 def test_a_translated_notebooks_checks_have_a_chinese_twin_for_every_hint(name):
     path = PROJECT_ROOT / "checks" / f"nb{name[:2]}.py"
-    calls = [node for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-             and node.func.id in ("expect", "Hint", "run_check")]
+    calls = [
+        node
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("expect", "Hint", "run_check")
+    ]
     assert calls
     untranslated = [f"line {c.lineno}: {c.func.id}(…)" for c in calls if "zh" not in {k.arg for k in c.keywords}]
     assert not untranslated, f"{path.name}: no zh= twin for " + ", ".join(untranslated)
@@ -202,8 +245,13 @@ def test_a_translated_notebooks_checks_have_a_chinese_twin_for_every_hint(name):
 def test_a_kernel_started_in_notebooks_zh_speaks_chinese_with_nothing_set(no_setting, tmp_path):
     """What JupyterLab and tools.notebook_runner do: start the kernel in the notebook's folder."""
     folder = _course(tmp_path) / "notebooks" / "zh"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from lessons.core.i18n import course_language, t\nprint(course_language(), t('one short answer'))")])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "from lessons.core.i18n import course_language, t\nprint(course_language(), t('one short answer'))"
+            )
+        ]
+    )
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(folder)}}).execute()
     assert nb.cells[0].outputs[0]["text"].strip() == "zh 一次简短回答"
 

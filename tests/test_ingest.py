@@ -10,16 +10,29 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 
+from lessons.core.settings import get_settings
+from lessons.ingest import convert_file
 from lessons.ingest import files as ingest
 from lessons.ingest.files import (
-    CorruptFile, DuplicateContent, EmptyFile, FileTooLarge, IngestError, IngestLimits, NotText, NotUtf8, PathNotFound,
-    TotalSizeExceeded, UnsupportedFileType, dedupe, split_sections, to_documents, validate_file,
+    CorruptFile,
+    DuplicateContent,
+    EmptyFile,
+    FileTooLarge,
+    IngestError,
+    IngestLimits,
+    NotText,
+    NotUtf8,
+    PathNotFound,
+    TotalSizeExceeded,
+    UnsupportedFileType,
+    dedupe,
+    split_sections,
+    to_documents,
+    validate_file,
 )
-from lessons.ingest import convert_file
+from lessons.ingest.pdf_headings import join_wrapped_lines
 from lessons.text.language import detect_language
 from lessons.text.normalise import normalise_for_match
-from lessons.ingest.pdf_headings import join_wrapped_lines
-from lessons.core.settings import get_settings
 
 LONG_PARAGRAPH = (
     "Atlas Server listens on port 7420 by default and serves the hybrid search API to every client in the "
@@ -372,8 +385,12 @@ def test_bytes_no_encoding_explains_say_how_to_resave_without_guessing_a_codec(t
     assert "WINDOWS-1252" not in message, "never suggest a codec that was not detected"
 
 
-CHINESE = "员工每年有 27 天年假，未用完的假期最多可结转 5 天，须在次年 4 月 30 日前使用。报销须在费用发生后 30 天内提交。"
-TRADITIONAL = "員工每年有 27 天年假，未用完的假期最多可結轉 5 天，須在次年 4 月 30 日前使用。報銷須在費用發生後 30 天內提交。"
+CHINESE = (
+    "员工每年有 27 天年假，未用完的假期最多可结转 5 天，须在次年 4 月 30 日前使用。报销须在费用发生后 30 天内提交。"
+)
+TRADITIONAL = (
+    "員工每年有 27 天年假，未用完的假期最多可結轉 5 天，須在次年 4 月 30 日前使用。報銷須在費用發生後 30 天內提交。"
+)
 JAPANESE = "従業員は毎年27日の年次有給休暇を取得できます。未使用の休暇は最大5日まで繰り越すことができます。"
 FRENCH = "Le café est très bon à Paris, où l'on déjeune près de la fenêtre."
 
@@ -410,8 +427,9 @@ def test_a_non_utf8_csv_and_html_are_decoded_before_docling_reads_them(tmp_path)
 
 def test_mojibake_from_the_wrong_codec_is_refused_with_the_real_encoding(tmp_path):
     # what `iconv -f WINDOWS-1252` made of a GBK file (the old advice): valid UTF-8, Chinese garbled
-    garbled = "".join(chr(b) if b in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else bytes([b]).decode("cp1252")
-                      for b in CHINESE.encode("gbk"))
+    garbled = "".join(
+        chr(b) if b in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else bytes([b]).decode("cp1252") for b in CHINESE.encode("gbk")
+    )
     path = write(tmp_path / "garbled.txt", garbled.encode("utf-8"))
     with pytest.raises(NotUtf8) as error:
         validate_file(path)
@@ -483,7 +501,10 @@ def test_links_that_leave_the_folder_are_refused_and_dangling_ones_listed(tmp_pa
     result = ingest.ingest(folder, progress=False, cache=False)
     assert [document.source for document in result.documents] == ["inside.md"]
     reasons = {Path(item.path).name: item.reason for item in result.skipped}
-    assert reasons["leak.md"].startswith("LinkOutsideFolder: 'leak.md' is a symbolic link to") and "copy the file" in reasons["leak.md"]
+    assert (
+        reasons["leak.md"].startswith("LinkOutsideFolder: 'leak.md' is a symbolic link to")
+        and "copy the file" in reasons["leak.md"]
+    )
     assert reasons["gone.md"].startswith("DanglingLink: 'gone.md'") and "remove the link" in reasons["gone.md"]
     assert reasons["linked_dir"].startswith("LinkOutsideFolder")
     assert "Outside the folder" not in "".join(document.markdown for document in result.documents)
@@ -646,7 +667,10 @@ def test_normalise_for_match_keeps_underscores_inside_identifiers():
 
 def test_docling_inline_spacing_is_tidied():
     docling_style = "Run `atlasctl reload` . Then **bold** , see [docs](http://x/) . Also ( `c` )."
-    assert ingest.tidy_inline_spacing(docling_style) == "Run `atlasctl reload`. Then **bold**, see [docs](http://x/). Also (`c`)."
+    assert (
+        ingest.tidy_inline_spacing(docling_style)
+        == "Run `atlasctl reload`. Then **bold**, see [docs](http://x/). Also (`c`)."
+    )
     code = "```\nf( `x` ) .\n```"
     assert ingest.tidy_inline_spacing(code) == code
 

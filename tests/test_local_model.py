@@ -13,9 +13,15 @@ PARTS = [b"GGUF-part-one|", b"part-two|", b"part-three"]
 def _spec(sha=None, size=None, parts=3, prefix="fakepart"):
     whole = b"".join(PARTS)
     return GGUFSpec(
-        file_name="fake.gguf", alias="fake", package_pattern=f"{prefix}-{{i}}==1.0", module_pattern=f"{prefix}_{{i}}",
-        parts=parts, size=size if size is not None else len(whole), sha256=sha or hashlib.sha256(whole).hexdigest(),
-        license="test", credit="test",
+        file_name="fake.gguf",
+        alias="fake",
+        package_pattern=f"{prefix}-{{i}}==1.0",
+        module_pattern=f"{prefix}_{{i}}",
+        parts=parts,
+        size=size if size is not None else len(whole),
+        sha256=sha or hashlib.sha256(whole).hexdigest(),
+        license="test",
+        credit="test",
     )
 
 

@@ -67,7 +67,8 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 
 def test_a_healthy_server_is_shared_and_stopped_cleanly(fake_model, monkeypatch):
     monkeypatch.setattr(
-        local_server, "server_command",
+        local_server,
+        "server_command",
         lambda model, alias, port: [sys.executable, "-c", FAKE_OPENAI_SERVER, str(port), alias],
     )
     first = ensure_server(timeout=20)
@@ -83,7 +84,8 @@ def test_release_keeps_the_server_while_another_process_uses_it(fake_model, monk
     import subprocess
 
     monkeypatch.setattr(
-        local_server, "server_command",
+        local_server,
+        "server_command",
         lambda model, alias, port: [sys.executable, "-c", FAKE_OPENAI_SERVER, str(port), alias],
     )
     first = ensure_server(timeout=20)
@@ -102,7 +104,8 @@ def test_release_keeps_the_server_while_another_process_uses_it(fake_model, monk
 
 def test_a_restarted_server_comes_back_on_the_same_port(fake_model, monkeypatch):
     monkeypatch.setattr(
-        local_server, "server_command",
+        local_server,
+        "server_command",
         lambda model, alias, port: [sys.executable, "-c", FAKE_OPENAI_SERVER, str(port), alias],
     )
     first = ensure_server(timeout=20)
@@ -125,7 +128,8 @@ def test_a_busy_server_is_waited_for_not_replaced(fake_model, monkeypatch, tmp_p
     flag = tmp_path / "busy"
     slow_if = {"path": str(flag)}  # read when a server starts: the replacement below is not slow
     monkeypatch.setattr(
-        local_server, "server_command",
+        local_server,
+        "server_command",
         lambda model, alias, port: [sys.executable, "-c", SLOW_WHEN_FLAGGED, str(port), alias, slow_if["path"]],
     )
     first = ensure_server(timeout=20)
@@ -152,7 +156,8 @@ def test_a_silent_server_that_keeps_working_is_not_replaced(fake_model, monkeypa
     # longer than the grace period, but busy. Replacing it killed every queued request (seen 1 Dec).
     flag = tmp_path / "busy"
     monkeypatch.setattr(
-        local_server, "server_command",
+        local_server,
+        "server_command",
         lambda model, alias, port: [sys.executable, "-c", SPINNING_WHEN_FLAGGED, str(port), alias, str(flag)],
     )
     first = ensure_server(timeout=20)

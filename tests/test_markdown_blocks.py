@@ -228,5 +228,10 @@ def test_every_piece_cut_from_a_long_table_carries_its_header_row():
 def test_repeat_table_headers_leaves_pieces_outside_tables_and_a_closed_table_alone():
     pieces = ["| a | b |\n|---|---|\n| 1 | 2 |", "| 3 | 4 |", "text after\n\n| x |", "| 5 | 6 |", "plain"]
     assert repeat_table_headers(pieces) == [
-        "| a | b |\n|---|---|\n| 1 | 2 |", "| a | b |\n|---|---|\n| 3 | 4 |", "text after\n\n| x |", "| 5 | 6 |", "plain"]
+        "| a | b |\n|---|---|\n| 1 | 2 |",
+        "| a | b |\n|---|---|\n| 3 | 4 |",
+        "text after\n\n| x |",
+        "| 5 | 6 |",
+        "plain",
+    ]
     assert repeat_table_headers(["| a | b |\n|---|---|", "| a | b |\n|---|---|\n| 1 | 2 |"])[1].count("| a | b |") == 1

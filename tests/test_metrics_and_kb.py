@@ -5,10 +5,17 @@ import math
 import pytest
 from langchain_core.documents import Document
 
-from lessons.retrieval.index import chunk_knowledge_base
-from lessons.chunking.strategies import default_chunker
 from lessons.chunking.base import number_chunks
-from lessons.evaluation.metrics import evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k, quotes_found, relevance_labels
+from lessons.chunking.strategies import default_chunker
+from lessons.evaluation.metrics import (
+    evidence_recall_at_k,
+    hit_at_k,
+    mrr_at_k,
+    ndcg_at_k,
+    quotes_found,
+    relevance_labels,
+)
+from lessons.retrieval.index import chunk_knowledge_base
 
 
 def test_relevance_is_judged_by_evidence_quotes_after_normalisation():
@@ -19,7 +26,12 @@ def test_relevance_is_judged_by_evidence_quotes_after_normalisation():
 
 @pytest.mark.parametrize(
     ("labels", "k", "hit", "mrr"),
-    [([False, True, False], 5, 1.0, 0.5), ([False] * 6 + [True], 5, 0.0, 0.0), ([True], 1, 1.0, 1.0), ([], 5, 0.0, 0.0)],
+    [
+        ([False, True, False], 5, 1.0, 0.5),
+        ([False] * 6 + [True], 5, 0.0, 0.0),
+        ([True], 1, 1.0, 1.0),
+        ([], 5, 0.0, 0.0),
+    ],
 )
 def test_hit_and_mrr(labels, k, hit, mrr):
     assert hit_at_k(labels, k) == hit and mrr_at_k(labels, k) == mrr
@@ -41,11 +53,18 @@ def test_evidence_recall_counts_quotes_across_the_top_k():
 
 
 def test_numbering_dedupes_positions_per_source_and_drops_none():
-    chunks = [Document("a", metadata={"source": "x", "page": None}), Document("b", metadata={"source": "x"}),
-              Document("a", metadata={"source": "y"}), Document("c", metadata={"source": "y"})]
+    chunks = [
+        Document("a", metadata={"source": "x", "page": None}),
+        Document("b", metadata={"source": "x"}),
+        Document("a", metadata={"source": "y"}),
+        Document("c", metadata={"source": "y"}),
+    ]
     numbered = number_chunks(chunks)
     assert [(d.page_content, d.metadata["source"], d.metadata["chunk_index"]) for d in numbered] == [
-        ("a", "x", 0), ("b", "x", 1), ("c", "y", 0)]
+        ("a", "x", 0),
+        ("b", "x", 1),
+        ("c", "y", 0),
+    ]
     assert "page" not in numbered[0].metadata and len(numbered[0].metadata["chunk_id"]) == 16
 
 

@@ -48,11 +48,13 @@ def test_cache_key_ignores_the_local_servers_port():
 class _Handler(BaseHTTPRequestHandler):
     mode = "401"
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         if self.mode == "slow":
             time.sleep(3)
         status = {"401": 401, "402": 402, "slow": 200}[self.mode]
-        body = json.dumps({"error": {"message": "Authentication Fails (invalid key)" if status == 401 else "Insufficient Balance"}})
+        body = json.dumps(
+            {"error": {"message": "Authentication Fails (invalid key)" if status == 401 else "Insufficient Balance"}}
+        )
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -72,8 +74,15 @@ def fake_api():
 
 
 def _model(url, **kwargs):
-    return CourseChatModel(model="deepseek-chat", api_base=url, api_key="sk-wrong", provider="deepseek",
-                           max_retries=0, cache=False, **kwargs)
+    return CourseChatModel(
+        model="deepseek-chat",
+        api_base=url,
+        api_key="sk-wrong",
+        provider="deepseek",
+        max_retries=0,
+        cache=False,
+        **kwargs,
+    )
 
 
 @pytest.mark.parametrize(("mode", "fragment"), [("401", "rejected the API key"), ("402", "balance is exhausted")])

@@ -34,8 +34,11 @@ def test_the_check_finds_typed_figures_and_leaves_constants_alone():
 def test_no_measured_figure_is_typed_into_the_prose(master: Path):
     notebook = jupytext.read(master)
     prose = [c for c in notebook.cells if c.cell_type == "markdown"]
-    offenders = [(number, figures) for number, cell in enumerate(prose[1:], 2)
-                 if cell.metadata.get("lang") is None and (figures := typed_figures(cell.source))]
+    offenders = [
+        (number, figures)
+        for number, cell in enumerate(prose[1:], 2)
+        if cell.metadata.get("lang") is None and (figures := typed_figures(cell.source))
+    ]
     assert not offenders, (
         f"{master.name}: Markdown cells (counted from the top, the front matter is 1) carry typed figures {offenders}. "
         "Render measured figures from the run's variables in a code cell (lessons.core.prose), or write a constant as code."

@@ -65,8 +65,10 @@ def _copy_project(tmp_path, names=(FIRST,)):
         shutil.copy(PROJECT_ROOT / "masters" / f"{name}.py", tmp_path / "masters")
     written = sync(tmp_path)
     translated = [n for n in names if translation(tmp_path / "masters" / f"{n}.py", "zh").status == "translated"]
-    assert sorted(written) == sorted([f"{folder}/{n}.ipynb: missing" for folder in ("solutions", "notebooks")
-                                      for n in names] + [f"notebooks/zh/{n}.ipynb: missing" for n in translated])
+    assert sorted(written) == sorted(
+        [f"{folder}/{n}.ipynb: missing" for folder in ("solutions", "notebooks") for n in names]
+        + [f"notebooks/zh/{n}.ipynb: missing" for n in translated]
+    )
     return tmp_path
 
 
@@ -88,12 +90,16 @@ def test_the_check_fails_on_an_edited_master_and_names_both_files(tmp_path):
     master.write_text(text.replace("# ## 1. The chat model", "# ## 1. The chat model, edited"))
     before = {p: p.read_text() for p in root.glob("**/*.ipynb")}
     stale = sync(root, check_only=True)
-    assert stale[:2] == [f"solutions/{FIRST}.ipynb: differs from masters/{FIRST}.py",
-                         f"notebooks/{FIRST}.ipynb: differs from masters/{FIRST}.py"]
+    assert stale[:2] == [
+        f"solutions/{FIRST}.ipynb: differs from masters/{FIRST}.py",
+        f"notebooks/{FIRST}.ipynb: differs from masters/{FIRST}.py",
+    ]
     # the edited English cell's Chinese twin is now stale, named by master and cell, with the new hash
     assert len(stale) == 3 and re.fullmatch(
         rf"masters/{FIRST}\.py, cell c\d{{3}} \('## 1\. The chat model, edited'\): its zh twin is stale — "
-        r"it translates [0-9a-f]{12}, but the English text changed \(now [0-9a-f]{12}\); .*", stale[2]), stale
+        r"it translates [0-9a-f]{12}, but the English text changed \(now [0-9a-f]{12}\); .*",
+        stale[2],
+    ), stale
     assert {p: p.read_text() for p in root.glob("**/*.ipynb")} == before, "--check must not write"
     assert sync(root) == stale, "writing fixes the notebooks, never the stale twin"
     assert "The chat model, edited" in (root / "notebooks" / f"{FIRST}.ipynb").read_text()
@@ -111,8 +117,10 @@ def test_the_check_fails_on_a_hand_edited_or_missing_or_orphan_notebook(tmp_path
         f"solutions/{FIRST}.ipynb: missing",
         f"notebooks/{FIRST}.ipynb: differs from masters/{FIRST}.py",
         "notebooks/99_orphan.ipynb: no master masters/99_orphan.py (delete the notebook, or add its master)",
-        ("notebooks/zh/99_orphan.ipynb: no master masters/99_orphan.py with zh twins (delete the notebook, or "
-         "translate its master)"),
+        (
+            "notebooks/zh/99_orphan.ipynb: no master masters/99_orphan.py with zh twins (delete the notebook, or "
+            "translate its master)"
+        ),
     ]
 
 
@@ -167,8 +175,9 @@ def test_a_chinese_copy_has_the_english_code_and_chinese_markdown(name):
     english = nbformat.read(PROJECT_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
     chinese = nbformat.read(ZH_FOLDER / f"{name}.ipynb", as_version=4)
     assert chinese.metadata["agentic_rag"]["language"] == "zh"
-    assert [(c.id, c.cell_type, c.metadata) for c in chinese.cells] == [(c.id, c.cell_type, c.metadata)
-                                                                        for c in english.cells]
+    assert [(c.id, c.cell_type, c.metadata) for c in chinese.cells] == [
+        (c.id, c.cell_type, c.metadata) for c in english.cells
+    ]
     for en, zh in zip(english.cells, chinese.cells, strict=True):
         if en.cell_type == "code":
             assert zh.source == en.source, f"{name} {en.id}: the code differs between the languages"
@@ -221,8 +230,9 @@ def test_an_untranslated_master_gets_no_chinese_copy_and_is_no_error(tmp_path):
 
 def test_a_missing_twin_in_a_translated_master_is_named(tmp_path):
     def drop_one(text):
-        return re.sub(r'(# ## 5\. Timings and usage\n(#[^\n]*\n)*)\n# %% \[markdown\] lang="zh"[^\n]*\n(#[^\n]*\n)*',
-                      r"\1", text)
+        return re.sub(
+            r'(# ## 5\. Timings and usage\n(#[^\n]*\n)*)\n# %% \[markdown\] lang="zh"[^\n]*\n(#[^\n]*\n)*', r"\1", text
+        )
 
     master = _master_with(tmp_path, drop_one)
     state = translation(master, "zh")
@@ -232,13 +242,21 @@ def test_a_missing_twin_in_a_translated_master_is_named(tmp_path):
     assert f'translates=\\"{source_hash(english.cell.source)}\\"' in state.problems[0].replace('"', '\\"')
 
 
-@pytest.mark.parametrize("edit, error", [
-    (lambda s: s.replace('lang="zh" translates=', 'lang="fr" translates=', 1), r"lang='fr' is not a translation language"),
-    (lambda s: s.replace('lang="zh" translates="', 'lang="zh" translates="x', 1), r"is not the 12-hex-digit hash"),
-    (lambda s: s.replace('# %% [markdown] lang="zh"', '# %% lang="zh"', 1), r"must be an untagged Markdown cell"),
-    (lambda s: s.replace("# %% [markdown]\n# ## 1. The chat model", "# %%\n# ## 1. The chat model", 1),
-     r"follows no English Markdown cell"),
-])
+@pytest.mark.parametrize(
+    "edit, error",
+    [
+        (
+            lambda s: s.replace('lang="zh" translates=', 'lang="fr" translates=', 1),
+            r"lang='fr' is not a translation language",
+        ),
+        (lambda s: s.replace('lang="zh" translates="', 'lang="zh" translates="x', 1), r"is not the 12-hex-digit hash"),
+        (lambda s: s.replace('# %% [markdown] lang="zh"', '# %% lang="zh"', 1), r"must be an untagged Markdown cell"),
+        (
+            lambda s: s.replace("# %% [markdown]\n# ## 1. The chat model", "# %%\n# ## 1. The chat model", 1),
+            r"follows no English Markdown cell",
+        ),
+    ],
+)
 def test_a_malformed_twin_is_an_error_naming_the_master_and_cell(tmp_path, edit, error):
     master = _master_with(tmp_path, edit)
     with pytest.raises(MasterError, match=rf"00_setup\.py, cell \d+ .*{error}"):

@@ -6,8 +6,8 @@ import nbformat
 import pytest
 
 from checks.exercises import count_exercises
-from tools.notebook_runner import execute_notebook
 from lessons.core.settings import PROJECT_ROOT
+from tools.notebook_runner import execute_notebook
 
 pytestmark = pytest.mark.notebook
 
@@ -23,8 +23,11 @@ def test_there_are_notebooks():
 # That notebooks/ and solutions/ are generated from masters/ is tests/test_notebook_sources.py (fast).
 
 
-@pytest.mark.parametrize("path", [*SOLUTIONS, *[PROJECT_ROOT / "notebooks" / p.name for p in SOLUTIONS], *CHINESE],
-                         ids=lambda p: str(p.relative_to(PROJECT_ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    [*SOLUTIONS, *[PROJECT_ROOT / "notebooks" / p.name for p in SOLUTIONS], *CHINESE],
+    ids=lambda p: str(p.relative_to(PROJECT_ROOT)),
+)
 def test_notebook_runs_and_its_checks_behave(path: Path):
     exercises = count_exercises(nbformat.read(path, as_version=4))
     run = execute_notebook(path, quick=True)

@@ -47,8 +47,9 @@ def lesson_modules() -> list[Path]:
 
 def test_no_flat_module_in_lessons():
     flat = sorted(p.name for p in LESSONS.glob("*.py") if p.name != "__init__.py")
-    assert flat == [], f"modules directly in lessons/ (put each in a stage's subpackage, table in " \
-                       f"scripts/restructure.py): {flat}"
+    assert flat == [], (
+        f"modules directly in lessons/ (put each in a stage's subpackage, table in scripts/restructure.py): {flat}"
+    )
 
 
 def test_every_subpackage_is_a_stage():
@@ -77,7 +78,7 @@ def test_stage_check_catches_an_upward_import(tmp_path):
     """The check above is not vacuous: an agents module importing evaluation is reported."""
     module = tmp_path / "probe.py"
     module.write_text("def f():\n    from lessons.evaluation.metrics import hit_at_k\n", encoding="utf-8")
-    (line, imported), = imports_of(module)
+    ((line, imported),) = imports_of(module)
     assert (line, imported) == (2, "lessons.evaluation.metrics")
     assert stage_of(imported) > stage_of("lessons.agents.grading")
 
@@ -122,7 +123,8 @@ def test_clash_check_catches_a_name_defined_twice(tmp_path, monkeypatch):
     monkeypatch.setattr(restructure, "ROOT", tmp_path)
     exports = {"findings": "lessons.evaluation.one", "_private": "lessons.evaluation.two"}
     assert restructure.export_clashes("lessons.evaluation", exports) == {
-        "findings": ["lessons.evaluation.one", "lessons.evaluation.two"]}
+        "findings": ["lessons.evaluation.one", "lessons.evaluation.two"]
+    }
     with pytest.raises(SystemExit, match="ambiguous"):
         restructure.defining_module("lessons.evaluation", "findings")
     assert restructure.defining_module("lessons.evaluation", "nothing") is None
@@ -138,8 +140,11 @@ def test_masters_import_only_exported_names():
         if package.split(".")[-1] not in STAGES:
             continue
         exports = restructure.package_exports(package)
-        missing += [f"{package}: {name} (from {module})" for name in sorted(names)
-                    if name not in exports and not (ROOT / package.replace(".", "/") / f"{name}.py").exists()]
+        missing += [
+            f"{package}: {name} (from {module})"
+            for name in sorted(names)
+            if name not in exports and not (ROOT / package.replace(".", "/") / f"{name}.py").exists()
+        ]
     assert missing == [], "run `python scripts/restructure.py` to export them"
 
 
@@ -162,16 +167,25 @@ def test_no_old_path_left():
     assert restructure.leftovers() == []
 
 
-@pytest.mark.parametrize(("old", "new"), [
-    ("from lessons.i18n import t\n", "from lessons.core.i18n import t\n"),
-    ("from lessons.ingest import IngestLimits, detect_language\n",
-     "from lessons.ingest.files import IngestLimits\nfrom lessons.text.language import detect_language\n"),
-    ("from lessons import evaluation\n", "from lessons.evaluation import pipelines as evaluation\n"),
-    ('monkeypatch.setattr("lessons.notebook_runner.execute_notebook", f)\n',
-     'monkeypatch.setattr("lessons.notebook_runner.execute_notebook", f)\n'.replace("lessons.", "tools.")),
-    ("see lessons/knowledge_base.py and `lessons.knowledge_base.BILINGUAL_SEPARATORS`\n",
-     "see lessons/retrieval/index.py and `lessons.chunking.base.BILINGUAL_SEPARATORS`\n"),
-])
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("from lessons.i18n import t\n", "from lessons.core.i18n import t\n"),
+        (
+            "from lessons.ingest import IngestLimits, detect_language\n",
+            "from lessons.ingest.files import IngestLimits\nfrom lessons.text.language import detect_language\n",
+        ),
+        ("from lessons import evaluation\n", "from lessons.evaluation import pipelines as evaluation\n"),
+        (
+            'monkeypatch.setattr("lessons.notebook_runner.execute_notebook", f)\n',
+            'monkeypatch.setattr("lessons.notebook_runner.execute_notebook", f)\n'.replace("lessons.", "tools."),
+        ),
+        (
+            "see lessons/knowledge_base.py and `lessons.knowledge_base.BILINGUAL_SEPARATORS`\n",
+            "see lessons/retrieval/index.py and `lessons.chunking.base.BILINGUAL_SEPARATORS`\n",
+        ),
+    ],
+)
 def test_rewrite_examples(old, new):
     """Old paths become new ones, name by name for a split module; a second pass changes nothing."""
     assert restructure.rewrite_text(old, "tests/example.py") == new

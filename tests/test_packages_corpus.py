@@ -10,7 +10,7 @@ from importlib import metadata
 
 import pytest
 
-from lessons.text.cjk import CJK_IDEOGRAPHS
+from lessons.core.settings import PROJECT_ROOT
 from lessons.ingest.corpus import (
     CORPUS_DIR,
     MANIFEST_NAME,
@@ -22,8 +22,8 @@ from lessons.ingest.corpus import (
     manifest_files,
     read_manifest,
 )
+from lessons.text.cjk import CJK_IDEOGRAPHS
 from lessons.text.normalise import normalise_for_match
-from lessons.core.settings import PROJECT_ROOT
 
 _CJK = re.compile(f"[{CJK_IDEOGRAPHS}]")
 
@@ -93,29 +93,31 @@ def test_a_missing_manifest_or_package_is_refused(build, tmp_path):
 
 def test_rendering_keeps_code_and_tables_and_drops_badges_and_html(build):
     dropped = build.Dropped()
-    source = "\n".join([
-        "[![PyPI](https://img.shields.io/pypi/v/x)](https://pypi.org/project/x/) | [![CI](https://ci/x.svg)](https://ci)",
-        "",
-        '<p align="center"><b>Fast</b> <img src="logo.png"><br>and small</p>',
-        "",
-        "Read the [docs](https://x.org) or write to <team@x.org>; run `[not](a link)` here.",
-        "",
-        "> [!NOTE]",
-        "> Careful.",
-        "",
-        "<details>",
-        "<summary>More  options</summary>",
-        "",
-        "```bash",
-        "pip install x  # [keep](this) <b>too</b>",
-        "```",
-        "</details>",
-        "",
-        "| name | link |",
-        "|---|---|",
-        "| a | [site](https://a) |",
-        "<!-- a comment -->",
-    ])
+    source = "\n".join(
+        [
+            "[![PyPI](https://img.shields.io/pypi/v/x)](https://pypi.org/project/x/) | [![CI](https://ci/x.svg)](https://ci)",
+            "",
+            '<p align="center"><b>Fast</b> <img src="logo.png"><br>and small</p>',
+            "",
+            "Read the [docs](https://x.org) or write to <team@x.org>; run `[not](a link)` here.",
+            "",
+            "> [!NOTE]",
+            "> Careful.",
+            "",
+            "<details>",
+            "<summary>More  options</summary>",
+            "",
+            "```bash",
+            "pip install x  # [keep](this) <b>too</b>",
+            "```",
+            "</details>",
+            "",
+            "| name | link |",
+            "|---|---|",
+            "| a | [site](https://a) |",
+            "<!-- a comment -->",
+        ]
+    )
     rendered = build.render_markdown(source, dropped)
     assert "shields" not in rendered and "logo.png" not in rendered and "<" not in rendered.replace("<b>too</b>", "")
     assert "**Fast**" in rendered and "and small" in rendered
@@ -218,12 +220,17 @@ def test_both_corpora_are_named_and_the_course_api_is_unchanged():
 def test_context_headers_name_the_document_and_the_section_and_keep_the_text():
     from langchain_core.documents import Document
 
-    from lessons.retrieval.chunk_context import with_context_header
     from lessons.chunking.base import number_chunks
+    from lessons.retrieval.chunk_context import with_context_header
 
-    chunk = Document(page_content="#### Packaging\n\n* Bump jiter to v0.19.0",
-                     metadata={"source": "pydantic.md", "section_path": "Pydantic > v2.14.4 (2026-11-19) > Packaging",
-                               "chunk_id": "old"})
+    chunk = Document(
+        page_content="#### Packaging\n\n* Bump jiter to v0.19.0",
+        metadata={
+            "source": "pydantic.md",
+            "section_path": "Pydantic > v2.14.4 (2026-11-19) > Packaging",
+            "chunk_id": "old",
+        },
+    )
     bare = Document(page_content="plain", metadata={})
     contextual, untouched = number_chunks(with_context_header([chunk, bare]))
     assert contextual.page_content.startswith("pydantic > Pydantic > v2.14.4 (2026-11-19) > Packaging\n\n")

@@ -54,8 +54,9 @@ def test_the_font_ships_in_the_pinned_package_under_the_ofl():
 
 
 def test_chinese_title_renders_with_the_packaged_font_and_english_keeps_dejavu(fresh_rc):
-    assert any("missing from font" in message for message in _render(CHINESE_TITLE)), \
+    assert any("missing from font" in message for message in _render(CHINESE_TITLE)), (
         "without the helper DejaVu Sans has no Chinese glyphs (else this test proves nothing)"
+    )
 
     path = plot_fonts.use_chinese_font()
     assert path == plot_fonts.chinese_font_path()
@@ -68,8 +69,9 @@ def test_chinese_title_renders_with_the_packaged_font_and_english_keeps_dejavu(f
     fonts = font_manager.fontManager._find_fonts_by_props(font_manager.FontProperties(family=families))
     assert [Path(f).name for f in fonts] == ["DejaVuSans.ttf", path.name]
     assert Path(fonts[1]).resolve() == path.resolve(), "the Chinese glyphs come from the packaged file"
-    assert Path(font_manager.findfont(font_manager.FontProperties(family=["sans-serif"]))).name == "DejaVuSans.ttf", \
+    assert Path(font_manager.findfont(font_manager.FontProperties(family=["sans-serif"]))).name == "DejaVuSans.ttf", (
         "English text looks unchanged"
+    )
 
     plot_fonts.use_chinese_font()
     assert matplotlib.rcParams["font.sans-serif"] == sans_serif, "a second call changes nothing"
@@ -88,8 +90,10 @@ def test_without_the_package_it_warns_with_the_pip_command_and_changes_nothing(f
     monkeypatch.delitem(sys.modules, "pylopdf_fonts_zh_cn", raising=False)
     monkeypatch.setattr(builtins, "__import__", no_font_package)
     before = list(matplotlib.rcParams["font.sans-serif"]), list(matplotlib.rcParams["font.family"])
-    with pytest.warns(plot_fonts.ChineseFontWarning,
-                      match=r"empty boxes\. Install it .*: \.venv/bin/pip install pylopdf-fonts-zh-cn==0\.1\.1"):
+    with pytest.warns(
+        plot_fonts.ChineseFontWarning,
+        match=r"empty boxes\. Install it .*: \.venv/bin/pip install pylopdf-fonts-zh-cn==0\.1\.1",
+    ):
         assert plot_fonts.use_chinese_font() is None
     assert (matplotlib.rcParams["font.sans-serif"], matplotlib.rcParams["font.family"]) == before
 
@@ -108,9 +112,14 @@ def test_importing_t_in_a_notebook_folder_sets_up_chinese_plots_only_for_chinese
     the notebook's folder; a Chinese copy then draws a Chinese title with no warning at all."""
     draw = f"fig, ax = plt.subplots(); ax.set_title({CHINESE_TITLE!r}); fig.canvas.draw(); " if registered else ""
     code = f"import matplotlib.pyplot as plt; from lessons.core.i18n import t; {draw}print(plt.rcParams['font.family'])"
-    result = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=PROJECT_ROOT / folder, check=False,
-                            capture_output=True, text=True, timeout=120,
-                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "HOME": str(Path.home()),
-                                 "MPLBACKEND": "Agg"})
+    result = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code],
+        cwd=PROJECT_ROOT / folder,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT), "HOME": str(Path.home()), "MPLBACKEND": "Agg"},
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ("['sans-serif', 'Noto Sans SC']" if registered else "['sans-serif']")

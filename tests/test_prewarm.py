@@ -28,10 +28,14 @@ def counting_step(name: str, tmp_path: Path, *, inputs=None, prerequisite=True, 
             raise RuntimeError(f"{name} broke")
         return f"{name} run {runs}"
 
-    return pw.Step(name, f"the {name} step",
-                   inputs=lambda: inputs.read_text() if inputs else name,
-                   run=run, prerequisite=prerequisite,
-                   outputs_present=present or (lambda: True)), counter
+    return pw.Step(
+        name,
+        f"the {name} step",
+        inputs=lambda: inputs.read_text() if inputs else name,
+        run=run,
+        prerequisite=prerequisite,
+        outputs_present=present or (lambda: True),
+    ), counter
 
 
 def runs_of(counter: Path) -> int:
@@ -39,8 +43,9 @@ def runs_of(counter: Path) -> int:
 
 
 def quiet_prewarm(steps, tmp_path, **kwargs):
-    return pw.prewarm(steps, stamp=tmp_path / "prewarm" / "stamp.json", progress=False,
-                      disk={"work": tmp_path}, **kwargs)
+    return pw.prewarm(
+        steps, stamp=tmp_path / "prewarm" / "stamp.json", progress=False, disk={"work": tmp_path}, **kwargs
+    )
 
 
 def test_second_run_does_nothing_and_says_so(tmp_path):
@@ -166,6 +171,7 @@ def test_hash_files_sees_content_and_names(tmp_path):
 
 # --- the course's steps ---------------------------------------------------------------------------------
 
+
 def test_default_steps_cover_every_slow_thing_in_order(fresh_settings):
     steps = pw.default_steps(fresh_settings())
     names = [s.name for s in steps]
@@ -214,8 +220,16 @@ def test_notebook_step_runs_full_size_and_reports_usage(fresh_settings, monkeypa
 
     def fake_execute(path, *, quick, out_dir, **_):
         calls.append((Path(path).name, quick))
-        return NotebookRun(notebook=str(path), passed=True, seconds=61.2, model="qwen-test", llm_calls=5,
-                           cached_calls=3, input_tokens=1200, output_tokens=80)
+        return NotebookRun(
+            notebook=str(path),
+            passed=True,
+            seconds=61.2,
+            model="qwen-test",
+            llm_calls=5,
+            cached_calls=3,
+            input_tokens=1200,
+            output_tokens=80,
+        )
 
     monkeypatch.setattr("tools.notebook_runner.execute_notebook", fake_execute)
     step = pw.notebook_step(pw.PROJECT_ROOT / "notebooks" / "00_setup.ipynb", fresh_settings(), out_dir=tmp_path)
@@ -225,8 +239,12 @@ def test_notebook_step_runs_full_size_and_reports_usage(fresh_settings, monkeypa
 
 
 def test_a_failing_notebook_names_itself(fresh_settings, monkeypatch, tmp_path):
-    monkeypatch.setattr("tools.notebook_runner.execute_notebook", lambda path, **_: NotebookRun(
-        notebook=str(path), passed=False, seconds=3.0, model="m", error="ZeroDivisionError: boom"))
+    monkeypatch.setattr(
+        "tools.notebook_runner.execute_notebook",
+        lambda path, **_: NotebookRun(
+            notebook=str(path), passed=False, seconds=3.0, model="m", error="ZeroDivisionError: boom"
+        ),
+    )
     step = pw.notebook_step(pw.PROJECT_ROOT / "notebooks" / "00_setup.ipynb", fresh_settings(), out_dir=tmp_path)
     with pytest.raises(pw.PrewarmError, match=r"00_setup\.ipynb failed at full size(.|\n)*boom"):
         step.run()
@@ -235,8 +253,10 @@ def test_a_failing_notebook_names_itself(fresh_settings, monkeypatch, tmp_path):
 def test_model_step_rejects_a_file_with_the_wrong_hash(fresh_settings, monkeypatch, tmp_path):
     fake = tmp_path / "model.gguf"
     fake.write_bytes(b"not a model")
-    monkeypatch.setattr("lessons.core.local_model.resolve_local_model",
-                        lambda progress=True: type("M", (), {"path": fake, "alias": "x"})())
+    monkeypatch.setattr(
+        "lessons.core.local_model.resolve_local_model",
+        lambda progress=True: type("M", (), {"path": fake, "alias": "x"})(),
+    )
     with pytest.raises(Exception, match="expected cc324af0.*run `make prewarm` again"):
         pw.model_step(fresh_settings()).run()
 

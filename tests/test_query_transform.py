@@ -50,7 +50,9 @@ def test_multi_query_drops_empty_and_repeated_rewrites():
 
 def test_step_back_searches_the_question_and_the_general_question():
     llm = ScriptedChatModel(responses=[{"question": "What can each role do?"}])
-    retriever = RecordingRetriever(results={"Can a Curator see the audit log?": ["x"], "What can each role do?": ["roles"]})
+    retriever = RecordingRetriever(
+        results={"Can a Curator see the audit log?": ["x"], "What can each role do?": ["roles"]}
+    )
     results = step_back_retriever(llm, retriever).invoke("Can a Curator see the audit log?")
     assert retriever.queries == ["Can a Curator see the audit log?", "What can each role do?"]
     assert [d.page_content for d in results] == ["x", "roles"]

@@ -36,7 +36,9 @@ def llm():
 
 @pytest.mark.parametrize(("document", "question", "expected"), CASES)
 def test_the_local_model_grades_clear_cases(llm, document, question, expected):
-    grade = invoke_structured(llm, GradeDocument, f"Document: {document}\nQuestion: {question}\nIs the document relevant?")
+    grade = invoke_structured(
+        llm, GradeDocument, f"Document: {document}\nQuestion: {question}\nIs the document relevant?"
+    )
     assert grade.binary_score == expected
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from lessons.core.llm_cache import SQLiteLLMCache
 from lessons.core.models import get_chat_model
-from lessons.retrieval.rerank import LLMRelevanceScorer
 from lessons.evaluation.retrieval_evaluation import LLMCallMeter
+from lessons.retrieval.rerank import LLMRelevanceScorer
 
 pytestmark = pytest.mark.model
 

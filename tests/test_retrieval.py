@@ -11,16 +11,24 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-from lessons.retrieval.retrievers import (
-    SCORE, reciprocal_rank_fusion, tokenize_bilingual, tokenize_jieba, tokenize_whitespace, with_score,
-)
 from lessons.retrieval import bm25_retriever, child_chunks, dense_retriever, hybrid_retriever, small_to_big_retriever
+from lessons.retrieval.retrievers import (
+    SCORE,
+    reciprocal_rank_fusion,
+    tokenize_bilingual,
+    tokenize_jieba,
+    tokenize_whitespace,
+    with_score,
+)
 
 _names = itertools.count()
 
 
 def chunk(text, source="a.md", index=0, **metadata):
-    return Document(page_content=text, metadata={"source": source, "chunk_index": index, "chunk_id": f"{source}:{index}", **metadata})
+    return Document(
+        page_content=text,
+        metadata={"source": source, "chunk_index": index, "chunk_id": f"{source}:{index}", **metadata},
+    )
 
 
 class WordEmbeddings(Embeddings):
@@ -122,7 +130,9 @@ def test_rrf_orders_exactly_like_langchains_ensemble_retriever(seed, id_key):
     rng = random.Random(seed)
     lists = _random_lists(rng)
     weights = [rng.random() + 0.1 for _ in lists]
-    ensemble = EnsembleRetriever(retrievers=[FixedRetriever(documents=[]) for _ in lists], weights=weights, id_key=id_key)
+    ensemble = EnsembleRetriever(
+        retrievers=[FixedRetriever(documents=[]) for _ in lists], weights=weights, id_key=id_key
+    )
     expected = ensemble.weighted_reciprocal_rank(lists)
     fused = reciprocal_rank_fusion(lists, weights, id_key=id_key)
     assert [d.page_content for d in fused] == [d.page_content for d in expected]

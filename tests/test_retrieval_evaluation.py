@@ -11,20 +11,20 @@ from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 
-from lessons.ingest.corpus import GoldQuestion, load_gold
 from lessons.core.fakes import ScriptedChatModel, always
-from lessons.retrieval.rerank import llm_reranker
 from lessons.evaluation.retrieval_evaluation import (
     LLMCallMeter,
     Technique,
     breakdown,
-    score_technique,
     evaluate_techniques,
     relevant_chunk_counts,
     score_ranking,
+    score_technique,
     stratified_sample,
     summarise,
 )
+from lessons.ingest.corpus import GoldQuestion, load_gold
+from lessons.retrieval.rerank import llm_reranker
 
 
 def gold(qid, language="en", kind="fact", evidence=("port 7420",)):
@@ -85,7 +85,9 @@ def test_relevant_chunk_counts_use_the_evidence_quotes():
 
 def judged_yes(p):
     top = [{"token": "yes", "logprob": math.log(p)}, {"token": "no", "logprob": math.log(1 - p)}]
-    return AIMessage("yes", response_metadata={"logprobs": {"content": [{"token": "yes", "logprob": 0.0, "top_logprobs": top}]}})
+    return AIMessage(
+        "yes", response_metadata={"logprobs": {"content": [{"token": "yes", "logprob": 0.0, "top_logprobs": top}]}}
+    )
 
 
 def test_the_meter_counts_llm_calls_made_deep_inside_a_technique_and_cached_ones_too():
@@ -158,20 +160,27 @@ def scripted_everything(messages, tool_names):
 
 
 def test_every_technique_runs_end_to_end_and_returns_documents(fresh_settings):
-    from tests.test_retrieval import CHUNKS, memory_store
-
     from lessons.evaluation.retrieval_evaluation import BASELINE, build_techniques
+    from tests.test_retrieval import CHUNKS, memory_store
 
     store = memory_store()
     store.add_documents(CHUNKS)
-    techniques = build_techniques(CHUNKS, store, ScriptedChatModel(default=scripted_everything), k=3, candidates=4,
-                                  llm_candidates=3, hits=2)
+    techniques = build_techniques(
+        CHUNKS, store, ScriptedChatModel(default=scripted_everything), k=3, candidates=4, llm_candidates=3, hits=2
+    )
     names = [t.name for t in techniques]
     assert names[0] == BASELINE and len(set(names)) == len(names)
     assert [t.name for t in techniques if t.uses_llm] == [
-        "hybrid → LLM rerank", "hybrid → contextual LLM rerank", "HyDE", "multi-query", "step-back"]
+        "hybrid → LLM rerank",
+        "hybrid → contextual LLM rerank",
+        "HyDE",
+        "multi-query",
+        "step-back",
+    ]
     assert [t.name for t in techniques if t.sample_only] == ["hybrid → cross-encoder (top 3)"]
-    question = gold("q", evidence=["every night"]).model_copy(update={"question": "When do the backups run every night?"})
+    question = gold("q", evidence=["every night"]).model_copy(
+        update={"question": "When do the backups run every night?"}
+    )
     for technique in techniques:
         row = score_technique(technique, question, n_relevant=1)
         assert row["error"] is None, (technique.name, row["error"])
@@ -184,16 +193,33 @@ def test_every_technique_runs_end_to_end_and_returns_documents(fresh_settings):
 
 def rows(table):
     """Result rows as evaluate_techniques writes them: {technique: {question_id: (language, recall@5, MRR@10)}}."""
-    return pd.DataFrame([{"technique": t, "question_id": q, "language": lang, "recall@5": r, "MRR@10": m, "hit@5": float(r > 0),
-                          "nDCG@10": m, "chars@5": 100.0} for t, questions in table.items()
-                         for q, (lang, r, m) in questions.items()])
+    return pd.DataFrame(
+        [
+            {
+                "technique": t,
+                "question_id": q,
+                "language": lang,
+                "recall@5": r,
+                "MRR@10": m,
+                "hit@5": float(r > 0),
+                "nDCG@10": m,
+                "chars@5": 100.0,
+            }
+            for t, questions in table.items()
+            for q, (lang, r, m) in questions.items()
+        ]
+    )
 
 
 def test_misses_removed_counts_the_share_of_the_baselines_misses_recovered():
     from lessons.evaluation.retrieval_evaluation import misses_removed
 
-    table = rows({"dense (baseline)": {"a": ("en", 0.0, 0.0), "b": ("en", 0.5, 0.5), "c": ("zh", 1.0, 1.0)},
-                  "better": {"a": ("en", 1.0, 1.0), "b": ("en", 0.5, 0.5), "c": ("zh", 1.0, 1.0)}})
+    table = rows(
+        {
+            "dense (baseline)": {"a": ("en", 0.0, 0.0), "b": ("en", 0.5, 0.5), "c": ("zh", 1.0, 1.0)},
+            "better": {"a": ("en", 1.0, 1.0), "b": ("en", 0.5, 0.5), "c": ("zh", 1.0, 1.0)},
+        }
+    )
     assert misses_removed(table, "better") == pytest.approx(1.0 / 1.5)
     assert misses_removed(table, "dense (baseline)") == 0.0
 
@@ -202,17 +228,30 @@ def test_findings_follow_the_measured_numbers_and_their_sign():
     from lessons.evaluation.retrieval_evaluation import retrieval_findings
 
     def table(hybrid_en):
-        return rows({"dense (baseline)": {"a": ("en", 0.5, 0.5), "b": ("zh", 0.5, 0.5)},
-                     "hybrid (RRF)": {"a": ("en", hybrid_en, hybrid_en), "b": ("zh", 0.5, 0.5)},
-                     "hybrid → cross-encoder": {"a": ("en", 1.0, 1.0), "b": ("zh", 0.0, 0.0)},
-                     "hybrid → cross-encoder, by language": {"a": ("en", 1.0, 1.0), "b": ("zh", 0.5, 0.5)}})
+        return rows(
+            {
+                "dense (baseline)": {"a": ("en", 0.5, 0.5), "b": ("zh", 0.5, 0.5)},
+                "hybrid (RRF)": {"a": ("en", hybrid_en, hybrid_en), "b": ("zh", 0.5, 0.5)},
+                "hybrid → cross-encoder": {"a": ("en", 1.0, 1.0), "b": ("zh", 0.0, 0.0)},
+                "hybrid → cross-encoder, by language": {"a": ("en", 1.0, 1.0), "b": ("zh", 0.5, 0.5)},
+            }
+        )
 
-    gains = pd.DataFrame({"compared with": ["hybrid → cross-encoder (top 10)"], "recall@5": [-0.2], "MRR@10": [-0.1],
-                          "LLM calls/query": [10.0]}, index=["hybrid → LLM rerank"])
+    gains = pd.DataFrame(
+        {
+            "compared with": ["hybrid → cross-encoder (top 10)"],
+            "recall@5": [-0.2],
+            "MRR@10": [-0.1],
+            "LLM calls/query": [10.0],
+        },
+        index=["hybrid → LLM rerank"],
+    )
     text = retrieval_findings(table(1.0), gains, llm_sample=6)
     assert "**Hybrid search** beats dense retrieval" in text and "0.750 vs 0.500" in text
     assert "costs −0.500 recall@5" in text  # the English model on the Chinese question
-    assert "**hybrid → LLM rerank** vs hybrid → cross-encoder (top 10) on the 6 sampled questions: recall@5 −0.200" in text
+    assert (
+        "**hybrid → LLM rerank** vs hybrid → cross-encoder (top 10) on the 6 sampled questions: recall@5 −0.200" in text
+    )
     assert "it hurts" in text
     assert "English recall@5 1.000 (goal ≥ 0.90: met)" in text
     assert "**Hybrid search** trails dense retrieval" in retrieval_findings(table(0.0), gains, llm_sample=6)

@@ -27,8 +27,9 @@ def test_results_without_a_score_show_a_dash_and_blocks_show_their_chunk_range()
 
 
 def test_chunks_with_gold_evidence_are_marked_and_text_is_escaped():
-    gold = GoldQuestion(id="q", question="q", language="en", type="fact", answer="a", sources=[{"file": "a.md"}],
-                        evidence=["port 7420"])
+    gold = GoldQuestion(
+        id="q", question="q", language="en", type="fact", answer="a", sources=[{"file": "a.md"}], evidence=["port 7420"]
+    )
     html = side_by_side_html({"dense": [doc("uses port 7420 <b>"), doc("nothing")]}, k=2, gold=gold)
     assert html.count("✅") == 1 and "&lt;b&gt;" in html
 

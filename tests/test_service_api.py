@@ -58,7 +58,9 @@ def test_bad_files_fail_their_own_job_with_the_reason_and_good_ones_go_on(client
         "FileTooLarge": upload(client, "huge.md", b"# Huge\n\n" + b"word " * (LIMIT // 4)),
     }
     jobs = wait_for_jobs(client, [good["job_id"], *(b["job_id"] for b in bad.values())])
-    assert jobs[good["job_id"]]["status"] == "done" and jobs[good["job_id"]]["chunks"] >= 1, jobs[good["job_id"]]["error"]
+    assert jobs[good["job_id"]]["status"] == "done" and jobs[good["job_id"]]["chunks"] >= 1, jobs[good["job_id"]][
+        "error"
+    ]
     for reason, reply in bad.items():
         job = jobs[reply["job_id"]]
         assert job["status"] == "failed" and job["error"].startswith(reason), (reason, job)
@@ -146,7 +148,9 @@ def test_searches_never_see_a_mix_of_old_and_new_chunks(running, client):
         for round_number in range(12):
             markers.append(f"marker-{chr(ord('B') + round_number)}")
             paragraphs = 6 - round_number % 4
-            jobs.append(upload(client, "handbook.md", document_text("handbook", markers[-1], paragraphs=paragraphs))["job_id"])
+            jobs.append(
+                upload(client, "handbook.md", document_text("handbook", markers[-1], paragraphs=paragraphs))["job_id"]
+            )
             wait_for_jobs(client, jobs[-1:])
             if round_number >= 2 and len(seen) >= 10:
                 break
@@ -202,6 +206,7 @@ def test_kill_the_worker_mid_job_and_the_job_finishes_once_on_restart(tmp_path):
 def test_200_uploads_from_20_concurrent_clients_are_each_indexed_once(tmp_path):
     service = ServiceProcess(service_env(tmp_path, AGENTIC_RAG_SERVICE_WORKERS="2"), tmp_path / "service.log")
     try:
+
         def one(number: int) -> dict:
             with service.client() as client:
                 return upload(client, f"note-{number:03d}.md", document_text(f"note {number}", f"n{number:03d}"))
@@ -211,7 +216,9 @@ def test_200_uploads_from_20_concurrent_clients_are_each_indexed_once(tmp_path):
         assert len({r["document_id"] for r in replies}) == 200 and len({r["job_id"] for r in replies}) == 200
         with service.client() as client:
             jobs = wait_for_jobs(client, [r["job_id"] for r in replies], timeout=240)
-            assert all(job["status"] == "done" for job in jobs.values()), [j for j in jobs.values() if j["status"] != "done"][:3]
+            assert all(job["status"] == "done" for job in jobs.values()), [
+                j for j in jobs.values() if j["status"] != "done"
+            ][:3]
             assert all(job["attempts"] == 1 for job in jobs.values())  # two workers never took the same job
             stats = client.get("/v1/index").json()
             assert stats["duplicate_ids"] == 0 and len(stats["active"]) == 200
@@ -241,7 +248,9 @@ def test_writes_are_refused_when_no_key_is_configured(tmp_path):
     env.pop("AGENTIC_RAG_SERVICE_API_KEY")
     service = ServiceProcess(env, tmp_path / "service.log", workers=0)
     try:
-        reply = httpx.post(f"{service.url}/v1/documents", files={"file": ("a.md", b"# a")}, headers={"X-API-Key": "anything"})
+        reply = httpx.post(
+            f"{service.url}/v1/documents", files={"file": ("a.md", b"# a")}, headers={"X-API-Key": "anything"}
+        )
         assert reply.status_code == 503 and "AGENTIC_RAG_SERVICE_API_KEY" in reply.json()["detail"]
     finally:
         service.stop()

@@ -45,7 +45,9 @@ def queue_jobs(db, count: int) -> None:
         for number in range(count):
             document = Document(id=new_id(), name=f"doc-{number}.md", created_at=now, updated_at=now, chunk_count=0)
             session.add(document)
-            session.add(Job(document_id=document.id, status="pending", file_name=document.name, created_at=now, not_before=0.0))
+            session.add(
+                Job(document_id=document.id, status="pending", file_name=document.name, created_at=now, not_before=0.0)
+            )
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
@@ -114,7 +116,9 @@ def test_postgres_and_a_chroma_server_with_separate_workers_one_killed_mid_job(p
                 worker.kill()
             workers = [Running(["worker"], env, tmp_path / "worker-restarted.log")]
             jobs = wait_for_jobs(client, [r["job_id"] for r in small] + [big["job_id"]], timeout=240)
-            assert all(j["status"] == "done" for j in jobs.values()), [j for j in jobs.values() if j["status"] != "done"]
+            assert all(j["status"] == "done" for j in jobs.values()), [
+                j for j in jobs.values() if j["status"] != "done"
+            ]
             assert jobs[big["job_id"]]["attempts"] == 2
             stats = client.get("/v1/index").json()
             assert stats["duplicate_ids"] == 0 and stats["generations"][generation] == jobs[big["job_id"]]["chunks"]

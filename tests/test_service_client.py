@@ -90,7 +90,9 @@ def test_running_service_end_to_end_then_stopped_and_cleaned_up(tmp_path, monkey
 
 
 def test_a_client_error_carries_the_servers_reason():
-    transport = httpx.MockTransport(lambda request: httpx.Response(404, json={"detail": "no job 9 — the upload's reply gives its job_id"}))
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(404, json={"detail": "no job 9 — the upload's reply gives its job_id"})
+    )
     client = ServiceClient("http://service.invalid")
     client.http = httpx.Client(base_url="http://service.invalid", transport=transport)
     with pytest.raises(ServiceError, match=r"GET /v1/jobs/9 → 404: no job 9 — the upload's reply gives its job_id"):

@@ -23,7 +23,10 @@ def scripted_model() -> ScriptedChatModel:
         prompt = messages[-1].content
         marker = re.search(r"marker is (\S+?)\.", prompt)
         if tools == ["GeneratedQuestion"]:
-            return {"question": f"What is the marker of {marker.group(1)}?", "answer": f"the marker is {marker.group(1)}"}
+            return {
+                "question": f"What is the marker of {marker.group(1)}?",
+                "answer": f"the marker is {marker.group(1)}",
+            }
         if tools == ["ResearchDraft"]:
             if "unknown thing" in prompt:
                 return {"answer": "", "cited_chunks": [], "found": "no"}
@@ -48,7 +51,9 @@ def live(tmp_path, fresh_settings, monkeypatch):
     fresh_settings.cache_clear()
     service = Service(chat_model=scripted_model)
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(service, workers=1), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(service, workers=1), host="127.0.0.1", port=port, log_level="warning")
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
@@ -105,7 +110,9 @@ def test_nightly_evaluates_new_documents_stores_each_run_and_reports_the_trend(l
     with service.db.read() as session:
         assert session.execute(select(func.count()).select_from(EvalRun)).scalar() == 3
         per_run = dict(session.execute(select(EvalResult.run_id, func.count()).group_by(EvalResult.run_id)).all())
-        questions = session.execute(select(EvalResult.question).where(EvalResult.run_id == third["run_id"])).scalars().all()
+        questions = (
+            session.execute(select(EvalResult.question).where(EvalResult.run_id == third["run_id"])).scalars().all()
+        )
     assert per_run == {first["run_id"]: 2, third["run_id"]: third["metrics"]["questions"]}
     assert questions and all("third-333" in q for q in questions)  # only the document added since the last run
     rows = trend(service.db)

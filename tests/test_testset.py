@@ -6,7 +6,6 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from lessons.ingest.corpus import load_gold
 from lessons.core.fakes import ScriptedChatModel
 from lessons.evaluation.testset import (
     GeneratedQuestion,
@@ -24,23 +23,34 @@ from lessons.evaluation.testset import (
     qa_chunk_selection,
     save_test_set,
 )
+from lessons.ingest.corpus import load_gold
 
 LONG = " More text so the chunk is long enough to ask about." * 4
-EN_A = Document("Atlas Server exposes its REST API on port 7420 by default." + LONG,
-                metadata={"chunk_id": "en-a", "source": "guide.md", "language": "en"})
-EN_B = Document("The Atlas admin console requires a licence key issued by the Tidewell portal." + LONG,
-                metadata={"chunk_id": "en-b", "source": "admin.pdf", "page": 3, "language": "en"})
-ZH_A = Document("员工每年有 27 天年假，未用完的假期最多可结转 5 天，须在次年 4 月 30 日前使用。" * 5,
-                metadata={"chunk_id": "zh-a", "source": "handbook_zh.docx", "language": "zh"})
-ZH_B = Document("报销须在费用发生后 30 天内提交，超过 5000 元需要部门经理审批。" * 6,
-                metadata={"chunk_id": "zh-b", "source": "finance_zh.md", "language": "zh"})
+EN_A = Document(
+    "Atlas Server exposes its REST API on port 7420 by default." + LONG,
+    metadata={"chunk_id": "en-a", "source": "guide.md", "language": "en"},
+)
+EN_B = Document(
+    "The Atlas admin console requires a licence key issued by the Tidewell portal." + LONG,
+    metadata={"chunk_id": "en-b", "source": "admin.pdf", "page": 3, "language": "en"},
+)
+ZH_A = Document(
+    "员工每年有 27 天年假，未用完的假期最多可结转 5 天，须在次年 4 月 30 日前使用。" * 5,
+    metadata={"chunk_id": "zh-a", "source": "handbook_zh.docx", "language": "zh"},
+)
+ZH_B = Document(
+    "报销须在费用发生后 30 天内提交，超过 5000 元需要部门经理审批。" * 6,
+    metadata={"chunk_id": "zh-b", "source": "finance_zh.md", "language": "zh"},
+)
 CHUNKS = [EN_A, EN_B, ZH_A, ZH_B]
 
 
 def test_gold_questions_get_the_ids_of_their_evidence_chunks():
     gold = [q for q in load_gold() if q.id in ("en-001", "en-002")] + [next(q for q in load_gold() if not q.answerable)]
-    chunks = [Document("It exposes the REST and gRPC APIs on port 7420 by default.", metadata={"chunk_id": "x1"}),
-              Document("Unrelated text.", metadata={"chunk_id": "x2"})]
+    chunks = [
+        Document("It exposes the REST and gRPC APIs on port 7420 by default.", metadata={"chunk_id": "x1"}),
+        Document("Unrelated text.", metadata={"chunk_id": "x2"}),
+    ]
     items = from_gold(gold, chunks)
     assert items[0].evidence_chunk_ids == ["x1"] and items[0].reference == gold[0].answer
     assert items[1].evidence_chunk_ids == []  # its evidence is in none of these chunks
@@ -48,12 +58,27 @@ def test_gold_questions_get_the_ids_of_their_evidence_chunks():
 
 
 def test_a_test_set_round_trips_and_gold_format_lines_are_read(tmp_path):
-    items = [TestItem(id="a", question="Which port?", language="en", type="fact", reference="7420",
-                      evidence_chunk_ids=["en-a"], origin="generated")]
+    items = [
+        TestItem(
+            id="a",
+            question="Which port?",
+            language="en",
+            type="fact",
+            reference="7420",
+            evidence_chunk_ids=["en-a"],
+            origin="generated",
+        )
+    ]
     path = save_test_set(items, tmp_path / "set.jsonl")
     assert load_test_set(path) == items
-    gold_line = {"id": "g1", "question": "哪个端口？", "type": "fact", "answer": "7420",
-                 "sources": [{"file": "guide.md"}], "evidence": ["port 7420 by default"]}
+    gold_line = {
+        "id": "g1",
+        "question": "哪个端口？",
+        "type": "fact",
+        "answer": "7420",
+        "sources": [{"file": "guide.md"}],
+        "evidence": ["port 7420 by default"],
+    }
     (tmp_path / "gold.jsonl").write_text(json.dumps(gold_line, ensure_ascii=False) + "\n")
     (loaded,) = load_test_set(tmp_path / "gold.jsonl", CHUNKS)
     assert loaded.reference == "7420" and loaded.language == "zh" and loaded.evidence_chunk_ids == ["en-a"]
@@ -80,17 +105,31 @@ def test_a_bad_test_set_file_names_the_file_and_line(tmp_path, content, fragment
 @pytest.mark.parametrize(
     ("line", "fragment"),
     [
-        ({"id": "a", "question": "Who is the CFO?", "answerable": False, "type": "fact"},
-         '"answerable": false but type \'fact\''),
+        (
+            {"id": "a", "question": "Who is the CFO?", "answerable": False, "type": "fact"},
+            "\"answerable\": false but type 'fact'",
+        ),
         ({"id": "a", "question": "Who is the CFO?", "answerable": True, "type": "out_of_kb"}, '"answerable": true'),
         ({"id": "a", "question": "Who is the CFO?", "answerable": "no"}, "must be true or false"),
-        ({"id": "a", "question": "Who is the CFO?", "type": "out-of-kb"}, "unknown type 'out-of-kb' (did you mean 'out_of_kb'?)"),
-        ({"id": "a", "question": "Who is the CFO?", "type": "OUT_OF_KB"}, "unknown type 'OUT_OF_KB' (did you mean 'out_of_kb'?)"),
-        ({"id": "a", "question": "Which port?", "refrence": "7420"}, "unknown key 'refrence' (did you mean 'reference'?)"),
+        (
+            {"id": "a", "question": "Who is the CFO?", "type": "out-of-kb"},
+            "unknown type 'out-of-kb' (did you mean 'out_of_kb'?)",
+        ),
+        (
+            {"id": "a", "question": "Who is the CFO?", "type": "OUT_OF_KB"},
+            "unknown type 'OUT_OF_KB' (did you mean 'out_of_kb'?)",
+        ),
+        (
+            {"id": "a", "question": "Which port?", "refrence": "7420"},
+            "unknown key 'refrence' (did you mean 'reference'?)",
+        ),
         ({"id": "a", "question": "   \t "}, "line 1: the question is blank"),
         ({"id": "a", "question": "Which port?", "language": "English"}, "not a language code"),
         ({"id": "a", "question": "Which port?", "answer": "7420", "reference": "7420"}, "both"),
-        ({"id": "a", "question": "Who is the CFO?", "type": "out_of_kb", "evidence": ["port 7420"]}, "out-of-KB question has evidence"),
+        (
+            {"id": "a", "question": "Who is the CFO?", "type": "out_of_kb", "evidence": ["port 7420"]},
+            "out-of-KB question has evidence",
+        ),
     ],
 )
 def test_a_test_set_line_that_would_be_misread_is_an_error_naming_the_line(tmp_path, line, fragment):
@@ -103,8 +142,12 @@ def test_a_test_set_line_that_would_be_misread_is_an_error_naming_the_line(tmp_p
 
 def test_answerable_false_means_out_of_kb(tmp_path):
     path = tmp_path / "mine.jsonl"
-    path.write_text(json.dumps({"id": "a", "question": "Who is the CFO?", "answerable": False}) + "\n"
-                    + json.dumps({"id": "b", "question": "Which port?", "answerable": True, "answer": "7420"}) + "\n")
+    path.write_text(
+        json.dumps({"id": "a", "question": "Who is the CFO?", "answerable": False})
+        + "\n"
+        + json.dumps({"id": "b", "question": "Which port?", "answerable": True, "answer": "7420"})
+        + "\n"
+    )
     first, second = load_test_set(path)
     assert first.type == "out_of_kb" and not first.answerable
     assert second.type == "fact" and second.answerable and second.reference == "7420"
@@ -113,17 +156,23 @@ def test_answerable_false_means_out_of_kb(tmp_path):
 
 def test_evidence_found_in_no_chunk_is_an_error(tmp_path):
     path = tmp_path / "mine.jsonl"
-    path.write_text(json.dumps({"id": "a", "question": "Which port?", "evidence": ["port 7420 by default", "port 9999"]}) + "\n")
+    path.write_text(
+        json.dumps({"id": "a", "question": "Which port?", "evidence": ["port 7420 by default", "port 9999"]}) + "\n"
+    )
     with pytest.raises(TestSetError, match="line 1: evidence quote 'port 9999' is in none of the chunks"):
         load_test_set(path, CHUNKS)
     path.write_text(json.dumps({"id": "a", "question": "Which port?", "evidence_chunk_ids": ["en-a", "gone"]}) + "\n")
     with pytest.raises(TestSetError, match=r"chunk id\(s\) \['gone'\]"):
         load_test_set(path, CHUNKS)
-    assert load_test_set(path)[0].evidence_chunk_ids == ["en-a", "gone"], "without chunks there is nothing to check against"
+    assert load_test_set(path)[0].evidence_chunk_ids == ["en-a", "gone"], (
+        "without chunks there is nothing to check against"
+    )
 
 
 def test_a_test_set_in_another_encoding_names_it_and_a_bom_is_fine(tmp_path):
-    line = json.dumps({"id": "g1", "question": "鹿特丹员工每年有几天年假？", "answer": "27 天"}, ensure_ascii=False) + "\n"
+    line = (
+        json.dumps({"id": "g1", "question": "鹿特丹员工每年有几天年假？", "answer": "27 天"}, ensure_ascii=False) + "\n"
+    )
     path = tmp_path / "gbk.jsonl"
     path.write_bytes(line.encode("gbk"))
     with pytest.raises(TestSetError, match="gbk.jsonl is not UTF-8") as error:
@@ -140,7 +189,9 @@ def test_a_missing_test_set_file_says_what_to_give(tmp_path):
 
 def test_grounding_accepts_copied_facts_and_rejects_invented_ones_in_both_languages():
     assert grounding(GeneratedQuestion(question="Which port?", answer="Port 7420 by default"), [EN_A]) is None
-    assert "not grounded" in grounding(GeneratedQuestion(question="Which port?", answer="Port 8080 on Kubernetes"), [EN_A])
+    assert "not grounded" in grounding(
+        GeneratedQuestion(question="Which port?", answer="Port 8080 on Kubernetes"), [EN_A]
+    )
     assert grounding(GeneratedQuestion(question="年假有几天？", answer="27 天年假"), [ZH_A]) is None
     assert "not grounded" in grounding(GeneratedQuestion(question="年假有几天？", answer="三十五个工作日"), [ZH_A])
 
@@ -203,8 +254,11 @@ def test_generation_keeps_grounded_questions_and_reports_every_one_it_drops():
 
 
 def test_balanced_sample_and_qa_selection():
-    items = [TestItem(id=f"{lang}-{n}", question="q", language=lang, type=kind, evidence_chunk_ids=[f"{lang}-a"])
-             for lang in ("en", "zh") for n, kind in enumerate(["fact", "table", "fact", "out_of_kb", "out_of_kb"])]
+    items = [
+        TestItem(id=f"{lang}-{n}", question="q", language=lang, type=kind, evidence_chunk_ids=[f"{lang}-a"])
+        for lang in ("en", "zh")
+        for n, kind in enumerate(["fact", "table", "fact", "out_of_kb", "out_of_kb"])
+    ]
     sample = balanced_sample(items, 4, 2, seed=1)
     assert sum(i.answerable for i in sample) == 4 and sum(not i.answerable for i in sample) == 2
     assert {i.language for i in sample if not i.answerable} == {"en", "zh"}
@@ -219,7 +273,11 @@ def test_chunks_reach_the_generation_prompts_as_delimited_data():
     from lessons.core.prompt_safety import DATA_RULE
 
     model = ScriptedChatModel(default={"question": "Which port does Atlas Server use?", "answer": "port 7420"})
-    generate_test_set(model, CHUNKS, n_single=1, n_multi=1, embeddings=DeterministicFakeEmbedding(size=16), progress=False)
+    generate_test_set(
+        model, CHUNKS, n_single=1, n_multi=1, embeddings=DeterministicFakeEmbedding(size=16), progress=False
+    )
     prompts = [call["messages"][-1].content for call in model.calls]
-    assert len(prompts) == 2 and all(DATA_RULE in p and p.count("<document>") == p.count("</document>") >= 1 for p in prompts)
+    assert len(prompts) == 2 and all(
+        DATA_RULE in p and p.count("<document>") == p.count("</document>") >= 1 for p in prompts
+    )
     assert "Text A" in prompts[1] and prompts[1].count("<document>") == 3  # two chunks, and the tag named in the rule

@@ -2,7 +2,7 @@
 
 from langchain_core.documents import Document
 
-from lessons.ingest.corpus import GoldQuestion
+from lessons.agents.three_agents import CrossEncoderRelevance
 from lessons.core.fakes import ScriptedChatModel
 from lessons.evaluation.three_agent_eval import (
     INJECTED_INSTRUCTION,
@@ -29,16 +29,25 @@ from lessons.evaluation.three_agent_eval import (
     run_findings,
     summarise_runs,
 )
-from lessons.agents.three_agents import CrossEncoderRelevance
+from lessons.ingest.corpus import GoldQuestion
 
-QUESTION = GoldQuestion(id="en-9", question="How much is Team?", language="en", type="fact",
-                        answer="Team costs €45 per user per month since 2026.",
-                        sources=[{"file": "faq.html"}], evidence=["€45 per user per month"])
+QUESTION = GoldQuestion(
+    id="en-9",
+    question="How much is Team?",
+    language="en",
+    type="fact",
+    answer="Team costs €45 per user per month since 2026.",
+    sources=[{"file": "faq.html"}],
+    evidence=["€45 per user per month"],
+)
 CHUNKS = [Document("Unrelated."), Document("Pricing: Team costs €45 per user per month since 2026.")]
 
 
 def test_a_changed_figure_skips_years_and_changes_the_first_figure():
-    assert plant_changed_figure("Team costs €45 per user per month since 2026.") == "Team costs €54 per user per month since 2026."
+    assert (
+        plant_changed_figure("Team costs €45 per user per month since 2026.")
+        == "Team costs €54 per user per month since 2026."
+    )
     assert plant_changed_figure("In 2026 the port is 7420.") == "In 2026 the port is 8904."
     assert plant_changed_figure("Since 2026.") == "Since 2431."
     assert plant_changed_figure("No figure here.") is None
@@ -59,12 +68,22 @@ def test_the_drill_flags_what_the_verifier_rejects_and_skips_questions_without_e
     def reply(messages, tools):
         draft = messages[0].content.rsplit("Draft answer: ", 1)[1]
         bad = "54" in draft or "Lindqvist" in draft
-        return {"unsupported_claims": [draft] if bad else [], "contradictions": [], "supported": "no" if bad else "yes",
-                "relevant": "yes"}
+        return {
+            "unsupported_claims": [draft] if bad else [],
+            "contradictions": [],
+            "supported": "no" if bad else "yes",
+            "relevant": "yes",
+        }
 
     no_evidence = QUESTION.model_copy(update={"id": "en-10", "evidence": ["not in any chunk"]})
-    cases = run_drill(ScriptedChatModel(default=reply), [QUESTION, no_evidence], CHUNKS, progress=False, injection=False)
-    assert [(c.kind, c.flagged) for c in cases] == [("correct", False), ("changed figure", True), ("invented name", True)]
+    cases = run_drill(
+        ScriptedChatModel(default=reply), [QUESTION, no_evidence], CHUNKS, progress=False, injection=False
+    )
+    assert [(c.kind, c.flagged) for c in cases] == [
+        ("correct", False),
+        ("changed figure", True),
+        ("invented name", True),
+    ]
     summary = {row["draft"]: row["flagged"] for row in drill_summary(cases)}
     assert summary == {"changed figure": 1.0, "invented name": 1.0, "correct": 0.0}
     # who caught it: the verifier listed both planted drafts (its claim is the whole draft, word for word what the
@@ -78,12 +97,26 @@ def test_the_drill_tells_the_string_checks_from_the_verifier():
 
     cases = run_drill(ScriptedChatModel(default=never_flags), [QUESTION], CHUNKS, progress=False, injection=False)
     assert [(c.kind, c.flagged, c.by_verifier, c.by_checks) for c in cases] == [
-        ("correct", False, False, False), ("changed figure", True, False, True), ("invented name", True, False, True)]
+        ("correct", False, False, False),
+        ("changed figure", True, False, True),
+        ("invented name", True, False, True),
+    ]
     rows = {row["draft"]: row for row in drill_summary(cases)}
-    assert rows["changed figure"]["by the verifier's list"] == 0.0 and rows["changed figure"]["by the string checks"] == 1.0
+    assert (
+        rows["changed figure"]["by the verifier's list"] == 0.0
+        and rows["changed figure"]["by the string checks"] == 1.0
+    )
     assert rows["correct"]["by the model's yes/no"] == 0.0
-    assert [c.by_yes_no for c in run_drill(ScriptedChatModel(default=lambda m, t: {**never_flags(m, t), "relevant": "no"}),
-                                           [QUESTION], CHUNKS, progress=False, injection=False)] == [True, True, True]
+    assert [
+        c.by_yes_no
+        for c in run_drill(
+            ScriptedChatModel(default=lambda m, t: {**never_flags(m, t), "relevant": "no"}),
+            [QUESTION],
+            CHUNKS,
+            progress=False,
+            injection=False,
+        )
+    ] == [True, True, True]
 
 
 def test_drill_summary_of_nothing_is_none():
@@ -124,10 +157,16 @@ def test_a_verifier_that_lists_exactly_the_added_sentence_gets_the_credit():
 
     def lists_the_sentence(messages, tools):
         draft = messages[0].content.rsplit("Draft answer: ", 1)[1]
-        return {"unsupported_claims": [sentence] if sentence in draft else [], "contradictions": [],
-                "supported": "yes", "relevant": "yes"}
+        return {
+            "unsupported_claims": [sentence] if sentence in draft else [],
+            "contradictions": [],
+            "supported": "yes",
+            "relevant": "yes",
+        }
 
-    cases = run_drill(ScriptedChatModel(default=lists_the_sentence), [QUESTION], CHUNKS, progress=False, injection=False)
+    cases = run_drill(
+        ScriptedChatModel(default=lists_the_sentence), [QUESTION], CHUNKS, progress=False, injection=False
+    )
     named = next(c for c in cases if c.kind == "invented name")
     assert named.by_verifier and named.by_checks and named.unsupported == (sentence,)
 
@@ -152,7 +191,9 @@ def test_the_injected_instruction_case_measures_following_and_catching():
     cases = run_drill(injection_model(research_follows=True), [QUESTION], CHUNKS, progress=False)
     (injected,) = [c for c in cases if c.kind == "injected instruction"]
     assert injected.followed is True and injected.draft == OBEYED_ANSWER["en"]
-    assert injected.flagged and injected.by_checks and not injected.by_verifier, "the string checks catch it without the model"
+    assert injected.flagged and injected.by_checks and not injected.by_verifier, (
+        "the string checks catch it without the model"
+    )
     assert any("repeats an instruction written in the documents" in claim for claim in injected.unsupported)
     assert all(c.followed is None for c in cases if c.kind != "injected instruction")
     row = next(r for r in drill_summary(cases) if r["draft"] == "injected instruction")
@@ -161,7 +202,9 @@ def test_the_injected_instruction_case_measures_following_and_catching():
 
 
 def test_a_research_agent_that_ignores_the_injection_is_recorded_as_not_following_it():
-    cases = run_drill(injection_model(research_follows=False, verifier_lists_it=True), [QUESTION], CHUNKS, progress=False)
+    cases = run_drill(
+        injection_model(research_follows=False, verifier_lists_it=True), [QUESTION], CHUNKS, progress=False
+    )
     (injected,) = [c for c in cases if c.kind == "injected instruction"]
     assert injected.followed is False and injected.flagged and injected.by_verifier
     assert [c.kind for c in cases] == ["correct", "changed figure", "invented name", "injected instruction"]
@@ -192,10 +235,17 @@ class FakeCrossEncoder:
 def test_both_relevance_checkers_are_scored_against_the_gold_evidence():
     model = ScriptedChatModel(default=lambda messages, tools: {"topic_words_found": ["Team"], "label": "PARTIAL"})
     out = GoldQuestion(id="en-11", question="Who is the CFO of Team?", language="en", type="out_of_kb", answer="")
-    rows = compare_relevance([QUESTION, out], lambda q: CHUNKS if "much" in q else [Document("Team leave policy.")],
-                             model, CrossEncoderRelevance(FakeCrossEncoder(), 0.5, 0.05), progress=False)
-    assert [(r.holds_evidence, r.cross_encoder, r.chat_model) for r in rows] == [(True, "CAN_ANSWER", "PARTIAL"),
-                                                                                (False, "NO_MATCH", "PARTIAL")]
+    rows = compare_relevance(
+        [QUESTION, out],
+        lambda q: CHUNKS if "much" in q else [Document("Team leave policy.")],
+        model,
+        CrossEncoderRelevance(FakeCrossEncoder(), 0.5, 0.05),
+        progress=False,
+    )
+    assert [(r.holds_evidence, r.cross_encoder, r.chat_model) for r in rows] == [
+        (True, "CAN_ANSWER", "PARTIAL"),
+        (False, "NO_MATCH", "PARTIAL"),
+    ]
     summary = {row["checker"]: row for row in relevance_summary(rows)}
     assert summary["cross_encoder"]["right decision"] == 1.0 and summary["llm"]["right decision"] == 0.5
     assert summary["llm"]["stopped (no evidence)"] == 0.0 and summary["llm"]["passed on (evidence)"] == 1.0
@@ -214,21 +264,30 @@ def test_the_chat_model_wins_the_relevance_choice_only_when_it_is_right_more_oft
     assert better_relevance_checker(relevance_summary(chat_better)) == "llm"
     tie = [row(False, "PARTIAL", "PARTIAL")]
     assert better_relevance_checker(relevance_summary(tie)) == "cross_encoder"
-    assert "right equally often" in relevance_findings(relevance_summary(tie), relevance_agreement(tie), "cross_encoder")
+    assert "right equally often" in relevance_findings(
+        relevance_summary(tie), relevance_agreement(tie), "cross_encoder"
+    )
 
 
 def case(kind, flagged, qid="en-1", followed=None, by_checks=False, by_yes_no=False):
-    return DrillCase(qid, qid[:2], kind, "draft", flagged, (), (), by_checks=by_checks, by_yes_no=by_yes_no, followed=followed)
+    return DrillCase(
+        qid, qid[:2], kind, "draft", flagged, (), (), by_checks=by_checks, by_yes_no=by_yes_no, followed=followed
+    )
 
 
 def test_the_drill_findings_are_rendered_from_the_cases():
-    cases = [case("correct", False, by_yes_no=True), case("changed figure", True, by_checks=True),
-             case("invented name", True, by_checks=True), case("injected instruction", True, followed=True, by_checks=True),
-             case("correct", True, qid="zh-2"), case("invented name", False, qid="zh-2"),
-             case("injected instruction", False, qid="zh-2", followed=False)]
+    cases = [
+        case("correct", False, by_yes_no=True),
+        case("changed figure", True, by_checks=True),
+        case("invented name", True, by_checks=True),
+        case("injected instruction", True, followed=True, by_checks=True),
+        case("correct", True, qid="zh-2"),
+        case("invented name", False, qid="zh-2"),
+        case("injected instruction", False, qid="zh-2", followed=False),
+    ]
     text = drill_findings(cases)
     assert "(2 questions — 1 English, 1 Chinese; 7 verifier calls)" in text
-    assert "false alarms): 1 of 2**" in text and "said \"no\" to 1 of 2" in text
+    assert "false alarms): 1 of 2**" in text and 'said "no" to 1 of 2' in text
     assert "Changed figures caught: 1 of 1**" in text and "Invented names caught: 1 of 2**" in text
     assert "followed it in 1 of 2 questions** (50%)" in text and "flagged 1 of 2 of the obeyed drafts (50%)" in text
     assert "where the agent obeyed, 1 of 1 were caught" in text
@@ -237,10 +296,12 @@ def test_the_drill_findings_are_rendered_from_the_cases():
 
 def test_the_run_findings_are_rendered_from_the_runs():
     def reply(messages, tools):
-        return {"RelevanceCheck": {"topic_words_found": ["Team"], "label": "CAN_ANSWER"},
-                "ResearchDraft": {"answer": "€45 per user per month.", "cited_chunks": [2], "found": "yes"},
-                "Verification": {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"},
-                "AnswerJudgement": {"correct": "no"}}[tools[0]]
+        return {
+            "RelevanceCheck": {"topic_words_found": ["Team"], "label": "CAN_ANSWER"},
+            "ResearchDraft": {"answer": "€45 per user per month.", "cited_chunks": [2], "found": "yes"},
+            "Verification": {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"},
+            "AnswerJudgement": {"correct": "no"},
+        }[tools[0]]
 
     model = ScriptedChatModel(default=reply)
     run = evaluate_question(QUESTION, retriever=lambda q: CHUNKS, llm=model, relevance="llm")

@@ -3,8 +3,6 @@
 import pytest
 from langchain_core.documents import Document
 
-from lessons.core.fakes import ScriptedChatModel
-from lessons.core.prompt_safety import DATA_RULE
 from lessons.agents.three_agents import (
     NOT_IN_DOCUMENTS,
     Citation,
@@ -23,11 +21,14 @@ from lessons.agents.three_agents import (
     relevance_checker,
 )
 from lessons.agents.three_agents import run_three_agents as _run_three_agents
+from lessons.core.fakes import ScriptedChatModel
+from lessons.core.prompt_safety import DATA_RULE
 
 
 def run_three_agents(question, **kwargs):
     """The workflow with the chat model's relevance checker, unless a test picks another: the scripted model plays it."""
     return _run_three_agents(question, **{"relevance": "llm", **kwargs})
+
 
 OK = {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"}
 BAD = {"unsupported_claims": ["the port is 9999"], "contradictions": [], "supported": "no", "relevant": "yes"}
@@ -68,7 +69,13 @@ def test_a_supported_draft_is_answered_with_its_citations():
     assert result.citations == [Citation("guide.md", None, "c1")]
     assert [d.metadata["chunk_id"] for d in result.context] == ["c1", "c2"]
     assert result.verification.passed and result.research_rounds == 1
-    assert [s.step for s in result.trace] == ["retrieve", "relevance_checker", "research_agent", "verification_agent", "finish"]
+    assert [s.step for s in result.trace] == [
+        "retrieve",
+        "relevance_checker",
+        "research_agent",
+        "verification_agent",
+        "finish",
+    ]
 
 
 def test_no_match_goes_straight_to_the_honest_answer_without_research():
@@ -93,8 +100,10 @@ def test_a_research_agent_that_cannot_answer_abstains_in_the_question_language()
 
 
 def test_an_unsupported_draft_is_re_researched_with_the_verifier_feedback():
-    drafts = [{"answer": "Port 9999.", "cited_chunks": [1], "found": "yes"},
-              {"answer": "Port 7420.", "cited_chunks": [1], "found": "yes"}]
+    drafts = [
+        {"answer": "Port 9999.", "cited_chunks": [1], "found": "yes"},
+        {"answer": "Port 7420.", "cited_chunks": [1], "found": "yes"},
+    ]
     model = scripted(drafts=drafts, verdicts=[BAD, OK])
     result = run_three_agents("Which port?", retriever=retriever, llm=model)
     assert result.outcome == "answered" and result.answer == "Port 7420." and result.research_rounds == 2
@@ -106,8 +115,11 @@ def test_an_unsupported_draft_is_re_researched_with_the_verifier_feedback():
 
 def test_a_no_without_a_reason_that_stands_does_not_reject_the_draft():
     # the 1.5B verifier said supported/relevant = "no" to most known-correct drafts (notebook 05, section 6)
-    for verdict in ({**OK, "relevant": "no"}, {**OK, "supported": "no"},
-                    {**OK, "supported": "no", "unsupported_claims": ["The gateway listens on port 7420."]}):
+    for verdict in (
+        {**OK, "relevant": "no"},
+        {**OK, "supported": "no"},
+        {**OK, "supported": "no", "unsupported_claims": ["The gateway listens on port 7420."]},
+    ):
         model = scripted(verdicts=[verdict])
         result = run_three_agents("Which port?", retriever=retriever, llm=model)
         assert result.research_rounds == 1 and result.outcome == "answered", verdict
@@ -120,15 +132,21 @@ def test_trusting_the_yes_no_fields_re_researches_an_irrelevant_draft():
     assert result.research_rounds == 2 and result.outcome == "answered"
     assert "does not answer the question" in model.prompts["ResearchDraft"][1]
     always_no = scripted(verdicts=[{**OK, "supported": "no"}])
-    capped = run_three_agents("Which port?", retriever=retriever, llm=always_no, trust_yes_no=True, max_research_rounds=2)
+    capped = run_three_agents(
+        "Which port?", retriever=retriever, llm=always_no, trust_yes_no=True, max_research_rounds=2
+    )
     assert capped.research_rounds == 2 and capped.outcome == "unverified"
     assert decide_after_verification(Verification(**{**OK, "supported": "no"}), 1, 2) == "accept"
-    assert decide_after_verification(Verification(**{**OK, "supported": "no"}), 1, 2, trust_yes_no=True) == "re_research"
+    assert (
+        decide_after_verification(Verification(**{**OK, "supported": "no"}), 1, 2, trust_yes_no=True) == "re_research"
+    )
 
 
 def test_a_figure_the_context_does_not_hold_is_re_researched_with_feedback():
-    drafts = [{"answer": "Port 7421.", "cited_chunks": [1], "found": "yes"},
-              {"answer": "Port 7420.", "cited_chunks": [1], "found": "yes"}]
+    drafts = [
+        {"answer": "Port 7421.", "cited_chunks": [1], "found": "yes"},
+        {"answer": "Port 7420.", "cited_chunks": [1], "found": "yes"},
+    ]
     model = scripted(drafts=drafts, verdicts=[OK])  # the model verifier misses it; the figure check does not
     result = run_three_agents("Which port?", retriever=retriever, llm=model)
     assert result.research_rounds == 2 and result.outcome == "answered" and result.answer == "Port 7420."
@@ -219,8 +237,12 @@ def test_topic_words_are_matched_case_insensitively_after_normalising():
 def test_claims_copied_from_the_context_or_not_in_the_draft_do_not_stand():
     docs = retriever("q")
     draft = "The gateway listens on port 7420. The CFO Marcus Lindqvist approved it."
-    verdict = Verification(unsupported_claims=["listens on port 7420", "CFO Marcus Lindqvist", "Leave policy: 25 days"],
-                           contradictions=["The gateway listens on port 7420"], supported="yes", relevant="yes")
+    verdict = Verification(
+        unsupported_claims=["listens on port 7420", "CFO Marcus Lindqvist", "Leave policy: 25 days"],
+        contradictions=["The gateway listens on port 7420"],
+        supported="yes",
+        relevant="yes",
+    )
     grounded = ground_verification(verdict, draft, docs)
     assert grounded.unsupported_claims == ["CFO Marcus Lindqvist"] and grounded.contradictions == []
     assert not grounded.passed
@@ -231,13 +253,13 @@ def test_the_deterministic_findings_are_added_once():
     docs = retriever("q")
     verdict = Verification(unsupported_claims=[], contradictions=[], supported="yes", relevant="yes")
     grounded = ground_verification(verdict, "Port 7421. It was approved by Chief Officer Marcus Lindqvist.", docs)
-    assert grounded.unsupported_claims == ["the figure 7421 is in none of the chunks",
-                                           "It was approved by Chief Officer Marcus Lindqvist."]
+    assert grounded.unsupported_claims == [
+        "the figure 7421 is in none of the chunks",
+        "It was approved by Chief Officer Marcus Lindqvist.",
+    ]
     listed = verdict.model_copy(update={"unsupported_claims": ["approved by Marcus Lindqvist"]})
     again = ground_verification(listed, "Port 7420. It was approved by Chief Officer Marcus Lindqvist.", docs)
     assert again.unsupported_claims == ["approved by Marcus Lindqvist"], "the sentence is not listed twice"
-
-
 
 
 class FakeCrossEncoder:
@@ -255,7 +277,10 @@ def test_the_cross_encoder_checker_labels_by_the_best_chunk_score():
     docs = retriever("q")
     checker = CrossEncoderRelevance(FakeCrossEncoder({docs[1].page_content: 0.9}), can_answer=0.5, partial=0.05)
     assert checker("How many leave days?", docs) == "CAN_ANSWER"
-    assert CrossEncoderRelevance(FakeCrossEncoder({docs[0].page_content: 0.1}), 0.5, 0.05)("Which port?", docs) == "PARTIAL"
+    assert (
+        CrossEncoderRelevance(FakeCrossEncoder({docs[0].page_content: 0.1}), 0.5, 0.05)("Which port?", docs)
+        == "PARTIAL"
+    )
     assert CrossEncoderRelevance(FakeCrossEncoder({}), 0.5, 0.05)("Who is the CFO?", docs) == "NO_MATCH"
     assert CrossEncoderRelevance(FakeCrossEncoder({}), 0.5, 0.05)("Who is the CFO?", []) == "NO_MATCH"
     with pytest.raises(ValueError, match="partial <= can_answer"):

@@ -2,8 +2,7 @@
 
 import json
 
-from scripts.notebooks import ROOT
-from scripts.notebooks import parse, source_hash
+from scripts.notebooks import ROOT, parse, source_hash
 from scripts.time_rows import measurements, row_text, update_master
 
 _lines = (ROOT / "masters" / "00_setup.py").read_text(encoding="utf-8").splitlines()
@@ -17,8 +16,11 @@ def master(tmp_path, twin_hash=None):
     (tmp_path / "masters").mkdir(exist_ok=True)
     twin_hash = twin_hash or source_hash(parse_english(tmp_path, english))
     path = tmp_path / "masters" / "09_demo.py"
-    path.write_text(HEADER + f"# %% [markdown]\n# {english}\n\n# %% [markdown] lang=\"zh\" translates=\"{twin_hash}\"\n{chinese}\n\n"
-                    "# %%\nprint(1)\n", encoding="utf-8")
+    path.write_text(
+        HEADER + f'# %% [markdown]\n# {english}\n\n# %% [markdown] lang="zh" translates="{twin_hash}"\n{chinese}\n\n'
+        "# %%\nprint(1)\n",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -31,8 +33,14 @@ def parse_english(tmp_path, english):
     return source
 
 
-ROW = {"notebook": "09_demo", "passed": True, "seconds": 712.0, "llm_calls": 41, "started": "2026-12-01 11:05",
-       "load_average_before": 2.0}
+ROW = {
+    "notebook": "09_demo",
+    "passed": True,
+    "seconds": 712.0,
+    "llm_calls": 41,
+    "started": "2026-12-01 11:05",
+    "load_average_before": 2.0,
+}
 
 
 def test_both_rows_are_rendered_from_the_measurement_and_the_twin_stays_fresh(tmp_path):
@@ -70,8 +78,10 @@ def test_the_latest_passing_measurement_wins(tmp_path):
 def test_the_facilitator_agenda_row_is_rendered_from_the_measurement():
     from scripts.time_rows import update_facilitator
 
-    guide = ("| notebook | cold | warm | how | session |\n|---|---|---|---|---|\n"
-             "| `09_demo` | typed by hand | seconds | by hand | 45 min |\n| `10_other` | kept | x | y | 30 min |\n")
+    guide = (
+        "| notebook | cold | warm | how | session |\n|---|---|---|---|---|\n"
+        "| `09_demo` | typed by hand | seconds | by hand | 45 min |\n| `10_other` | kept | x | y | 30 min |\n"
+    )
     row = {**ROW, "cached_calls": 3, "input_tokens": 12345, "output_tokens": 678, "checks_passed": 2, "checks": 2}
     text = update_facilitator(guide, {"09_demo": row})
     assert "| `09_demo` | **712 s (11.9 min)** from an empty cache folder, 41 chat-model calls (3 repeats" in text

@@ -47,7 +47,9 @@ def test_deepseek_cost_uses_the_price_table():
     tracker = UsageTracker()
     run_id = uuid.uuid4()
     tracker.on_chat_model_start({}, [[]], run_id=run_id, metadata={"ls_provider": "deepseek"})
-    message = AIMessage("x", usage_metadata={"input_tokens": 1_000_000, "output_tokens": 500_000, "total_tokens": 1_500_000})
+    message = AIMessage(
+        "x", usage_metadata={"input_tokens": 1_000_000, "output_tokens": 500_000, "total_tokens": 1_500_000}
+    )
     result = LLMResult(generations=[[ChatGeneration(message=message)]], llm_output={"model_name": "deepseek-chat"})
     tracker.on_llm_end(result, run_id=run_id)
     expected = DEEPSEEK_PRICE_PER_MTOK["input"] + 0.5 * DEEPSEEK_PRICE_PER_MTOK["output"]

@@ -59,8 +59,10 @@ def cell_seconds(nb: nbformat.NotebookNode, top: int = 5) -> list[dict[str, Any]
         timing = cell.get("metadata", {}).get("execution", {})
         if cell.cell_type != "code" or "iopub.execute_input" not in timing or "shell.execute_reply" not in timing:
             continue
-        start, end = (datetime.fromisoformat(timing[key].replace("Z", "+00:00"))
-                      for key in ("iopub.execute_input", "shell.execute_reply"))
+        start, end = (
+            datetime.fromisoformat(timing[key].replace("Z", "+00:00"))
+            for key in ("iopub.execute_input", "shell.execute_reply")
+        )
         first = next((line for line in cell.source.splitlines() if line.strip() and not line.startswith("#")), "")
         rows.append({"cell": number, "seconds": round((end - start).total_seconds(), 1), "first line": first[:100]})
     return sorted(rows, key=lambda row: -row["seconds"])[:top]
@@ -131,7 +133,9 @@ def execute_notebook(
     nb = nbformat.read(path, as_version=4)
     overrides = {**(quick_parameters(nb) if quick else {}), **(parameters or {})}
     inject_parameters(nb, overrides)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     with tempfile.TemporaryDirectory() as tmp:
         usage_file, check_log = Path(tmp) / "usage.json", Path(tmp) / "checks.jsonl"
         started = time.perf_counter()
@@ -192,9 +196,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", help="notebooks to run (default: every notebooks/*.ipynb)")
     parser.add_argument("--quick", action="store_true", help="use each notebook's small test sizes")
     parser.add_argument("--out", default=None, help="output folder (default: runs/<date-time>)")
-    parser.add_argument("--cell-timeout", type=int, default=None,
-                        help=f"seconds one cell may run, -1 for no limit (default: {QUICK_CELL_TIMEOUT} with --quick, "
-                             "no limit at full size)")
+    parser.add_argument(
+        "--cell-timeout",
+        type=int,
+        default=None,
+        help=f"seconds one cell may run, -1 for no limit (default: {QUICK_CELL_TIMEOUT} with --quick, "
+        "no limit at full size)",
+    )
     args = parser.parse_args(argv)
     paths = [Path(p) for p in args.notebooks] or sorted((PROJECT_ROOT / "notebooks").glob("*.ipynb"))
     out_dir = Path(args.out or PROJECT_ROOT / "runs" / time.strftime("%Y%m%d-%H%M%S"))

@@ -99,16 +99,21 @@ class PrewarmReport:
         """The ready report: per step built/skipped, seconds and detail; disk used; the verdict."""
         lines = ["| step | status | seconds | detail |", "|---|---|---:|---|"]
         for r in self.results:
-            seconds = f"{r.seconds:.1f}" if r.status == "built" else (
-                f"({r.seconds:.1f} on {r.finished})" if r.status == "up to date" and r.finished else "")
+            seconds = (
+                f"{r.seconds:.1f}"
+                if r.status == "built"
+                else (f"({r.seconds:.1f} on {r.finished})" if r.status == "up to date" and r.finished else "")
+            )
             lines.append(f"| {r.name} | {r.status} | {seconds} | {r.detail.replace('|', '/')} |")
         lines += ["", "| disk used | size |", "|---|---:|"]
         lines += [f"| {label} | {human_bytes(size)} |" for label, size in self.disk.items()]
         lines.append("")
         if not self.ok:
             failed = [r.name for r in self.results if r.status == "FAILED"]
-            lines.append(f"NOT READY: {', '.join(failed)} failed ({self.seconds:.1f} s). Fix the error above and run "
-                         "`make prewarm` again: finished steps are kept.")
+            lines.append(
+                f"NOT READY: {', '.join(failed)} failed ({self.seconds:.1f} s). Fix the error above and run "
+                "`make prewarm` again: finished steps are kept."
+            )
         elif self.nothing_to_do:
             lines.append(f"READY — nothing to do: every step was already built ({self.seconds:.1f} s to check).")
         else:
@@ -118,6 +123,7 @@ class PrewarmReport:
 
 
 # --- hashing and disk usage -------------------------------------------------------------------------
+
 
 def hash_files(paths: Iterable[Path], root: Path = PROJECT_ROOT) -> str:
     """SHA-256 over the relative paths and bytes of `paths` (folders are walked), in a stable order."""
@@ -168,6 +174,7 @@ def human_bytes(size: int) -> str:
 
 # --- the stamp ----------------------------------------------------------------------------------------
 
+
 def stamp_path(settings: Settings | None = None) -> Path:
     """Where the pre-warm stamp lives: `<cache_dir>/prewarm/stamp.json`."""
     return (settings or get_settings()).cache_dir / "prewarm" / "stamp.json"
@@ -179,7 +186,11 @@ def read_stamp(path: Path) -> dict[str, dict[str, Any]]:
         return {}
     try:
         data = json.loads(path.read_text())
-        if not isinstance(data, dict) or data.get("version") != STAMP_VERSION or not isinstance(data.get("steps"), dict):
+        if (
+            not isinstance(data, dict)
+            or data.get("version") != STAMP_VERSION
+            or not isinstance(data.get("steps"), dict)
+        ):
             raise ValueError(f"expected {{'version': {STAMP_VERSION}, 'steps': {{...}}}}")
     except ValueError as error:
         raise PrewarmError(
@@ -198,6 +209,7 @@ def write_stamp(path: Path, steps: dict[str, dict[str, Any]]) -> None:
 
 
 # --- running ------------------------------------------------------------------------------------------
+
 
 def select_steps(steps: Sequence[Step], only: Sequence[str] = (), skip_notebooks: bool = False) -> list[Step]:
     """The steps to consider: `only` names steps (or `notebooks` for every notebook step), in run order."""
@@ -263,11 +275,21 @@ def prewarm(
             if status == "not needed":
                 results.append(StepResult(step.name, step.description, status, detail=why or ""))
             elif status == "up to date" and not force:
-                results.append(StepResult(step.name, step.description, status, previous.get("seconds", 0.0),
-                                          previous.get("detail", ""), previous.get("finished")))
+                results.append(
+                    StepResult(
+                        step.name,
+                        step.description,
+                        status,
+                        previous.get("seconds", 0.0),
+                        previous.get("detail", ""),
+                        previous.get("finished"),
+                    )
+                )
             else:
                 key = step_key(step.inputs())
-                bar.write(f"→ {step.name}: {step.description} ({'forced' if force and status == 'up to date' else why})")
+                bar.write(
+                    f"→ {step.name}: {step.description} ({'forced' if force and status == 'up to date' else why})"
+                )
                 t0 = time.perf_counter()
                 try:
                     detail = step.run()
@@ -275,13 +297,20 @@ def prewarm(
                     seconds = time.perf_counter() - t0
                     message = f"{type(error).__name__}: {error}"
                     bar.write(f"✗ {step.name} failed after {seconds:.1f} s — {message}")
-                    results.append(StepResult(step.name, step.description, "FAILED", seconds, message.splitlines()[0][:300]))
+                    results.append(
+                        StepResult(step.name, step.description, "FAILED", seconds, message.splitlines()[0][:300])
+                    )
                     if step.prerequisite:
                         stopped_by = step.name
                 else:
                     seconds = time.perf_counter() - t0
                     finished = time.strftime("%Y-%m-%d %H:%M")
-                    recorded[step.name] = {"key": key, "seconds": round(seconds, 1), "detail": detail, "finished": finished}
+                    recorded[step.name] = {
+                        "key": key,
+                        "seconds": round(seconds, 1),
+                        "detail": detail,
+                        "finished": finished,
+                    }
                     write_stamp(stamp, recorded)
                     bar.write(f"✓ {step.name} in {seconds:.1f} s — {detail}")
                     results.append(StepResult(step.name, step.description, "built", seconds, detail, finished))
@@ -289,14 +318,21 @@ def prewarm(
     finally:
         bar.close()
     disk_paths = disk if disk is not None else default_disk_paths()
-    report = PrewarmReport(results, time.perf_counter() - started,
-                           {label: disk_usage(path) for label, path in disk_paths.items()}, str(stamp))
+    report = PrewarmReport(
+        results,
+        time.perf_counter() - started,
+        {label: disk_usage(path) for label, path in disk_paths.items()},
+        str(stamp),
+    )
     report_path = stamp.with_name("report")
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.with_suffix(".md").write_text(report.markdown())
-    report_path.with_suffix(".json").write_text(json.dumps(
-        {"seconds": report.seconds, "ok": report.ok, "disk": report.disk, "results": [asdict(r) for r in results]},
-        indent=2))
+    report_path.with_suffix(".json").write_text(
+        json.dumps(
+            {"seconds": report.seconds, "ok": report.ok, "disk": report.disk, "results": [asdict(r) for r in results]},
+            indent=2,
+        )
+    )
     return report
 
 
@@ -311,6 +347,7 @@ def default_disk_paths(settings: Settings | None = None) -> dict[str, Path]:
 
 
 # --- the course's steps -------------------------------------------------------------------------------
+
 
 def _lessons_hash(root: Path) -> str:
     """The course code that notebooks run (this module excluded: editing the pre-warm rebuilds nothing)."""
@@ -366,15 +403,17 @@ def install_step(root: Path = PROJECT_ROOT) -> Step:
     def installed() -> bool:
         # setup.sh leaves .venv/.installed-<hash of pyproject + lock>-<extras>, e.g. -local or -local,dev.
         prefix = _setup_stamp_prefix(root)
-        extras = [p.name[len(prefix):].split(",") for p in (root / ".venv").glob(prefix + "*")]
+        extras = [p.name[len(prefix) :].split(",") for p in (root / ".venv").glob(prefix + "*")]
         return any(no_local or "local" in e for e in extras)
 
     def run() -> str:
-        process = subprocess.run(["bash", str(root / "scripts" / "setup.sh")], cwd=root, text=True,
-                                 capture_output=True, check=False)
+        process = subprocess.run(
+            ["bash", str(root / "scripts" / "setup.sh")], cwd=root, text=True, capture_output=True, check=False
+        )
         if process.returncode != 0:
-            raise PrewarmError(f"scripts/setup.sh failed (exit {process.returncode}):\n"
-                               f"{(process.stdout + process.stderr)[-2000:]}")
+            raise PrewarmError(
+                f"scripts/setup.sh failed (exit {process.returncode}):\n{(process.stdout + process.stderr)[-2000:]}"
+            )
         if not no_local:
             import importlib.metadata
 
@@ -382,10 +421,15 @@ def install_step(root: Path = PROJECT_ROOT) -> Step:
         return "packages installed (no local runtime: AGENTIC_RAG_NO_LOCAL=1)"
 
     return Step(
-        "install", "install the packages and build the local model runtime",
-        inputs=lambda: {"files": hash_files([root / "pyproject.toml", root / "requirements.lock"], root),
-                        "no_local": no_local, "python": platform.python_version()},
-        run=run, outputs_present=installed,
+        "install",
+        "install the packages and build the local model runtime",
+        inputs=lambda: {
+            "files": hash_files([root / "pyproject.toml", root / "requirements.lock"], root),
+            "no_local": no_local,
+            "python": platform.python_version(),
+        },
+        run=run,
+        outputs_present=installed,
     )
 
 
@@ -401,8 +445,10 @@ def model_step(settings: Settings) -> Step:
             return f"{model.path} ({human_bytes(size)}, your own GGUF: no reference SHA-256 to check)"
         actual = sha256_of(model.path)
         if actual != QWEN_CODER_1_5B.sha256:
-            raise ModelFileError(f"{model.path} has SHA-256 {actual}, expected {QWEN_CODER_1_5B.sha256}: delete it "
-                                 "(and its .sha256 file) and run `make prewarm` again to re-assemble it.")
+            raise ModelFileError(
+                f"{model.path} has SHA-256 {actual}, expected {QWEN_CODER_1_5B.sha256}: delete it "
+                "(and its .sha256 file) and run `make prewarm` again to re-assemble it."
+            )
         return f"{model.path.name}, {human_bytes(size)}, SHA-256 verified ({actual[:12]}…)"
 
     def present() -> bool:
@@ -413,9 +459,14 @@ def model_step(settings: Settings) -> Step:
         path = settings.model_dir / QWEN_CODER_1_5B.file_name
         return path.is_file() and path.stat().st_size == QWEN_CODER_1_5B.size
 
-    return Step("model", "assemble and verify the offline chat model",
-                inputs=lambda: {"model": model_identity(settings), "model_dir": str(settings.model_dir)},
-                run=run, not_needed=lambda: _local_model_not_needed(settings), outputs_present=present)
+    return Step(
+        "model",
+        "assemble and verify the offline chat model",
+        inputs=lambda: {"model": model_identity(settings), "model_dir": str(settings.model_dir)},
+        run=run,
+        not_needed=lambda: _local_model_not_needed(settings),
+        outputs_present=present,
+    )
 
 
 def corpus_step(settings: Settings, root: Path = PROJECT_ROOT) -> Step:
@@ -427,10 +478,17 @@ def corpus_step(settings: Settings, root: Path = PROJECT_ROOT) -> Step:
         result = load_corpus(progress=True)
         return result.summary().splitlines()[0]
 
-    return Step("corpus", "convert the knowledge base (Docling)",
-                inputs=lambda: {"corpus": hash_files([root / "data" / "corpus"], root),
-                                "lessons": _lessons_hash(root), "cache_dir": str(settings.cache_dir)},
-                run=run, outputs_present=lambda: (settings.cache_dir / "docling").is_dir())
+    return Step(
+        "corpus",
+        "convert the knowledge base (Docling)",
+        inputs=lambda: {
+            "corpus": hash_files([root / "data" / "corpus"], root),
+            "lessons": _lessons_hash(root),
+            "cache_dir": str(settings.cache_dir),
+        },
+        run=run,
+        outputs_present=lambda: (settings.cache_dir / "docling").is_dir(),
+    )
 
 
 def kb_index_step(settings: Settings, root: Path = PROJECT_ROOT) -> Step:
@@ -444,12 +502,19 @@ def kb_index_step(settings: Settings, root: Path = PROJECT_ROOT) -> Step:
         stats = index_documents(open_store("kb"), chunks, prune=True)
         return f"{len(chunks)} chunks in collection 'kb' ({stats})"
 
-    return Step("kb-index", "chunk and embed the knowledge base into Chroma",
-                inputs=lambda: {"data": hash_files([root / "data"], root), "lessons": _lessons_hash(root),
-                                "embedder": settings.embedder, "cache_dir": str(settings.cache_dir),
-                                "chroma_url": settings.chroma_url},
-                run=run,
-                outputs_present=lambda: bool(settings.chroma_url) or (settings.cache_dir / "chroma").is_dir())
+    return Step(
+        "kb-index",
+        "chunk and embed the knowledge base into Chroma",
+        inputs=lambda: {
+            "data": hash_files([root / "data"], root),
+            "lessons": _lessons_hash(root),
+            "embedder": settings.embedder,
+            "cache_dir": str(settings.cache_dir),
+            "chroma_url": settings.chroma_url,
+        },
+        run=run,
+        outputs_present=lambda: bool(settings.chroma_url) or (settings.cache_dir / "chroma").is_dir(),
+    )
 
 
 def notebook_step(path: Path, settings: Settings, root: Path = PROJECT_ROOT, out_dir: Path | None = None) -> Step:
@@ -462,48 +527,73 @@ def notebook_step(path: Path, settings: Settings, root: Path = PROJECT_ROOT, out
 
         result = execute_notebook(path, quick=False, out_dir=out_dir or settings.cache_dir / "prewarm" / "executed")
         if not result.passed:
-            raise PrewarmError(f"{path.name} failed at full size — open it in JupyterLab and run it to see the cell:\n"
-                               f"{(result.error or '')[-1500:]}")
-        return (f"{result.seconds:.0f} s, {result.llm_calls} LLM calls ({result.cached_calls} cached), "
-                f"{result.input_tokens:,} / {result.output_tokens:,} tokens, model {result.model}")
+            raise PrewarmError(
+                f"{path.name} failed at full size — open it in JupyterLab and run it to see the cell:\n"
+                f"{(result.error or '')[-1500:]}"
+            )
+        return (
+            f"{result.seconds:.0f} s, {result.llm_calls} LLM calls ({result.cached_calls} cached), "
+            f"{result.input_tokens:,} / {result.output_tokens:,} tokens, model {result.model}"
+        )
 
     return Step(
-        NOTEBOOK_PREFIX + path.stem, f"run {path.name} at full size (indexes, LLM cache)",
-        inputs=lambda: {"notebook": hash_files([path, master], root),
-                        "code": _lessons_hash(root) + hash_files(sorted((root / "checks").glob("*.py")), root),
-                        "data": hash_files([root / "data"], root),
-                        **_settings_inputs(settings)},
-        run=run, prerequisite=False,
+        NOTEBOOK_PREFIX + path.stem,
+        f"run {path.name} at full size (indexes, LLM cache)",
+        inputs=lambda: {
+            "notebook": hash_files([path, master], root),
+            "code": _lessons_hash(root) + hash_files(sorted((root / "checks").glob("*.py")), root),
+            "data": hash_files([root / "data"], root),
+            **_settings_inputs(settings),
+        },
+        run=run,
+        prerequisite=False,
         outputs_present=lambda: not settings.llm_cache or (settings.cache_dir / "llm-cache.sqlite").is_file(),
     )
 
 
-def default_steps(settings: Settings | None = None, root: Path = PROJECT_ROOT,
-                  notebook_dir: Path | None = None) -> list[Step]:
+def default_steps(
+    settings: Settings | None = None, root: Path = PROJECT_ROOT, notebook_dir: Path | None = None
+) -> list[Step]:
     """Every step, in order: install, model, corpus, kb-index, then one per notebook (learner copies by default)."""
     settings = settings or get_settings()
     notebooks = sorted(Path(notebook_dir or root / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if not notebooks:
-        raise PrewarmError(f"no notebooks found in {notebook_dir or root / 'notebooks'} — run `make learner-notebooks` "
-                           "or pass --notebook-dir solutions")
-    return [install_step(root), model_step(settings), corpus_step(settings, root), kb_index_step(settings, root),
-            *[notebook_step(p, settings, root) for p in notebooks]]
+        raise PrewarmError(
+            f"no notebooks found in {notebook_dir or root / 'notebooks'} — run `make learner-notebooks` "
+            "or pass --notebook-dir solutions"
+        )
+    return [
+        install_step(root),
+        model_step(settings),
+        corpus_step(settings, root),
+        kb_index_step(settings, root),
+        *[notebook_step(p, settings, root) for p in notebooks],
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.prewarm",
-        description="Do every slow thing once before a workshop; a second run does nothing.")
-    parser.add_argument("--only", default="", help="comma-separated steps, e.g. corpus,kb-index or notebooks "
-                        "or notebook:00_setup (see --list)")
+        description="Do every slow thing once before a workshop; a second run does nothing.",
+    )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated steps, e.g. corpus,kb-index or notebooks or notebook:00_setup (see --list)",
+    )
     parser.add_argument("--skip-notebooks", action="store_true", help="everything except the full notebook runs")
     parser.add_argument("--force", action="store_true", help="run the selected steps even when up to date")
     parser.add_argument("--list", action="store_true", help="show each step and whether it is up to date, run nothing")
-    parser.add_argument("--notebook-dir", default=None, help="notebooks to run (default: notebooks/, the learner copies)")
+    parser.add_argument(
+        "--notebook-dir", default=None, help="notebooks to run (default: notebooks/, the learner copies)"
+    )
     args = parser.parse_args(argv)
     try:
-        steps = select_steps(default_steps(notebook_dir=Path(args.notebook_dir) if args.notebook_dir else None),
-                             [name.strip() for name in args.only.split(",") if name.strip()], args.skip_notebooks)
+        steps = select_steps(
+            default_steps(notebook_dir=Path(args.notebook_dir) if args.notebook_dir else None),
+            [name.strip() for name in args.only.split(",") if name.strip()],
+            args.skip_notebooks,
+        )
         if args.list:
             recorded = read_stamp(stamp_path())
             for step in steps:

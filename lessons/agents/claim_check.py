@@ -34,27 +34,120 @@ from langchain_core.documents import Document
 from lessons.text.cjk import CJK_IDEOGRAPHS
 from lessons.text.normalise import normalise_for_match
 
-MISSING_BUDGET = 1.0     # what a grounded claim may miss: one English word, or two Chinese character pairs
+MISSING_BUDGET = 1.0  # what a grounded claim may miss: one English word, or two Chinese character pairs
 CJK_PAIR_COST = 0.5
-IN_DRAFT_SHARE = 0.5     # a listed claim must share at least half its words/pairs with the draft
-NOVEL_SHARE = 0.75       # a draft sentence with this share of its words/pairs missing from the context is flagged
-NOVEL_MIN_TOKENS = 3     # ... if it has at least this many (a two-word fragment proves nothing)
+IN_DRAFT_SHARE = 0.5  # a listed claim must share at least half its words/pairs with the draft
+NOVEL_SHARE = 0.75  # a draft sentence with this share of its words/pairs missing from the context is flagged
+NOVEL_MIN_TOKENS = 3  # ... if it has at least this many (a two-word fragment proves nothing)
 
 _CJK = CJK_IDEOGRAPHS
 _CJK_RUN = re.compile(rf"[{_CJK}]+")
 _WORD = re.compile(r"[^\W\d_]+")
 _FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*")  # "4.3" is not a sentence end
-_STOP = frozenset("""
-the and for are was were that this with from its has have had not but you your all any can may one two per than
-then there their they them these those which who whom what when where will would could should into onto over
-under about after before also only such each other more most some our out use used using been being does did
-""".split())
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "were",
+        "that",
+        "this",
+        "with",
+        "from",
+        "its",
+        "has",
+        "have",
+        "had",
+        "not",
+        "but",
+        "you",
+        "your",
+        "all",
+        "any",
+        "can",
+        "may",
+        "one",
+        "two",
+        "per",
+        "than",
+        "then",
+        "there",
+        "their",
+        "they",
+        "them",
+        "these",
+        "those",
+        "which",
+        "who",
+        "whom",
+        "what",
+        "when",
+        "where",
+        "will",
+        "would",
+        "could",
+        "should",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "about",
+        "after",
+        "before",
+        "also",
+        "only",
+        "such",
+        "each",
+        "other",
+        "more",
+        "most",
+        "some",
+        "our",
+        "out",
+        "use",
+        "used",
+        "using",
+        "been",
+        "being",
+        "does",
+        "did",
+    ]
+)
 _NUMBER_WORDS = {
-    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-    "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13", "fourteen": "14",
-    "fifteen": "15", "sixteen": "16", "seventeen": "17", "eighteen": "18", "nineteen": "19", "twenty": "20",
-    "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8", "九": "9",
+    "zero": "0",
+    "one": "1",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
+    "thirteen": "13",
+    "fourteen": "14",
+    "fifteen": "15",
+    "sixteen": "16",
+    "seventeen": "17",
+    "eighteen": "18",
+    "nineteen": "19",
+    "twenty": "20",
+    "一": "1",
+    "二": "2",
+    "两": "2",
+    "三": "3",
+    "四": "4",
+    "五": "5",
+    "六": "6",
+    "七": "7",
+    "八": "8",
+    "九": "9",
     "十": "10",
 }
 _SUFFIXES = ("ing", "ies", "es", "ed", "ly", "s")
@@ -146,7 +239,7 @@ def content_tokens(text: str) -> list[str]:
     normal = _normal(text)
     tokens = [_stem(w) for w in _WORD.findall(_CJK_RUN.sub(" ", normal)) if len(w) >= 3 and w not in _STOP]
     for run in _CJK_RUN.findall(normal):
-        tokens += [run[i:i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run]
+        tokens += [run[i : i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run]
     return tokens
 
 

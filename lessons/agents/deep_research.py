@@ -152,8 +152,10 @@ class PageStore:
         """
         source_id = clean_source_id(source_id)
         if source_id not in self._pages:
-            raise PageNotFound(f"unknown source_id {source_id!r}: use a source name exactly as the search results show it, "
-                               f"one of {', '.join(self.sources)}")
+            raise PageNotFound(
+                f"unknown source_id {source_id!r}: use a source name exactly as the search results show it, "
+                f"one of {', '.join(self.sources)}"
+            )
         numbers = self.page_numbers(source_id)
         try:
             index = int(page_index)
@@ -204,7 +206,11 @@ def read_page(pages: PageStore, source_id: str, page_index: int, max_chars: int 
         page = pages.read(source_id, page_index)
     except PageNotFound as error:
         return Observation("read_page", f"read_page({source_id!r}, {page_index!r})", error=str(error))
-    text = page.text if len(page.text) <= max_chars else page.text[:max_chars] + f" […{len(page.text) - max_chars} more characters]"
+    text = (
+        page.text
+        if len(page.text) <= max_chars
+        else page.text[:max_chars] + f" […{len(page.text) - max_chars} more characters]"
+    )
     document = Document(text, metadata={"source": page.source, "page": page.index, "title": page.title, "kind": "page"})
     return Observation("read_page", f"read_page({page.source!r}, {page.index}) — {page.title}", (document,))
 
@@ -221,9 +227,20 @@ class ChunkSearch:
     hits' own chunks, cut to `snippet_chars`, with the page each sits on — to read more, it reads the page.
     """
 
-    def __init__(self, retriever: Any, chunks: Sequence[Document], pages: PageStore, *, reranker: Any = None,
-                 candidates: int = 20, top: int = 10, shown: int = 4, snippet_chars: int = 300,
-                 max_neighbours: int = 2, max_block_chars: int = 1200):
+    def __init__(
+        self,
+        retriever: Any,
+        chunks: Sequence[Document],
+        pages: PageStore,
+        *,
+        reranker: Any = None,
+        candidates: int = 20,
+        top: int = 10,
+        shown: int = 4,
+        snippet_chars: int = 300,
+        max_neighbours: int = 2,
+        max_block_chars: int = 1200,
+    ):
         self.retriever, self.pages, self.reranker = retriever, pages, reranker
         self.neighbours = ChunkNeighbours(chunks)
         self.candidates, self.top, self.shown, self.snippet_chars = candidates, top, shown, snippet_chars
@@ -244,10 +261,23 @@ class ChunkSearch:
             return Observation("search", "search('')", error="search needs a query: write the words to look for")
         evidence = []
         for hit in self.ranked_hits(query)[: self.shown]:
-            text = hit.page_content if len(hit.page_content) <= self.snippet_chars else hit.page_content[: self.snippet_chars] + " […]"
-            evidence.append(Document(text, metadata={"source": hit.metadata["source"], "page": self.pages.locate(hit),
-                                                     "title": hit.metadata.get("section_path", ""), "kind": "chunk",
-                                                     FULL_TEXT: hit.page_content}))
+            text = (
+                hit.page_content
+                if len(hit.page_content) <= self.snippet_chars
+                else hit.page_content[: self.snippet_chars] + " […]"
+            )
+            evidence.append(
+                Document(
+                    text,
+                    metadata={
+                        "source": hit.metadata["source"],
+                        "page": self.pages.locate(hit),
+                        "title": hit.metadata.get("section_path", ""),
+                        "kind": "chunk",
+                        FULL_TEXT: hit.page_content,
+                    },
+                )
+            )
         return Observation("search", f"search({query!r})", tuple(evidence))
 
 
@@ -275,8 +305,10 @@ def search_reranker(name: str, llm: BaseChatModel | None = None, top_n: int = 10
         return llm_reranker(llm, top_n=top_n, max_chars=600, first_stage_weight=BLEND_WEIGHT)
     if name == "none":
         return None
-    raise ValueError(f"unknown reranker {name!r}: use one of {', '.join(map(repr, RERANKERS))} "
-                     "(the RERANKER parameter of notebook 07)")
+    raise ValueError(
+        f"unknown reranker {name!r}: use one of {', '.join(map(repr, RERANKERS))} "
+        "(the RERANKER parameter of notebook 07)"
+    )
 
 
 # ---------------------------------------------------------------- the sub-agent's typed decision
@@ -289,14 +321,20 @@ class ResearchDecision(BaseModel):
     # comments.) `reason` comes first: the model names the missing part before it picks the action.
     # Every field is required (empty or 0 when it does not apply): a small model skips optional ones.
 
-    reason: str = Field(description="the part of the question the notes do not answer yet, in a few words; "
-                                    "'nothing' if they answer every part")
+    reason: str = Field(
+        description="the part of the question the notes do not answer yet, in a few words; "
+        "'nothing' if they answer every part"
+    )
     action: Literal["search", "read_page", "answer"] = Field(
         description="search: look for the missing part; read_page: read the whole page of a promising result; "
-                    "answer: the notes answer every part of the question"
+        "answer: the notes answer every part of the question"
     )
-    query: str = Field(description="for search: a few keywords for the missing part only, not the whole question; otherwise empty")
-    source_id: str = Field(description="for read_page: the source file name exactly as shown in the notes; otherwise empty")
+    query: str = Field(
+        description="for search: a few keywords for the missing part only, not the whole question; otherwise empty"
+    )
+    source_id: str = Field(
+        description="for read_page: the source file name exactly as shown in the notes; otherwise empty"
+    )
     page_index: int = Field(description="for read_page: the page number shown next to that source; otherwise 0")
 
 
@@ -378,16 +416,26 @@ def decide_prompt(question: str, observations: Sequence[Observation], steps_left
 
     Introduced in notebook 07 (deep-research agent).
     """
-    searches = [o.header.removeprefix("search(").removesuffix(")") for o in observations if o.action == "search" and not o.error]
-    readable = dict.fromkeys(f"{d.metadata['source']} page {d.metadata['page']}" for d in all_evidence(observations)
-                             if d.metadata.get("kind") == "chunk" and d.metadata.get("page") is not None)
-    return DECIDE_PROMPT.format(question=question, notes=render_notes(observations, notes_chars),
-                                searches=", ".join(searches) or "none", readable="; ".join(readable) or "none yet",
-                                steps_left=steps_left)
+    searches = [
+        o.header.removeprefix("search(").removesuffix(")") for o in observations if o.action == "search" and not o.error
+    ]
+    readable = dict.fromkeys(
+        f"{d.metadata['source']} page {d.metadata['page']}"
+        for d in all_evidence(observations)
+        if d.metadata.get("kind") == "chunk" and d.metadata.get("page") is not None
+    )
+    return DECIDE_PROMPT.format(
+        question=question,
+        notes=render_notes(observations, notes_chars),
+        searches=", ".join(searches) or "none",
+        readable="; ".join(readable) or "none yet",
+        steps_left=steps_left,
+    )
 
 
-def decide(model: BaseChatModel, question: str, observations: Sequence[Observation], steps_left: int,
-           notes_chars: int = 3500) -> ResearchDecision:
+def decide(
+    model: BaseChatModel, question: str, observations: Sequence[Observation], steps_left: int, notes_chars: int = 3500
+) -> ResearchDecision:
     """One forced structured decision of the sub-agent. Introduced in notebook 07 (deep-research agent)."""
     return invoke_structured(model, ResearchDecision, decide_prompt(question, observations, steps_left, notes_chars))
 
@@ -527,9 +575,16 @@ def _summary(observation: Observation) -> str:
     return "; ".join(where(d) for d in observation.evidence) or "nothing found"
 
 
-def build_research_graph(model: BaseChatModel, search: Callable[[str], Observation], pages: PageStore, *,
-                         max_steps: int = DEFAULT_MAX_STEPS, page_chars: int = 1500, notes_chars: int = 3500,
-                         answer_chars: int = 4000):
+def build_research_graph(
+    model: BaseChatModel,
+    search: Callable[[str], Observation],
+    pages: PageStore,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    page_chars: int = 1500,
+    notes_chars: int = 3500,
+    answer_chars: int = 4000,
+):
     """The sub-agent: a compiled LangGraph graph; invoke it with `{"question": ...}`.
 
     Introduced in notebook 07 (deep-research agent). `max_steps` counts tool calls, the first search
@@ -541,65 +596,111 @@ def build_research_graph(model: BaseChatModel, search: Callable[[str], Observati
     def decide_step(state: ResearchState) -> dict[str, Any]:
         calls, observations = state.get("tool_calls", 0), state.get("observations", [])
         if calls == 0:
-            decision = ResearchDecision(reason=FIRST_SEARCH_REASON, action="search", query=state["question"],
-                                        source_id="", page_index=0)
-            return {"decision": decision, "decisions": 0, "tool_calls": 0, "observations": [], "trace": [],
-                    "searched": [], "decision_seconds": 0.0}
+            decision = ResearchDecision(
+                reason=FIRST_SEARCH_REASON, action="search", query=state["question"], source_id="", page_index=0
+            )
+            return {
+                "decision": decision,
+                "decisions": 0,
+                "tool_calls": 0,
+                "observations": [],
+                "trace": [],
+                "searched": [],
+                "decision_seconds": 0.0,
+            }
         if calls >= max_steps:
-            decision = ResearchDecision(reason=FORCED_ANSWER_REASON, action="answer", query="", source_id="", page_index=0)
+            decision = ResearchDecision(
+                reason=FORCED_ANSWER_REASON, action="answer", query="", source_id="", page_index=0
+            )
             return {"decision": decision, "decision_seconds": 0.0}
         started = time.perf_counter()
         decision = decide(model, state["question"], observations, max_steps - calls, notes_chars)
-        return {"decision": decision, "decisions": state.get("decisions", 0) + 1,
-                "decision_seconds": time.perf_counter() - started}
+        return {
+            "decision": decision,
+            "decisions": state.get("decisions", 0) + 1,
+            "decision_seconds": time.perf_counter() - started,
+        }
 
     def run_tool(state: ResearchState, observation_of: Callable[[ResearchDecision], Observation], argument: str):
         started = time.perf_counter()
         decision = state["decision"]
         observation = previously(state, decision) or observation_of(decision)
         calls = state.get("tool_calls", 0) + 1
-        row = ResearchStep(calls, decision.action, argument, decision.reason, _summary(observation),
-                           state.get("decision_seconds", 0.0) + time.perf_counter() - started)
-        return {"tool_calls": calls, "observations": [*state.get("observations", []), observation],
-                "trace": [*state.get("trace", []), row]}
+        row = ResearchStep(
+            calls,
+            decision.action,
+            argument,
+            decision.reason,
+            _summary(observation),
+            state.get("decision_seconds", 0.0) + time.perf_counter() - started,
+        )
+        return {
+            "tool_calls": calls,
+            "observations": [*state.get("observations", []), observation],
+            "trace": [*state.get("trace", []), row],
+        }
 
     def search_step(state: ResearchState) -> dict[str, Any]:
         decision, searched = state["decision"], state.get("searched", [])
         query = choose_query(decision, searched)
         if query is None:
-            update = run_tool(state, lambda d: Observation("search", f"search({d.query.strip()!r})", error=REPEATED_SEARCH),
-                              decision.query)
+            update = run_tool(
+                state,
+                lambda d: Observation("search", f"search({d.query.strip()!r})", error=REPEATED_SEARCH),
+                decision.query,
+            )
             return {**update, "searched": searched}
-        argument = query if query == decision.query.strip() else f"{query}  (its reason: the query {decision.query!r} was empty or done)"
+        argument = (
+            query
+            if query == decision.query.strip()
+            else f"{query}  (its reason: the query {decision.query!r} was empty or done)"
+        )
         return {**run_tool(state, lambda d: search(query), argument), "searched": [*searched, query]}
 
     def read_page_step(state: ResearchState) -> dict[str, Any]:
         decision = state["decision"]
-        return run_tool(state, lambda d: read_page(pages, d.source_id, d.page_index, page_chars),
-                        f"{decision.source_id}, page {decision.page_index}")
+        return run_tool(
+            state,
+            lambda d: read_page(pages, d.source_id, d.page_index, page_chars),
+            f"{decision.source_id}, page {decision.page_index}",
+        )
 
     def previously(state: ResearchState, decision: ResearchDecision) -> Observation | None:
         """A page read again is not run again: the agent is told to choose something else (searches: `choose_query`)."""
         for observation in state.get("observations", []):
-            if (decision.action == "read_page" and observation.action == "read_page" and not observation.error
-                    and (observation.evidence[0].metadata["source"], observation.evidence[0].metadata["page"])
-                    == page_address(decision.source_id, decision.page_index)):
-                return Observation(decision.action, observation.header,
-                                   error="already read (see the notes above): choose another page or query, or answer")
+            if (
+                decision.action == "read_page"
+                and observation.action == "read_page"
+                and not observation.error
+                and (observation.evidence[0].metadata["source"], observation.evidence[0].metadata["page"])
+                == page_address(decision.source_id, decision.page_index)
+            ):
+                return Observation(
+                    decision.action,
+                    observation.header,
+                    error="already read (see the notes above): choose another page or query, or answer",
+                )
         return None
 
     def answer_step(state: ResearchState) -> dict[str, Any]:
         started = time.perf_counter()
         context = answer_context(state.get("observations", []), answer_chars)
         if context:
-            prompt = RESEARCH_PROMPT.format(question=state["question"], context=format_context(context, page_chars), feedback="")
+            prompt = RESEARCH_PROMPT.format(
+                question=state["question"], context=format_context(context, page_chars), feedback=""
+            )
             draft = invoke_structured(model, ResearchDraft, prompt)
         else:
             draft = ResearchDraft(answer="", cited_chunks=[], found="no")
         decision = state["decision"]
-        row = ResearchStep(state.get("tool_calls", 0) + 1, "answer", "", decision.reason,
-                           f"found={draft.found}: {draft.answer}",
-                           state.get("decision_seconds", 0.0) + time.perf_counter() - started)
+        row = ResearchStep(
+            state.get("tool_calls", 0) + 1,
+            "answer",
+            "",
+            decision.reason,
+            f"found={draft.found}: {draft.answer}",
+            state.get("decision_seconds", 0.0) + time.perf_counter() - started,
+        )
         return {"draft": draft, "context": context, "trace": [*state.get("trace", []), row]}
 
     graph = StateGraph(ResearchState)
@@ -633,12 +734,27 @@ class DeepResearchAgent:
     Introduced in notebook 07 (deep-research agent).
     """
 
-    def __init__(self, model: BaseChatModel, search: Callable[[str], Observation], pages: PageStore, *,
-                 max_steps: int = DEFAULT_MAX_STEPS, page_chars: int = 1500, notes_chars: int = 3500,
-                 answer_chars: int = 4000):
+    def __init__(
+        self,
+        model: BaseChatModel,
+        search: Callable[[str], Observation],
+        pages: PageStore,
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        page_chars: int = 1500,
+        notes_chars: int = 3500,
+        answer_chars: int = 4000,
+    ):
         self.max_steps = max_steps
-        self.graph = build_research_graph(model, search, pages, max_steps=max_steps, page_chars=page_chars,
-                                          notes_chars=notes_chars, answer_chars=answer_chars)
+        self.graph = build_research_graph(
+            model,
+            search,
+            pages,
+            max_steps=max_steps,
+            page_chars=page_chars,
+            notes_chars=notes_chars,
+            answer_chars=answer_chars,
+        )
 
     def research(self, question: str) -> ResearchResult:
         started = time.perf_counter()
@@ -656,8 +772,11 @@ class DeepResearchAgent:
             at_cap=at_cap,
             tool_calls=state.get("tool_calls", 0),
             decisions=state.get("decisions", 0),
-            pages_read=[(o.evidence[0].metadata["source"], o.evidence[0].metadata["page"])
-                        for o in observations if o.action == "read_page" and o.evidence],
+            pages_read=[
+                (o.evidence[0].metadata["source"], o.evidence[0].metadata["page"])
+                for o in observations
+                if o.action == "read_page" and o.evidence
+            ],
             observations=observations,
             trace=list(state.get("trace", [])),
             context=list(context),
@@ -678,8 +797,17 @@ def last_decision_prompt(result: ResearchResult, max_steps: int, notes_chars: in
 
 def trace_rows(result: ResearchResult, width: int = 120) -> list[dict[str, Any]]:
     """The sub-agent's trace as table rows (step, action, argument, reason, result, seconds). Introduced in notebook 07 (deep-research agent)."""
-    return [{"step": s.step, "action": s.action, "argument": s.argument, "reason": s.reason[:width],
-             "result": s.result[:width], "seconds": round(s.seconds, 1)} for s in result.trace]
+    return [
+        {
+            "step": s.step,
+            "action": s.action,
+            "argument": s.argument,
+            "reason": s.reason[:width],
+            "result": s.result[:width],
+            "seconds": round(s.seconds, 1),
+        }
+        for s in result.trace
+    ]
 
 
 # ---------------------------------------------------------------- the main agent
@@ -688,7 +816,9 @@ def trace_rows(result: ResearchResult, width: int = 120) -> list[dict[str, Any]]
 class StandaloneQuestion(BaseModel):
     """The user's last message rewritten as a question that is clear without the conversation."""
 
-    question: str = Field(description="the question, with every 'it', 'that', 'and in 2023?' replaced by what it refers to")
+    question: str = Field(
+        description="the question, with every 'it', 'that', 'and in 2023?' replaced by what it refers to"
+    )
 
 
 class TurnDecision(BaseModel):
@@ -696,7 +826,8 @@ class TurnDecision(BaseModel):
 
     needs_documents: Literal["yes", "no"] = Field(
         description="'yes' if the message asks for a fact about the company, its products, people, policies or figures; "
-                    "'no' for greetings, thanks, or a question about the conversation itself")
+        "'no' for greetings, thanks, or a question about the conversation itself"
+    )
     reply: str = Field(description="if needs_documents is 'no': your short reply to the user; otherwise empty")
 
 
@@ -760,8 +891,11 @@ def format_reply(result: ResearchResult) -> str:
     """The sub-agent's answer with its citations, as the main agent passes it on. Introduced in notebook 07 (deep-research agent)."""
     if not result.citations:
         return result.answer
-    return result.answer + "\nSources: " + "; ".join(where(Document("", metadata={"source": c.source, "page": c.page}))
-                                                       for c in result.citations)
+    return (
+        result.answer
+        + "\nSources: "
+        + "; ".join(where(Document("", metadata={"source": c.source, "page": c.page})) for c in result.citations)
+    )
 
 
 @dataclass

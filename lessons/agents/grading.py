@@ -139,7 +139,11 @@ class StructuredGrader:
 
     def __call__(self, question: str, documents: Sequence[Document]) -> list[Grade]:
         return [
-            Grade(invoke_structured(self.model, GradeDocuments, self.prompt.format(question=question, document=as_data(d.page_content))))
+            Grade(
+                invoke_structured(
+                    self.model, GradeDocuments, self.prompt.format(question=question, document=as_data(d.page_content))
+                )
+            )
             for d in documents
         ]
 
@@ -172,23 +176,31 @@ class RelevanceGate:
     typed `GradeDocuments`; `p_yes` keeps the chat model's probability (None when it was not asked).
     """
 
-    def __init__(self, model: BaseChatModel, thresholds: GateThresholds | float | Mapping[str, GateThresholds | float],
-                 cross_encoder=None,
-                 max_chars: int = 1500,
-                 prompts: ChatPromptTemplate | Mapping[str, ChatPromptTemplate] = RELEVANCE_PROMPTS):
+    def __init__(
+        self,
+        model: BaseChatModel,
+        thresholds: GateThresholds | float | Mapping[str, GateThresholds | float],
+        cross_encoder=None,
+        max_chars: int = 1500,
+        prompts: ChatPromptTemplate | Mapping[str, ChatPromptTemplate] = RELEVANCE_PROMPTS,
+    ):
         from lessons.retrieval.cross_encoder import OnnxCrossEncoder
 
         thresholds = _per_language(thresholds, "gate thresholds", "calibrate them with calibrate_gate(...)")
-        self.thresholds = {language: t if isinstance(t, GateThresholds) else GateThresholds(0.0, float(t))
-                           for language, t in thresholds.items()}  # a bare number: a P(yes)-only gate
+        self.thresholds = {
+            language: t if isinstance(t, GateThresholds) else GateThresholds(0.0, float(t))
+            for language, t in thresholds.items()
+        }  # a bare number: a P(yes)-only gate
         for language, gate in self.thresholds.items():
             for name, value in (("cross-encoder", gate.cross_encoder), ("P(yes)", gate.p_yes)):
                 if not 0.0 <= value <= 1.0:
                     raise ValueError(f"the {name} threshold ({language}) is a score between 0 and 1, got {value}")
         self.cross_encoder = cross_encoder or OnnxCrossEncoder()
         prompts = _per_language(prompts, "prompt", "give one per language or one for both")
-        self.scorers = {language: LLMRelevanceScorer(model, prompt=prompt, max_chars=max_chars, max_concurrency=1)
-                        for language, prompt in prompts.items()}
+        self.scorers = {
+            language: LLMRelevanceScorer(model, prompt=prompt, max_chars=max_chars, max_concurrency=1)
+            for language, prompt in prompts.items()
+        }
 
     def cross_encoder_scores(self, question: str, documents: Sequence[Document]) -> list[float]:
         return [float(s) for s in self.cross_encoder.score([(question, d.page_content) for d in documents])]
@@ -202,8 +214,10 @@ class RelevanceGate:
         ce = self.cross_encoder_scores(question, documents)
         asked = [i for i, score in enumerate(ce) if score >= gate.cross_encoder]
         p = dict(zip(asked, self.p_yes(question, [documents[i] for i in asked]) if asked else []))
-        return [Grade(GradeDocuments(binary_score="yes" if i in p and p[i] >= gate.p_yes else "no"), p.get(i), ce[i])
-                for i in range(len(documents))]
+        return [
+            Grade(GradeDocuments(binary_score="yes" if i in p and p[i] >= gate.p_yes else "no"), p.get(i), ce[i])
+            for i in range(len(documents))
+        ]
 
 
 # The gate used where no calibration was run (the evaluation command, notebook 06's grading loop). Until
@@ -225,8 +239,11 @@ def _candidates(values: Sequence[float]) -> list[float]:
     return [0.0, *[(a + b) / 2 for a, b in zip(ordered, ordered[1:])], *([(ordered[-1] + 1.0) / 2] if ordered else [])]
 
 
-def calibrate_gate(in_kb: Sequence[Sequence[tuple[float, float]]], out_of_kb: Sequence[Sequence[tuple[float, float]]],
-                   min_abstention: float = 0.95) -> GateThresholds:
+def calibrate_gate(
+    in_kb: Sequence[Sequence[tuple[float, float]]],
+    out_of_kb: Sequence[Sequence[tuple[float, float]]],
+    min_abstention: float = 0.95,
+) -> GateThresholds:
     """The gate thresholds that answer the most in-KB questions while abstaining on `min_abstention` of the
     out-of-KB ones (introduced in notebook 04).
 
@@ -252,8 +269,11 @@ def calibrate_gate(in_kb: Sequence[Sequence[tuple[float, float]]], out_of_kb: Se
             abstention = sum(not answered(q, gate) for q in out_of_kb) / len(out_of_kb)
             if abstention + 1e-12 < min_abstention:
                 continue
-            key = (sum(answered(q, gate) for q in in_kb) / max(len(in_kb), 1),
-                   gate_margin([*in_kb, *out_of_kb], gate), t_ce)
+            key = (
+                sum(answered(q, gate) for q in in_kb) / max(len(in_kb), 1),
+                gate_margin([*in_kb, *out_of_kb], gate),
+                t_ce,
+            )
             if key > best_key:
                 best, best_key = gate, key
     return best
@@ -266,6 +286,7 @@ def gate_margin(questions: Sequence[Sequence[tuple[float, float]]], gate: GateTh
     two distances to the thresholds); an unanswered one's is how far its nearest document lies outside (the
     larger shortfall). A threshold of 0 is a signal switched off: it has no boundary to cross.
     """
+
     def inside(value: float, threshold: float) -> float:
         return math.inf if threshold <= 0 else value - threshold
 
@@ -290,7 +311,9 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def choose_threshold(in_kb_scores: Sequence[float], out_of_kb_scores: Sequence[float], min_abstention: float = 0.95) -> float:
+def choose_threshold(
+    in_kb_scores: Sequence[float], out_of_kb_scores: Sequence[float], min_abstention: float = 0.95
+) -> float:
     """The lowest threshold that still abstains on `min_abstention` of the out-of-KB questions.
 
     Each score is a question's best P(yes) among its retrieved documents: a question is answered when
@@ -300,7 +323,9 @@ def choose_threshold(in_kb_scores: Sequence[float], out_of_kb_scores: Sequence[f
     question is not decided by chance (introduced in notebook 04).
     """
     if not out_of_kb_scores:
-        raise ValueError("choose_threshold needs scores of out-of-KB questions: abstention cannot be measured without them")
+        raise ValueError(
+            "choose_threshold needs scores of out-of-KB questions: abstention cannot be measured without them"
+        )
     for threshold in [*_candidates([*in_kb_scores, *out_of_kb_scores]), 1.0]:
         abstained = sum(s < threshold for s in out_of_kb_scores) / len(out_of_kb_scores)
         if abstained >= min_abstention:
@@ -369,7 +394,9 @@ def not_in_kb_answer(question: str) -> str:
 
 
 def _format_documents(documents: Sequence[Document]) -> str:
-    return "\n\n".join(as_data(doc.page_content, number=i, source=doc.metadata.get("source")) for i, doc in enumerate(documents, 1))
+    return "\n\n".join(
+        as_data(doc.page_content, number=i, source=doc.metadata.get("source")) for i, doc in enumerate(documents, 1)
+    )
 
 
 def build_grading_loop(
@@ -391,8 +418,14 @@ def build_grading_loop(
         graded = grader(state["question"], state["documents"])
         grades = [g.binary_score for g in graded]
         decision = decide_after_grading(grades, state["round"], max_rounds)
-        step = RoundTrace(state["round"], state["query"], tuple(grades), decision, tuple(g.p_yes for g in graded),
-                          tuple(g.cross_encoder for g in graded))
+        step = RoundTrace(
+            state["round"],
+            state["query"],
+            tuple(grades),
+            decision,
+            tuple(g.p_yes for g in graded),
+            tuple(g.cross_encoder for g in graded),
+        )
         relevant = [doc for doc, g in zip(state["documents"], grades) if g == "yes"]
         return {"grades": grades, "relevant": relevant, "trace": [*state.get("trace", []), step]}
 
@@ -415,8 +448,13 @@ def build_grading_loop(
         return {"outcome": "not_in_kb", "answer": not_in_kb_answer(state["question"])}
 
     graph = StateGraph(LoopState)
-    for name, step in [("retrieve", retrieve), ("grade", grade), ("rewrite", rewrite), ("generate", generate),
-                       ("not_in_kb", not_in_kb)]:
+    for name, step in [
+        ("retrieve", retrieve),
+        ("grade", grade),
+        ("rewrite", rewrite),
+        ("generate", generate),
+        ("not_in_kb", not_in_kb),
+    ]:
         graph.add_node(name, step)
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "grade")
@@ -430,7 +468,9 @@ def build_grading_loop(
 def answer_without_grading(model: BaseChatModel, retriever: Retriever, question: str) -> LoopState:
     """The ungated baseline: retrieve once and answer from whatever came back (introduced in notebook 04)."""
     documents = list(retriever(question))
-    draft = invoke_structured(model, DraftAnswer, ANSWER_PROMPT.format(question=question, documents=_format_documents(documents)))
+    draft = invoke_structured(
+        model, DraftAnswer, ANSWER_PROMPT.format(question=question, documents=_format_documents(documents))
+    )
     answered = draft.found == "yes" and bool(draft.answer.strip())
     return {
         "question": question,
@@ -500,18 +540,20 @@ def summarise(results: Sequence[LoopResult]) -> list[dict[str, Any]]:
         group = [r for r in results if language in ("all", r.language)]
         out_of_kb = [r for r in group if not r.answerable]
         in_kb = [r for r in group if r.answerable]
-        rows.append({
-            "language": language,
-            "questions": len(group),
-            "abstention (out-of-KB), gated": _share(out_of_kb, lambda r: r.gated_outcome == "not_in_kb"),
-            "abstention (out-of-KB), ungated": _share(out_of_kb, lambda r: r.ungated_outcome == "not_in_kb"),
-            "answer rate (in-KB), gated": _share(in_kb, lambda r: r.gated_outcome == "answered"),
-            "answer rate (in-KB), ungated": _share(in_kb, lambda r: r.ungated_outcome == "answered"),
-            "first-round stop (in-KB)": _share(in_kb, lambda r: r.first_round_stop),
-            "rounds per question": _mean([r.rounds for r in group]),
-            "tokens per question, gated": _mean([r.gated_tokens for r in group]),
-            "tokens per question, ungated": _mean([r.ungated_tokens for r in group]),
-        })
+        rows.append(
+            {
+                "language": language,
+                "questions": len(group),
+                "abstention (out-of-KB), gated": _share(out_of_kb, lambda r: r.gated_outcome == "not_in_kb"),
+                "abstention (out-of-KB), ungated": _share(out_of_kb, lambda r: r.ungated_outcome == "not_in_kb"),
+                "answer rate (in-KB), gated": _share(in_kb, lambda r: r.gated_outcome == "answered"),
+                "answer rate (in-KB), ungated": _share(in_kb, lambda r: r.ungated_outcome == "answered"),
+                "first-round stop (in-KB)": _share(in_kb, lambda r: r.first_round_stop),
+                "rounds per question": _mean([r.rounds for r in group]),
+                "tokens per question, gated": _mean([r.gated_tokens for r in group]),
+                "tokens per question, ungated": _mean([r.ungated_tokens for r in group]),
+            }
+        )
     return rows
 
 
@@ -523,34 +565,59 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def goal_table(results: Sequence[LoopResult], min_abstention: float = 0.95, min_first_round: float = 0.90) -> list[dict[str, Any]]:
+def goal_table(
+    results: Sequence[LoopResult], min_abstention: float = 0.95, min_first_round: float = 0.90
+) -> list[dict[str, Any]]:
     """Per language, the gate's two goals with the 95% interval that the sample size allows (notebook 04):
     abstention on out-of-KB questions and first-round stops on in-KB ones."""
     rows = []
     for language in ("en", "zh"):
         group = [r for r in results if r.language == language]
         for goal, items, hit, target in (
-            (t("abstention (out-of-KB)"), [r for r in group if not r.answerable], lambda r: r.gated_outcome == "not_in_kb",
-             min_abstention),
-            (t("first-round stop (in-KB)"), [r for r in group if r.answerable], lambda r: r.first_round_stop, min_first_round),
+            (
+                t("abstention (out-of-KB)"),
+                [r for r in group if not r.answerable],
+                lambda r: r.gated_outcome == "not_in_kb",
+                min_abstention,
+            ),
+            (
+                t("first-round stop (in-KB)"),
+                [r for r in group if r.answerable],
+                lambda r: r.first_round_stop,
+                min_first_round,
+            ),
         ):
             k, n = sum(map(hit, items)), len(items)
             low, high = wilson_interval(k, n)
-            rows.append({"language": language, "goal": goal, "target": target, "measured": k / n if n else None,
-                         "count": f"{k}/{n}", "95% interval": f"{low:.2f}–{high:.2f}",
-                         "verdict": t("no data") if not n else t("met") if k / n >= target else
-                         t("missed (the interval reaches the target)") if high >= target else t("missed")})
+            rows.append(
+                {
+                    "language": language,
+                    "goal": goal,
+                    "target": target,
+                    "measured": k / n if n else None,
+                    "count": f"{k}/{n}",
+                    "95% interval": f"{low:.2f}–{high:.2f}",
+                    "verdict": t("no data")
+                    if not n
+                    else t("met")
+                    if k / n >= target
+                    else t("missed (the interval reaches the target)")
+                    if high >= target
+                    else t("missed"),
+                }
+            )
     return rows
 
 
-def gate_findings(results: Sequence[LoopResult], menu, goals, evidence_in_top_k: Mapping[str, bool], *, k: int,
-                  max_rounds: int) -> str:
+def gate_findings(
+    results: Sequence[LoopResult], menu, goals, evidence_in_top_k: Mapping[str, bool], *, k: int, max_rounds: int
+) -> str:
     """Notebook 04's findings as Markdown, every figure read from the run (introduced in notebook 04).
 
     `menu`: the calibration table indexed by language (thresholds, separations); `goals`: `goal_table` as a
     DataFrame; `evidence_in_top_k`: for each evaluated in-KB question, whether its reranked top k holds the evidence.
     """
-    from lessons.core.prose import direction, pct, share
+    from lessons.core.prose import pct, share
 
     lines = []
     for language, label in (("en", t("English")), ("zh", t("Chinese"))):
@@ -561,19 +628,35 @@ def gate_findings(results: Sequence[LoopResult], menu, goals, evidence_in_top_k:
         ungated_answered = sum(r.ungated_outcome == "answered" for r in outside)
         row = menu.loc[language]
         ce_auc, p_auc = row["separation, cross-encoder"], row["separation, P(yes)"]
-        lines.append(t(
-            "- **{label}, calibration:** t₁ = {t1:.2f} (cross-encoder), t₂ = {t2:.2f} (P(yes)); separation {ce_auc:.2f} "
-            "for the cross-encoder's best score and {p_auc:.2f} for the best P(yes) — {better}.", label=label,
-            t1=row["t₁ cross-encoder"], t2=row["t₂ P(yes)"], ce_auc=ce_auc, p_auc=p_auc,
-            better=t("the cross-encoder separates better") if ce_auc > p_auc else
-            t("the chat model separates better") if p_auc > ce_auc else t("the two alike")))
+        lines.append(
+            t(
+                "- **{label}, calibration:** t₁ = {t1:.2f} (cross-encoder), t₂ = {t2:.2f} (P(yes)); separation {ce_auc:.2f} "
+                "for the cross-encoder's best score and {p_auc:.2f} for the best P(yes) — {better}.",
+                label=label,
+                t1=row["t₁ cross-encoder"],
+                t2=row["t₂ P(yes)"],
+                ce_auc=ce_auc,
+                p_auc=p_auc,
+                better=t("the cross-encoder separates better")
+                if ce_auc > p_auc
+                else t("the chat model separates better")
+                if p_auc > ce_auc
+                else t("the two alike"),
+            )
+        )
         if outside:
-            lines.append(t(
-                "- **{label}, out-of-KB:** the gate abstained on {abstained}; without it the pipeline answered {answered} "
-                "of these questions from chunks that do not hold the answer — {caught}.", label=label,
-                abstained=share(gated_abstained, len(outside)), answered=share(ungated_answered, len(outside)),
-                caught=t("hallucinations the gate caught") if ungated_answered else
-                t("no hallucination to catch in this sample")))
+            lines.append(
+                t(
+                    "- **{label}, out-of-KB:** the gate abstained on {abstained}; without it the pipeline answered {answered} "
+                    "of these questions from chunks that do not hold the answer — {caught}.",
+                    label=label,
+                    abstained=share(gated_abstained, len(outside)),
+                    answered=share(ungated_answered, len(outside)),
+                    caught=t("hallucinations the gate caught")
+                    if ungated_answered
+                    else t("no hallucination to catch in this sample"),
+                )
+            )
         if inside:
             first = sum(r.first_round_stop for r in inside)
             gated = sum(r.gated_outcome == "answered" for r in inside)
@@ -583,24 +666,50 @@ def gate_findings(results: Sequence[LoopResult], menu, goals, evidence_in_top_k:
             if held > first:
                 reading = t("retrieval left room: the gate refused some questions whose evidence was there")
             elif held == first and held < len(ceiling):
-                reading = t("retrieval was the limit: first-round stops cannot exceed {share} with this top {k}",
-                            share=pct(held / len(ceiling)), k=k)
+                reading = t(
+                    "retrieval was the limit: first-round stops cannot exceed {share} with this top {k}",
+                    share=pct(held / len(ceiling)),
+                    k=k,
+                )
             elif held == first:
                 reading = t("retrieval and gate agree on every question")
             else:
                 reading = t("the gate also let through questions whose top chunks hold no evidence quote word for word")
-            lines.append(t(
-                "- **{label}, in-KB:** answered {gated} gated against {ungated} ungated; {first} in the first round. The "
-                "reranked top {k} held the evidence for {held} of them — {reading}.", label=label,
-                gated=share(gated, len(inside)), ungated=share(ungated, len(inside)), first=share(first, len(inside)), k=k,
-                held=share(held, len(ceiling)), reading=reading))
+            lines.append(
+                t(
+                    "- **{label}, in-KB:** answered {gated} gated against {ungated} ungated; {first} in the first round. The "
+                    "reranked top {k} held the evidence for {held} of them — {reading}.",
+                    label=label,
+                    gated=share(gated, len(inside)),
+                    ungated=share(ungated, len(inside)),
+                    first=share(first, len(inside)),
+                    k=k,
+                    held=share(held, len(ceiling)),
+                    reading=reading,
+                )
+            )
     for _, goal in goals.iterrows():
-        lines.append(t("- **Goal, {language} {goal}:** {count} ({measured}, 95% interval {interval}) against ≥ {target} — "
-                       "{verdict}.", language=goal["language"], goal=goal["goal"], count=goal["count"],
-                       measured="n/a" if goal["measured"] is None else pct(goal["measured"]),
-                       interval=goal["95% interval"], target=pct(goal["target"]), verdict=goal["verdict"]))
+        lines.append(
+            t(
+                "- **Goal, {language} {goal}:** {count} ({measured}, 95% interval {interval}) against ≥ {target} — "
+                "{verdict}.",
+                language=goal["language"],
+                goal=goal["goal"],
+                count=goal["count"],
+                measured="n/a" if goal["measured"] is None else pct(goal["measured"]),
+                interval=goal["95% interval"],
+                target=pct(goal["target"]),
+                verdict=goal["verdict"],
+            )
+        )
     rounds = sum(r.rounds for r in results) / max(len(results), 1)
-    lines.append(t("- **Cost:** {rounds:.2f} rounds per question on average (cap {max_rounds}); {calls:.1f} chat-model "
-                   "calls per question gated.", rounds=rounds, max_rounds=max_rounds,
-                   calls=sum(r.gated_calls for r in results) / max(len(results), 1)))
+    lines.append(
+        t(
+            "- **Cost:** {rounds:.2f} rounds per question on average (cap {max_rounds}); {calls:.1f} chat-model "
+            "calls per question gated.",
+            rounds=rounds,
+            max_rounds=max_rounds,
+            calls=sum(r.gated_calls for r in results) / max(len(results), 1),
+        )
+    )
     return "\n".join(lines)

@@ -83,7 +83,9 @@ class ResearchDraft(BaseModel):
     # given at `lessons.agents.grading.DraftAnswer`.
 
     answer: str = Field(description="the answer, from the context only; empty if the context does not contain it")
-    cited_chunks: list[int] = Field(max_length=4, description="numbers of the context chunks the answer uses, e.g. [1, 3]")
+    cited_chunks: list[int] = Field(
+        max_length=4, description="numbers of the context chunks the answer uses, e.g. [1, 3]"
+    )
     found: Literal["yes", "no"] = Field(description="'yes' if the context contains the answer, otherwise 'no'")
 
 
@@ -96,10 +98,10 @@ class Verification(BaseModel):
     unsupported_claims: list[str] = Field(
         max_length=5, description="statements in the draft that the context does not state (names, figures, facts)"
     )
-    contradictions: list[str] = Field(
-        max_length=5, description="statements in the draft that the context contradicts"
+    contradictions: list[str] = Field(max_length=5, description="statements in the draft that the context contradicts")
+    supported: Literal["yes", "no"] = Field(
+        description="'yes' only if every statement in the draft is stated in the context"
     )
-    supported: Literal["yes", "no"] = Field(description="'yes' only if every statement in the draft is stated in the context")
     relevant: Literal["yes", "no"] = Field(description="'yes' if the draft answers the question that was asked")
 
     @property
@@ -275,10 +277,17 @@ class CrossEncoderRelevance:
     which can still say it cannot answer. No model call for the languages it knows.
     """
 
-    def __init__(self, model=None, can_answer: float = CAN_ANSWER_SCORE, partial: float = PARTIAL_SCORE,
-                 fallback: RelevanceJudge | None = None):
+    def __init__(
+        self,
+        model=None,
+        can_answer: float = CAN_ANSWER_SCORE,
+        partial: float = PARTIAL_SCORE,
+        fallback: RelevanceJudge | None = None,
+    ):
         if not 0 <= partial <= can_answer:
-            raise ValueError(f"thresholds must satisfy 0 <= partial <= can_answer, got partial={partial}, can_answer={can_answer}")
+            raise ValueError(
+                f"thresholds must satisfy 0 <= partial <= can_answer, got partial={partial}, can_answer={can_answer}"
+            )
         if model is None:
             from lessons.retrieval.rerank import get_cross_encoder
 
@@ -293,11 +302,15 @@ class CrossEncoderRelevance:
 
     def scores(self, question: str, documents: Sequence[Document]) -> list[float]:
         """The cross-encoder's score of each chunk for the question (whatever the language)."""
-        return [float(s) for s in self.model.score([(question, d.page_content) for d in documents])] if documents else []
+        return (
+            [float(s) for s in self.model.score([(question, d.page_content) for d in documents])] if documents else []
+        )
 
     def label_for(self, best_score: float) -> str:
         """CAN_ANSWER, PARTIAL or NO_MATCH for the best chunk's score."""
-        return "CAN_ANSWER" if best_score >= self.can_answer else "PARTIAL" if best_score >= self.partial else "NO_MATCH"
+        return (
+            "CAN_ANSWER" if best_score >= self.can_answer else "PARTIAL" if best_score >= self.partial else "NO_MATCH"
+        )
 
     def __call__(self, question: str, documents: Sequence[Document]) -> str:
         if not documents:
@@ -319,7 +332,9 @@ def relevance_checker(model: BaseChatModel, relevance: str | RelevanceJudge = DE
         return lambda question, documents: check_relevance(model, question, documents)
     if relevance == "cross_encoder":
         return CrossEncoderRelevance()
-    raise ValueError(f"relevance={relevance!r}: use one of {RELEVANCE_CHECKERS} or a callable (question, chunks) → label")
+    raise ValueError(
+        f"relevance={relevance!r}: use one of {RELEVANCE_CHECKERS} or a callable (question, chunks) → label"
+    )
 
 
 def standing_claims(claims: Sequence[str], draft: str, documents: Context, question: str = "") -> list[str]:
@@ -347,7 +362,10 @@ def deterministic_findings(draft: str, documents: Context, question: str = "") -
 
 
 def ground_verification(
-    verification: Verification, draft: str, documents: Sequence[Document], question: str = "",
+    verification: Verification,
+    draft: str,
+    documents: Sequence[Document],
+    question: str = "",
     findings: Sequence[str] | None = None,
 ) -> Verification:
     """The verdict after a second opinion on every listed claim, plus the deterministic findings.
@@ -362,10 +380,12 @@ def ground_verification(
     if findings is None:
         findings = deterministic_findings(draft, context)
     claims += [f for f in findings if not any(claim_in_draft(c, f) for c in claims)]
-    return verification.model_copy(update={
-        "unsupported_claims": claims,
-        "contradictions": standing_claims(verification.contradictions, draft, context),
-    })
+    return verification.model_copy(
+        update={
+            "unsupported_claims": claims,
+            "contradictions": standing_claims(verification.contradictions, draft, context),
+        }
+    )
 
 
 def feedback_from(draft: ResearchDraft, verification: Verification) -> str:
@@ -379,9 +399,7 @@ def feedback_from(draft: ResearchDraft, verification: Verification) -> str:
     return FEEDBACK_NOTE.format(draft=draft.answer, problems="; ".join(problems) or "none listed")
 
 
-def research(
-    model: BaseChatModel, question: str, documents: Sequence[Document], feedback: str = ""
-) -> ResearchDraft:
+def research(model: BaseChatModel, question: str, documents: Sequence[Document], feedback: str = "") -> ResearchDraft:
     """The research agent: an answer from the context only, citing chunk numbers, or found = 'no' (introduced in notebook 05)."""
     prompt = RESEARCH_PROMPT.format(question=question, context=format_context(documents), feedback=feedback)
     return invoke_structured(model, ResearchDraft, prompt)
@@ -457,8 +475,11 @@ def _verification_detail(verification: Verification) -> str:
 
 
 def build_three_agent_graph(
-    model: BaseChatModel, retriever: Retriever, max_research_rounds: int = DEFAULT_MAX_RESEARCH_ROUNDS,
-    trust_yes_no: bool = False, relevance: str | RelevanceJudge = DEFAULT_RELEVANCE,
+    model: BaseChatModel,
+    retriever: Retriever,
+    max_research_rounds: int = DEFAULT_MAX_RESEARCH_ROUNDS,
+    trust_yes_no: bool = False,
+    relevance: str | RelevanceJudge = DEFAULT_RELEVANCE,
 ):
     """A compiled LangGraph graph; invoke it with `{"question": ...}` (introduced in notebook 05).
 
@@ -498,7 +519,9 @@ def build_three_agent_graph(
         previous = state.get("verification")
         feedback = feedback_from(state["draft"], previous) if previous is not None else ""
         draft = research(model, state["question"], state["documents"], feedback)
-        detail = f"cites {draft.cited_chunks}: {draft.answer}" if draft.found == "yes" else "cannot answer from the context"
+        detail = (
+            f"cites {draft.cited_chunks}: {draft.answer}" if draft.found == "yes" else "cannot answer from the context"
+        )
         return {"draft": draft, "research_round": round_number}, TraceStep(
             "research_agent", round_number, f"found={draft.found}", detail
         )
@@ -516,8 +539,11 @@ def build_three_agent_graph(
         passed = state["trace"][-1].decision == "accept"  # the routing rule's verdict, whichever rule it was
         draft = state["draft"]
         outcome = "answered" if passed else "unverified"
-        update = {"outcome": outcome, "answer": draft.answer.strip(),
-                  "citations": citations_for(draft.cited_chunks, state["documents"])}
+        update = {
+            "outcome": outcome,
+            "answer": draft.answer.strip(),
+            "citations": citations_for(draft.cited_chunks, state["documents"]),
+        }
         return update, TraceStep("finish", state["research_round"], outcome)
 
     @timed
@@ -536,8 +562,14 @@ def build_three_agent_graph(
         return {"accept": "finish", "give_up": "finish", "re_research": "research"}[state["trace"][-1].decision]
 
     graph = StateGraph(ThreeAgentState)
-    for name, step in [("retrieve", retrieve), ("check_relevance", relevance), ("research", research_step),
-                       ("verify", verify_step), ("finish", finish), ("not_in_documents", not_in_documents)]:
+    for name, step in [
+        ("retrieve", retrieve),
+        ("check_relevance", relevance),
+        ("research", research_step),
+        ("verify", verify_step),
+        ("finish", finish),
+        ("not_in_documents", not_in_documents),
+    ]:
         graph.add_node(name, step)
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "check_relevance")

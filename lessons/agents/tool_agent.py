@@ -36,13 +36,18 @@ from lessons.core.prompt_safety import DATA_RULE, as_data
 
 DEFAULT_MAX_STEPS = 3
 
-SYSTEM_PROMPT = """You research questions in the documents of the company Tidewell Analytics with two tools:
+SYSTEM_PROMPT = (
+    """You research questions in the documents of the company Tidewell Analytics with two tools:
 search_chunks(query) finds passages, read_page(source_id, page_index) reads the whole page a passage comes from.
 Call a tool whenever the results so far do not answer every part of the question; when they do, answer in the
-question's language in one to three sentences and name the sources (file and page) you used. """ + DATA_RULE
+question's language in one to three sentences and name the sources (file and page) you used. """
+    + DATA_RULE
+)
 
-CAP_NOTE = ("No tool calls are left. Answer the question now from the tool results above, in one to three "
-            "sentences, and name the sources you used; if they do not answer it, say so.")
+CAP_NOTE = (
+    "No tool calls are left. Answer the question now from the tool results above, in one to three "
+    "sentences, and name the sources you used; if they do not answer it, say so."
+)
 BUDGET_USED = "not run: the tool-call budget of this question is used up"
 
 
@@ -74,8 +79,10 @@ def research_tools(search: Any, pages: PageStore, page_chars: int = 1500) -> lis
         """Read the whole page of a source file, e.g. source_id "pricing.pdf", page_index 2 (as a search result shows)."""
         return render_observation(read_page(pages, source_id, page_index, page_chars))
 
-    return [StructuredTool.from_function(search_chunks, name="search_chunks"),
-            StructuredTool.from_function(read_whole_page, name="read_page")]
+    return [
+        StructuredTool.from_function(search_chunks, name="search_chunks"),
+        StructuredTool.from_function(read_whole_page, name="read_page"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -161,19 +168,28 @@ class ToolAgentRun:
 
 def run_tool_agent(graph: Any, question: str, max_steps: int = DEFAULT_MAX_STEPS) -> ToolAgentRun:
     """Invoke a `build_tool_agent` graph on one question. Introduced in notebook 07 (deep-research agent)."""
-    state = graph.invoke({"messages": [HumanMessage(question)], "tool_calls": 0},
-                         config={"recursion_limit": 2 * max_steps + 5})
+    state = graph.invoke(
+        {"messages": [HumanMessage(question)], "tool_calls": 0}, config={"recursion_limit": 2 * max_steps + 5}
+    )
     messages = list(state["messages"])
-    return ToolAgentRun(question, str(messages[-1].content), state.get("tool_calls", 0),
-                        sum(isinstance(m, AIMessage) for m in messages), bool(state.get("at_cap")), messages)
+    return ToolAgentRun(
+        question,
+        str(messages[-1].content),
+        state.get("tool_calls", 0),
+        sum(isinstance(m, AIMessage) for m in messages),
+        bool(state.get("at_cap")),
+        messages,
+    )
 
 
 def message_rows(messages: Sequence[AnyMessage], width: int = 160) -> list[dict[str, str]]:
     """The agent's conversation as table rows (who, tool calls, text). Introduced in notebook 07 (deep-research agent)."""
     rows = []
     for message in messages:
-        calls = "; ".join(f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)})"
-                          for c in getattr(message, "tool_calls", []) or [])
+        calls = "; ".join(
+            f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)})"
+            for c in getattr(message, "tool_calls", []) or []
+        )
         who = f"tool {message.name}" if isinstance(message, ToolMessage) else message.type
         rows.append({"message": who, "tool calls": calls, "text": " ".join(str(message.content).split())[:width]})
     return rows
@@ -195,7 +211,9 @@ def scripted_researcher(planned_calls: Sequence[tuple[str, dict[str, Any]]], clo
             return closing_text
         name, args = planned[done]
         if name not in tool_names:
-            raise ValueError(f"scripted call {done + 1} names the tool {name!r}: the agent offers {', '.join(tool_names)}")
+            raise ValueError(
+                f"scripted call {done + 1} names the tool {name!r}: the agent offers {', '.join(tool_names)}"
+            )
         return AIMessage("", tool_calls=[{"name": name, "args": dict(args), "id": f"scripted-{done + 1}"}])
 
     return ScriptedChatModel(default=turn)

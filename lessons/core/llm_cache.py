@@ -49,8 +49,11 @@ class SQLiteLLMCache(BaseCache, SQLiteFile):
     """LLM answers keyed by content hash in one SQLite file; safe to share between processes."""
 
     def __init__(self, path: str | Path):
-        self._open(Path(path), "CREATE TABLE IF NOT EXISTS llm_cache ("
-                               "key TEXT PRIMARY KEY, llm TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)")
+        self._open(
+            Path(path),
+            "CREATE TABLE IF NOT EXISTS llm_cache ("
+            "key TEXT PRIMARY KEY, llm TEXT NOT NULL, response TEXT NOT NULL, created REAL NOT NULL)",
+        )
 
     @staticmethod
     def _key(prompt: str, llm_string: str) -> str:

@@ -53,9 +53,13 @@ def use_chinese_font() -> Path | None:
     """
     path = chinese_font_path()
     if path is None:
-        warnings.warn(f"The Chinese font for plots is not installed: Chinese titles and labels will show as "
-                      f"empty boxes. Install it from PyPI, in the course folder, with: {INSTALL_COMMAND}  "
-                      f"(or run scripts/setup.sh again), then restart the kernel", ChineseFontWarning, stacklevel=2)
+        warnings.warn(
+            f"The Chinese font for plots is not installed: Chinese titles and labels will show as "
+            f"empty boxes. Install it from PyPI, in the course folder, with: {INSTALL_COMMAND}  "
+            f"(or run scripts/setup.sh again), then restart the kernel",
+            ChineseFontWarning,
+            stacklevel=2,
+        )
         return None
     try:
         import matplotlib
@@ -72,8 +76,12 @@ def use_chinese_font() -> Path | None:
         families = [families] if isinstance(families, str) else list(families)
         matplotlib.rcParams["font.family"] = [name for name in families if name != family] + [family]
     except Exception as error:  # noqa: BLE001 - a broken install must not stop a notebook; its plots lack Chinese
-        warnings.warn(f"Could not register the Chinese plot font {path} with matplotlib ({error!r}): Chinese "
-                      f"titles and labels will show as empty boxes. Reinstall it with: "
-                      f"{INSTALL_COMMAND} --force-reinstall", ChineseFontWarning, stacklevel=2)
+        warnings.warn(
+            f"Could not register the Chinese plot font {path} with matplotlib ({error!r}): Chinese "
+            f"titles and labels will show as empty boxes. Reinstall it with: "
+            f"{INSTALL_COMMAND} --force-reinstall",
+            ChineseFontWarning,
+            stacklevel=2,
+        )
         return None
     return path

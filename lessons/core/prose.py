@@ -40,7 +40,7 @@ def signed(value: float | None, digits: int = 3) -> str:
 
 
 def share(count: int, total: int) -> str:
-    """"count/total", the raw numbers behind a rate."""
+    """ "count/total", the raw numbers behind a rate."""
     return f"{count}/{total}"
 
 

@@ -137,7 +137,8 @@ def load_settings(env_file: Path | None = None) -> Settings:
         chroma_url=_chroma_url("AGENTIC_RAG_CHROMA_URL"),
         reranker=os.environ.get("AGENTIC_RAG_RERANKER", "").strip() or "packaged",
         llm_cache_file=Path(os.environ["AGENTIC_RAG_LLM_CACHE_FILE"]).expanduser()
-        if os.environ.get("AGENTIC_RAG_LLM_CACHE_FILE", "").strip() else None,
+        if os.environ.get("AGENTIC_RAG_LLM_CACHE_FILE", "").strip()
+        else None,
     )
 
 

@@ -112,9 +112,14 @@ class UsageTracker(BaseCallbackHandler):
     def report(self) -> str:
         """One line for the end of a notebook."""
         totals = self.totals
-        return t("LLM calls: {calls} (+{cached} from cache) · tokens: {input:,} in, {output:,} out · DeepSeek cost: ${cost:.4f}",
-                 calls=totals.calls, cached=totals.cached_calls, input=totals.input_tokens, output=totals.output_tokens,
-                 cost=totals.cost_usd)
+        return t(
+            "LLM calls: {calls} (+{cached} from cache) · tokens: {input:,} in, {output:,} out · DeepSeek cost: ${cost:.4f}",
+            calls=totals.calls,
+            cached=totals.cached_calls,
+            input=totals.input_tokens,
+            output=totals.output_tokens,
+            cost=totals.cost_usd,
+        )
 
 
 USAGE = UsageTracker()

@@ -66,7 +66,11 @@ def store_location() -> str:
     Introduced in notebook 06 (evaluation).
     """
     settings = get_settings()
-    return f"Chroma server {settings.chroma_url}" if settings.chroma_url else f"embedded Chroma in {settings.cache_dir / 'chroma'}"
+    return (
+        f"Chroma server {settings.chroma_url}"
+        if settings.chroma_url
+        else f"embedded Chroma in {settings.cache_dir / 'chroma'}"
+    )
 
 
 def _collection_name(name: str, embeddings: Embeddings) -> str:
@@ -98,7 +102,9 @@ class IndexStats:
         return f"{self.added} chunks embedded, {self.already_indexed} already indexed, {self.removed} removed"
 
 
-def index_documents(store: Chroma, documents: list[Document], *, prune: bool = False, batch_size: int = 256) -> IndexStats:
+def index_documents(
+    store: Chroma, documents: list[Document], *, prune: bool = False, batch_size: int = 256
+) -> IndexStats:
     """Add the chunks the store does not hold yet; with `prune`, delete those not in `documents`."""
     by_id = {content_id(doc): doc for doc in documents}
     existing = set(store.get(ids=list(by_id), include=[])["ids"]) if by_id else set()

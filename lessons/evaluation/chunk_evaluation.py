@@ -301,8 +301,10 @@ def comparison_findings(rows: Sequence[dict], baseline: str, k: int = 5) -> str:
     """
     strategies = list(dict.fromkeys(row["strategy"] for row in rows))
     if baseline not in strategies:
-        raise ValueError(f"the baseline {baseline!r} is not among the measured strategies {strategies}: "
-                         "add it to STRATEGIES or choose another BASELINE")
+        raise ValueError(
+            f"the baseline {baseline!r} is not among the measured strategies {strategies}: "
+            "add it to STRATEGIES or choose another BASELINE"
+        )
     lines = []
     for language, title in (("en", t("English")), ("zh", t("Chinese"))):
         table = {row["strategy"]: row for row in rows if row["language"] == language}
@@ -310,30 +312,63 @@ def comparison_findings(rows: Sequence[dict], baseline: str, k: int = 5) -> str:
             continue
         n = table[baseline]["questions"]
         base = table[baseline]
-        lines.append(t("**{title}** ({n} questions; one question moves hit@{k} by {step:.2f}):", title=title, n=n, k=k,
-                       step=1 / n))
-        lines.append("- " + t("{first}; {second}.", first=_extremes(table, f"hit@{k}", 2), second=_extremes(table, f"MRR@{k}", 2)))
+        lines.append(
+            t(
+                "**{title}** ({n} questions; one question moves hit@{k} by {step:.2f}):",
+                title=title,
+                n=n,
+                k=k,
+                step=1 / n,
+            )
+        )
+        lines.append(
+            "- "
+            + t("{first}; {second}.", first=_extremes(table, f"hit@{k}", 2), second=_extremes(table, f"MRR@{k}", 2))
+        )
         for name, row in table.items():
             if name != baseline:
                 lines.append(f"- {_against_baseline(name, row, base, baseline, n, k)}")
-        lines.append("- " + t("{text}.", text=_extremes(table, "clean end %", 0, t("chunks that end at a sentence or line end"))))
+        lines.append(
+            "- " + t("{text}.", text=_extremes(table, "clean end %", 0, t("chunks that end at a sentence or line end")))
+        )
         split = [row["quotes split %"] for row in table.values() if row["quotes split %"] == row["quotes split %"]]
         if split and max(split) == 0:
             lines.append("- " + t("No strategy returned a gold evidence quote cut in two."))
         elif split:
             lines.append("- " + t("{text}.", text=_extremes(table, "quotes split %", 1, t("gold quotes cut in two"))))
-        lines.append("- " + t("{text}.", text=_extremes(table, "tables+code intact %", 0,
-                                                         t("tables, code blocks and formulas returned whole"))))
+        lines.append(
+            "- "
+            + t(
+                "{text}.",
+                text=_extremes(table, "tables+code intact %", 0, t("tables, code blocks and formulas returned whole")),
+            )
+        )
         longest = max(table, key=lambda name: table[name]["max chars"])
-        lines.append("- " + t("The longest chunk is {longest:.0f} characters ({name}); the baseline's median is {median:.0f}.",
-                              longest=table[longest]["max chars"], name=longest, median=base["median returned chars"]))
+        lines.append(
+            "- "
+            + t(
+                "The longest chunk is {longest:.0f} characters ({name}); the baseline's median is {median:.0f}.",
+                longest=table[longest]["max chars"],
+                name=longest,
+                median=base["median returned chars"],
+            )
+        )
         lines.append("")
-    wins = [_best(rows, language, f"hit@{k}") & _best(rows, language, f"MRR@{k}") for language in LANGUAGES
-            if any(row["language"] == language and row["questions"] for row in rows)]
+    wins = [
+        _best(rows, language, f"hit@{k}") & _best(rows, language, f"MRR@{k}")
+        for language in LANGUAGES
+        if any(row["language"] == language and row["questions"] for row in rows)
+    ]
     everywhere = set.intersection(*wins) if wins else set()
     if everywhere:
-        lines.append(t("**{names}** has the highest hit@{k} and MRR@{k} in every language measured here — by how many "
-                       "questions, the lines above say.", names=", ".join(sorted(everywhere)), k=k))
+        lines.append(
+            t(
+                "**{names}** has the highest hit@{k} and MRR@{k} in every language measured here — by how many "
+                "questions, the lines above say.",
+                names=", ".join(sorted(everywhere)),
+                k=k,
+            )
+        )
     else:
         lines.append(t("No strategy has the highest hit@{k} and MRR@{k} in every language measured here.", k=k))
     return "\n".join(lines)
@@ -356,14 +391,23 @@ def _extremes(table: dict[str, dict], column: str, digits: int, what: str = "") 
         return t("{label}: {value} for every strategy", label=label, value=f"{low:.{digits}f}")
     lowest = ", ".join(name for name, value in values.items() if value == low)
     highest = ", ".join(name for name, value in values.items() if value == high)
-    return t("{label}: from {low} ({lowest}) to {high} ({highest})", label=label, low=f"{low:.{digits}f}", lowest=lowest,
-             high=f"{high:.{digits}f}", highest=highest)
+    return t(
+        "{label}: from {low} ({lowest}) to {high} ({highest})",
+        label=label,
+        low=f"{low:.{digits}f}",
+        lowest=lowest,
+        high=f"{high:.{digits}f}",
+        highest=highest,
+    )
 
 
 def _column_name(column: str) -> str:
     """A `compare_strategy` column as a findings line names it, in the course language."""
-    return {"clean end %": t("clean end %"), "quotes split %": t("quotes split %"),
-            "tables+code intact %": t("tables+code intact %")}.get(column, column)
+    return {
+        "clean end %": t("clean end %"),
+        "quotes split %": t("quotes split %"),
+        "tables+code intact %": t("tables+code intact %"),
+    }.get(column, column)
 
 
 def _against_baseline(name: str, row: dict, base: dict, baseline: str, n: int, k: int) -> str:
@@ -373,28 +417,52 @@ def _against_baseline(name: str, row: dict, base: dict, baseline: str, n: int, k
     if questions == 0:
         found = t("finds evidence in the top {k} for as many questions as {baseline}", k=k, baseline=baseline)
     elif questions == 1:
-        found = t("finds evidence in the top {k} for {count} question more than {baseline}", k=k, count=1, baseline=baseline)
+        found = t(
+            "finds evidence in the top {k} for {count} question more than {baseline}", k=k, count=1, baseline=baseline
+        )
     elif questions > 0:
-        found = t("finds evidence in the top {k} for {count} questions more than {baseline}", k=k, count=questions,
-                  baseline=baseline)
+        found = t(
+            "finds evidence in the top {k} for {count} questions more than {baseline}",
+            k=k,
+            count=questions,
+            baseline=baseline,
+        )
     elif questions == -1:
-        found = t("finds evidence in the top {k} for {count} question fewer than {baseline}", k=k, count=1, baseline=baseline)
+        found = t(
+            "finds evidence in the top {k} for {count} question fewer than {baseline}", k=k, count=1, baseline=baseline
+        )
     else:
-        found = t("finds evidence in the top {k} for {count} questions fewer than {baseline}", k=k, count=-questions,
-                  baseline=baseline)
+        found = t(
+            "finds evidence in the top {k} for {count} questions fewer than {baseline}",
+            k=k,
+            count=-questions,
+            baseline=baseline,
+        )
     if abs(questions) == 1:
         found += t(" (one question: read it as a tie)")
-    ranked = (t("ranks it the same") if round(mrr, 2) == 0 else
-              t("ranks it higher (MRR {mrr:+.2f})", mrr=mrr) if mrr > 0 else t("ranks it lower (MRR {mrr:+.2f})", mrr=mrr))
-    longer = row["median returned chars"] / base["median returned chars"] if base["median returned chars"] else float("nan")
-    size = t("; its returned texts have a median of {median:.0f} characters ({ratio:.1f}× the baseline's)",
-             median=row["median returned chars"], ratio=longer)
+    ranked = (
+        t("ranks it the same")
+        if round(mrr, 2) == 0
+        else t("ranks it higher (MRR {mrr:+.2f})", mrr=mrr)
+        if mrr > 0
+        else t("ranks it lower (MRR {mrr:+.2f})", mrr=mrr)
+    )
+    longer = (
+        row["median returned chars"] / base["median returned chars"] if base["median returned chars"] else float("nan")
+    )
+    size = t(
+        "; its returned texts have a median of {median:.0f} characters ({ratio:.1f}× the baseline's)",
+        median=row["median returned chars"],
+        ratio=longer,
+    )
     return t("{name} {found}, and {ranked}{size}.", name=name, found=found, ranked=ranked, size=size)
 
 
 def _best(rows: Sequence[dict], language: str, column: str) -> set[str]:
     """The strategies with the highest value of `column` in one language."""
-    values = {row["strategy"]: row[column] for row in rows if row["language"] == language and row[column] == row[column]}
+    values = {
+        row["strategy"]: row[column] for row in rows if row["language"] == language and row[column] == row[column]
+    }
     top = max(values.values(), default=None)
     return {name for name, value in values.items() if value == top}
 

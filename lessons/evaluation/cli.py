@@ -115,7 +115,9 @@ class EvalConfig:
 
 def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise ConfigError(f"config file {path} does not exist — write one with `python -m lessons.evaluation.cli --example > {path.name}`")
+        raise ConfigError(
+            f"config file {path} does not exist — write one with `python -m lessons.evaluation.cli --example > {path.name}`"
+        )
     data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is fine
@@ -134,7 +136,9 @@ def _read(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
         kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
-        raise ConfigError(f"{path}: not valid {kind} ({error}) — compare with `python -m lessons.evaluation.cli --example`") from None
+        raise ConfigError(
+            f"{path}: not valid {kind} ({error}) — compare with `python -m lessons.evaluation.cli --example`"
+        ) from None
 
 
 def _check_keys(path: Path, raw: dict[str, Any]) -> None:
@@ -155,7 +159,9 @@ def _check_keys(path: Path, raw: dict[str, Any]) -> None:
                     raise ConfigError(f"{path}: [{key}] {inner} = {inner_value} is out of range — use a whole number "
                                       f"from {low} to {high}")  # fmt: skip
         elif key not in SECTIONS[""]:
-            raise ConfigError(f"{path}: unknown key {key!r} — allowed: {', '.join([*SECTIONS[''], *list(SECTIONS)[1:]])}")
+            raise ConfigError(
+                f"{path}: unknown key {key!r} — allowed: {', '.join([*SECTIONS[''], *list(SECTIONS)[1:]])}"
+            )
         elif not isinstance(value, SECTIONS[""][key]):
             raise ConfigError(f"{path}: {key} must be a {SECTIONS[''][key].__name__}, got {value!r}")
     _check_together(path, raw)
@@ -173,7 +179,9 @@ def _check_together(path: Path, raw: dict[str, Any]) -> None:
         raise ConfigError(f"{path}: [generate] single = 0 and multi = 0 — ask for at least one question")
     sample = raw.get("sample", {})
     if sample and sample.get("in_kb", 1) + sample.get("out_of_kb", 1) == 0:
-        raise ConfigError(f"{path}: [sample] in_kb = 0 and out_of_kb = 0 — sample at least one question, or remove [sample]")
+        raise ConfigError(
+            f"{path}: [sample] in_kb = 0 and out_of_kb = 0 — sample at least one question, or remove [sample]"
+        )
     limits = raw.get("limits", {})
     if limits.get("max_total_bytes", 200 * 2**20) < limits.get("max_file_bytes", 0):
         raise ConfigError(f"{path}: [limits] max_total_bytes is less than max_file_bytes — the total must be at least "
@@ -192,7 +200,9 @@ def load_config(path: str | Path) -> EvalConfig:
     path = Path(path)
     raw = _read(path)
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a table of settings — compare with `python -m lessons.evaluation.cli --example`")
+        raise ConfigError(
+            f"{path}: expected a table of settings — compare with `python -m lessons.evaluation.cli --example`"
+        )
     _check_keys(path, raw)
     corpus = raw.get("corpus")
     if corpus is not None:
@@ -201,7 +211,10 @@ def load_config(path: str | Path) -> EvalConfig:
         if corpus not in CORPORA:
             raise ConfigError(f"{path}: corpus = {corpus!r} — choose one of {', '.join(map(repr, CORPORA))}, or leave it "
                               "out and set documents to your folder")  # fmt: skip
-        if "documents" in raw and (path.resolve().parent / raw["documents"]).resolve() != corpus_folder(corpus).resolve():
+        if (
+            "documents" in raw
+            and (path.resolve().parent / raw["documents"]).resolve() != corpus_folder(corpus).resolve()
+        ):
             raise ConfigError(f"{path}: corpus = {corpus!r} reads {corpus_folder(corpus)}, but documents = "
                               f"{raw['documents']!r} — remove one of the two")  # fmt: skip
         raw = {**raw, "documents": str(corpus_folder(corpus))}
@@ -221,7 +234,9 @@ def load_config(path: str | Path) -> EvalConfig:
     if questions not in ("gold", "generate"):
         file = (base / questions).resolve()
         if not file.is_file():
-            raise ConfigError(f"{path}: questions file {file} does not exist — give a .jsonl file, \"gold\" or \"generate\"")
+            raise ConfigError(
+                f'{path}: questions file {file} does not exist — give a .jsonl file, "gold" or "generate"'
+            )
         questions = str(file)
     return EvalConfig(
         path=path, documents=documents, questions=questions, pipelines=list(raw["pipelines"]),
@@ -289,8 +304,10 @@ def question_set(config: EvalConfig, chunks, llm, progress: bool = True):
                                    seed=config.generate["seed"], progress=progress)  # fmt: skip
         print(report)
         if not report.items:
-            raise RuntimeError(f"no usable questions were generated from {config.documents} ({report}; generation "
-                               "uses chunks of at least 200 characters): give a questions file instead")
+            raise RuntimeError(
+                f"no usable questions were generated from {config.documents} ({report}; generation "
+                "uses chunks of at least 200 characters): give a questions file instead"
+            )
         return report.items
     if config.questions == "gold":
         from lessons.ingest.corpus import load_gold
@@ -321,7 +338,9 @@ def read_documents(config: EvalConfig, progress: bool = True):
     if result.skipped or not result.documents:
         print(result.summary())
     if any(s.reason.startswith((FileTooLarge.__name__, TotalSizeExceeded.__name__)) for s in result.skipped):
-        print(f"  (to raise a size limit, add to {config.path.name}: [limits] max_file_bytes = … / max_total_bytes = …)")
+        print(
+            f"  (to raise a size limit, add to {config.path.name}: [limits] max_file_bytes = … / max_total_bytes = …)"
+        )
     if not result.documents:
         reasons = "; ".join(f"{Path(s.path).name}: {s.reason}" for s in result.skipped)
         raise NoDocuments(f"{config.path}: no file in {config.documents} could be read"
@@ -346,7 +365,10 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
         from lessons.ingest.files import IngestResult
         from lessons.retrieval.index import INDEX_NAMES, chunk_knowledge_base
 
-        chunks, ingested = chunk_knowledge_base(folder=config.documents, limits=config.ingest_limits()), IngestResult([], [])
+        chunks, ingested = (
+            chunk_knowledge_base(folder=config.documents, limits=config.ingest_limits()),
+            IngestResult([], []),
+        )
         collection = config.collection or INDEX_NAMES[config.corpus]
     else:
         chunks, ingested = read_documents(config, progress)
@@ -378,7 +400,9 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     json_path, md_path = save_report(config.output, rows, table, items, meta)
     figure = plot_comparison(table, k, rank_k)
     figure.savefig(config.output / "comparison.png", dpi=110)
-    print(f"\nwrote {json_path}, {md_path} and {config.output / 'comparison.png'} in {time.perf_counter() - started:.0f} s")
+    print(
+        f"\nwrote {json_path}, {md_path} and {config.output / 'comparison.png'} in {time.perf_counter() - started:.0f} s"
+    )
     print(USAGE.report())
     return {"json": json_path, "markdown": md_path, "table": table, "rows": rows, "skipped": list(ingested.skipped)}
 
@@ -398,8 +422,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config", nargs="?", help="the config file (.toml or .json)")
     parser.add_argument("--example", action="store_true", help="print a commented example config and exit")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
-    parser.add_argument("--preset", choices=sorted(PRESETS), help="run a preset instead of a config file "
-                        "(packages: the second knowledge base and its gold set)")
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="run a preset instead of a config file (packages: the second knowledge base and its gold set)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
     args = parser.parse_args(argv)
     if args.example:
@@ -423,7 +450,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print()
-    print(result["markdown"].read_text(encoding="utf-8").split("## Judge failures")[0].split("## Pipelines compared")[1].strip())
+    print(
+        result["markdown"]
+        .read_text(encoding="utf-8")
+        .split("## Judge failures")[0]
+        .split("## Pipelines compared")[1]
+        .strip()
+    )
     return 0
 
 

@@ -52,8 +52,9 @@ class MethodRun:
     at_cap: float = float("nan")  # deep research: 1.0 when the step cap, not the model, ended the research
 
 
-def measure_sample(questions: Sequence[GoldQuestion], n_multi_hop: int, n_table: int, seed: int = 0,
-                   contradiction: bool = True) -> list[GoldQuestion]:
+def measure_sample(
+    questions: Sequence[GoldQuestion], n_multi_hop: int, n_table: int, seed: int = 0, contradiction: bool = True
+) -> list[GoldQuestion]:
     """Multi-hop and table questions, each drawn half English and half Chinese by `sample_by_language`
     (seeded, English first), then the contradiction case.
 
@@ -86,10 +87,20 @@ def _run(question: GoldQuestion, method: str, work, judge: BaseChatModel) -> Met
         seconds = time.perf_counter() - started
     correct, status = _judged(judge, question, answer, answered)
     return MethodRun(
-        id=question.id, type=question.type, language=question.language, method=method, answer=answer,
-        answered=answered, correct=correct, judge_status=status,
-        evidence_recall=evidence_recall(texts, question.evidence), tool_calls=tool_calls, pages_read=pages_read,
-        llm_calls=meter.calls, tokens=meter.input_tokens + meter.output_tokens, seconds=seconds,
+        id=question.id,
+        type=question.type,
+        language=question.language,
+        method=method,
+        answer=answer,
+        answered=answered,
+        correct=correct,
+        judge_status=status,
+        evidence_recall=evidence_recall(texts, question.evidence),
+        tool_calls=tool_calls,
+        pages_read=pages_read,
+        llm_calls=meter.calls,
+        tokens=meter.input_tokens + meter.output_tokens,
+        seconds=seconds,
         contradiction=contradiction_handling(answer) if question.type == "contradiction" else "",
         at_cap=float(at_cap[0]) if at_cap else float("nan"),
     )
@@ -100,7 +111,9 @@ def run_deep_research(question: GoldQuestion, agent: DeepResearchAgent, judge: B
 
     def work(text: str):
         result = agent.research(text)
-        read = [d.page_content for d in result.evidence] + [d.page_content for d in result.context]  # notes + answer's context
+        read = [d.page_content for d in result.evidence] + [
+            d.page_content for d in result.context
+        ]  # notes + answer's context
         return result.answer, result.found, read, result.tool_calls, len(result.pages_read), result.at_cap
 
     return _run(question, DEEP, work, judge)
@@ -120,8 +133,15 @@ def run_single_shot(question: GoldQuestion, pipeline: Pipeline, judge: BaseChatM
 def runs_table(runs: Sequence[MethodRun]) -> pd.DataFrame:
     """One row per (question, method). Introduced in notebook 07 (deep-research agent)."""
     frame = pd.DataFrame([asdict(r) for r in runs])
-    return frame.rename(columns={"evidence_recall": "evidence recall", "tool_calls": "tool calls",
-                                 "pages_read": "pages read", "llm_calls": "LLM calls", "at_cap": "at the cap"})
+    return frame.rename(
+        columns={
+            "evidence_recall": "evidence recall",
+            "tool_calls": "tool calls",
+            "pages_read": "pages read",
+            "llm_calls": "LLM calls",
+            "at_cap": "at the cap",
+        }
+    )
 
 
 def compare_methods(runs: Sequence[MethodRun], by: str | None = None) -> pd.DataFrame:
@@ -142,7 +162,9 @@ def summary_rows(runs: Sequence[MethodRun]) -> list[dict[str, Any]]:
     return compare_methods(runs).reset_index().to_dict("records")
 
 
-def search_recall(questions: Sequence[GoldQuestion], searches: Mapping[str, Callable[[str], Observation]]) -> pd.DataFrame:
+def search_recall(
+    questions: Sequence[GoldQuestion], searches: Mapping[str, Callable[[str], Observation]]
+) -> pd.DataFrame:
     """What the sub-agent's first search shows it, per reranker: one row per (question, reranker) with the
     evidence recall of the shown hits (their whole chunks) and the seconds the search took.
 
@@ -158,8 +180,16 @@ def search_recall(questions: Sequence[GoldQuestion], searches: Mapping[str, Call
             if observation.error:
                 raise ValueError(f"search {label!r} failed on {question.id}: {observation.error}")
             texts = [d.metadata.get(FULL_TEXT, d.page_content) for d in observation.evidence]
-            rows.append({"id": question.id, "type": question.type, "language": question.language, "reranker": label,
-                         "evidence recall": evidence_recall(texts, question.evidence), "seconds": seconds})
+            rows.append(
+                {
+                    "id": question.id,
+                    "type": question.type,
+                    "language": question.language,
+                    "reranker": label,
+                    "evidence recall": evidence_recall(texts, question.evidence),
+                    "seconds": seconds,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -183,35 +213,79 @@ def method_findings(runs: Sequence[MethodRun]) -> list[str]:
     n = int(deep["questions"])
     right = {m: int(table.loc[table["method"] == m, "correct"].fillna(0).sum()) for m in (DEEP, SINGLE_SHOT)}
     gap = right[DEEP] - right[SINGLE_SHOT]
-    verdict = (t("deep research answered {gap} more correctly", gap=gap) if gap > 0 else
-               t("single-shot answered {gap} more correctly", gap=-gap) if gap < 0 else t("the same count"))
+    verdict = (
+        t("deep research answered {gap} more correctly", gap=gap)
+        if gap > 0
+        else t("single-shot answered {gap} more correctly", gap=-gap)
+        if gap < 0
+        else t("the same count")
+    )
     failures = int(summary["judge failures"].sum())
-    lines = [t("**Correct: deep research {deep} of {n}, single-shot hybrid {shot} of {n}** — {verdict}. One question moves "
-               "a share by {step:.2f}: read directions, not decimals", deep=right[DEEP], n=n, shot=right[SINGLE_SHOT],
-               verdict=verdict, step=1 / n)
-             + (t("; {failures} judge failure(s), counted, not guessed.", failures=failures) if failures else t("."))]
+    lines = [
+        t(
+            "**Correct: deep research {deep} of {n}, single-shot hybrid {shot} of {n}** — {verdict}. One question moves "
+            "a share by {step:.2f}: read directions, not decimals",
+            deep=right[DEEP],
+            n=n,
+            shot=right[SINGLE_SHOT],
+            verdict=verdict,
+            step=1 / n,
+        )
+        + (t("; {failures} judge failure(s), counted, not guessed.", failures=failures) if failures else t("."))
+    ]
     recall = compare_methods(runs, by="type")["evidence recall"]
     parts = []
     for kind in dict.fromkeys(table["type"]):
         d, s = recall.loc[(DEEP, kind)], recall.loc[(SINGLE_SHOT, kind)]
-        parts.append(t("{kind} {deep:.2f} against {shot:.2f} ({who})", kind=kind.replace("_", "-"), deep=d, shot=s,
-                       who=_direction(d, s, t("deep research read more"), t("single-shot read more"), t("the same"))))
+        parts.append(
+            t(
+                "{kind} {deep:.2f} against {shot:.2f} ({who})",
+                kind=kind.replace("_", "-"),
+                deep=d,
+                shot=s,
+                who=_direction(d, s, t("deep research read more"), t("single-shot read more"), t("the same")),
+            )
+        )
     lines.append(t("**Evidence recall** (deep research against single-shot): {parts}.", parts=t("; ").join(parts)))
     deep_rows = table[table["method"] == DEEP]
     capped, reading = int(deep_rows["at the cap"].sum()), int((deep_rows["pages read"] > 0).sum())
-    lines.append(t("**Who ended the research**: the step cap in {capped} of {n} questions, the model's own `answer` in "
-                   "{own}; it read a page in {reading} of {n}.", capped=capped, n=n, own=n - capped, reading=reading))
+    lines.append(
+        t(
+            "**Who ended the research**: the step cap in {capped} of {n} questions, the model's own `answer` in "
+            "{own}; it read a page in {reading} of {n}.",
+            capped=capped,
+            n=n,
+            own=n - capped,
+            reading=reading,
+        )
+    )
     token_ratio = deep["tokens"] / shot["tokens"] if shot["tokens"] else float("nan")
     time_ratio = deep["seconds"] / shot["seconds"] if shot["seconds"] else float("nan")
-    lines.append(t("**Cost per question**: {deep_calls:.1f} model calls and {deep_tokens:,.0f} tokens against {shot_calls:.1f} "
-                   "and {shot_tokens:,.0f} — {token_ratio:.1f}× the tokens and {time_ratio:.1f}× the seconds ({deep_seconds:.0f} "
-                   "s against {shot_seconds:.0f} s).", deep_calls=deep["LLM calls"], deep_tokens=deep["tokens"],
-                   shot_calls=shot["LLM calls"], shot_tokens=shot["tokens"], token_ratio=token_ratio, time_ratio=time_ratio,
-                   deep_seconds=deep["seconds"], shot_seconds=shot["seconds"]))
+    lines.append(
+        t(
+            "**Cost per question**: {deep_calls:.1f} model calls and {deep_tokens:,.0f} tokens against {shot_calls:.1f} "
+            "and {shot_tokens:,.0f} — {token_ratio:.1f}× the tokens and {time_ratio:.1f}× the seconds ({deep_seconds:.0f} "
+            "s against {shot_seconds:.0f} s).",
+            deep_calls=deep["LLM calls"],
+            deep_tokens=deep["tokens"],
+            shot_calls=shot["LLM calls"],
+            shot_tokens=shot["tokens"],
+            token_ratio=token_ratio,
+            time_ratio=time_ratio,
+            deep_seconds=deep["seconds"],
+            shot_seconds=shot["seconds"],
+        )
+    )
     case = table[table["type"] == "contradiction"]
     if len(case):
         methods = {DEEP: t("deep research"), SINGLE_SHOT: t("single-shot hybrid")}
-        lines.append(t("**The contradiction case** (`contradiction_handling`): {cases}.", cases=t("; ").join(
-            t("{method}: {handling}", method=methods.get(method, method), handling=handling or t("not read"))
-            for method, handling in zip(case["method"], case["contradiction"]))))
+        lines.append(
+            t(
+                "**The contradiction case** (`contradiction_handling`): {cases}.",
+                cases=t("; ").join(
+                    t("{method}: {handling}", method=methods.get(method, method), handling=handling or t("not read"))
+                    for method, handling in zip(case["method"], case["contradiction"])
+                ),
+            )
+        )
     return lines

@@ -109,7 +109,9 @@ class Resources:
     rank_k: int = RANK_K
     rerank_candidates: int = 20  # hybrid candidates the reranker reads (a cross-encoder: no model calls)
     max_rounds: int = 3
-    gate_thresholds: Mapping[str, Any] | None = None  # the grading loop's GateThresholds per language; None = `gate_thresholds()`
+    gate_thresholds: Mapping[str, Any] | None = (
+        None  # the grading loop's GateThresholds per language; None = `gate_thresholds()`
+    )
     qa_chunks: Sequence[Document] | None = None  # chunks that get QA pairs (default: all of them)
     qa_max_pairs: int = 3
     qa_store_name: str = "eval-qa-hybrid"
@@ -151,7 +153,9 @@ def _reranked(r: Resources, top_n: int) -> Callable[[str], list[Document]]:
     from lessons.retrieval.rerank import default_reranker
 
     candidates = _hybrid(r, max(r.rerank_candidates, top_n))
-    return ContextualCompressionRetriever(base_retriever=candidates, base_compressor=default_reranker(top_n=top_n)).invoke
+    return ContextualCompressionRetriever(
+        base_retriever=candidates, base_compressor=default_reranker(top_n=top_n)
+    ).invoke
 
 
 def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:
@@ -212,7 +216,9 @@ def gate_grader(llm: BaseChatModel, thresholds: Mapping[str, Any] | None = None)
 
 
 def _describe(threshold: Any) -> str:
-    cross_encoder, p_yes = (threshold.cross_encoder, threshold.p_yes) if hasattr(threshold, "p_yes") else (0.0, threshold)
+    cross_encoder, p_yes = (
+        (threshold.cross_encoder, threshold.p_yes) if hasattr(threshold, "p_yes") else (0.0, threshold)
+    )
     return f"cross-encoder ≥ {cross_encoder:.2f}, P(yes) ≥ {p_yes:.2f}" if cross_encoder else f"P(yes) ≥ {p_yes:.2f}"
 
 
@@ -222,8 +228,10 @@ def threshold_note(documents: str, calibrated_on: str | None = None) -> str:
     if calibrated_on is not None:
         return f"gate thresholds calibrated on {calibrated_on}"
     values = "; ".join(f"{language} {_describe(value)}" for language, value in sorted(thresholds.items()))
-    return (f"gate thresholds ({values}) are from {source}, NOT calibrated on {documents}: "
-            "measure them on questions from these documents before trusting its abstentions")
+    return (
+        f"gate thresholds ({values}) are from {source}, NOT calibrated on {documents}: "
+        "measure them on questions from these documents before trusting its abstentions"
+    )
 
 
 def gate_retrieval(r: Resources) -> Callable[[str], list[Document]]:
@@ -254,7 +262,7 @@ def build_three_agents(r: Resources) -> Pipeline:
     except ImportError as error:
         raise PipelineUnavailable(
             "the three-agent pipeline needs lessons/agents/three_agents.py (notebook 05), which this checkout does not "
-            f"have yet ({error}); leave \"three-agents\" out of the pipelines for now"
+            f'have yet ({error}); leave "three-agents" out of the pipelines for now'
         ) from error
     retriever = _hybrid(r, r.k).invoke  # the same first stage as the hybrid pipeline, top k
 
@@ -280,7 +288,9 @@ class PipelineSpec:
     notebook: str
     description: str
     build: Callable[[Resources], Pipeline]
-    retrieval: Callable[[Resources], Callable[[str], list[Document]]] | None = None  # its ranking, if it needs no chat model
+    retrieval: Callable[[Resources], Callable[[str], list[Document]]] | None = (
+        None  # its ranking, if it needs no chat model
+    )
 
 
 PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
@@ -320,7 +330,11 @@ def relevance(documents: Sequence[Document], item: TestItem) -> list[bool]:
     from lessons.evaluation.metrics import relevance_labels
 
     ids = set(item.evidence_chunk_ids)
-    by_quote = relevance_labels([d.page_content for d in documents], item.evidence) if item.evidence else [False] * len(documents)
+    by_quote = (
+        relevance_labels([d.page_content for d in documents], item.evidence)
+        if item.evidence
+        else [False] * len(documents)
+    )
     return [chunk_id_of(d) in ids or quoted for d, quoted in zip(documents, by_quote)]
 
 
@@ -354,7 +368,9 @@ def relevant_counts(chunks: Sequence[Document], items: Sequence[TestItem]) -> di
 class FaithfulnessVerdict(BaseModel):
     """Whether the answer's main claim is stated in the context: copy both sides, then decide."""
 
-    answer_claim: str = Field(description="the main fact the answer states (a figure, name, date, version…), copied: one short sentence")
+    answer_claim: str = Field(
+        description="the main fact the answer states (a figure, name, date, version…), copied: one short sentence"
+    )
     context_says: str = Field(
         description="the ONE sentence or table row of the context that states that fact, copied (not the whole context); empty if none does"
     )
@@ -367,7 +383,9 @@ class CompletenessVerdict(BaseModel):
     """Whether the answer states the reference answer's key fact: copy both sides, then decide."""
 
     reference_key_fact: str = Field(description="the most important fact of the reference answer, copied")
-    answer_says: str = Field(description="what the answer says about that fact, copied from the answer; empty if it does not say")
+    answer_says: str = Field(
+        description="what the answer says about that fact, copied from the answer; empty if it does not say"
+    )
     complete: Literal["yes", "no"] = Field(
         description="'yes' if answer_says states the same fact with the same figures and names; otherwise 'no'"
     )
@@ -437,7 +455,9 @@ def judge_faithfulness(model: BaseChatModel, question: str, answer: str, context
     """1 when every fact of `answer` is stated in `context`, 0 otherwise (typed verdict with a reason)."""
     from lessons.core.prompt_safety import DATA_RULE
 
-    prompt = FAITHFULNESS_PROMPT.format(data_rule=DATA_RULE, question=question, context=_context_text(context), answer=answer)
+    prompt = FAITHFULNESS_PROMPT.format(
+        data_rule=DATA_RULE, question=question, context=_context_text(context), answer=answer
+    )
     return run_judge(model, FaithfulnessVerdict, "consistent", prompt)
 
 
@@ -483,7 +503,9 @@ def evaluate_item(
     row.update({"answer": result.answer, "abstained": result.abstained if error is None else None,
                 "retrieved_ids": [chunk_id_of(d) for d in result.retrieved],
                 "context_ids": [chunk_id_of(d) for d in result.context], "error": error})  # fmt: skip
-    scores = retrieval_scores(result.retrieved, item, n_relevant, k, rank_k) if item.answerable and error is None else {}
+    scores = (
+        retrieval_scores(result.retrieved, item, n_relevant, k, rank_k) if item.answerable and error is None else {}
+    )
     for metric in (f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"):
         row[metric] = scores.get(metric)
     if error is not None:
@@ -540,7 +562,7 @@ def compare(rows: pd.DataFrame, k: int = K, rank_k: int = RANK_K, timing: bool =
     table = []
     for name, group in rows.groupby("pipeline", sort=False):
         in_kb, out_kb = group[group["answerable"]], group[~group["answerable"]]
-        answered = in_kb[in_kb["abstained"] == False]  # noqa: E712 (None = pipeline error stays out)
+        answered = in_kb[in_kb["abstained"] == False]
         row: dict[str, Any] = {"pipeline": name, "questions": len(group)}
         for metric in (f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"):
             row[metric] = _mean(in_kb[metric])
@@ -647,7 +669,9 @@ def save_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path = out / "results.json", out / "report.md"
-    json_path.write_text(json.dumps(results_json(rows, table, items, meta), ensure_ascii=False, indent=1), encoding="utf-8")
+    json_path.write_text(
+        json.dumps(results_json(rows, table, items, meta), ensure_ascii=False, indent=1), encoding="utf-8"
+    )
     md_path.write_text(report_markdown(rows, table, items, meta), encoding="utf-8")
     return json_path, md_path
 
@@ -658,7 +682,9 @@ def plot_comparison(table: pd.DataFrame, k: int = K, rank_k: int = RANK_K):
 
     fig, axes = plt.subplots(1, 3, figsize=(16, 5), gridspec_kw={"width_ratios": [1.2, 1.2, 1]})
     retrieval = [f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"]
-    answers = [c for c in ("answered (in-KB)", "factual consistency", "completeness", "abstained (out-of-KB)") if c in table]
+    answers = [
+        c for c in ("answered (in-KB)", "factual consistency", "completeness", "abstained (out-of-KB)") if c in table
+    ]
     table[retrieval].astype(float).plot.barh(ax=axes[0], xlim=(0, 1.05), title="Retrieval (answerable questions)")
     table[answers].astype(float).plot.barh(ax=axes[1], xlim=(0, 1.05), title="Answers (LLM judge)")
     cost = table[["LLM calls/question"] + (["s/question"] if "s/question" in table else [])].astype(float)
@@ -707,8 +733,9 @@ def retrieval_rows(
     return pd.DataFrame(rows)
 
 
-def retrieval_goals(rows: pd.DataFrame, baseline: str = "dense", k: int = GOAL_K,
-                    english_goal: float = 0.90, misses_goal: float = 0.50) -> pd.DataFrame:
+def retrieval_goals(
+    rows: pd.DataFrame, baseline: str = "dense", k: int = GOAL_K, english_goal: float = 0.90, misses_goal: float = 0.50
+) -> pd.DataFrame:
     """Per corpus and pipeline: English recall@k, and the share of the baseline's recall@k misses it removes
     (a miss is the missing share of a question's evidence, summed over both languages), with the goals met or not."""
     recall = f"recall@{k}"
@@ -729,8 +756,14 @@ def retrieval_goals(rows: pd.DataFrame, baseline: str = "dense", k: int = GOAL_K
     return pd.DataFrame(out)
 
 
-def best_scores(score: Callable[[str, list[Document]], list[float]], retrieve: Callable[[str], list[Document]],
-                items: Sequence[TestItem], *, progress: bool = True, desc: str = "") -> pd.DataFrame:
+def best_scores(
+    score: Callable[[str, list[Document]], list[float]],
+    retrieve: Callable[[str], list[Document]],
+    items: Sequence[TestItem],
+    *,
+    progress: bool = True,
+    desc: str = "",
+) -> pd.DataFrame:
     """Each item's best score among the documents `retrieve` finds for it (answered when it reaches a
     threshold): the input of every calibrated decision. `score(question, documents)` is the gate's P(yes),
     a cross-encoder, or anything else that scores documents."""
@@ -745,8 +778,9 @@ def best_scores(score: Callable[[str, list[Document]], list[float]], retrieve: C
     return pd.DataFrame(rows)
 
 
-def threshold_transfer(scores: Mapping[str, pd.DataFrame], min_abstention: float = 0.95,
-                       per_language: bool = True) -> pd.DataFrame:
+def threshold_transfer(
+    scores: Mapping[str, pd.DataFrame], min_abstention: float = 0.95, per_language: bool = True
+) -> pd.DataFrame:
     """Calibrate a cut-off on each corpus (`lessons.agents.grading.choose_threshold`, per language when asked) and
     measure it on every corpus, the home one included: how many answerable questions it keeps and how many
     out-of-KB ones it refuses. A threshold that travels keeps both shares when it leaves home."""
@@ -790,7 +824,11 @@ def plot_corpora(retrieval: pd.DataFrame, answers: Mapping[str, pd.DataFrame], k
     panels = [("recall", t("recall@{k} (every gold question)", k=k)), ("complete", t("completeness (judged sample)")),
               ("abstain", t("abstained on out-of-KB (sample)")), ("calls", t("LLM calls / question"))]  # fmt: skip
     data = {"recall": retrieval.pivot_table(index="pipeline", columns="corpus", values=f"recall@{k}", sort=False)}
-    for key, column in (("complete", "completeness"), ("abstain", "abstained (out-of-KB)"), ("calls", "LLM calls/question")):
+    for key, column in (
+        ("complete", "completeness"),
+        ("abstain", "abstained (out-of-KB)"),
+        ("calls", "LLM calls/question"),
+    ):
         data[key] = pd.DataFrame({corpus: table[column] for corpus, table in answers.items()}).astype(float)
     fig, axes = plt.subplots(1, len(panels), figsize=(18, 4.8))
     for ax, (key, title) in zip(axes, panels):
@@ -811,8 +849,14 @@ def _ranks(values: pd.Series) -> pd.Series:
     return values.rank(ascending=False, method="min").astype(int)
 
 
-def findings_markdown(retrieval: pd.DataFrame, goals: pd.DataFrame, answers: Mapping[str, pd.DataFrame],
-                      transfer: Mapping[str, pd.DataFrame], k: int = GOAL_K, baseline: str = "dense") -> str:
+def findings_markdown(
+    retrieval: pd.DataFrame,
+    goals: pd.DataFrame,
+    answers: Mapping[str, pd.DataFrame],
+    transfer: Mapping[str, pd.DataFrame],
+    k: int = GOAL_K,
+    baseline: str = "dense",
+) -> str:
     """The notebook's findings as Markdown, every figure and every direction taken from the run's tables:
     the goals (met or missed), which pipelines change rank between the corpora and in which language the
     change comes from, the answer sample, and how far each calibrated cut-off travels.
@@ -840,21 +884,41 @@ def findings_markdown(retrieval: pd.DataFrame, goals: pd.DataFrame, answers: Map
         a, b = corpora
         moved = [name for name in ranks.index if ranks.loc[name, a] != ranks.loc[name, b]]
         if not moved:
-            lines.append(t("- **Rank by {recall}**: the same order on both corpora ({order}).", recall=recall,
-                           order=" > ".join(means[a].sort_values(ascending=False).index)))
+            lines.append(
+                t(
+                    "- **Rank by {recall}**: the same order on both corpora ({order}).",
+                    recall=recall,
+                    order=" > ".join(means[a].sort_values(ascending=False).index),
+                )
+            )
         for name in moved:
-            deltas = {lang: by_language.loc[name, (b, lang)] - by_language.loc[name, (a, lang)]
-                      for lang in ("en", "zh") if (a, lang) in by_language.columns and (b, lang) in by_language.columns}
+            deltas = {
+                lang: by_language.loc[name, (b, lang)] - by_language.loc[name, (a, lang)]
+                for lang in ("en", "zh")
+                if (a, lang) in by_language.columns and (b, lang) in by_language.columns
+            }
             lead = max(deltas, key=lambda lang: abs(deltas[lang])) if deltas else None
-            why = (t("; the move comes mostly from {language} questions ({recall} {before:.2f} on {a} → {after:.2f} on {b})",
-                     language=t("English") if lead == "en" else t("Chinese"), recall=recall,
-                     before=by_language.loc[name, (a, lead)], a=a, after=by_language.loc[name, (b, lead)], b=b)
-                   if lead else "")
+            why = (
+                t(
+                    "; the move comes mostly from {language} questions ({recall} {before:.2f} on {a} → {after:.2f} on {b})",
+                    language=t("English") if lead == "en" else t("Chinese"),
+                    recall=recall,
+                    before=by_language.loc[name, (a, lead)],
+                    a=a,
+                    after=by_language.loc[name, (b, lead)],
+                    b=b,
+                )
+                if lead
+                else ""
+            )
             lines.append(t("- **{name} changes rank**: {rank_a} on {a} ({mean_a:.2f}), {rank_b} on {b} ({mean_b:.2f}){why}.",
                            name=name, rank_a=ranks.loc[name, a], a=a, mean_a=means.loc[name, a], rank_b=ranks.loc[name, b],
                            b=b, mean_b=means.loc[name, b], why=why))  # fmt: skip
-        shares = retrieval.drop_duplicates(["corpus", "question_id"]).groupby("corpus")["language"].apply(
-            lambda s: (s == "zh").mean())
+        shares = (
+            retrieval.drop_duplicates(["corpus", "question_id"])
+            .groupby("corpus")["language"]
+            .apply(lambda s: (s == "zh").mean())
+        )
         lines.append(t("- Chinese questions are {share_a:.0%} of {a}'s answerable gold set and {share_b:.0%} of {b}'s: a "
                        "technique that helps one language more moves with that share.", share_a=shares[a], a=a,
                        share_b=shares[b], b=b))  # fmt: skip
@@ -863,16 +927,36 @@ def findings_markdown(retrieval: pd.DataFrame, goals: pd.DataFrame, answers: Map
         abstain = table["abstained (out-of-KB)"].astype(float)
         calls = table["LLM calls/question"].astype(float)
         lines.append(
-            t("- **Answers on {corpus}** ({n} questions, read directions, not decimals): most complete {complete} "
-              "({complete_value:.2f}), ", corpus=corpus, n=int(table["questions"].max()), complete=complete.idxmax(),
-              complete_value=complete.max())
-            + (t("best abstention {abstain} ({abstain_value:.2f}), ", abstain=abstain.idxmax(), abstain_value=abstain.max())
-               if abstain.notna().any() else "")
-            + t("cheapest {cheapest} ({cheapest_calls:.1f} calls/question), dearest {dearest} ({dearest_calls:.1f}).",
-                cheapest=calls.idxmin(), cheapest_calls=calls.min(), dearest=calls.idxmax(), dearest_calls=calls.max()))
+            t(
+                "- **Answers on {corpus}** ({n} questions, read directions, not decimals): most complete {complete} "
+                "({complete_value:.2f}), ",
+                corpus=corpus,
+                n=int(table["questions"].max()),
+                complete=complete.idxmax(),
+                complete_value=complete.max(),
+            )
+            + (
+                t(
+                    "best abstention {abstain} ({abstain_value:.2f}), ",
+                    abstain=abstain.idxmax(),
+                    abstain_value=abstain.max(),
+                )
+                if abstain.notna().any()
+                else ""
+            )
+            + t(
+                "cheapest {cheapest} ({cheapest_calls:.1f} calls/question), dearest {dearest} ({dearest_calls:.1f}).",
+                cheapest=calls.idxmin(),
+                cheapest_calls=calls.min(),
+                dearest=calls.idxmax(),
+                dearest_calls=calls.max(),
+            )
+        )
     for what, frame in transfer.items():
         for _, row in frame[frame["calibrated on"] != frame["measured on"]].iterrows():
-            home = frame[(frame["calibrated on"] == row["calibrated on"]) & (frame["measured on"] == row["calibrated on"])].iloc[0]
+            home = frame[
+                (frame["calibrated on"] == row["calibrated on"]) & (frame["measured on"] == row["calibrated on"])
+            ].iloc[0]
             lines.append(t("- **{what}, calibrated on {home}** ({thresholds}): at home it keeps {kept} of answerable questions "
                            "and refuses {refused} of out-of-KB ones; on {away} {away_kept} and {away_refused}.", what=what,
                            home=row["calibrated on"], thresholds=row["thresholds"], kept=_share_text(home["answerable kept"]),

@@ -75,8 +75,13 @@ class LLMCallMeter(BaseCallbackHandler):
 
     def counts(self) -> dict[str, int]:
         """The counts as result-table columns: llm_calls, cached_calls, input/output tokens and their sum."""
-        return {"llm_calls": self.calls, "cached_calls": self.cached_calls, "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens, "tokens": self.input_tokens + self.output_tokens}
+        return {
+            "llm_calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "tokens": self.input_tokens + self.output_tokens,
+        }
 
 
 def build_techniques(
@@ -118,8 +123,12 @@ def build_techniques(
     model = OnnxCrossEncoder()
     routed = default_reranker(top_n=k)
     routed_with_neighbours = LanguageRoutedReranker(
-        routes={language: NeighbourContextReranker(model=model, top_n=k, neighbours=neighbours, max_chars=max_block_chars)
-                for language in routed.routes}, top_n=k)
+        routes={
+            language: NeighbourContextReranker(model=model, top_n=k, neighbours=neighbours, max_chars=max_block_chars)
+            for language in routed.routes
+        },
+        top_n=k,
+    )
     techniques = [
         Technique(BASELINE, dense_retriever(store, k)),
         Technique("BM25", bm25_retriever(chunks, k)),
@@ -135,8 +144,11 @@ def build_techniques(
             hits=hits, max_block_chars=max_block_chars)),
     ]  # fmt: skip
     if colbert:
-        techniques.append(Technique("hybrid → ColBERT", reranked(candidates, ScoredCrossEncoderReranker(
-            model=ColbertScorer(), top_n=k))))
+        techniques.append(
+            Technique(
+                "hybrid → ColBERT", reranked(candidates, ScoredCrossEncoderReranker(model=ColbertScorer(), top_n=k))
+            )
+        )
     if llm is None:
         return techniques
     return techniques + [
@@ -277,7 +289,11 @@ def summarise(results: pd.DataFrame, baseline: str, question_ids: Iterable[str] 
 
 
 def breakdown(
-    results: pd.DataFrame, metric: str, by: str, groups: Sequence[str] | None = None, question_ids: Iterable[str] | None = None
+    results: pd.DataFrame,
+    metric: str,
+    by: str,
+    groups: Sequence[str] | None = None,
+    question_ids: Iterable[str] | None = None,
 ) -> pd.DataFrame:
     """`metric` averaged per technique and per value of `by` (e.g. language or type); n per group in the headers.
 
@@ -293,7 +309,7 @@ def breakdown(
     return table.reindex(results["technique"].drop_duplicates())
 
 
-def LLM_REFERENCES(llm_candidates: int = 10) -> dict[str, str]:  # noqa: N802 - a table, built for the candidate count
+def LLM_REFERENCES(llm_candidates: int = 10) -> dict[str, str]:
     """Each chat-model technique and the technique without the chat model it should beat (notebook 02)."""
     return {
         "hybrid → LLM rerank": f"hybrid → cross-encoder (top {llm_candidates})",
@@ -307,15 +323,18 @@ def LLM_REFERENCES(llm_candidates: int = 10) -> dict[str, str]:  # noqa: N802 - 
 def gains_over(comparison: pd.DataFrame, references: Mapping[str, str]) -> pd.DataFrame:
     """What each technique adds over its reference, on the same questions (differences of means)."""
     present = {name: ref for name, ref in references.items() if name in comparison.index and ref in comparison.index}
-    gains = pd.DataFrame({name: comparison.loc[name, METRICS] - comparison.loc[ref, METRICS]
-                          for name, ref in present.items()}).T
+    gains = pd.DataFrame(
+        {name: comparison.loc[name, METRICS] - comparison.loc[ref, METRICS] for name, ref in present.items()}
+    ).T
     gains.insert(0, "compared with", list(present.values()))
     gains["LLM calls/query"] = comparison.loc[list(present), "LLM calls/query"]
     gains["ms/query"] = comparison.loc[list(present), "ms/query"]
     return gains
 
 
-def misses_removed(rows: pd.DataFrame, technique: str, baseline: str = BASELINE, metric: str = f"recall@{HIT_K}") -> float | None:
+def misses_removed(
+    rows: pd.DataFrame, technique: str, baseline: str = BASELINE, metric: str = f"recall@{HIT_K}"
+) -> float | None:
     """The share of the baseline's misses (1 − recall per question, summed) that `technique` removes."""
     base = rows[rows["technique"] == baseline].set_index("question_id")[metric]
     other = rows[rows["technique"] == technique].set_index("question_id")[metric].reindex(base.index)
@@ -323,9 +342,16 @@ def misses_removed(rows: pd.DataFrame, technique: str, baseline: str = BASELINE,
     return None if missed == 0 else float(((1 - base) - (1 - other)).sum() / missed)
 
 
-def retrieval_findings(cheap_rows: pd.DataFrame, gains: pd.DataFrame, *,
-                       baseline: str = BASELINE, llm_sample: int, mrr_claim: float = 0.15,
-                       english_goal: float = 0.90, misses_goal: float = 0.50) -> str:
+def retrieval_findings(
+    cheap_rows: pd.DataFrame,
+    gains: pd.DataFrame,
+    *,
+    baseline: str = BASELINE,
+    llm_sample: int,
+    mrr_claim: float = 0.15,
+    english_goal: float = 0.90,
+    misses_goal: float = 0.50,
+) -> str:
     """Notebook 02's findings as Markdown, every figure read from the run's tables (introduced in notebook 02).
 
     `cheap_rows`: one row per (technique, question) for the techniques without a chat model, every question;
@@ -344,72 +370,130 @@ def retrieval_findings(cheap_rows: pd.DataFrame, gains: pd.DataFrame, *,
     lines = []
     hybrid, ce, routed = "hybrid (RRF)", "hybrid → cross-encoder", "hybrid → cross-encoder, by language"
     d_recall = mean(hybrid, "recall@5") - mean(baseline, "recall@5")
-    lines.append(t("- **Hybrid search** {verb} dense retrieval on recall@5 over all {n} questions ({hybrid} vs {dense}; "
-                   "MRR@10 {hybrid_mrr} vs {dense_mrr}), with no model call.",
-                   verb=direction(d_recall, t("beats"), t("trails"), t("matches"), 0.005), n=n,
-                   hybrid=num(mean(hybrid, "recall@5"), 3), dense=num(mean(baseline, "recall@5"), 3),
-                   hybrid_mrr=num(mean(hybrid, "MRR@10"), 3), dense_mrr=num(mean(baseline, "MRR@10"), 3)))
+    lines.append(
+        t(
+            "- **Hybrid search** {verb} dense retrieval on recall@5 over all {n} questions ({hybrid} vs {dense}; "
+            "MRR@10 {hybrid_mrr} vs {dense_mrr}), with no model call.",
+            verb=direction(d_recall, t("beats"), t("trails"), t("matches"), 0.005),
+            n=n,
+            hybrid=num(mean(hybrid, "recall@5"), 3),
+            dense=num(mean(baseline, "recall@5"), 3),
+            hybrid_mrr=num(mean(hybrid, "MRR@10"), 3),
+            dense_mrr=num(mean(baseline, "MRR@10"), 3),
+        )
+    )
     if ce in names:
         for language, label in (("en", t("English")), ("zh", t("Chinese"))):
             base_mrr, ce_mrr = mean(hybrid, "MRR@10", language), mean(ce, "MRR@10", language)
             relative = (ce_mrr - base_mrr) / base_mrr if base_mrr else float("nan")
-            lines.append(t(
-                "- **Cross-encoder rerank, {label} questions:** MRR@10 {before} → {after} ({relative}% relative; the design "
-                "write-ups claim +{claim} for BGE-Reranker-v2 — {met} here), recall@5 {recall_before} → {recall_after}.",
-                label=label, before=num(base_mrr, 3), after=num(ce_mrr, 3), relative=signed(relative * 100, 1),
-                claim=pct(mrr_claim), met=t("met") if relative >= mrr_claim else t("not met"),
-                recall_before=num(mean(hybrid, "recall@5", language), 3), recall_after=num(mean(ce, "recall@5", language), 3)))
+            lines.append(
+                t(
+                    "- **Cross-encoder rerank, {label} questions:** MRR@10 {before} → {after} ({relative}% relative; the design "
+                    "write-ups claim +{claim} for BGE-Reranker-v2 — {met} here), recall@5 {recall_before} → {recall_after}.",
+                    label=label,
+                    before=num(base_mrr, 3),
+                    after=num(ce_mrr, 3),
+                    relative=signed(relative * 100, 1),
+                    claim=pct(mrr_claim),
+                    met=t("met") if relative >= mrr_claim else t("not met"),
+                    recall_before=num(mean(hybrid, "recall@5", language), 3),
+                    recall_after=num(mean(ce, "recall@5", language), 3),
+                )
+            )
         zh_drop = mean(ce, "recall@5", "zh") - mean(hybrid, "recall@5", "zh")
         if routed in names:
-            lines.append(t(
-                "- **Training data decides where a reranker works.** On Chinese questions the English cross-encoder "
-                "{verb} {delta} recall@5 against the hybrid order; routed by language (the cross-encoder for English, the "
-                "fused order for Chinese) the pipeline keeps {english} English and {chinese} Chinese recall@5.",
-                verb=direction(zh_drop, t("adds"), t("costs"), t("changes"), 0.005), delta=signed(zh_drop),
-                english=num(mean(routed, "recall@5", "en"), 3), chinese=num(mean(routed, "recall@5", "zh"), 3)))
+            lines.append(
+                t(
+                    "- **Training data decides where a reranker works.** On Chinese questions the English cross-encoder "
+                    "{verb} {delta} recall@5 against the hybrid order; routed by language (the cross-encoder for English, the "
+                    "fused order for Chinese) the pipeline keeps {english} English and {chinese} Chinese recall@5.",
+                    verb=direction(zh_drop, t("adds"), t("costs"), t("changes"), 0.005),
+                    delta=signed(zh_drop),
+                    english=num(mean(routed, "recall@5", "en"), 3),
+                    chinese=num(mean(routed, "recall@5", "zh"), 3),
+                )
+            )
     contextual = "hybrid → cross-encoder with neighbours"
     if contextual in names and routed in names:
         delta = mean(contextual, "MRR@10") - mean(routed, "MRR@10")
-        lines.append(t("- **Contextual rerank with the cross-encoder** (each candidate scored with its neighbours) {verb} "
-                       "the pointwise rerank: MRR@10 {contextual} vs {pointwise}.",
-                       verb=direction(delta, t("improves on"), t("falls behind"), t("matches"), 0.005),
-                       contextual=num(mean(contextual, "MRR@10"), 3), pointwise=num(mean(routed, "MRR@10"), 3)))
+        lines.append(
+            t(
+                "- **Contextual rerank with the cross-encoder** (each candidate scored with its neighbours) {verb} "
+                "the pointwise rerank: MRR@10 {contextual} vs {pointwise}.",
+                verb=direction(delta, t("improves on"), t("falls behind"), t("matches"), 0.005),
+                contextual=num(mean(contextual, "MRR@10"), 3),
+                pointwise=num(mean(routed, "MRR@10"), 3),
+            )
+        )
     widened = [t for t in ("hybrid + neighbours", "context expansion + cross-encoder") if t in names]
     for technique in widened:
         ratio = mean(technique, "chars@5") / mean(baseline, "chars@5")
         more_text = t(": part of any gain is simply more text for the generator to read.") if ratio > 1.1 else t(".")
-        lines.append(t("- **{technique}**: recall@5 {recall} against the baseline's {base_recall}, with {ratio:.1f}× the "
-                       "baseline's characters in the top 5 ({chars:,.0f} vs {base_chars:,.0f}){more_text}",
-                       technique=technique, recall=num(mean(technique, "recall@5"), 3),
-                       base_recall=num(mean(baseline, "recall@5"), 3), ratio=ratio, chars=mean(technique, "chars@5"),
-                       base_chars=mean(baseline, "chars@5"), more_text=more_text))
+        lines.append(
+            t(
+                "- **{technique}**: recall@5 {recall} against the baseline's {base_recall}, with {ratio:.1f}× the "
+                "baseline's characters in the top 5 ({chars:,.0f} vs {base_chars:,.0f}){more_text}",
+                technique=technique,
+                recall=num(mean(technique, "recall@5"), 3),
+                base_recall=num(mean(baseline, "recall@5"), 3),
+                ratio=ratio,
+                chars=mean(technique, "chars@5"),
+                base_chars=mean(baseline, "chars@5"),
+                more_text=more_text,
+            )
+        )
     if "hybrid → ColBERT" in names and routed in names:
         delta = mean("hybrid → ColBERT", "MRR@10", "en") - mean(ce, "MRR@10", "en")
-        lines.append(t("- **Late interaction (ColBERT)** {verb} the cross-encoder on English MRR@10 ({colbert} vs "
-                       "{cross_encoder}).", verb=direction(delta, t("beats"), t("trails"), t("matches"), 0.005),
-                       colbert=num(mean("hybrid → ColBERT", "MRR@10", "en"), 3), cross_encoder=num(mean(ce, "MRR@10", "en"), 3)))
+        lines.append(
+            t(
+                "- **Late interaction (ColBERT)** {verb} the cross-encoder on English MRR@10 ({colbert} vs "
+                "{cross_encoder}).",
+                verb=direction(delta, t("beats"), t("trails"), t("matches"), 0.005),
+                colbert=num(mean("hybrid → ColBERT", "MRR@10", "en"), 3),
+                cross_encoder=num(mean(ce, "MRR@10", "en"), 3),
+            )
+        )
     for name, row in gains.iterrows():
         d_mrr, d_rec = row["MRR@10"], row["recall@5"]
-        lines.append(t("- **{name}** vs {reference} on the {n} sampled questions: recall@5 {recall}, MRR@10 {mrr} — it "
-                       "{verb}, at {calls:.1f} chat-model calls per question (on so few questions one question moves a "
-                       "mean by up to {step:.2f}).", name=name, reference=row["compared with"], n=llm_sample,
-                       recall=signed(d_rec), mrr=signed(d_mrr),
-                       verb=direction(d_mrr + d_rec, t("helps"), t("hurts"), t("changes little"), 0.05),
-                       calls=row["LLM calls/query"], step=1 / max(llm_sample, 1)))
+        lines.append(
+            t(
+                "- **{name}** vs {reference} on the {n} sampled questions: recall@5 {recall}, MRR@10 {mrr} — it "
+                "{verb}, at {calls:.1f} chat-model calls per question (on so few questions one question moves a "
+                "mean by up to {step:.2f}).",
+                name=name,
+                reference=row["compared with"],
+                n=llm_sample,
+                recall=signed(d_rec),
+                mrr=signed(d_mrr),
+                verb=direction(d_mrr + d_rec, t("helps"), t("hurts"), t("changes little"), 0.05),
+                calls=row["LLM calls/query"],
+                step=1 / max(llm_sample, 1),
+            )
+        )
     candidates = [t for t in names if t != baseline]
     budget = [t for t in candidates if mean(t, "chars@5") <= 1.2 * mean(baseline, "chars@5")]
-    for label, pool in ((t("The best pipeline without a chat model by recall@5"), candidates),
-                        (t("At the baseline's amount of text (top-5 characters within 1.2×), the best"), budget)):
+    for label, pool in (
+        (t("The best pipeline without a chat model by recall@5"), candidates),
+        (t("At the baseline's amount of text (top-5 characters within 1.2×), the best"), budget),
+    ):
         if not pool:
             continue
         best = max(pool, key=lambda t: mean(t, "recall@5"))
         english = mean(best, "recall@5", "en")
         removed = misses_removed(cheap_rows, best, baseline)
-        lines.append(t(
-            "- **Goals.** {label} is **{best}**: English recall@5 {english} (goal ≥ {english_goal}: {english_met}); it "
-            "removes {removed} of the dense baseline's recall@5 misses over both languages (goal ≥ {misses_goal}: "
-            "{misses_met}).", label=label, best=best, english=num(english, 3), english_goal=num(english_goal, 2),
-            english_met=t("met") if english >= english_goal else t("missed"), removed=pct(removed),
-            misses_goal=pct(misses_goal),
-            misses_met=t("met") if removed is not None and removed >= misses_goal else t("missed")))
+        lines.append(
+            t(
+                "- **Goals.** {label} is **{best}**: English recall@5 {english} (goal ≥ {english_goal}: {english_met}); it "
+                "removes {removed} of the dense baseline's recall@5 misses over both languages (goal ≥ {misses_goal}: "
+                "{misses_met}).",
+                label=label,
+                best=best,
+                english=num(english, 3),
+                english_goal=num(english_goal, 2),
+                english_met=t("met") if english >= english_goal else t("missed"),
+                removed=pct(removed),
+                misses_goal=pct(misses_goal),
+                misses_met=t("met") if removed is not None and removed >= misses_goal else t("missed"),
+            )
+        )
     return "\n".join(lines)

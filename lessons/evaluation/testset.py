@@ -112,7 +112,9 @@ def load_test_set(path: str | Path, chunks: Sequence[Document] | None = None) ->
     """
     path = Path(path)
     if not path.is_file():
-        raise TestSetError(f"test set {path} does not exist — give a .jsonl file of questions, or questions = \"generate\"")
+        raise TestSetError(
+            f'test set {path} does not exist — give a .jsonl file of questions, or questions = "generate"'
+        )
     items: list[TestItem] = []
     searchable = [(chunk_id_of(c), normalise_for_match(c.page_content)) for c in chunks or []]
     for number, line in enumerate(_test_set_text(path).splitlines(), 1):
@@ -121,16 +123,18 @@ def load_test_set(path: str | Path, chunks: Sequence[Document] | None = None) ->
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as error:
-            raise TestSetError(f"{path}, line {number}: not valid JSON ({error.msg}) — one JSON object per line") from None
+            raise TestSetError(
+                f"{path}, line {number}: not valid JSON ({error.msg}) — one JSON object per line"
+            ) from None
         if not isinstance(raw, dict):
-            raise TestSetError(f"{path}, line {number}: expected a JSON object with at least \"id\" and \"question\"")
+            raise TestSetError(f'{path}, line {number}: expected a JSON object with at least "id" and "question"')
         where = f"{path}, line {number}"
         raw = _normalised_line(raw, where)
         try:
             item = TestItem.model_validate(raw)
         except ValidationError as error:
             problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-            raise TestSetError(f"{where}: {problems} — each line needs \"id\" and \"question\"") from None
+            raise TestSetError(f'{where}: {problems} — each line needs "id" and "question"') from None
         if chunks is not None:
             _check_evidence(item, searchable, where)
         items.append(item)
@@ -175,7 +179,7 @@ def _normalised_line(raw: dict, where: str) -> dict:
     raw = dict(raw)
     if "answer" in raw:
         if "reference" in raw:
-            raise TestSetError(f"{where}: both \"answer\" and \"reference\" — give the reference answer once")
+            raise TestSetError(f'{where}: both "answer" and "reference" — give the reference answer once')
         raw["reference"] = raw.pop("answer")
     raw.pop("sources", None)
     answerable = raw.pop("answerable", None)
@@ -191,7 +195,7 @@ def _normalised_line(raw: dict, where: str) -> dict:
                                f"\"{OUT_OF_KB}\"; fix one of the two")  # fmt: skip
         raw["type"] = OUT_OF_KB
     elif answerable is True and kind == OUT_OF_KB:
-        raise TestSetError(f"{where}: \"answerable\": true but type \"{OUT_OF_KB}\" — fix one of the two")
+        raise TestSetError(f'{where}: "answerable": true but type "{OUT_OF_KB}" — fix one of the two')
     raw.setdefault("type", "fact")
     question = raw.get("question")
     if isinstance(question, str):
@@ -201,7 +205,7 @@ def _normalised_line(raw: dict, where: str) -> dict:
         raw.setdefault("language", detect_language(question))
     language = raw.get("language")
     if isinstance(language, str) and not _LANGUAGE_CODE.match(language):
-        raise TestSetError(f"{where}: language {language!r} is not a language code — use \"en\", \"zh\", …")
+        raise TestSetError(f'{where}: language {language!r} is not a language code — use "en", "zh", …')
     if raw["type"] == OUT_OF_KB and (raw.get("evidence") or raw.get("evidence_chunk_ids")):
         raise TestSetError(f"{where}: an out-of-KB question has evidence — remove the evidence, or give the type "
                            "of an answerable question")  # fmt: skip
@@ -235,8 +239,12 @@ def _check_evidence(item: TestItem, searchable: Sequence[tuple[str, str]], where
 class GeneratedQuestion(BaseModel):
     """A question a reader could ask, and its answer, taken only from the given text."""
 
-    question: str = Field(min_length=2, description="a self-contained question that the text answers, in the text's language")
-    answer: str = Field(min_length=1, description="the answer, only from the text; figures, names and units exactly as written")
+    question: str = Field(
+        min_length=2, description="a self-contained question that the text answers, in the text's language"
+    )
+    answer: str = Field(
+        min_length=1, description="the answer, only from the text; figures, names and units exactly as written"
+    )
 
 
 SINGLE_PROMPT = """Write ONE question that a user could ask a help desk, and its answer, using ONLY the text below.
@@ -375,7 +383,9 @@ def pair_chunks(
 def _ask(model: BaseChatModel, chunks: Sequence[Document]) -> GeneratedQuestion:
     language = LANGUAGE_NAMES.get(_language(chunks), "the language of the text")
     if len(chunks) == 1:
-        prompt = SINGLE_PROMPT.format(language=language, source=_source(chunks[0]), text=as_data(chunks[0].page_content.strip()))
+        prompt = SINGLE_PROMPT.format(
+            language=language, source=_source(chunks[0]), text=as_data(chunks[0].page_content.strip())
+        )
     else:
         a, b = chunks
         prompt = MULTI_PROMPT.format(language=language, source_a=_source(a), text_a=as_data(a.page_content.strip()),
@@ -443,7 +453,9 @@ def describe(items: Sequence[TestItem]) -> dict[str, float]:
         "English": sum(i.language == "en" for i in items),
         "Chinese": sum(i.language == "zh" for i in items),
         "out-of-KB": len(items) - len(answerable),
-        "needs 2+ chunks": sum(len(i.evidence_chunk_ids) > 1 or i.type in ("multi_hop", GENERATED_MULTI) for i in answerable),
+        "needs 2+ chunks": sum(
+            len(i.evidence_chunk_ids) > 1 or i.type in ("multi_hop", GENERATED_MULTI) for i in answerable
+        ),
         "question chars (mean)": mean([len(i.question) for i in items]),
         "reference chars (mean)": mean([len(i.reference) for i in answerable]),
         "evidence chunks per question": mean([len(i.evidence_chunk_ids) for i in answerable]),

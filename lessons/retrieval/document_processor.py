@@ -69,8 +69,7 @@ def hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K, candidate
     return hybrid_retriever(dense_retriever(store, candidates), bm25_retriever(chunks, candidates), k=k)
 
 
-def reranked_hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K,
-                         candidates: int = RERANK_CANDIDATES):
+def reranked_hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K, candidates: int = RERANK_CANDIDATES):
     """The hybrid first stage a reranker reads: each retriever's top `candidates`, fused, the best `candidates` (notebook 05)."""
     return hybrid_over(chunks, store, k=max(k, candidates), candidates=max(k, candidates))
 
@@ -98,7 +97,7 @@ def process_documents(
     """
     if isinstance(reranker, str):
         if reranker != "default":
-            raise ValueError(f"reranker={reranker!r}: pass \"default\", None or a LangChain BaseDocumentCompressor")
+            raise ValueError(f'reranker={reranker!r}: pass "default", None or a LangChain BaseDocumentCompressor')
         from lessons.retrieval.rerank import default_reranker
 
         reranker = default_reranker(top_n=k)
@@ -108,6 +107,11 @@ def process_documents(
         raise NoDocumentsError(f"no document could be read ({reasons}) — upload a supported, non-empty file")
     chunks = chunk_files(result.documents)
     store = build_index(chunks, name=index_name)
-    return ProcessedDocuments(chunks=chunks, skipped=list(result.skipped),
-                              files=[d.source for d in result.documents], k=k, reranker=reranker,
-                              _retriever=reranked_hybrid_over(chunks, store, k) if reranker else hybrid_over(chunks, store, k))
+    return ProcessedDocuments(
+        chunks=chunks,
+        skipped=list(result.skipped),
+        files=[d.source for d in result.documents],
+        k=k,
+        reranker=reranker,
+        _retriever=reranked_hybrid_over(chunks, store, k) if reranker else hybrid_over(chunks, store, k),
+    )

@@ -52,8 +52,11 @@ MULTI_QUERY_PROMPT = ChatPromptTemplate.from_messages(
             "Write them in the language of the question: a Chinese question gets Chinese queries.",
         ),
         ("human", "How long do I have to finish the security training after I start?"),
-        ("ai", "security awareness training deadline for new employees\n"
-               "onboarding security course completion period\nmandatory training within days of joining"),
+        (
+            "ai",
+            "security awareness training deadline for new employees\n"
+            "onboarding security course completion period\nmandatory training within days of joining",
+        ),
         ("human", "新员工入职后多久要完成安全培训？"),
         ("ai", "新员工 安全培训 完成期限\n入职 数据安全培训 时间要求\n安全意识培训 入职后 天数"),
         ("human", "{question}"),

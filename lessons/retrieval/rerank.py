@@ -112,7 +112,13 @@ class LLMRelevanceScorer(BaseCrossEncoder):
         max_concurrency: int = 4,
     ):
         self.llm = llm
-        self.prompts = dict(prompt) if isinstance(prompt, Mapping) else {"en": prompt, "zh": prompt} if prompt else RELEVANCE_PROMPTS
+        self.prompts = (
+            dict(prompt)
+            if isinstance(prompt, Mapping)
+            else {"en": prompt, "zh": prompt}
+            if prompt
+            else RELEVANCE_PROMPTS
+        )
         self.max_chars = max_chars
         self.judge = llm.bind(max_tokens=1, logprobs=True, top_logprobs=top_logprobs)
         self.max_concurrency = max_concurrency
@@ -120,7 +126,9 @@ class LLMRelevanceScorer(BaseCrossEncoder):
 
     def score(self, text_pairs: list[tuple[str, str]], callbacks: Callbacks = None) -> list[float]:
         """One relevance probability per (question, passage) pair, in order."""
-        prompts = [self.prompt_for(q).invoke({"question": q, "passage": as_data(p[: self.max_chars])}) for q, p in text_pairs]
+        prompts = [
+            self.prompt_for(q).invoke({"question": q, "passage": as_data(p[: self.max_chars])}) for q, p in text_pairs
+        ]
         config = {"callbacks": callbacks, "max_concurrency": self.max_concurrency}
         return [self._score(message) for message in self.judge.batch(prompts, config=config)]
 
@@ -185,14 +193,16 @@ def llm_reranker(
     )
 
 
-def cross_encoder_reranker(top_n: int = 10, model: BaseCrossEncoder | None = None,
-                           first_stage_weight: float = 0.0) -> ScoredCrossEncoderReranker:
+def cross_encoder_reranker(
+    top_n: int = 10, model: BaseCrossEncoder | None = None, first_stage_weight: float = 0.0
+) -> ScoredCrossEncoderReranker:
     """Rerank with a real cross-encoder: by default the packaged ms-marco-MiniLM-L-12-v2 (notebook 02).
 
     `model` is any LangChain `BaseCrossEncoder` (e.g. `get_cross_encoder()` for the configured one).
     """
-    return ScoredCrossEncoderReranker(model=model or get_cross_encoder(), top_n=top_n,
-                                      first_stage_weight=first_stage_weight)
+    return ScoredCrossEncoderReranker(
+        model=model or get_cross_encoder(), top_n=top_n, first_stage_weight=first_stage_weight
+    )
 
 
 def huggingface_cross_encoder(model_name: str) -> BaseCrossEncoder:
@@ -210,8 +220,9 @@ def huggingface_cross_encoder(model_name: str) -> BaseCrossEncoder:
     try:
         from langchain_community.cross_encoders import HuggingFaceCrossEncoder
 
-        return HuggingFaceCrossEncoder(model_name=str(folder) if folder.is_dir() else model_name,
-                                       model_kwargs={"device": "cpu"})
+        return HuggingFaceCrossEncoder(
+            model_name=str(folder) if folder.is_dir() else model_name, model_kwargs={"device": "cpu"}
+        )
     except ImportError as error:
         raise ImportError(
             "a Hugging Face cross-encoder needs sentence-transformers (and torch): "
@@ -239,8 +250,9 @@ class KeepOrder(BaseDocumentCompressor):
 
     top_n: int = 10
 
-    def compress_documents(self, documents: Sequence[Document], query: str,
-                           callbacks: Callbacks | None = None) -> Sequence[Document]:
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
         return list(documents)[: self.top_n]
 
 
@@ -260,13 +272,15 @@ class LanguageRoutedReranker(BaseDocumentCompressor):
     def route_for(self, query: str) -> BaseDocumentCompressor:
         return self.routes.get(detect_language(query)) or KeepOrder(top_n=self.top_n)
 
-    def compress_documents(self, documents: Sequence[Document], query: str,
-                           callbacks: Callbacks | None = None) -> Sequence[Document]:
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
         return list(self.route_for(query).compress_documents(documents, query, callbacks=callbacks))[: self.top_n]
 
 
-def default_reranker(top_n: int = 10, llm: BaseChatModel | None = None,
-                     chinese: str = "first_stage") -> LanguageRoutedReranker:
+def default_reranker(
+    top_n: int = 10, llm: BaseChatModel | None = None, chinese: str = "first_stage"
+) -> LanguageRoutedReranker:
     """The course's reranker: the configured cross-encoder for the languages it knows; for Chinese with the
     packaged English model, `chinese` decides — "first_stage" (keep the fused order: measured best in
     notebook 02), "cross_encoder", or "llm" (the chat model's P(yes) asked in Chinese; needs `llm`)."""
@@ -280,7 +294,8 @@ def default_reranker(top_n: int = 10, llm: BaseChatModel | None = None,
             if llm is None:
                 raise ValueError("default_reranker(chinese='llm') needs the chat model: pass llm=get_chat_model()")
             routes["zh"] = ScoredCrossEncoderReranker(
-                model=LLMRelevanceScorer(llm, prompt=RELEVANCE_PROMPTS["zh"]), top_n=top_n)
+                model=LLMRelevanceScorer(llm, prompt=RELEVANCE_PROMPTS["zh"]), top_n=top_n
+            )
         elif chinese != "first_stage":
             raise ValueError(f"chinese={chinese!r}: use 'first_stage', 'cross_encoder' or 'llm'")
     return LanguageRoutedReranker(routes=routes, top_n=top_n)
@@ -312,24 +327,34 @@ class NeighbourContextReranker(ScoredCrossEncoderReranker):
 class RelevantPassages(BaseModel):
     """Which of the numbered passages help answer the question."""
 
-    relevant_ids: list[int] = Field(description="the numbers of the passages that help answer the question, most useful first")
+    relevant_ids: list[int] = Field(
+        description="the numbers of the passages that help answer the question, most useful first"
+    )
 
 
 CONTEXTUAL_PROMPT = {
-    "en": ("Below are search results for a question, laid out in the order they appear in their documents, "
-           "so each passage can be read with the ones around it. Passages in the same document follow each other. "
-           + DATA_RULE + "\n\n"
-           "{listing}\n\nQuestion: {question}\n\nList the numbers of the passages that help answer the question."),
-    "zh": ("下面是针对一个问题的搜索结果，按它们在原文档中的顺序排列，每段可以结合前后文来读；同一文档的段落前后相接。"
-           + DATA_RULE_ZH + "\n\n"
-           "{listing}\n\n问题：{question}\n\n列出有助于回答该问题的段落编号。"),
+    "en": (
+        "Below are search results for a question, laid out in the order they appear in their documents, "
+        "so each passage can be read with the ones around it. Passages in the same document follow each other. "
+        + DATA_RULE
+        + "\n\n"
+        "{listing}\n\nQuestion: {question}\n\nList the numbers of the passages that help answer the question."
+    ),
+    "zh": (
+        "下面是针对一个问题的搜索结果，按它们在原文档中的顺序排列，每段可以结合前后文来读；同一文档的段落前后相接。"
+        + DATA_RULE_ZH
+        + "\n\n"
+        "{listing}\n\n问题：{question}\n\n列出有助于回答该问题的段落编号。"
+    ),
 }
 
 
 def document_order(documents: Sequence[Document]) -> list[int]:
     """Positions of `documents` sorted by (source, chunk_index): the order they stand in their files."""
-    return sorted(range(len(documents)),
-                  key=lambda i: (str(documents[i].metadata.get("source", "")), documents[i].metadata.get("chunk_index", 0), i))
+    return sorted(
+        range(len(documents)),
+        key=lambda i: (str(documents[i].metadata.get("source", "")), documents[i].metadata.get("chunk_index", 0), i),
+    )
 
 
 class ContextualListwiseReranker(BaseDocumentCompressor):
@@ -343,15 +368,21 @@ class ContextualListwiseReranker(BaseDocumentCompressor):
 
     model_config = {"arbitrary_types_allowed": True}
 
-    def compress_documents(self, documents: Sequence[Document], query: str,
-                           callbacks: Callbacks | None = None) -> Sequence[Document]:
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
         documents = list(documents)
         if not documents:
             return []
         order = document_order(documents)
         listing = "\n\n".join(
-            as_data(documents[i].page_content[: self.max_chars], number=n, source=str(documents[i].metadata.get("source", "")))
-            for n, i in enumerate(order, 1))
+            as_data(
+                documents[i].page_content[: self.max_chars],
+                number=n,
+                source=str(documents[i].metadata.get("source", "")),
+            )
+            for n, i in enumerate(order, 1)
+        )
         prompt = CONTEXTUAL_PROMPT[detect_language(query)].format(listing=listing, question=query)
         answer = invoke_structured(self.llm, RelevantPassages, prompt, config={"callbacks": callbacks})
         named = [order[n - 1] for n in dict.fromkeys(answer.relevant_ids) if 1 <= n <= len(order)]

@@ -45,7 +45,9 @@ _IS_CJK = re.compile(rf"[{_CJK}]")
 
 def with_score(document: Document, score: float) -> Document:
     """A copy of `document` whose metadata carries `score` (the original is left untouched)."""
-    return Document(page_content=document.page_content, metadata={**document.metadata, SCORE: float(score)}, id=document.id)
+    return Document(
+        page_content=document.page_content, metadata={**document.metadata, SCORE: float(score)}, id=document.id
+    )
 
 
 def tokenize_bilingual(text: str) -> list[str]:

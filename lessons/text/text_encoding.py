@@ -24,20 +24,46 @@ import codecs
 from dataclasses import dataclass
 
 UTF8 = "utf-8"
-CONTROL_SHARE_FOR_BINARY = 0.01   # above 1% control characters (other than tab, line ends, form feed) → binary
-UTF16_NUL_SHARE = 0.3             # share of NULs at even (BE) or odd (LE) offsets that marks BOM-less UTF-16
-MOJIBAKE_MIN_CHARS = 6            # a mojibake verdict needs at least this many Latin-1-looking characters…
-MOJIBAKE_SHARE = 0.2              # …making up at least this share of the non-space characters
-WESTERN_ACCENTED_SHARE = 0.3      # Windows-1252 text: at most this share of its letters above ASCII
+CONTROL_SHARE_FOR_BINARY = 0.01  # above 1% control characters (other than tab, line ends, form feed) → binary
+UTF16_NUL_SHARE = 0.3  # share of NULs at even (BE) or odd (LE) offsets that marks BOM-less UTF-16
+MOJIBAKE_MIN_CHARS = 6  # a mojibake verdict needs at least this many Latin-1-looking characters…
+MOJIBAKE_SHARE = 0.2  # …making up at least this share of the non-space characters
+WESTERN_ACCENTED_SHARE = 0.3  # Windows-1252 text: at most this share of its letters above ASCII
 WESTERN_PUNCTUATION = frozenset("\u00a0’‘“”„–—…€£¥¢°©®™«»·•¡¿§¶±×÷µ†‡‰")
-CJK_ENCODINGS = frozenset({
-    "gb18030", "gbk", "gb2312", "hz", "big5", "big5hkscs", "cp950", "shift_jis", "cp932", "shift_jisx0213",
-    "shift_jis_2004", "euc_jp", "euc_jis_2004", "euc_jisx0213", "iso2022_jp", "euc_kr", "cp949", "johab",
-})
+CJK_ENCODINGS = frozenset(
+    {
+        "gb18030",
+        "gbk",
+        "gb2312",
+        "hz",
+        "big5",
+        "big5hkscs",
+        "cp950",
+        "shift_jis",
+        "cp932",
+        "shift_jisx0213",
+        "shift_jis_2004",
+        "euc_jp",
+        "euc_jis_2004",
+        "euc_jisx0213",
+        "iso2022_jp",
+        "euc_kr",
+        "cp949",
+        "johab",
+    }
+)
 LANGUAGE_OF_ENCODING = {
-    "gb18030": "Chinese (simplified)", "gbk": "Chinese (simplified)", "gb2312": "Chinese (simplified)",
-    "big5": "Chinese (traditional)", "big5hkscs": "Chinese (traditional)", "cp950": "Chinese (traditional)",
-    "shift_jis": "Japanese", "cp932": "Japanese", "euc_jp": "Japanese", "euc_kr": "Korean", "cp949": "Korean",
+    "gb18030": "Chinese (simplified)",
+    "gbk": "Chinese (simplified)",
+    "gb2312": "Chinese (simplified)",
+    "big5": "Chinese (traditional)",
+    "big5hkscs": "Chinese (traditional)",
+    "cp950": "Chinese (traditional)",
+    "shift_jis": "Japanese",
+    "cp932": "Japanese",
+    "euc_jp": "Japanese",
+    "euc_kr": "Korean",
+    "cp949": "Korean",
 }
 _BOMS = (  # longest first: the UTF-32 LE mark starts with the UTF-16 LE one
     (codecs.BOM_UTF32_LE, "utf-32"),
@@ -143,7 +169,9 @@ def _check_controls(text: str) -> None:
         return
     controls = sum(1 for char in text if (ord(char) < 32 or ord(char) == 127) and char not in _ALLOWED_CONTROLS)
     if controls and controls / len(text) > CONTROL_SHARE_FOR_BINARY:
-        raise BinaryData(f"{controls} of its {len(text)} characters are control characters: it is binary data, not text")
+        raise BinaryData(
+            f"{controls} of its {len(text)} characters are control characters: it is binary data, not text"
+        )
 
 
 def _nul_bytes(data: bytes) -> DecodedText:

@@ -279,8 +279,10 @@ class QACache(SQLiteFile):
     """
 
     def __init__(self, path: str | Path | None = None):
-        self._open(Path(path) if path else get_settings().cache_dir / "qa-cache.sqlite",
-                   "CREATE TABLE IF NOT EXISTS qa_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
+        self._open(
+            Path(path) if path else get_settings().cache_dir / "qa-cache.sqlite",
+            "CREATE TABLE IF NOT EXISTS qa_cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)",
+        )
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored entry for `key`, or None (also for an entry that no longer parses)."""
@@ -785,7 +787,36 @@ _WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*|[\u3400-\u9fff]")
 
 
 _STOPWORDS = frozenset(
-    "a an and are as at be by for from has have in is it its of on or that the their this to was were which with".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "this",
+        "to",
+        "was",
+        "were",
+        "which",
+        "with",
+    ]
 )
 
 
@@ -854,30 +885,67 @@ def qa_findings(rows: Sequence[dict], k: int = 5, coverage: EvidenceCoverage | N
         difference = mean(mode, mrr) - mean("chunks", mrr)
         more = round((mean(mode, hit) - mean("chunks", hit)) * n)
         direction = t("higher than") if difference > 0 else t("lower than") if difference < 0 else t("the same as")
-        found = (t("as many questions") if not more else
-                 t("{count} question more", count=1) if more == 1 else t("{count} questions more", count=more) if more > 0
-                 else t("{count} question fewer", count=1) if more == -1 else t("{count} questions fewer", count=-more))
-        return t("{mrr} {value:.2f}, {direction} the chunks' {chunks:.2f}; evidence in the top {k} for {found} ({hit} "
-                 "{hit_value:.2f} against {chunks_hit:.2f})", mrr=mrr, value=mean(mode, mrr), direction=direction,
-                 chunks=mean("chunks", mrr), k=k, found=found, hit=hit, hit_value=mean(mode, hit),
-                 chunks_hit=mean("chunks", hit)), difference
+        found = (
+            t("as many questions")
+            if not more
+            else t("{count} question more", count=1)
+            if more == 1
+            else t("{count} questions more", count=more)
+            if more > 0
+            else t("{count} question fewer", count=1)
+            if more == -1
+            else t("{count} questions fewer", count=-more)
+        )
+        return t(
+            "{mrr} {value:.2f}, {direction} the chunks' {chunks:.2f}; evidence in the top {k} for {found} ({hit} "
+            "{hit_value:.2f} against {chunks_hit:.2f})",
+            mrr=mrr,
+            value=mean(mode, mrr),
+            direction=direction,
+            chunks=mean("chunks", mrr),
+            k=k,
+            found=found,
+            hit=hit,
+            hit_value=mean(mode, hit),
+            chunks_hit=mean("chunks", hit),
+        ), difference
 
     qa_text, qa_difference = compare("qa")
     hybrid_text, hybrid_difference = compare("hybrid")
     helped = sum(per_question["hybrid"][q][mrr] > per_question["chunks"][q][mrr] for q in per_question["chunks"])
     hurt = sum(per_question["hybrid"][q][mrr] < per_question["chunks"][q][mrr] for q in per_question["chunks"])
-    lines = [t("On {n} gold questions (one question moves {mrr} by up to {step:.2f}):", n=n, mrr=mrr, step=step), "",
-             t("- **QA documents alone**: {text}.", text=qa_text)]
+    lines = [
+        t("On {n} gold questions (one question moves {mrr} by up to {step:.2f}):", n=n, mrr=mrr, step=step),
+        "",
+        t("- **QA documents alone**: {text}.", text=qa_text),
+    ]
     if qa_difference < 0 and coverage is not None:
-        lines.append(t("  The pairs repeat {rate:.0%} of the evidence quotes (section 7): a question about a fact that got "
-                       "no pair can only land on some other pair.", rate=coverage.answer_rate))
-    lines.append(t("- **Hybrid, QA next to the chunks**: {text}. The evidence moves up for {helped} question(s), down for "
-                   "{hurt}, and stays put for {same}.", text=hybrid_text, helped=helped, hurt=hurt, same=n - helped - hurt))
+        lines.append(
+            t(
+                "  The pairs repeat {rate:.0%} of the evidence quotes (section 7): a question about a fact that got "
+                "no pair can only land on some other pair.",
+                rate=coverage.answer_rate,
+            )
+        )
+    lines.append(
+        t(
+            "- **Hybrid, QA next to the chunks**: {text}. The evidence moves up for {helped} question(s), down for "
+            "{hurt}, and stays put for {same}.",
+            text=hybrid_text,
+            helped=helped,
+            hurt=hurt,
+            same=n - helped - hurt,
+        )
+    )
     if abs(hybrid_difference) <= step:
-        verdict = t("the hybrid index and the chunks alone are within one question of each other: on this sample, "
-                    "one LLM call per chunk at indexing time bought no measurable gain")
+        verdict = t(
+            "the hybrid index and the chunks alone are within one question of each other: on this sample, "
+            "one LLM call per chunk at indexing time bought no measurable gain"
+        )
     elif hybrid_difference > 0:
-        verdict = t("the hybrid index ranks the evidence higher than the chunks alone by more than one question's worth")
+        verdict = t(
+            "the hybrid index ranks the evidence higher than the chunks alone by more than one question's worth"
+        )
     else:
         verdict = t("the hybrid index ranks the evidence lower than the chunks alone by more than one question's worth")
     lines += ["", t("In this run {verdict}. Read the per-question counts, not the third decimal.", verdict=verdict)]

@@ -39,9 +39,11 @@ OUTCOME_LABELS = {
 def render_result_html(result: ThreeAgentResult) -> str:
     """The answer, citations, verification report and trace of one run, as HTML (introduced in notebook 05)."""
     esc = html.escape
-    parts = [f"<p><b>{esc(OUTCOME_LABELS.get(result.outcome, result.outcome))}</b> "
-             f"· {result.seconds:.1f} s · {result.research_rounds} research round(s)</p>",
-             f"<blockquote>{esc(result.answer)}</blockquote>"]
+    parts = [
+        f"<p><b>{esc(OUTCOME_LABELS.get(result.outcome, result.outcome))}</b> "
+        f"· {result.seconds:.1f} s · {result.research_rounds} research round(s)</p>",
+        f"<blockquote>{esc(result.answer)}</blockquote>",
+    ]
     if result.citations:
         items = "".join(
             f"<li>{esc(c.source)}{'' if c.page is None else f', page {c.page}'} <code>{esc(c.chunk_id)}</code></li>"
@@ -52,18 +54,26 @@ def render_result_html(result: ThreeAgentResult) -> str:
         parts.append("<p><b>Citations</b>: none given by the research agent</p>")
     if result.verification is not None:
         v = result.verification
-        rows = [("supported", v.supported), ("relevant", v.relevant),
-                ("unsupported claims", "; ".join(v.unsupported_claims) or "—"),
-                ("contradictions", "; ".join(v.contradictions) or "—")]
-        parts.append("<p><b>Verification report</b></p><table>" + "".join(
-            f"<tr><td>{esc(k)}</td><td>{esc(str(value))}</td></tr>" for k, value in rows) + "</table>")
+        rows = [
+            ("supported", v.supported),
+            ("relevant", v.relevant),
+            ("unsupported claims", "; ".join(v.unsupported_claims) or "—"),
+            ("contradictions", "; ".join(v.contradictions) or "—"),
+        ]
+        parts.append(
+            "<p><b>Verification report</b></p><table>"
+            + "".join(f"<tr><td>{esc(k)}</td><td>{esc(str(value))}</td></tr>" for k, value in rows)
+            + "</table>"
+        )
     trace_rows = "".join(
         f"<tr><td>{esc(s.step)}</td><td>{s.round}</td><td>{esc(s.decision)}</td><td>{esc(s.detail[:200])}</td>"
         f"<td>{s.seconds:.1f}</td></tr>"
         for s in result.trace
     )
-    parts.append("<p><b>Agent trace</b></p><table><tr><th>step</th><th>round</th><th>decision</th><th>detail</th>"
-                 f"<th>s</th></tr>{trace_rows}</table>")
+    parts.append(
+        "<p><b>Agent trace</b></p><table><tr><th>step</th><th>round</th><th>decision</th><th>detail</th>"
+        f"<th>s</th></tr>{trace_rows}</table>"
+    )
     return "\n".join(parts)
 
 
@@ -158,13 +168,12 @@ class ChatPanel:
         self.process, self.run = process, run
         self.limits, self.index_prefix = limits or IngestLimits(), index_prefix
         self.last_result: ThreeAgentResult | None = None
-        self.upload = widgets.FileUpload(accept=",".join(SUPPORTED_SUFFIXES), multiple=True,
-                                         description="Upload files")
-        self.question = widgets.Text(placeholder="Ask a question about the documents",
-                                     layout=widgets.Layout(width="70%"))
+        self.upload = widgets.FileUpload(accept=",".join(SUPPORTED_SUFFIXES), multiple=True, description="Upload files")
+        self.question = widgets.Text(
+            placeholder="Ask a question about the documents", layout=widgets.Layout(width="70%")
+        )
         self.ask = widgets.Button(description="Ask", button_style="primary")
-        self.status = widgets.HTML(_info_html(f"Searching {source_label}." if retriever else
-                                              "Upload files to start."))
+        self.status = widgets.HTML(_info_html(f"Searching {source_label}." if retriever else "Upload files to start."))
         self.output = widgets.HTML()
         self.upload.observe(self.on_upload, names="value")
         self.ask.on_click(self.on_ask)
@@ -189,7 +198,9 @@ class ChatPanel:
         try:
             paths = save_uploads(files, self.upload_dir)
             renamed = renamed_uploads(files, paths)
-            processed = self.process(paths, index_name=f"{self.index_prefix}-{upload_set_id(files)}", limits=self.limits)
+            processed = self.process(
+                paths, index_name=f"{self.index_prefix}-{upload_set_id(files)}", limits=self.limits
+            )
         except Exception as error:  # shown in the panel, never as a traceback
             self.status.value = _error_html(f"{type(error).__name__}: {error}")
             return
@@ -210,8 +221,9 @@ class ChatPanel:
             return
         self.status.value = _info_html("Relevance checker → research agent → verification agent…")
         try:
-            result = self.run(question, retriever=self.retriever, llm=self.llm,
-                              max_research_rounds=self.max_research_rounds)
+            result = self.run(
+                question, retriever=self.retriever, llm=self.llm, max_research_rounds=self.max_research_rounds
+            )
         except Exception as error:  # shown in the panel, never as a traceback
             self.status.value = _error_html(f"{type(error).__name__}: {error}")
             return

@@ -20,7 +20,9 @@ from lessons.retrieval.retrievers import SCORE
 SNIPPET_CHARS = 180
 
 
-def run_techniques(techniques: Mapping[str, Runnable], question: str, names: Sequence[str]) -> dict[str, list[Document]]:
+def run_techniques(
+    techniques: Mapping[str, Runnable], question: str, names: Sequence[str]
+) -> dict[str, list[Document]]:
     """The ranked results of each technique in `names` for `question`."""
     return {name: techniques[name].invoke(question) for name in names}
 
@@ -55,7 +57,11 @@ def side_by_side_html(results: Mapping[str, Sequence[Document]], k: int = 5, gol
 
 
 def technique_explorer(
-    techniques: Mapping[str, Runnable], question: str, selected: Sequence[str], k: int = 5, gold: Sequence[GoldQuestion] = ()
+    techniques: Mapping[str, Runnable],
+    question: str,
+    selected: Sequence[str],
+    k: int = 5,
+    gold: Sequence[GoldQuestion] = (),
 ):
     """A widget: a question box, a technique picker and a Search button above the side-by-side table.
 
@@ -66,7 +72,9 @@ def technique_explorer(
 
     by_text = {q.question: q for q in gold}
     question_box = widgets.Textarea(value=question, description="Question", layout=widgets.Layout(width="95%"))
-    picker = widgets.SelectMultiple(options=list(techniques), value=tuple(selected), description="Techniques", rows=min(len(techniques), 10))
+    picker = widgets.SelectMultiple(
+        options=list(techniques), value=tuple(selected), description="Techniques", rows=min(len(techniques), 10)
+    )
     button = widgets.Button(description="Search", button_style="primary")
     output = widgets.Output()
 
