@@ -9,7 +9,7 @@
 #       - support_faq.html
 #       NIGHTLY_QUESTIONS: 1
 #   jupytext:
-#     cell_metadata_filter: tags,-all
+#     cell_metadata_filter: tags,lang,translates,-all
 #     notebook_metadata_filter: agentic_rag,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
@@ -49,6 +49,32 @@
 # This notebook drives the real service end to end: a server process on 127.0.0.1, a temporary data
 # folder, an API key made for this run.
 
+# %% [markdown] lang="zh" translates="2432547889b8"
+# # 08 · 从 notebook 到服务：上传、后台任务、实时索引与夜间评测
+#
+# | | |
+# |---|---|
+# | **你将学到** | 课程的各个部分怎样变成一个供其他程序调用的服务：一个 HTTP API（FastAPI），它立即接受上传，再通过数据库里的**作业**交给**后台工作线程**；为什么上传返回的是作业 id 而不是答案；怎样查看作业，怎样等待一个作业并设好**超时和清楚的错误信息**；一个**实时索引**，它的检索看到的要么是一个文档的旧分块、要么是新分块，绝不会是两者的混合；通过 HTTP 检索（混合检索，再用课程的重排器）和提问（带引用的回答）；添加和删除一个文档怎样改变回答；一次**幂等的上传**，运行两遍也不会多排一个作业；一个**夜间评测**，它为新文档出题、给正在运行的服务打分，并在多次运行之间保留趋势；怎样干净地启动和停止这一切 |
+# | **前置条件** | notebook 01（导入、分块）、02（混合检索、交叉编码器）、05（研究智能体带引用的回答）、06（生成的测试集、评审） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **8.5 分钟**（510 秒，12 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内；运行前机器繁忙（负载均值 3.7））；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（ONNX）得出；下面的每个数字都由它上方的单元格计算 |
+#
+# 前面七个 notebook 都在一个内核里运行流水线。团队的文档却不是这样来的：人们随时上传文件，别人同时在检索，
+# 还有人想在下周知道回答是不是变差了。`service/` 里的代码就是做成**服务**的这门课程：
+#
+# | 组件 | 模块 | 作用 |
+# |---|---|---|
+# | HTTP API | `service.api`（FastAPI、uvicorn） | 上传、作业、文档、删除、检索、问答、夜间运行；写操作需要 API 密钥 |
+# | 记录 | `service.db`（SQLAlchemy：SQLite，或由一项设置改用 PostgreSQL） | 文档、带租约的作业、每个文档当前生效的版本（generation）、夜间运行 |
+# | 文件 | `service.filestore` | 原始的上传文件，用安全的文件名存放在一个文件夹里 |
+# | 实时索引 | `service.index`（Chroma） | 每个文档的分块，每个作业一个版本 |
+# | 工作线程 | `service.worker` | 领取一个作业，转换（notebook 01）、分块、嵌入、upsert、提交 |
+# | 检索与问答 | `service.pipeline` | 混合检索、课程的重排器、notebook 05 带引用的回答 |
+# | 夜间任务 | `service.nightly` | notebook 06 的测试集生成和评审，对着正在运行的服务 |
+# | 客户端 | `service.client` | 一个有类型的 HTTP 客户端，以及启动、停止服务器的 `running_service()` |
+#
+# 这个 notebook 端到端地驱动真实的服务：127.0.0.1 上的一个服务器进程、一个临时数据文件夹、一个为这次运行生成的 API 密钥。
+
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
 FULL = False  # True: upload the whole course corpus (every file of data/corpus)
@@ -67,7 +93,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import USAGE, get_chat_model, model_banner
+from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
 from lessons.ingest import CORPUS_DIR, load_gold
 from service.client import running_service
 from service.nightly import TREND_METRICS
@@ -84,8 +110,9 @@ service = stack.enter_context(running_service())
 client = stack.enter_context(service.client())
 start_seconds = time.perf_counter() - started
 health = client.health()
-pd.DataFrame({"setting": {**health["stores"], "worker threads": health["workers"], "url": service.url,
-                          "data folder": str(service.data_dir)}})
+t_labels(pd.DataFrame({"setting": {**health["stores"], "worker threads": health["workers"], "url": service.url,
+                                   "data folder": str(service.data_dir)}}),
+         ["setting", "database", "file store", "index", "collection", "reranker", "worker threads", "url", "data folder"])
 
 # %% [markdown]
 # `running_service()` started `python -m service api` in its own process on a free port of 127.0.0.1 and
@@ -94,9 +121,15 @@ pd.DataFrame({"setting": {**health["stores"], "worker threads": health["workers"
 # no key is written down anywhere. In a script you would write `with running_service() as service: …`;
 # a notebook spreads the work over cells, so an `ExitStack` holds the server until the last section.
 
+# %% [markdown] lang="zh" translates="a22aabf33f30"
+# `running_service()` 在 127.0.0.1 的一个空闲端口上，以独立进程启动了 `python -m service api`，并一直等到
+# `/v1/health` 有了回应。服务器在一个临时目录里拿到自己的数据文件夹（数据库、文件存储、嵌入式 Chroma）和一个为这次运行生成的
+# API 密钥，所以两次运行永远不会互相冲突，密钥也不会被写到任何地方。在脚本里你会写 `with running_service() as service: …`；
+# notebook 把工作分散在多个单元格里，所以由一个 `ExitStack` 一直持有服务器，直到最后一节。
+
 # %%
-display(Markdown(f"The server answered its health check {start_seconds:.1f} s after the start "
-                 f"(the embedder and the cross-encoder load on first use, not here)."))
+display(Markdown(t("The server answered its health check {seconds:.1f} s after the start "
+                   "(the embedder and the cross-encoder load on first use, not here).", seconds=start_seconds)))
 
 # %% [markdown]
 # ## 1. Uploads are accepted at once; a worker indexes them
@@ -106,17 +139,24 @@ display(Markdown(f"The server answered its health check {start_seconds:.1f} s af
 # (with a lease it renews, so a worker that dies mid-job gives the job back), converts the file, chunks it,
 # embeds the chunks and commits the new generation. The table below is what we saw each time we asked.
 
+# %% [markdown] lang="zh" translates="ae2ffdd9900d"
+# ## 1. 上传立即被接受；由工作线程建立索引
+#
+# 一次上传会保存文件并排入一个**作业**；回复在任何转换开始之前就回来了，带着文档的 id 和作业的 id。服务器里的工作线程
+# 逐个领取待处理的作业（带着一个它不断续期的租约，这样中途死掉的工作线程会把作业交还回去），转换文件、分块、嵌入分块，
+# 然后提交新的版本。下表是我们每次询问时看到的情况。
+
 # %%
 paths = [CORPUS_DIR / name for name in DOCUMENTS]
 uploads = client.upload_files(paths)
 jobs, timeline = client.watch([u.job_id for u in uploads], timeout=JOB_TIMEOUT, every=1.0)
 states = pd.DataFrame(timeline).fillna(0).set_index("seconds").astype(int)
-states.iloc[sorted({0, len(states) // 3, 2 * len(states) // 3, len(states) - 1})]
+t_labels(states.iloc[sorted({0, len(states) // 3, 2 * len(states) // 3, len(states) - 1})], ["seconds"])
 
 # %%
 job_table = pd.DataFrame([{"file": j.file_name, "status": j.status, "chunks": j.chunks, "attempts": j.attempts,
                            "seconds": round(j.seconds or 0, 1), "error": j.error} for j in jobs.values()])
-job_table
+t_labels(job_table, ["file", "status", "chunks", "attempts", "seconds", "error"])
 
 
 # %% [markdown]
@@ -127,6 +167,14 @@ job_table
 # failed, superseded or cancelled — a failed job is finished too, its `error` says why), sleep `every` seconds
 # between two requests, and when `timeout` seconds have passed raise `TimeoutError` with a message that names
 # the job and the state it is stuck in.
+
+# %% [markdown] lang="zh" translates="54d4801be0da"
+# ### 练习 1：等待一个作业，带超时和清楚的错误信息
+#
+# 等待作业的客户端总有一天得停下来。写一个 `wait_for_job(client, job_id, timeout, every)`：调用
+# `client.job(job_id)`（得到一个 `service.client.Job`），作业一进入**终态**（`job.final`：done、failed、superseded
+# 或 cancelled——失败的作业也算结束了，它的 `error` 说明原因）就把它返回；两次请求之间睡 `every` 秒；过了
+# `timeout` 秒还没结束，就抛出 `TimeoutError`，消息里写明是哪个作业、它停在什么状态。
 
 # %% tags=["exercise"]
 def wait_for_job(client, job_id, timeout=60.0, every=0.5):
@@ -161,6 +209,17 @@ check_wait_for_job(wait_for_job)
 # for a Chinese one (the English model pushes good Chinese passages down). Each hit's `score` is the
 # cross-encoder's probability for English, the fusion score for Chinese.
 
+# %% [markdown] lang="zh" translates="fabd5b3793f6"
+# `service.client.wait_for_jobs` 是同一个循环的多作业版本（`client.wait(job_ids)`）；下面的单元格用的是它，
+# 所以无论你的答案怎样，它们都能运行。
+#
+# ## 2. 检索：混合检索，再用课程的重排器
+#
+# `POST /v1/search` 在当前生效版本的一个快照上运行 `service.pipeline.retrieve`：dense 检索和 BM25 用倒数排名融合
+# （RRF）合并（notebook 02），融合后的前 20 个再由 `lessons.retrieval.rerank.default_reranker` 重排——英文问题用
+# 打包的交叉编码器，中文问题保留融合后的顺序（英文模型会把好的中文段落往下压）。每个命中的 `score`，英文是交叉编码器给出的
+# 概率，中文是融合分数。
+
 # %%
 gold = {q.id: q for q in load_gold()}
 held = {p.name for p in paths}
@@ -174,7 +233,7 @@ for question in asked:
                      "score": round(hit.metadata.get("score", float("nan")), 3), "text": hit.page_content[:90]})
 search_table = pd.DataFrame(rows)
 search_hits = {q.id: any(r["source"] in {s.file for s in q.sources} for r in rows if r["question"] == q.id) for q in asked}
-search_table
+t_labels(search_table, ["question", "rank", "source", "score", "text"])
 
 # %% [markdown]
 # ## 3. Ask: an answer with citations
@@ -184,15 +243,23 @@ search_table
 # the service says so instead of guessing. (The answer is written in the server's process: its model calls
 # are not in this kernel's usage report at the end.)
 
+# %% [markdown] lang="zh" translates="87dd2d788fec"
+# ## 3. 提问：带引用的回答
+#
+# `POST /v1/ask` 用同样的方式检索，再把排在最前的分块交给 notebook 05 的研究智能体：它只根据这些分块作答并引用它们；
+# 回复写明每个被引用分块的文件和页码。没有能支持回答的分块时，服务会直说，而不是去猜。（回答是在服务器进程里写出来的：
+# 它的模型调用不在本内核末尾的用量报告里。）
+
 # %%
 replies = {}
 for question in asked:
     replies[question.id] = client.ask(question.question, k=K)
     reply = replies[question.id]
-    print(f"{question.id}: {question.question}\n  answer: {reply['answer'][:300]}\n  reference: {question.answer}")
+    print(t("{qid}: {question}\n  answer: {answer}\n  reference: {reference}", qid=question.id,
+            question=question.question, answer=reply["answer"][:300], reference=question.answer))
     for citation in reply["citations"]:
-        page = f" page {citation['page']}" if citation["page"] else ""
-        print(f"  cites {citation['source']}{page}: {citation['text'][:80]!r}…")
+        page = t(" page {page}", page=citation["page"]) if citation["page"] else ""
+        print(t("  cites {source}{page}: {text}…", source=citation["source"], page=page, text=repr(citation["text"][:80])))
 
 # %% [markdown]
 # ## 4. A new document changes the answer; deleting it takes it away
@@ -201,6 +268,12 @@ for question in asked:
 # short note that does answer it, ask again, delete the note and ask a third time. A delete hides the
 # document from searches at once (the database stops listing its generation); the worker removes its
 # chunks a little later.
+
+# %% [markdown] lang="zh" translates="7ae5f35e4073"
+# ## 4. 新文档改变回答；删掉它，回答也随之改变
+#
+# 先问一个已上传的文档都回答不了的问题：服务应该弃答。然后我们上传一份能回答它的简短笔记，再问一次；接着删掉这份笔记，
+# 问第三次。删除会立即让文档从检索结果中消失（数据库不再列出它的版本）；工作线程稍后才删掉它的分块。
 
 # %%
 NOTE_NAME = "office_network_note.md"
@@ -223,18 +296,22 @@ changes["after the delete"] = client.ask(NEW_QUESTION, k=K)
 note_in_search = any(h.metadata.get("source") == NOTE_NAME for h in client.search(NEW_QUESTION, k=K))
 change_table = pd.DataFrame([{"stage": stage, "abstained": r["abstained"], "cites": ", ".join(cited_sources(r)) or "—",
                               "password in the answer": "harbour-lights-2026" in r["answer"], "answer": r["answer"][:120]}
-                             for stage, r in changes.items()])
-change_table
+                             for stage, r in changes.items()]).set_index("stage")
+t_labels(change_table, ["stage", "before the note", "after the upload", "after the delete", "abstained", "cites",
+                        "password in the answer", "answer"])
 
 # %%
 after, deleted = changes["after the upload"], changes["after the delete"]
-display(Markdown(
-    f"The note was indexed as {note_job.chunks} chunk(s) in {note_job.seconds:.1f} s. "
-    f"Before it, the service {'abstained' if changes['before the note']['abstained'] else 'answered anyway'}; "
-    f"with it, the answer {'cites the note' if NOTE_NAME in cited_sources(after) else 'does not cite the note'} and "
-    f"{'contains' if 'harbour-lights-2026' in after['answer'] else 'does not contain'} the password; after the delete, "
-    f"a search for the question {'still finds' if note_in_search else 'no longer finds'} the note and the answer "
-    f"{'still cites it' if NOTE_NAME in cited_sources(deleted) else 'no longer cites it'}."))
+display(Markdown(t(
+    "The note was indexed as {chunks} chunk(s) in {seconds:.1f} s. Before it, the service {before}; with it, the "
+    "answer {cites} and {contains} the password; after the delete, a search for the question {finds} the note and "
+    "the answer {still_cites}.",
+    chunks=note_job.chunks, seconds=note_job.seconds,
+    before=t("abstained") if changes["before the note"]["abstained"] else t("answered anyway"),
+    cites=t("cites the note") if NOTE_NAME in cited_sources(after) else t("does not cite the note"),
+    contains=t("contains") if "harbour-lights-2026" in after["answer"] else t("does not contain"),
+    finds=t("still finds") if note_in_search else t("no longer finds"),
+    still_cites=t("still cites it") if NOTE_NAME in cited_sources(deleted) else t("no longer cites it"))))
 
 
 # %% [markdown]
@@ -246,6 +323,14 @@ display(Markdown(
 # `client.upload_file(path)` only the files whose name is not held with the same bytes
 # (`service.client.sha256_of_file(path)`), and return a dict from each file's name to its `Upload`, or
 # `None` for a file skipped.
+
+# %% [markdown] lang="zh" translates="a9cfc3ff3234"
+# ### 练习 2：只上传新的文件
+#
+# 把第 1 节的上传单元格运行两遍，服务就会把每个文件转换、嵌入两遍。写一个 `upload_new(client, paths)`：用
+# `client.documents()` 读出服务已有的文档（每个文档的 `name` 和 `sha256`，即它所索引的字节的 SHA-256；什么都还没索引时为
+# `None`），只用 `client.upload_file(path)` 上传那些服务里没有同名且字节相同的文件（`service.client.sha256_of_file(path)`），
+# 并返回一个 dict：每个文件名对应它的 `Upload`，被跳过的文件对应 `None`。
 
 # %% tags=["exercise"]
 def upload_new(client, paths):
@@ -270,8 +355,9 @@ check_upload_new(upload_new)
 
 # %%
 again = client.upload_new(paths)  # the course's version of the exercise (service.client.ServiceClient.upload_new)
-display(Markdown(f"Uploading the same files again: {sum(u is None for u in again.values())} of {len(again)} skipped, "
-                 f"{sum(u is not None for u in again.values())} job(s) queued."))
+display(Markdown(t("Uploading the same files again: {skipped} of {n} skipped, {queued} job(s) queued.",
+                   skipped=sum(u is None for u in again.values()), n=len(again),
+                   queued=sum(u is not None for u in again.values()))))
 
 # %% [markdown]
 # ## 5. The nightly evaluation and its trend
@@ -284,6 +370,15 @@ display(Markdown(f"Uploading the same files again: {sum(u is None for u in again
 # once now, and once after a second batch of uploads — two points of a trend. The questions are few and the
 # judge is the small model, so read a change between two runs as a prompt to look, not as a result.
 
+# %% [markdown] lang="zh" translates="da851a892219"
+# ## 5. 夜间评测及其趋势
+#
+# 没有人会每天晚上手动重跑 notebook 06。`service.nightly.run_nightly`（由 cron 运行 `python -m service nightly`）
+# 取出上次运行以来新索引的文档，从它们的分块生成有依据的问题（notebook 06 的 `generate_test_set`），通过 `/v1/ask`
+# 把每个问题交给**正在运行的服务**，用 notebook 06 的评审给回复打分（分块召回率；事实一致性和完整性，有类型的裁决），
+# 再把这次运行连同指标存进数据库，`GET /v1/eval/runs` 会列出它们。我们运行两次：现在一次，第二批上传之后再一次——
+# 趋势上的两个点。问题很少，评审又是小模型，所以两次运行之间的变化只是提醒你去看一看，而不是一个结论。
+
 # %%
 llm = get_chat_model()
 first_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED)
@@ -293,7 +388,7 @@ second_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED)
 runs = pd.DataFrame([{"run": r["run_id"], "new documents": r["documents"], "questions": r["questions"],
                       **{m: r["metrics"].get(m) for m in TREND_METRICS}}
                      for r in client.eval_runs() if r["status"] == "done"]).set_index("run")
-runs
+t_labels(runs, ["run", "new documents", "questions"])
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.2))
@@ -301,18 +396,24 @@ for metric in TREND_METRICS:
     points = runs[metric].dropna()
     ax.plot(points.index, points.values, marker="o", label=metric)
 ax.set_xticks(runs.index)
-ax.set_xlabel("nightly run")
+ax.set_xlabel(t("nightly run"))
 ax.set_ylim(-0.05, 1.05)
-ax.set_title("The service on questions about its new documents")
+ax.set_title(t("The service on questions about its new documents"))
 ax.legend(fontsize=8, loc="lower left")
 plt.show()
-print(f"report: {second_run['report']}")
+print(t("report: {report}", report=second_run["report"]))
 
 # %% [markdown]
 # ## 6. Stop the service
 #
 # Closing the stack stops the server with SIGTERM: uvicorn finishes the requests it has, the worker threads
 # stop after their current job, the process exits; then the client closes and the temporary folder goes.
+
+# %% [markdown] lang="zh" translates="9c935c3b695d"
+# ## 6. 停止服务
+#
+# 关闭这个 stack 会用 SIGTERM 停止服务器：uvicorn 处理完手上的请求，工作线程做完当前的作业后停下，进程退出；
+# 然后客户端关闭，临时文件夹被删除。
 
 # %%
 import httpx
@@ -324,13 +425,18 @@ try:
     still_answers = True
 except httpx.HTTPError:
     still_answers = False
-display(Markdown(f"The server {'needed SIGKILL' if service.process.killed else 'stopped on SIGTERM'} "
-                 f"(exit status {service.process.process.returncode}); after it, the health check "
-                 f"{'still answers' if still_answers else 'gets no answer'} and the data folder "
-                 f"{'is still there' if data_dir.exists() else 'is gone'}."))
+display(Markdown(t("The server {stopped} (exit status {status}); after it, the health check {answers} and the data "
+                   "folder {folder}.",
+                   stopped=t("needed SIGKILL") if service.process.killed else t("stopped on SIGTERM"),
+                   status=service.process.process.returncode,
+                   answers=t("still answers") if still_answers else t("gets no answer"),
+                   folder=t("is still there") if data_dir.exists() else t("is gone"))))
 
 # %% [markdown]
 # ## What we found
+
+# %% [markdown] lang="zh" translates="88176c282aeb"
+# ## 我们发现了什么
 
 # %%
 from lessons.core import num
@@ -338,19 +444,29 @@ from lessons.core import num
 first, second = first_run["metrics"], second_run["metrics"]
 recall, complete = TREND_METRICS[0], TREND_METRICS[-1]
 findings = [
-    (f"Our run: {len(paths)} documents uploaded first, {len(later)} between the nightly runs; the worker indexed "
-    f"{sum(j.status == 'done' for j in jobs.values())} of the first {len(jobs)} "
-    f"({int(job_table['chunks'].fillna(0).sum())} chunks) in {timeline[-1]['seconds']:.0f} s."),
-    "Search (hybrid + reranker): " + "; ".join(
-        f"{qid} {'found' if hit else 'missed'} a chunk of its gold source in the top {K}" for qid, hit in search_hits.items()) + ".",
-    "Ask: " + "; ".join(f"{qid} {'abstained' if r['abstained'] else 'answered citing ' + (', '.join(cited_sources(r)) or 'nothing')}"
-                        for qid, r in replies.items()) + ".",
-    (f"The nightly runs: run {first_run['run_id']} with {first.get('questions', 0)} question(s) on {first.get('new documents', 0)} "
-    f"new document(s) ({recall} {num(first.get(recall))}, {complete} {num(first.get(complete))}); run "
-    f"{second_run['run_id']} with {second.get('questions', 0)} on {second.get('new documents', 0)} ({recall} "
-    f"{num(second.get(recall))}, {complete} {num(second.get(complete))}) — each run scores only the "
-    "documents added since the one before, so the two are different questions, not a before and after."),
-    f"The whole notebook took {(time.perf_counter() - notebook_started) / 60:.1f} min.",
+    t("Our run: {n} documents uploaded first, {later} between the nightly runs; the worker indexed {done} of the "
+      "first {jobs} ({chunks} chunks) in {seconds:.0f} s.",
+      n=len(paths), later=len(later), done=sum(j.status == "done" for j in jobs.values()), jobs=len(jobs),
+      chunks=int(job_table["chunks"].fillna(0).sum()), seconds=timeline[-1]["seconds"]),
+    t("Search (hybrid + reranker): {results}.", results=t("; ").join(
+        t("{qid} found a chunk of its gold source in the top {k}", qid=qid, k=K) if hit
+        else t("{qid} missed a chunk of its gold source in the top {k}", qid=qid, k=K)
+        for qid, hit in search_hits.items())),
+    t("Ask: {results}.", results=t("; ").join(
+        t("{qid} abstained", qid=qid) if r["abstained"]
+        else t("{qid} answered citing {sources}", qid=qid, sources=", ".join(cited_sources(r)) or t("nothing"))
+        for qid, r in replies.items())),
+    t("The nightly runs: run {first_id} with {first_questions} question(s) on {first_documents} new document(s) "
+      "({recall} {first_recall}, {complete} {first_complete}); run {second_id} with {second_questions} on "
+      "{second_documents} ({recall} {second_recall}, {complete} {second_complete}) — each run scores only the "
+      "documents added since the one before, so the two are different questions, not a before and after.",
+      first_id=first_run["run_id"], first_questions=first.get("questions", 0),
+      first_documents=first.get("new documents", 0), first_recall=num(first.get(recall)),
+      first_complete=num(first.get(complete)), second_id=second_run["run_id"],
+      second_questions=second.get("questions", 0), second_documents=second.get("new documents", 0),
+      second_recall=num(second.get(recall)), second_complete=num(second.get(complete)), recall=recall,
+      complete=complete),
+    t("The whole notebook took {minutes:.1f} min.", minutes=(time.perf_counter() - notebook_started) / 60),
 ]
 display(Markdown("\n".join(f"- {line}" for line in findings)))
 
