@@ -32,6 +32,7 @@ from typing import Any, Self
 import httpx
 from langchain_core.documents import Document
 
+from lessons.core.i18n import t
 from service.db import FINAL_STATES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,7 +192,7 @@ class ServiceClient:
         from tqdm.auto import tqdm
 
         paths = list(paths)
-        return [self.upload_file(p) for p in tqdm(paths, desc="upload", unit="file", disable=not progress)]
+        return [self.upload_file(p) for p in tqdm(paths, desc=t("upload"), unit="file", disable=not progress)]
 
     def upload_new(self, paths: Iterable[str | Path], progress: bool = True) -> dict[str, Upload | None]:
         """Upload only the files the service does not hold yet: a live document with the same name and the same
@@ -200,7 +201,7 @@ class ServiceClient:
 
         held = {d["name"]: d.get("sha256") for d in self.documents()}
         result: dict[str, Upload | None] = {}
-        for path in tqdm(list(paths), desc="upload", unit="file", disable=not progress):
+        for path in tqdm(list(paths), desc=t("upload"), unit="file", disable=not progress):
             path = Path(path)
             result[path.name] = None if held.get(path.name) == sha256_of_file(path) else self.upload_file(path)
         return result

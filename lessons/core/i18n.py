@@ -848,6 +848,8 @@ ZH: dict[str, str] = {
     "nothing": "（无）",
     "The nightly runs: run {first_id} with {first_questions} question(s) on {first_documents} new document(s) ({recall} {first_recall}, {complete} {first_complete}); run {second_id} with {second_questions} on {second_documents} ({recall} {second_recall}, {complete} {second_complete}) — each run scores only the documents added since the one before, so the two are different questions, not a before and after.": "夜间运行：第 {first_id} 次运行在 {first_documents} 个新文档上出了 {first_questions} 道题（{recall} {first_recall}，{complete} {first_complete}）；第 {second_id} 次运行在 {second_documents} 个新文档上出了 {second_questions} 道题（{recall} {second_recall}，{complete} {second_complete}）——每次运行只给上一次以来新加的文档打分，所以两次问的是不同的问题，并不是前后对比。",
     "The whole notebook took {minutes:.1f} min.": "整个 notebook 用时 {minutes:.1f} 分钟。",
+    # service.client (the upload progress bar of notebook 08)
+    "upload": "上传",
 }
 TRANSLATIONS: dict[str, dict[str, str]] = {"zh": ZH}
 
