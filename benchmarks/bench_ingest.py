@@ -15,8 +15,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(PROJECT_ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import RESULTS, machine
 from lessons.ingest import convert_file
@@ -29,6 +28,7 @@ from lessons.ingest.files import (
     list_files,
 )
 
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_FOLDER = PROJECT_ROOT / "data" / "corpus"
 SAMPLE_PARAGRAPH = (
     "Atlas Server listens on port 7420 by default and serves the hybrid search API. Retrieval combines "

@@ -62,9 +62,10 @@ def in_process() -> dict:
         ]
         return usage["prompt_tokens"], usage["completion_tokens"]
 
-    result = measure(complete)
-    del llm
-    return result
+    try:
+        return measure(complete)
+    finally:
+        llm.close()  # frees the model's memory before the next measurement
 
 
 def main():

@@ -68,9 +68,9 @@ def measure(reranker: str) -> dict:
                    AGENTIC_RAG_SERVICE_RERANKER=reranker)  # fmt: skip
         port = free_port()
         url = f"http://127.0.0.1:{port}"
-        log = open(f"{tmp}/service.log", "w")
-        process = subprocess.Popen([sys.executable, "-m", "service", "api", "--port", str(port), "--no-access-log",
-                                    "--log-level", "warning"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        with open(f"{tmp}/service.log", "w") as log:  # the server writes to its own copy of the file descriptor
+            process = subprocess.Popen([sys.executable, "-m", "service", "api", "--port", str(port), "--no-access-log",
+                                        "--log-level", "warning"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
         try:
             deadline = time.monotonic() + 120
             while True:
@@ -171,7 +171,6 @@ def measure(reranker: str) -> dict:
         finally:
             process.terminate()
             process.wait(timeout=30)
-            log.close()
 
 
 def main(names: list[str]) -> None:

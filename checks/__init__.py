@@ -91,7 +91,7 @@ def run_check(exercise: str, check: Callable[[], Any], *, zh: str | None = None)
         print(messages["failed"].format(exercise=exercise, hint=message))
         _log(exercise, False, message)
         return CheckResult(False)
-    except Exception as error:  # the learner's code raised: show it as feedback, not a traceback
+    except Exception as error:  # noqa: BLE001 - the learner's code raised: shown and logged as feedback, not a traceback
         message = messages["raised"].format(kind=type(error).__name__, error=error)
         print(messages["error"].format(exercise=exercise, message=message))
         _log(exercise, False, message)

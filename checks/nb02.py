@@ -8,6 +8,7 @@ import random
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
+from pydantic import Field
 
 from checks import CheckResult, Hint, expect, run_check
 
@@ -136,7 +137,7 @@ def check_yes_probability(yes_probability) -> CheckResult:
 class _Recording(BaseRetriever):
     """A retriever that records its queries and returns one document per query."""
 
-    queries: list[str] = []
+    queries: list[str] = Field(default_factory=list)
 
     def _get_relevant_documents(self, query, *, run_manager):
         self.queries.append(query)
@@ -193,7 +194,7 @@ def check_hyde(make_hyde) -> CheckResult:
         )
         try:
             batch = make_hyde(ScriptedChatModel(default="a passage"), _Recording()).batch(["q1", "q2"])
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - whatever the learner's chain raised becomes the hint
             raise Hint(
                 f"a Runnable chain can answer a batch of questions, yours raised {error!r}",
                 zh=f"Runnable 链可以成批回答问题，你的链抛出了 {error!r}",

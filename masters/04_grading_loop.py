@@ -202,8 +202,7 @@ thresholds, menu = {}, []
 for lang in ("en", "zh"):
     inside, outside = group(lang, True), group(lang, False)
     gate = thresholds[lang] = calibrate_gate(inside["pairs"].tolist(), outside["pairs"].tolist(), MIN_ABSTENTION)
-    passes = lambda pairs: any(ce >= gate.cross_encoder and p >= gate.p_yes for ce, p in pairs)
-    answered, abstained = sum(map(passes, inside["pairs"])), sum(not passes(p) for p in outside["pairs"])
+    answered, abstained = sum(map(gate.admits, inside["pairs"])), sum(not gate.admits(p) for p in outside["pairs"])
     menu.append({
         "language": lang, "t₁ cross-encoder": round(gate.cross_encoder, 3), "t₂ P(yes)": round(gate.p_yes, 3),
         "separation, cross-encoder": separation_auc(inside["best cross-encoder"].tolist(), outside["best cross-encoder"].tolist()),

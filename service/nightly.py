@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -101,7 +102,7 @@ def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, ou
                 table = compare(rows, k=K, timing=True)
                 summary = table.iloc[0].to_dict()
                 metrics.update(
-                    {key: (None if value != value else value) for key, value in summary.items()}
+                    {key: (None if _is_nan(value) else value) for key, value in summary.items()}
                 )  # NaN → None
         with db.write() as session:
             record = session.get(EvalRun, run_id)
@@ -132,12 +133,16 @@ def _model_name(llm) -> str:
     return str(getattr(llm, "model_name", None) or getattr(llm, "model", None) or type(llm).__name__)
 
 
+def _is_nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)  # numpy's float64 is a float
+
+
 def _num(value) -> float | None:
-    return None if value is None or value != value else float(value)
+    return None if value is None or _is_nan(value) else float(value)
 
 
 def _int(value) -> int | None:
-    return None if value is None or value != value else int(value)
+    return None if value is None or _is_nan(value) else int(value)
 
 
 def _plain(value):

@@ -15,7 +15,7 @@ def fresh_settings(tmp_path, monkeypatch):
     from lessons.core import settings
 
     for name in list(os.environ):
-        if name.startswith("AGENTIC_RAG_") or name.startswith("DEEPSEEK_"):
+        if name.startswith(("AGENTIC_RAG_", "DEEPSEEK_")):
             monkeypatch.delenv(name)
     monkeypatch.setenv("AGENTIC_RAG_CACHE_DIR", str(tmp_path / "cache"))
     # An empty .env so a developer's own .env never leaks into tests.

@@ -133,30 +133,30 @@ def lab():
     state = Path(tempfile.mkdtemp(prefix="agentic-rag-lab-"))
     _write_lab_settings(state / "user-settings")
     port, token = _free_port(), secrets.token_hex(16)
-    log = open(ARTIFACTS / "jupyterlab.log", "w")
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(state / "runtime"), "JUPYTER_NO_CONFIG": "1"}
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={workspace}",
-            f"--LabApp.user_settings_dir={state / 'user-settings'}",
-            f"--LabApp.workspaces_dir={state / 'workspaces'}",
-            "--LabServerApp.extension_manager=readonly",
-            *(["--allow-root"] if os.geteuid() == 0 else []),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-        start_new_session=True,
-    )
+    with open(ARTIFACTS / "jupyterlab.log", "w") as log:  # the server writes to its own copy of the descriptor
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyter",
+                "lab",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={workspace}",
+                f"--LabApp.user_settings_dir={state / 'user-settings'}",
+                f"--LabApp.workspaces_dir={state / 'workspaces'}",
+                "--LabServerApp.extension_manager=readonly",
+                *(["--allow-root"] if os.geteuid() == 0 else []),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -180,7 +180,6 @@ def lab():
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-        log.close()
         shutil.rmtree(state, ignore_errors=True)
 
 

@@ -77,7 +77,7 @@ def test_an_upload_is_saved_processed_and_used_for_the_next_question(tmp_path):
     seen = {}
 
     class Processed:
-        skipped = []
+        skipped = ()
 
         def retrieve(self, question):
             return [Document("from the upload")]

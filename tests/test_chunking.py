@@ -1,5 +1,6 @@
 """Chunking strategies: each behaves as notebook 01 says it does, in English and in Chinese."""
 
+import itertools
 import re
 
 import jieba
@@ -91,14 +92,14 @@ def test_character_windows_have_fixed_size_and_overlap():
     text = "abcdefghij" * 10
     chunks = [chunk.page_content for chunk in character_window_chunker(30, 10)([doc(text)])]
     assert all(len(chunk) == 30 for chunk in chunks[:-1])
-    assert all(previous[-10:] == chunk[:10] for previous, chunk in zip(chunks, chunks[1:]))
+    assert all(previous[-10:] == chunk[:10] for previous, chunk in itertools.pairwise(chunks))
 
 
 def test_token_windows_fit_the_budget_and_overlap_by_the_given_tokens():
     text = " ".join(f"word{i}" for i in range(100))
     windows = TokenWindowSplitter(words, chunk_size=10, chunk_overlap=3).split_text(text)
     assert all(words(window) <= 10 for window in windows)
-    assert all(window.split()[-3:] == following.split()[:3] for window, following in zip(windows, windows[1:]))
+    assert all(window.split()[-3:] == following.split()[:3] for window, following in itertools.pairwise(windows))
     assert windows[0].startswith("word0 ") and windows[-1].endswith("word99")
 
 

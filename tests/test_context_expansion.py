@@ -2,6 +2,7 @@
 
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
+from pydantic import Field
 
 from lessons.retrieval.context_expansion import (
     ChunkNeighbours,
@@ -81,7 +82,7 @@ class Fixed(BaseRetriever):
 class Reverse(BaseDocumentCompressor):
     """A stand-in reranker: reverses the order, records what it was given."""
 
-    seen: list[list[str]] = []
+    seen: list[list[str]] = Field(default_factory=list)
 
     def compress_documents(self, documents, query, callbacks=None):
         self.seen.append([d.page_content for d in documents])

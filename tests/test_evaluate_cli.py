@@ -294,7 +294,7 @@ def chroma_server(tmp_path):
                     host="127.0.0.1", port=port, settings=chromadb.Settings(anonymized_telemetry=False)
                 ).heartbeat()
                 break
-            except Exception:
+            except Exception:  # noqa: BLE001 - not answering yet; a dead process or the deadline raises below
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(
                         f"chroma run did not start: {(tmp_path / 'chroma.log').read_text()[-2000:]}"

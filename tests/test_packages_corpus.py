@@ -93,7 +93,7 @@ def test_a_missing_manifest_or_package_is_refused(build, tmp_path):
 
 def test_rendering_keeps_code_and_tables_and_drops_badges_and_html(build):
     dropped = build.Dropped()
-    source = "\n".join(
+    source = "\n".join(  # noqa: FLY002 - one list item per Markdown line reads like the document it builds
         [
             "[![PyPI](https://img.shields.io/pypi/v/x)](https://pypi.org/project/x/) | [![CI](https://ci/x.svg)](https://ci)",
             "",

@@ -2,6 +2,7 @@
 
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from pydantic import Field
 
 from lessons.core.fakes import ScriptedChatModel
 from lessons.retrieval.query_transform import hyde_retriever, multi_query_retriever, step_back_retriever
@@ -11,8 +12,8 @@ from lessons.retrieval.retrievers import SCORE
 class RecordingRetriever(BaseRetriever):
     """Returns a fixed ranked list per query (or a default list) and records every query."""
 
-    results: dict[str, list[str]] = {}
-    queries: list[str] = []
+    results: dict[str, list[str]] = Field(default_factory=dict)
+    queries: list[str] = Field(default_factory=list)
 
     def _get_relevant_documents(self, query, *, run_manager):
         self.queries.append(query)

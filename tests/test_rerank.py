@@ -144,7 +144,7 @@ def test_a_blended_reranker_fuses_the_incoming_order_with_its_own():
 def test_a_reranker_trusted_more_than_the_first_stage_can_still_reorder():
     llm = judge_by_passage({"a": 0.1, "b": 0.2, "c": 0.9})
     blended = llm_reranker(llm, top_n=3, first_stage_weight=0.3).compress_documents(docs("a", "b", "c"), "question")
-    assert [d.page_content for d in blended][0] == "c"
+    assert blended[0].page_content == "c"
 
 
 def test_passages_reach_the_judge_as_delimited_data():

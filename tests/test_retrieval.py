@@ -34,7 +34,7 @@ def chunk(text, source="a.md", index=0, **metadata):
 class WordEmbeddings(Embeddings):
     """Bag-of-words vectors over a tiny vocabulary: enough to make nearest neighbours predictable."""
 
-    VOCABULARY = ["port", "leave", "backup", "price", "server", "days", "night", "euros"]
+    VOCABULARY = ("port", "leave", "backup", "price", "server", "days", "night", "euros")
 
     def _embed(self, text):
         words = text.lower().replace("?", " ").replace(".", " ").split()
@@ -157,7 +157,7 @@ def test_hybrid_returns_documents_with_fused_scores_and_no_duplicates():
     keyword = FixedRetriever(documents=[CHUNKS[2], CHUNKS[3]])
     results = hybrid_retriever(dense, keyword).invoke("anything")
     assert all(isinstance(d, Document) for d in results)
-    assert [d.page_content for d in results][0] == CHUNKS[2].page_content  # ranked by both
+    assert results[0].page_content == CHUNKS[2].page_content  # ranked by both
     assert len({d.metadata["chunk_id"] for d in results}) == len(results) == 4
 
 

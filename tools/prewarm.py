@@ -293,7 +293,7 @@ def prewarm(
                 t0 = time.perf_counter()
                 try:
                     detail = step.run()
-                except Exception as error:  # reported per step; the run goes on or stops cleanly
+                except Exception as error:  # noqa: BLE001 - reported per step; the run goes on or stops cleanly
                     seconds = time.perf_counter() - t0
                     message = f"{type(error).__name__}: {error}"
                     bar.write(f"✗ {step.name} failed after {seconds:.1f} s — {message}")

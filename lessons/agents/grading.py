@@ -23,6 +23,7 @@ Two graders return the same typed verdict (`GradeDocuments`):
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -165,6 +166,10 @@ class GateThresholds:
     cross_encoder: float
     p_yes: float
 
+    def admits(self, pairs: Sequence[tuple[float, float]]) -> bool:
+        """Whether a question is answered in round one: one of its (cross-encoder score, P(yes)) pairs reaches both."""
+        return any(ce >= self.cross_encoder and p >= self.p_yes for ce, p in pairs)
+
 
 class RelevanceGate:
     """The grading loop's gate from two signals (introduced in notebook 04): the relevance model and the chat model.
@@ -236,7 +241,11 @@ def default_gate(model: BaseChatModel, thresholds: Mapping[str, GateThresholds] 
 def _candidates(values: Sequence[float]) -> list[float]:
     """0, the midpoints between neighbouring observed values, and a value above the largest."""
     ordered = sorted(set(values))
-    return [0.0, *[(a + b) / 2 for a, b in zip(ordered, ordered[1:])], *([(ordered[-1] + 1.0) / 2] if ordered else [])]
+    return [
+        0.0,
+        *[(a + b) / 2 for a, b in itertools.pairwise(ordered)],
+        *([(ordered[-1] + 1.0) / 2] if ordered else []),
+    ]
 
 
 def calibrate_gate(
@@ -258,19 +267,16 @@ def calibrate_gate(
     if not out_of_kb:
         raise ValueError("calibrate_gate needs out-of-KB questions: abstention cannot be measured without them")
 
-    def answered(question, gate: GateThresholds) -> bool:
-        return any(ce >= gate.cross_encoder and p >= gate.p_yes for ce, p in question)
-
     pairs = [pair for question in [*in_kb, *out_of_kb] for pair in question]
     best, best_key = GateThresholds(1.0, 1.0), (-1.0, -1.0, -1.0)
     for t_ce in _candidates([ce for ce, _ in pairs]):
         for t_p in _candidates([p for _, p in pairs]):
             gate = GateThresholds(t_ce, t_p)
-            abstention = sum(not answered(q, gate) for q in out_of_kb) / len(out_of_kb)
+            abstention = sum(not gate.admits(q) for q in out_of_kb) / len(out_of_kb)
             if abstention + 1e-12 < min_abstention:
                 continue
             key = (
-                sum(answered(q, gate) for q in in_kb) / max(len(in_kb), 1),
+                sum(gate.admits(q) for q in in_kb) / max(len(in_kb), 1),
                 gate_margin([*in_kb, *out_of_kb], gate),
                 t_ce,
             )

@@ -71,7 +71,7 @@ class SQLiteLLMCache(BaseCache, SQLiteFile):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", LangChainBetaWarning)
                 return [loads(item, allowed_objects=_ALLOWED) for item in _split(row[0])]
-        except Exception:  # an entry written by another LangChain version: treat as a miss
+        except (ValueError, TypeError, ImportError):  # an entry another LangChain version wrote: a miss, rewritten
             return None
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:

@@ -101,9 +101,13 @@ def assemble(spec: GGUFSpec = QWEN_CODER_1_5B, model_dir: Path | None = None, pr
     model_dir = Path(model_dir or get_settings().model_dir)
     target = model_dir / spec.file_name
     sidecar = target.with_name(target.name + ".sha256")
-    if target.exists() and sidecar.exists():
-        if target.stat().st_size == spec.size and sidecar.read_text().strip() == spec.sha256:
-            return target
+    if (
+        target.exists()
+        and sidecar.exists()
+        and target.stat().st_size == spec.size
+        and sidecar.read_text().strip() == spec.sha256
+    ):
+        return target
     parts = part_paths(spec)
     model_dir.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + f".tmp-{os.getpid()}")

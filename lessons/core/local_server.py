@@ -212,11 +212,13 @@ def _cpu_seconds(pid: int | None) -> float | None:
     """CPU seconds the process has used so far, or None when it cannot be read."""
     try:
         import psutil
-
-        times = psutil.Process(pid).cpu_times()
-        return times.user + times.system
-    except Exception:  # no such process, no permission, no psutil: fall back to the plain grace period
+    except ImportError:  # no psutil: fall back to the plain grace period
         return None
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:  # no such process, no permission: fall back to the plain grace period
+        return None
+    return times.user + times.system
 
 
 def _clients_dir() -> Path:

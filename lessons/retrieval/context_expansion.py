@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict
 
 from lessons.retrieval.retrievers import SCORE
 
@@ -117,7 +118,7 @@ class ContextExpansionRetriever(BaseRetriever):
     max_neighbours: int = MAX_NEIGHBOURS
     max_block_chars: int = MAX_BLOCK_CHARS
 
-    model_config = {"arbitrary_types_allowed": True}
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         candidates = self.first_stage.invoke(query, config={"callbacks": run_manager.get_child()})

@@ -142,7 +142,7 @@ class _OnnxModel:
             try:
                 pairs = list(zip(first, second)) if second is not None else list(first)
                 encodings = self.tokenizer.encode_batch(pairs)
-            except Exception:  # a question longer than the whole window: cut both sides instead
+            except Exception:  # noqa: BLE001 - tokenizers raises a plain Exception when one side cannot be cut enough: cut both
                 self.tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")
                 encodings = self.tokenizer.encode_batch(list(zip(first, second)) if second is not None else list(first))
         feeds = {

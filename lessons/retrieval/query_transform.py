@@ -36,8 +36,10 @@ HYDE_PROMPT = ChatPromptTemplate.from_messages(
     [
         (
             "system",
-            "You write short passages for a company knowledge base about the Atlas search product, its "
-            "releases and the company's policies. Write in the language of the question.",
+            (
+                "You write short passages for a company knowledge base about the Atlas search product, its "
+                "releases and the company's policies. Write in the language of the question."
+            ),
         ),
         ("human", "Write a passage of two or three sentences that answers this question:\n{question}"),
     ]
@@ -47,15 +49,19 @@ MULTI_QUERY_PROMPT = ChatPromptTemplate.from_messages(
     [
         (
             "system",
-            "You help a search engine. Rewrite the user's question as three different search queries that could "
-            "match the passage answering it: use other words, synonyms and the technical terms a manual would use. "
-            "Write them in the language of the question: a Chinese question gets Chinese queries.",
+            (
+                "You help a search engine. Rewrite the user's question as three different search queries that could "
+                "match the passage answering it: use other words, synonyms and the technical terms a manual would use. "
+                "Write them in the language of the question: a Chinese question gets Chinese queries."
+            ),
         ),
         ("human", "How long do I have to finish the security training after I start?"),
         (
             "ai",
-            "security awareness training deadline for new employees\n"
-            "onboarding security course completion period\nmandatory training within days of joining",
+            (
+                "security awareness training deadline for new employees\n"
+                "onboarding security course completion period\nmandatory training within days of joining"
+            ),
         ),
         ("human", "新员工入职后多久要完成安全培训？"),
         ("ai", "新员工 安全培训 完成期限\n入职 数据安全培训 时间要求\n安全意识培训 入职后 天数"),
@@ -67,9 +73,11 @@ STEP_BACK_PROMPT = ChatPromptTemplate.from_messages(
     [
         (
             "system",
-            "You help a search engine. Given a specific question, write the broader background question a reader "
-            "would look up first: the general topic, policy or mechanism behind it. The broader question is shorter "
-            "than the original and leaves out its specific details. Write it in the language of the question.",
+            (
+                "You help a search engine. Given a specific question, write the broader background question a reader "
+                "would look up first: the general topic, policy or mechanism behind it. The broader question is shorter "
+                "than the original and leaves out its specific details. Write it in the language of the question."
+            ),
         ),
         ("human", "Can a user with the Curator role view the audit log?"),
         ("ai", "What can each user role do in Atlas?"),

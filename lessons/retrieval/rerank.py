@@ -31,7 +31,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
@@ -267,7 +267,7 @@ class LanguageRoutedReranker(BaseDocumentCompressor):
     routes: dict[str, BaseDocumentCompressor]
     top_n: int = 10
 
-    model_config = {"arbitrary_types_allowed": True}
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def route_for(self, query: str) -> BaseDocumentCompressor:
         return self.routes.get(detect_language(query)) or KeepOrder(top_n=self.top_n)
@@ -366,7 +366,7 @@ class ContextualListwiseReranker(BaseDocumentCompressor):
     top_n: int = 10
     max_chars: int = 600
 
-    model_config = {"arbitrary_types_allowed": True}
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None

@@ -595,7 +595,7 @@ class QATransformer(BaseDocumentTransformer):
 
         try:
             pairs, tried = ask_with_fewer_pairs(ask, self.max_pairs)
-        except Exception as error:  # the model is unreachable or broken: one chunk must not stop the batch
+        except Exception as error:  # noqa: BLE001 - an unreachable or broken model: recorded for this chunk, the batch goes on
             return self._unreachable(document, error, started)
         result = self._outcome(document, pairs, tried, started)
         self._remember(document, result)
@@ -616,7 +616,7 @@ class QATransformer(BaseDocumentTransformer):
             started = time.perf_counter()
             try:
                 pairs, tried = await aask_with_fewer_pairs(ask, self.max_pairs)
-            except Exception as error:  # the model is unreachable or broken: one chunk must not stop the batch
+            except Exception as error:  # noqa: BLE001 - an unreachable or broken model: recorded for this chunk, the batch goes on
                 return self._unreachable(document, error, started)
         result = self._outcome(document, pairs, tried, started)
         self._remember(document, result)
