@@ -1,5 +1,5 @@
 # Agentic RAG, hands-on. Each target installs what it needs first (once; fast the second time).
-.PHONY: course test prewarm run-notebooks benchmarks corpus notebooks learner-notebooks clean-cache
+.PHONY: course lint test prewarm run-notebooks benchmarks corpus notebooks learner-notebooks clean-cache
 
 # Run the course: set up, start the offline model (unless DeepSeek is configured), open JupyterLab on notebooks/.
 # In Chinese: `AGENTIC_RAG_LANG=zh make course` (or `make course AGENTIC_RAG_LANG=zh`, or the line in .env)
@@ -8,9 +8,15 @@ course:
 	@scripts/setup.sh
 	@scripts/course.sh
 
-# Run the whole test suite (unit, integration with the real local model, every notebook, every check).
-test:
+# Lint: ruff's findings (rules in pyproject.toml [tool.ruff.lint]) and files `ruff format` would change fail it.
+# Fix formatting with `.venv/bin/ruff format .`; `.venv/bin/ruff check --fix .` fixes what it safely can.
+lint:
 	@scripts/setup.sh dev
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+# Run the whole test suite after the lint (unit, integration with the real local model, every notebook, every check).
+test: lint
 	.venv/bin/python -m pytest
 
 # Before a workshop (docs/FACILITATOR.md): do every slow thing once — install, model, knowledge base, indexes,

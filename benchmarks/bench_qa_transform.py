@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import save
-from lessons.core.usage import USAGE
+from lessons.core.usage import metered
 from lessons.retrieval.index import chunk_knowledge_base
 from lessons.transforms.qa_transform import QACache, QAPair, QATransformer, qa_cache_key
 
@@ -36,9 +36,9 @@ def generation(chunks: list, concurrency: int) -> dict:
     qa = QATransformer(
         get_chat_model(cache=False), max_pairs=MAX_PAIRS, cache=False, concurrency=concurrency, progress=False
     )
-    before = (USAGE.totals.calls, USAGE.totals.input_tokens, USAGE.totals.output_tokens)
     start = time.perf_counter()
-    qa.generate(chunks)
+    with metered() as meter:
+        qa.generate(chunks)
     seconds = time.perf_counter() - start
     report = qa.report()
     return {
@@ -46,9 +46,9 @@ def generation(chunks: list, concurrency: int) -> dict:
         "chunks": len(chunks),
         "wall_s": round(seconds, 1),
         "s_per_chunk": round(seconds / len(chunks), 1),
-        "calls": USAGE.totals.calls - before[0],
-        "input_tokens": USAGE.totals.input_tokens - before[1],
-        "output_tokens": USAGE.totals.output_tokens - before[2],
+        "calls": meter.totals.calls,
+        "input_tokens": meter.totals.input_tokens,
+        "output_tokens": meter.totals.output_tokens,
         "schema_success_rate": report.schema_success_rate,
         "pairs": report.pairs,
     }

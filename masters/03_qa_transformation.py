@@ -86,7 +86,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
+from lessons.core import USAGE, get_chat_model, metered, model_banner, t, t_labels
 
 logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
 pd.set_option("display.max_colwidth", 90)
@@ -315,9 +315,9 @@ for warning in caught:
 # 会以 "Event loop is closed" 失败。`qa.transform_documents(...)` 用线程做同样的工作，适合脚本使用。
 
 # %%
-calls_before = USAGE.totals.calls
 start = time.perf_counter()
-results = await qa.agenerate(sample)
+with metered() as build_1:
+    results = await qa.agenerate(sample)
 first_build_seconds = time.perf_counter() - start
 timings[t("QA pairs for {n} chunks (build 1)", n=len(sample))] = first_build_seconds
 qa_docs = qa.to_documents(sample, results)
@@ -325,7 +325,7 @@ report = qa.report()
 print(report)
 print(t("schema success rate: {rate:.1%} of chunks got valid pairs ({first:.1%} on the first request); "
         "LLM calls in this build: {calls}", rate=report.schema_success_rate, first=report.first_try_rate,
-        calls=USAGE.totals.calls - calls_before))
+        calls=build_1.totals.calls))
 
 # %%
 outcomes = pd.DataFrame({
@@ -383,13 +383,13 @@ qa_docs[0].metadata if qa_docs else t("no QA documents")
 # 连不上服务的情况则不缓存，下一次构建会再去问。
 
 # %%
-usage_before = (USAGE.totals.calls, USAGE.totals.cached_calls)
 rebuild = QATransformer(llm, max_pairs=MAX_PAIRS, cache=QACache(), progress=False)
 start = time.perf_counter()
-rebuilt = await rebuild.agenerate(sample)
+with metered() as build_2:
+    rebuilt = await rebuild.agenerate(sample)
 second_build_seconds = time.perf_counter() - start
 timings[t("QA pairs for {n} chunks (build 2, cached)", n=len(sample))] = second_build_seconds
-llm_calls = USAGE.totals.calls - usage_before[0] + USAGE.totals.cached_calls - usage_before[1]
+llm_calls = build_2.totals.all_calls
 model_seconds = rebuild.report().generation_seconds
 cache_ratio = second_build_seconds / model_seconds if model_seconds else float("nan")
 print(t("build 1 (this run): {seconds:9.3f} s, {cached}/{chunks} chunks already in the QA cache",
@@ -544,7 +544,7 @@ print(t("hybrid store: {chunks} chunks + {qa} QA documents · {stats}", chunks=l
 
 # %%
 from lessons.core import get_embeddings
-from lessons.evaluation import embed_questions, hit_at_k, mrr_at_k, relevance_labels
+from lessons.evaluation import embed_questions, retrieval_scores
 
 K = 5
 MODES = ["chunks", "qa", "hybrid"]
@@ -555,9 +555,8 @@ rows = []
 for question, vector in zip(questions, embed_questions(questions, embedder), strict=True):
     for mode in MODES:
         ranked = search_source_chunks(store, vector, mode, chunks_by_id, k=K, fetch_k=4 * K)
-        labels = relevance_labels([c.page_content for c in ranked], question.evidence)
         rows.append({"id": question.id, "language": question.language, "type": question.type, "mode": mode,
-                     f"hit@{K}": hit_at_k(labels, K), f"MRR@{K}": mrr_at_k(labels, K)})
+                     **retrieval_scores(ranked, question, k=K, rank_k=K)})
 timings[t("retrieval for {n} questions × 3", n=len(questions))] = time.perf_counter() - start
 scores = pd.DataFrame(rows)
 summary = scores.groupby("mode", sort=False)[[f"hit@{K}", f"MRR@{K}"]].mean().loc[MODES]

@@ -8,6 +8,7 @@ import pytest
 from langchain_core.documents import Document
 
 from lessons.core.fakes import ScriptedChatModel
+from lessons.core.usage import deepseek_cost_usd, metered
 from lessons.evaluation import (
     PIPELINES,
     FaithfulnessVerdict,
@@ -29,9 +30,7 @@ from lessons.evaluation.pipelines import (
     UnknownPipeline,
     answer_from,
     check_pipeline_names,
-    deepseek_cost_usd,
     judge_answer,
-    metered,
 )
 from lessons.evaluation.testset import TestItem
 
@@ -91,8 +90,8 @@ def test_metered_counts_calls_inside_the_block_only_also_from_threads():
         model.invoke("one two three")
         model.batch(["a", "b"], config={"max_concurrency": 2})
     model.invoke("outside the block")
-    assert meter.calls == 3
-    assert meter.input_tokens == 5 and meter.output_tokens == 3
+    assert meter.totals.calls == 3
+    assert meter.totals.input_tokens == 5 and meter.totals.output_tokens == 3
 
 
 def test_deepseek_cost_uses_the_list_price(monkeypatch):

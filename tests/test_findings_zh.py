@@ -281,9 +281,9 @@ def test_comparison_findings_of_notebook_07_in_chinese(language):
 
 
 def test_usage_report_in_chinese(language):
-    from lessons.core.usage import UsageTotals, UsageTracker
+    from lessons.core.usage import UsageTotals, UsageMeter
 
-    tracker = UsageTracker.__new__(UsageTracker)
+    tracker = UsageMeter.__new__(UsageMeter)
     tracker.totals = UsageTotals(calls=3, cached_calls=2, input_tokens=1200, output_tokens=340, cost_usd=0.0012)
     english, chinese = both(language, tracker.report)
     assert english == "LLM calls: 3 (+2 from cache) · tokens: 1,200 in, 340 out · DeepSeek cost: $0.0012"

@@ -9,7 +9,7 @@ import pytest
 
 from lessons.core.llm_cache import SQLiteLLMCache
 from lessons.core.models import get_chat_model
-from lessons.evaluation.retrieval_evaluation import LLMCallMeter
+from lessons.core.usage import UsageMeter
 from lessons.retrieval.rerank import LLMRelevanceScorer
 
 pytestmark = pytest.mark.model
@@ -29,6 +29,6 @@ def test_the_judge_reads_log_probabilities_and_prefers_the_relevant_passage():
 
 def test_log_probabilities_survive_the_sqlite_cache(tmp_path):
     scorer = LLMRelevanceScorer(get_chat_model(cache=SQLiteLLMCache(tmp_path / "cache.sqlite")))
-    first, meter = scorer.score([(QUESTION, RELEVANT)]), LLMCallMeter()
+    first, meter = scorer.score([(QUESTION, RELEVANT)]), UsageMeter()
     again = scorer.score([(QUESTION, RELEVANT)], callbacks=[meter])
-    assert again == first and meter.cached_calls == 1
+    assert again == first and meter.totals.cached_calls == 1

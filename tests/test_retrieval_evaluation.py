@@ -12,8 +12,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableLambda
 
 from lessons.core.fakes import ScriptedChatModel, always
+from lessons.core.usage import UsageMeter
 from lessons.evaluation.retrieval_evaluation import (
-    LLMCallMeter,
     Technique,
     breakdown,
     evaluate_techniques,
@@ -105,9 +105,10 @@ def test_the_meter_counts_llm_calls_made_deep_inside_a_technique_and_cached_ones
 
 
 def test_meter_counts_tokens_from_usage_metadata():
-    meter = LLMCallMeter()
+    meter = UsageMeter()
     ScriptedChatModel(responses=["one two three"]).invoke("a b", config={"callbacks": [meter]})
-    assert (meter.calls, meter.cached_calls, meter.input_tokens, meter.output_tokens) == (1, 0, 2, 3)
+    totals = meter.totals
+    assert (totals.calls, totals.cached_calls, totals.input_tokens, totals.output_tokens) == (1, 0, 2, 3)
 
 
 def test_a_failing_question_is_recorded_not_raised():

@@ -8,11 +8,11 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 
 from lessons.core.fakes import ScriptedChatModel
 from lessons.core.llm_cache import SQLiteLLMCache
-from lessons.core.usage import DEEPSEEK_PRICE_PER_MTOK, UsageTracker
+from lessons.core.usage import DEEPSEEK_PRICE_PER_MTOK, UsageMeter
 
 
 def test_cache_hits_are_counted_apart_and_cost_nothing(tmp_path):
-    tracker = UsageTracker(usage_file=tmp_path / "usage.json")
+    tracker = UsageMeter(usage_file=tmp_path / "usage.json")
     cache = SQLiteLLMCache(tmp_path / "llm.sqlite")
     model = ScriptedChatModel(responses=["first answer"], cache=cache, callbacks=[tracker])
     assert model.invoke("same question").content == "first answer"
@@ -44,7 +44,7 @@ def test_a_different_prompt_misses_the_cache(tmp_path):
 
 
 def test_deepseek_cost_uses_the_price_table():
-    tracker = UsageTracker()
+    tracker = UsageMeter()
     run_id = uuid.uuid4()
     tracker.on_chat_model_start({}, [[]], run_id=run_id, metadata={"ls_provider": "deepseek"})
     message = AIMessage(

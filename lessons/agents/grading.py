@@ -508,19 +508,14 @@ class LoopResult:
     trace: tuple[RoundTrace, ...]
 
 
-def _usage_snapshot() -> tuple[int, int]:
-    from lessons.core.usage import USAGE
-
-    return USAGE.totals.pipeline_tokens, USAGE.totals.calls + USAGE.totals.cached_calls
-
-
 def run_question(loop, ungated: Callable[[str], LoopState], question) -> LoopResult:
     """Run one gold question (a `lessons.ingest.corpus.GoldQuestion`) gated and ungated, counting tokens."""
-    tokens0, calls0 = _usage_snapshot()
-    state = loop.invoke({"question": question.question}, config={"recursion_limit": 50})
-    tokens1, calls1 = _usage_snapshot()
-    baseline = ungated(question.question)
-    tokens2, _ = _usage_snapshot()
+    from lessons.core.usage import metered
+
+    with metered() as gated:
+        state = loop.invoke({"question": question.question}, config={"recursion_limit": 50})
+    with metered() as plain:
+        baseline = ungated(question.question)
     return LoopResult(
         id=question.id,
         language=question.language,
@@ -530,11 +525,11 @@ def run_question(loop, ungated: Callable[[str], LoopState], question) -> LoopRes
         gated_answer=state["answer"],
         rounds=state["round"],
         first_round_stop=state["round"] == 1 and state["outcome"] == "answered",
-        gated_tokens=tokens1 - tokens0,
-        gated_calls=calls1 - calls0,
+        gated_tokens=gated.totals.pipeline_tokens,
+        gated_calls=gated.totals.all_calls,
         ungated_outcome=baseline["outcome"],
         ungated_answer=baseline["answer"],
-        ungated_tokens=tokens2 - tokens1,
+        ungated_tokens=plain.totals.pipeline_tokens,
         trace=tuple(state["trace"]),
     )
 

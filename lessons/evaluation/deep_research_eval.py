@@ -21,7 +21,8 @@ from langchain_core.language_models import BaseChatModel
 from lessons.agents.deep_research import FULL_TEXT, DeepResearchAgent, Observation
 from lessons.core.i18n import t
 from lessons.evaluation.metrics import quotes_found
-from lessons.evaluation.pipelines import Pipeline, judge_completeness, metered
+from lessons.core.usage import metered
+from lessons.evaluation.pipelines import Pipeline, judge_completeness
 from lessons.evaluation.three_agent_eval import contradiction_handling
 from lessons.ingest.corpus import GoldQuestion, sample_by_language
 
@@ -98,8 +99,8 @@ def _run(question: GoldQuestion, method: str, work, judge: BaseChatModel) -> Met
         evidence_recall=evidence_recall(texts, question.evidence),
         tool_calls=tool_calls,
         pages_read=pages_read,
-        llm_calls=meter.calls,
-        tokens=meter.input_tokens + meter.output_tokens,
+        llm_calls=meter.totals.all_calls,
+        tokens=meter.totals.pipeline_tokens,
         seconds=seconds,
         contradiction=contradiction_handling(answer) if question.type == "contradiction" else "",
         at_cap=float(at_cap[0]) if at_cap else float("nan"),

@@ -30,12 +30,10 @@ Introduced in notebook 06 (evaluation). The pieces:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -43,43 +41,18 @@ from typing import Any, Literal
 import pandas as pd
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.tracers.context import register_configure_hook
 from pydantic import BaseModel, Field
 
 from lessons.core.i18n import t
 from lessons.core.structured import invoke_structured
-from lessons.core.usage import _price
+from lessons.core.usage import metered
 from lessons.evaluation.metrics import chunk_recall_at_k, evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k
-from lessons.evaluation.retrieval_evaluation import LLMCallMeter
 from lessons.evaluation.testset import TestItem
 from lessons.transforms.qa_transform import chunk_id_of
 
 K = 3  # chunks an answer step reads; hit@k and recall@k are measured at this depth
 RANK_K = 10  # depth of MRR and nDCG
 MAX_CONTEXT_CHARS = 6000  # a faithfulness judge reads at most this much context (the local window is small)
-
-# --- measuring LLM calls ---------------------------------------------------------------------------
-
-_meter_var: ContextVar[LLMCallMeter | None] = ContextVar("agentic_rag_eval_meter", default=None)
-register_configure_hook(_meter_var, inheritable=True)
-
-
-@contextlib.contextmanager
-def metered() -> Iterator[LLMCallMeter]:
-    """Count every chat-model call made inside the block (also in threads LangChain starts, also
-    calls made without passing callbacks) with notebook 02's `LLMCallMeter`."""
-    meter = LLMCallMeter()
-    token = _meter_var.set(meter)
-    try:
-        yield meter
-    finally:
-        _meter_var.reset(token)
-
-
-def deepseek_cost_usd(input_tokens: int, output_tokens: int) -> float:
-    """What these tokens cost on DeepSeek at list price (cache-miss input), in US$."""
-    return (input_tokens * _price("input") + output_tokens * _price("output")) / 1e6
-
 
 # --- pipelines ---------------------------------------------------------------------------------------
 
@@ -519,7 +492,7 @@ def evaluate_item(
     row.update({
         "seconds": seconds,
         **meter.counts(),
-        "deepseek_usd": deepseek_cost_usd(meter.input_tokens, meter.output_tokens),
+        "deepseek_usd": meter.totals.list_price_usd,
     })  # fmt: skip
     return row
 

@@ -3,7 +3,7 @@
 Introduced in notebook 02 (retrieval tricks). A `Technique` is a name and a Runnable from a
 question to ranked `Document`s. `evaluate_techniques` runs each one on its questions and returns
 one row per (technique, question): hit@5, evidence recall@5, MRR@10, nDCG@10, characters in the
-top 5, seconds, and the LLM calls and tokens the question cost — counted by an `LLMCallMeter`
+top 5, seconds, and the LLM calls and tokens the question cost — counted by a `lessons.core.usage.UsageMeter`
 passed as a callback, which also counts answers served from the LLM cache (with the tokens they
 cost when first asked), so a re-run reports the same cost. `summarise` turns the rows into one
 table against the baseline, always compared on the same questions.
@@ -12,7 +12,6 @@ table against the baseline, always compared on the same questions.
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -22,14 +21,12 @@ from typing import Any
 import pandas as pd
 from langchain_chroma import Chroma
 from langchain_classic.retrievers import ContextualCompressionRetriever
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.outputs import LLMResult
 from langchain_core.runnables import Runnable
 
 from lessons.core.i18n import t
-from lessons.core.usage import _token_usage
+from lessons.core.usage import UsageMeter
 from lessons.evaluation.metrics import evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k, relevance_labels
 from lessons.ingest.corpus import GoldQuestion
 from lessons.retrieval.context_expansion import MAX_BLOCK_CHARS, ChunkNeighbours, ContextExpansionRetriever
@@ -56,32 +53,6 @@ class Technique:
     def on_sample(self) -> bool:
         """Whether the technique runs on the sample (it calls the chat model, or is compared with one that does)."""
         return self.uses_llm or self.sample_only
-
-
-class LLMCallMeter(BaseCallbackHandler):
-    """Counts chat-model calls and their tokens, including answers served from the LLM cache."""
-
-    def __init__(self):
-        self.calls = self.cached_calls = self.input_tokens = self.output_tokens = 0
-        self._lock = threading.Lock()
-
-    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
-        inputs, outputs = _token_usage(response)
-        with self._lock:
-            self.calls += 1
-            self.cached_calls += not response.llm_output  # a cache hit carries no llm_output
-            self.input_tokens += inputs
-            self.output_tokens += outputs
-
-    def counts(self) -> dict[str, int]:
-        """The counts as result-table columns: llm_calls, cached_calls, input/output tokens and their sum."""
-        return {
-            "llm_calls": self.calls,
-            "cached_calls": self.cached_calls,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "tokens": self.input_tokens + self.output_tokens,
-        }
 
 
 def build_techniques(
@@ -223,7 +194,7 @@ def score_ranking(documents: Sequence[Document], question: GoldQuestion, n_relev
 
 def score_technique(technique: Technique, question: GoldQuestion, n_relevant: int | None) -> dict[str, Any]:
     """Run one technique on one question: its metrics, time and LLM cost (an error becomes an empty list)."""
-    meter = LLMCallMeter()
+    meter = UsageMeter()
     started = time.perf_counter()
     error = None
     try:

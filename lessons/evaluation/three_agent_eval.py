@@ -251,12 +251,6 @@ class QuestionRun:
     result: ThreeAgentResult
 
 
-def _usage_snapshot() -> tuple[int, int]:
-    from lessons.core.usage import USAGE
-
-    return USAGE.totals.pipeline_tokens, USAGE.totals.calls + USAGE.totals.cached_calls
-
-
 def evaluate_question(
     question: GoldQuestion,
     *,
@@ -270,13 +264,18 @@ def evaluate_question(
 
     `relevance` picks the relevance checker, as in `lessons.agents.three_agents.relevance_checker`.
     """
-    tokens0, calls0 = _usage_snapshot()
-    started = time.perf_counter()
-    result = run_three_agents(
-        question.question, retriever=retriever, llm=llm, max_research_rounds=max_research_rounds, relevance=relevance
-    )
-    seconds = time.perf_counter() - started
-    tokens1, calls1 = _usage_snapshot()
+    from lessons.core.usage import metered
+
+    with metered() as meter:
+        started = time.perf_counter()
+        result = run_three_agents(
+            question.question,
+            retriever=retriever,
+            llm=llm,
+            max_research_rounds=max_research_rounds,
+            relevance=relevance,
+        )
+        seconds = time.perf_counter() - started
     correct = None
     if question.answerable:
         correct = not result.abstained and judge_correctness(
@@ -294,8 +293,8 @@ def evaluate_question(
         research_rounds=result.research_rounds,
         citations=len(result.citations),
         seconds=seconds,
-        tokens=tokens1 - tokens0,
-        calls=calls1 - calls0,
+        tokens=meter.totals.pipeline_tokens,
+        calls=meter.totals.all_calls,
         answer=result.answer,
         result=result,
     )

@@ -20,6 +20,7 @@ documents (`metadata["doc_type"]`), mapping QA hits back to their chunks, and ev
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
 import logging
@@ -632,11 +633,15 @@ class QATransformer(BaseDocumentTransformer):
         return tqdm(total=total, desc="QA pairs", unit="chunk", disable=not self.progress)
 
     def generate(self, documents: Sequence[Document]) -> list[ChunkQA]:
-        """Every chunk's outcome, in input order, with `concurrency` threads."""
+        """Every chunk's outcome, in input order, with `concurrency` threads (each in a copy of the caller's
+        context, so a `lessons.core.usage.metered()` block around the call counts their calls)."""
         self.check_budget(documents)
         results: list[ChunkQA | None] = [None] * len(documents)
         with self._bar(len(documents)) as bar, ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = {pool.submit(self.generate_one, doc): i for i, doc in enumerate(documents)}
+            futures = {
+                pool.submit(contextvars.copy_context().run, self.generate_one, doc): i
+                for i, doc in enumerate(documents)
+            }
             for future in as_completed(futures):
                 results[futures[future]] = future.result()
                 bar.update(1)
