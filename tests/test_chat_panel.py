@@ -166,3 +166,27 @@ def test_each_upload_set_has_its_own_index(tmp_path, fresh_settings):
     retriever_b = chat.retriever
     assert {d.metadata["source"] for d in retriever_a("Which port does the alpha server use?")} == {"alpha.md"}
     assert {d.metadata["source"] for d in retriever_b("Which region?")} == {"beta.md"}
+
+
+def test_the_panel_speaks_the_language_of_its_notebook_folder(tmp_path, monkeypatch):
+    """Issue 22: in notebooks/zh the panel's buttons, placeholder, status lines and rendered result are Chinese."""
+    monkeypatch.delenv("AGENTIC_RAG_LANG", raising=False)
+    folder = tmp_path / "notebooks" / "zh"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(folder)
+    chat = panel(tmp_path, run=lambda q, **kw: fake_result(q))
+    assert (chat.upload.description, chat.ask.description) == ("上传文件", "提问")
+    assert chat.question.placeholder == "就这些文档提一个问题" and chat.status.value == "先上传文件。"
+    chat.ask.click()
+    assert "请先输入一个问题" in chat.status.value
+    chat.question.value = "哪个端口？"
+    chat.ask.click()
+    assert "请先上传至少一个文件" in chat.status.value
+    chat = panel(tmp_path, retriever=lambda q: [], run=lambda q, **kw: fake_result(q))
+    assert chat.status.value == "正在检索课程知识库。"
+    chat.question.value = "哪个端口？"
+    chat.ask.click()
+    out = chat.output.value
+    assert "✅ 已回答，已通过验证" in out and "· 1.5 秒 · 研究 1 轮" in out and "guide.md，第 2 页" in out
+    assert "<b>验证报告</b>" in out and "<th>步骤</th>" in out and "verification_agent" in out, "step names stay"
+    assert "Verification report" not in out and "Citations" not in out and "用时 1.5 秒完成" in chat.status.value

@@ -1,5 +1,7 @@
 """The chunk explorer renders boundaries and overlaps, and re-chunks when a control changes."""
 
+import re
+
 from langchain_core.documents import Document
 
 from lessons.widgets.chunk_explorer import (
@@ -46,3 +48,33 @@ def test_chunk_explorer_updates_when_the_size_changes():
 
 def test_length_histogram_is_a_png():
     assert length_histogram_png(["a" * 10, "b" * 300], 200).startswith(b"\x89PNG")
+
+
+def _notebook_folder(root, language):
+    """A course notebook folder: a kernel started there speaks `language` (lessons.core.i18n.folder_language)."""
+    (root / "masters").mkdir(exist_ok=True)
+    folder = root / "notebooks" / (language if language != "en" else "")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def test_the_explorer_speaks_the_language_of_its_notebook_folder(tmp_path, monkeypatch):
+    """Issue 22: in notebooks/zh the explorer's labels, summary and plot text are Chinese; the chunks are the same."""
+    monkeypatch.delenv("AGENTIC_RAG_LANG", raising=False)
+    document = Document(page_content=TEXT, metadata={"source": "guide.pdf", "language": "en", "page": 3})
+    boxes = {}
+    for language in ("en", "zh"):
+        monkeypatch.chdir(_notebook_folder(tmp_path, language))
+        boxes[language] = chunk_explorer([document])
+    (en_controls, en_sliders, en_summary), (controls, sliders, summary) = (
+        boxes[language].children[:3] for language in ("en", "zh")
+    )
+    assert [c.description for c in en_controls.children] == ["document", "strategy"]
+    assert [s.description for s in en_sliders.children] == ["chunk size", "overlap"]
+    assert en_controls.children[0].options == ("guide.pdf, page 3",)
+    assert [c.description for c in controls.children] == ["文档", "策略"]
+    assert [s.description for s in sliders.children] == ["分块大小", "重叠"]
+    assert controls.children[0].options == ("guide.pdf，第 3 页",)
+    assert "个分块 · 中位数" in summary.value and "chunks" not in summary.value
+    assert re.findall(r"\d+", summary.value) == re.findall(r"\d+", en_summary.value), "the same chunks"
+    assert 'title="第 2 块：3 个字符，其中 1 个与上一块重复"' in boundaries_html(["a b", "b c"])

@@ -4,7 +4,7 @@ from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 
 from lessons.ingest.corpus import GoldQuestion
-from lessons.widgets.retrieval_explorer import run_techniques, side_by_side_html
+from lessons.widgets.retrieval_explorer import run_techniques, side_by_side_html, technique_explorer
 
 
 def doc(text, score=None, **metadata):
@@ -38,3 +38,20 @@ def test_run_techniques_runs_only_the_chosen_ones():
     techniques = {"upper": RunnableLambda(lambda q: [doc(q.upper())]), "never": RunnableLambda(lambda q: 1 / 0)}
     results = run_techniques(techniques, "hi", ["upper"])
     assert list(results) == ["upper"] and results["upper"][0].page_content == "HI"
+
+
+def test_the_explorer_speaks_the_language_of_its_notebook_folder(tmp_path, monkeypatch):
+    """Issue 22: in notebooks/zh the question box, the picker, the button and the score label are Chinese."""
+    monkeypatch.delenv("AGENTIC_RAG_LANG", raising=False)
+    techniques = {"dense": RunnableLambda(lambda q: [doc(q, 0.5)])}
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "masters").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    english = technique_explorer(techniques, "which port?", ["dense"])
+    assert [w.description for w in english.children[:3]] == ["Question", "Techniques", "Search"]
+    (tmp_path / "notebooks" / "zh").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks" / "zh")
+    chinese = technique_explorer(techniques, "哪个端口？", ["dense"])
+    assert [w.description for w in chinese.children[:3]] == ["问题", "技术", "检索"]
+    html = side_by_side_html({"dense": [doc("one", 0.91)]}, k=1)
+    assert "分数 0.910" in html and "score" not in html and ">dense<" in html, "technique names stay"

@@ -24,6 +24,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from lessons.agents.three_agents import DEFAULT_MAX_RESEARCH_ROUNDS, Retriever, ThreeAgentResult, run_three_agents
+from lessons.core.i18n import t
 from lessons.core.settings import get_settings
 from lessons.ingest.files import SUPPORTED_SUFFIXES, IngestLimits
 from lessons.retrieval.document_processor import process_documents
@@ -36,32 +37,45 @@ OUTCOME_LABELS = {
 }
 
 
+def outcome_label(outcome: str) -> str:
+    """OUTCOME_LABELS[outcome] in the course language (the outcome itself when it has no label)."""
+    labels = {
+        "answered": t("✅ answered, verified"),
+        "unverified": t("⚠️ answered, but the verifier did not accept it"),
+        "not_in_documents": t("🚫 not in these documents (relevance check: no match)"),
+        "cannot_answer": t("🚫 not in these documents (the research agent found no answer)"),
+    }
+    return labels.get(outcome, outcome)
+
+
 def render_result_html(result: ThreeAgentResult) -> str:
     """The answer, citations, verification report and trace of one run, as HTML (introduced in notebook 05)."""
     esc = html.escape
     parts = [
-        f"<p><b>{esc(OUTCOME_LABELS.get(result.outcome, result.outcome))}</b> "
-        f"· {result.seconds:.1f} s · {result.research_rounds} research round(s)</p>",
+        f"<p><b>{esc(outcome_label(result.outcome))}</b> "
+        + t("· {seconds:.1f} s · {rounds} research round(s)", seconds=result.seconds, rounds=result.research_rounds)
+        + "</p>",
         f"<blockquote>{esc(result.answer)}</blockquote>",
     ]
     if result.citations:
         items = "".join(
-            f"<li>{esc(c.source)}{'' if c.page is None else f', page {c.page}'} <code>{esc(c.chunk_id)}</code></li>"
+            f"<li>{esc(c.source)}{'' if c.page is None else esc(t(', page {page}', page=c.page))} "
+            f"<code>{esc(c.chunk_id)}</code></li>"
             for c in result.citations
         )
-        parts.append(f"<p><b>Citations</b></p><ul>{items}</ul>")
+        parts.append(f"<p><b>{esc(t('Citations'))}</b></p><ul>{items}</ul>")
     elif not result.abstained:
-        parts.append("<p><b>Citations</b>: none given by the research agent</p>")
+        parts.append(f"<p><b>{esc(t('Citations'))}</b>{esc(t(': none given by the research agent'))}</p>")
     if result.verification is not None:
         v = result.verification
         rows = [
-            ("supported", v.supported),
-            ("relevant", v.relevant),
-            ("unsupported claims", "; ".join(v.unsupported_claims) or "—"),
-            ("contradictions", "; ".join(v.contradictions) or "—"),
+            (t("supported"), v.supported),
+            (t("relevant"), v.relevant),
+            (t("unsupported claims"), "; ".join(v.unsupported_claims) or "—"),
+            (t("contradictions"), "; ".join(v.contradictions) or "—"),
         ]
         parts.append(
-            "<p><b>Verification report</b></p><table>"
+            f"<p><b>{esc(t('Verification report'))}</b></p><table>"
             + "".join(f"<tr><td>{esc(k)}</td><td>{esc(str(value))}</td></tr>" for k, value in rows)
             + "</table>"
         )
@@ -70,10 +84,8 @@ def render_result_html(result: ThreeAgentResult) -> str:
         f"<td>{s.seconds:.1f}</td></tr>"
         for s in result.trace
     )
-    parts.append(
-        "<p><b>Agent trace</b></p><table><tr><th>step</th><th>round</th><th>decision</th><th>detail</th>"
-        f"<th>s</th></tr>{trace_rows}</table>"
-    )
+    header = "".join(f"<th>{esc(label)}</th>" for label in (t("step"), t("round"), t("decision"), t("detail"), t("s")))
+    parts.append(f"<p><b>{esc(t('Agent trace'))}</b></p><table><tr>{header}</tr>{trace_rows}</table>")
     return "\n".join(parts)
 
 
@@ -135,7 +147,8 @@ def save_uploads(files: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
 
 def renamed_uploads(files: Sequence[dict[str, Any]], paths: Sequence[Path]) -> list[str]:
     """Lines saying which uploads were saved under another name (introduced in notebook 05)."""
-    return [f"'{item['name']}' saved as '{path.name}' (same name as another upload, or a folder in its name)"
+    return [t("'{name}' saved as '{saved}' (same name as another upload, or a folder in its name)",
+              name=item["name"], saved=path.name)
             for item, path in zip(files, paths) if str(item["name"]) != path.name]  # fmt: skip
 
 
@@ -153,7 +166,7 @@ class ChatPanel:
         llm: BaseChatModel,
         *,
         retriever: Retriever | None = None,
-        source_label: str = "the course knowledge base",
+        source_label: str | None = None,
         max_research_rounds: int = DEFAULT_MAX_RESEARCH_ROUNDS,
         upload_dir: Path | None = None,
         process: Callable[..., Any] = process_documents,
@@ -168,12 +181,17 @@ class ChatPanel:
         self.process, self.run = process, run
         self.limits, self.index_prefix = limits or IngestLimits(), index_prefix
         self.last_result: ThreeAgentResult | None = None
-        self.upload = widgets.FileUpload(accept=",".join(SUPPORTED_SUFFIXES), multiple=True, description="Upload files")
-        self.question = widgets.Text(
-            placeholder="Ask a question about the documents", layout=widgets.Layout(width="70%")
+        self.upload = widgets.FileUpload(
+            accept=",".join(SUPPORTED_SUFFIXES), multiple=True, description=t("Upload files")
         )
-        self.ask = widgets.Button(description="Ask", button_style="primary")
-        self.status = widgets.HTML(_info_html(f"Searching {source_label}." if retriever else "Upload files to start."))
+        self.question = widgets.Text(
+            placeholder=t("Ask a question about the documents"), layout=widgets.Layout(width="70%")
+        )
+        self.ask = widgets.Button(description=t("Ask"), button_style="primary")
+        source_label = t("the course knowledge base") if source_label is None else source_label
+        self.status = widgets.HTML(
+            _info_html(t("Searching {source}.", source=source_label) if retriever else t("Upload files to start."))
+        )
         self.output = widgets.HTML()
         self.upload.observe(self.on_upload, names="value")
         self.ask.on_click(self.on_ask)
@@ -194,14 +212,14 @@ class ChatPanel:
         files = list(self.upload.value)
         if not files:
             return
-        self.status.value = _info_html(f"Reading {len(files)} file(s)…")
+        self.status.value = _info_html(t("Reading {n} file(s)…", n=len(files)))
         try:
             paths = save_uploads(files, self.upload_dir)
             renamed = renamed_uploads(files, paths)
             processed = self.process(
                 paths, index_name=f"{self.index_prefix}-{upload_set_id(files)}", limits=self.limits
             )
-        except Exception as error:  # shown in the panel, never as a traceback
+        except Exception as error:  # noqa: BLE001 - shown in the panel, never as a traceback
             self.status.value = _error_html(f"{type(error).__name__}: {error}")
             return
         self.retriever = processed.retrieve
@@ -214,19 +232,19 @@ class ChatPanel:
         """Run the three agents on the question and show the result; errors go to the status line."""
         question = self.question.value.strip()
         if not question:
-            self.status.value = _error_html("Type a question first.")
+            self.status.value = _error_html(t("Type a question first."))
             return
         if self.retriever is None:
-            self.status.value = _error_html("No documents yet: upload at least one file first.")
+            self.status.value = _error_html(t("No documents yet: upload at least one file first."))
             return
-        self.status.value = _info_html("Relevance checker → research agent → verification agent…")
+        self.status.value = _info_html(t("Relevance checker → research agent → verification agent…"))
         try:
             result = self.run(
                 question, retriever=self.retriever, llm=self.llm, max_research_rounds=self.max_research_rounds
             )
-        except Exception as error:  # shown in the panel, never as a traceback
+        except Exception as error:  # noqa: BLE001 - shown in the panel, never as a traceback
             self.status.value = _error_html(f"{type(error).__name__}: {error}")
             return
         self.last_result = result
-        self.status.value = _info_html(f"Done in {result.seconds:.1f} s.")
+        self.status.value = _info_html(t("Done in {seconds:.1f} s.", seconds=result.seconds))
         self.output.value = render_result_html(result)

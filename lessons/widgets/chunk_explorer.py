@@ -24,6 +24,7 @@ from lessons.chunking.strategies import (
     recursive_chunker,
     sentence_chunker,
 )
+from lessons.core.i18n import t
 
 BACKGROUNDS = ("#fde9b8", "#cfe8fb")
 OVERLAP_STYLE = "text-decoration: underline; text-decoration-color: #c0392b; text-decoration-thickness: 2px"
@@ -67,7 +68,12 @@ def boundaries_html(chunks: Sequence[str], max_height_px: int = 420) -> str:
     for number, chunk in enumerate(chunks):
         overlap = shared_prefix(previous, chunk)
         background = BACKGROUNDS[number % len(BACKGROUNDS)]
-        title = f"chunk {number + 1}: {len(chunk)} characters, {overlap} repeated from the previous chunk"
+        title = t(
+            "chunk {number}: {characters} characters, {overlap} repeated from the previous chunk",
+            number=number + 1,
+            characters=len(chunk),
+            overlap=overlap,
+        )
         spans.append(
             f'<span title="{html.escape(title)}" style="background:{background}">'
             f'<span style="{OVERLAP_STYLE}">{html.escape(chunk[:overlap])}</span>{html.escape(chunk[overlap:])}</span>'
@@ -87,10 +93,12 @@ def chunk_explorer(documents: Sequence[Document], strategies: dict[str, ChunkerF
 
     strategies = strategies or explorer_strategies()
     by_label = {_label(document): document for document in documents}
-    document = widgets.Dropdown(options=list(by_label), description="document", layout=widgets.Layout(width="420px"))
-    strategy = widgets.Dropdown(options=list(strategies), description="strategy", layout=widgets.Layout(width="340px"))
-    size = widgets.IntSlider(value=400, min=100, max=2000, step=50, description="chunk size")
-    overlap = widgets.IntSlider(value=50, min=0, max=400, step=10, description="overlap")
+    document = widgets.Dropdown(options=list(by_label), description=t("document"), layout=widgets.Layout(width="420px"))
+    strategy = widgets.Dropdown(
+        options=list(strategies), description=t("strategy"), layout=widgets.Layout(width="340px")
+    )
+    size = widgets.IntSlider(value=400, min=100, max=2000, step=50, description=t("chunk size"))
+    overlap = widgets.IntSlider(value=50, min=0, max=400, step=10, description=t("overlap"))
     summary, text, histogram = widgets.HTML(), widgets.HTML(), widgets.Image(format="png")
 
     def update(_change=None) -> None:
@@ -110,16 +118,19 @@ def _label(document: Document) -> str:
     """The document picker's label: the source file, and the page for paged formats."""
     page = document.metadata.get("page")
     source = str(document.metadata.get("source", "document"))
-    return f"{source}, page {page}" if isinstance(page, int) else source
+    return source + t(", page {page}", page=page) if isinstance(page, int) else source
 
 
 def _summary(chunks: Sequence[str], chunk_size: int) -> str:
     """One line: chunk count, median and longest length."""
     lengths = [len(chunk) for chunk in chunks] or [0]
     over = sum(length > chunk_size for length in lengths)
-    return (
-        f"<b>{len(chunks)}</b> chunks · median <b>{statistics.median(lengths):.0f}</b> characters · "
-        f"longest <b>{max(lengths)}</b> · {over} over the chunk size"
+    return t(
+        "<b>{n}</b> chunks · median <b>{median:.0f}</b> characters · longest <b>{longest}</b> · {over} over the chunk size",
+        n=len(chunks),
+        median=statistics.median(lengths),
+        longest=max(lengths),
+        over=over,
     )
 
 
@@ -134,9 +145,9 @@ def length_histogram_png(chunks: Sequence[str], chunk_size: int) -> bytes:
     figure = Figure(figsize=(7, 2.0), dpi=90)
     axis = figure.subplots()
     axis.hist([len(chunk) for chunk in chunks], bins=20, color="#4c78a8")
-    axis.axvline(chunk_size, color="#c0392b", linestyle="--", label="chunk size")
-    axis.set_xlabel("characters per chunk")
-    axis.set_ylabel("chunks")
+    axis.axvline(chunk_size, color="#c0392b", linestyle="--", label=t("chunk size"))
+    axis.set_xlabel(t("characters per chunk"))
+    axis.set_ylabel(t("chunks"))
     axis.legend(loc="upper left")
     figure.tight_layout()
     buffer = io.BytesIO()

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from langchain_core.documents import Document
 from langchain_core.runnables import Runnable
 
+from lessons.core.i18n import t
 from lessons.evaluation.metrics import relevance_labels
 from lessons.ingest.corpus import GoldQuestion
 from lessons.retrieval.retrievers import SCORE
@@ -35,7 +36,7 @@ def _cell(document: Document, rank: int, relevant: bool | None) -> str:
     snippet = html.escape(" ".join(document.page_content.split())[:SNIPPET_CHARS])
     return (
         f"<td style='vertical-align:top;text-align:left;padding:4px;border:1px solid #ddd'>"
-        f"<b>{rank}.</b> score {score_text}{marker}<br><small>{html.escape(where)}</small><br>{snippet}…</td>"
+        f"<b>{rank}.</b> {t('score')} {score_text}{marker}<br><small>{html.escape(where)}</small><br>{snippet}…</td>"
     )
 
 
@@ -71,11 +72,11 @@ def technique_explorer(
     from IPython.display import HTML, display
 
     by_text = {q.question: q for q in gold}
-    question_box = widgets.Textarea(value=question, description="Question", layout=widgets.Layout(width="95%"))
+    question_box = widgets.Textarea(value=question, description=t("Question"), layout=widgets.Layout(width="95%"))
     picker = widgets.SelectMultiple(
-        options=list(techniques), value=tuple(selected), description="Techniques", rows=min(len(techniques), 10)
+        options=list(techniques), value=tuple(selected), description=t("Techniques"), rows=min(len(techniques), 10)
     )
-    button = widgets.Button(description="Search", button_style="primary")
+    button = widgets.Button(description=t("Search"), button_style="primary")
     output = widgets.Output()
 
     def search(_=None):
