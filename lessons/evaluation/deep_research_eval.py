@@ -20,8 +20,8 @@ from langchain_core.language_models import BaseChatModel
 
 from lessons.agents.deep_research import FULL_TEXT, DeepResearchAgent, Observation
 from lessons.core.i18n import t
-from lessons.evaluation.metrics import quotes_found
 from lessons.core.usage import metered
+from lessons.evaluation.metrics import quotes_found
 from lessons.evaluation.pipelines import Pipeline, judge_completeness
 from lessons.evaluation.three_agent_eval import contradiction_handling
 from lessons.ingest.corpus import GoldQuestion, sample_by_language

@@ -105,9 +105,9 @@ def _retrieval_pipeline(retrieve: Callable[[str], list[Document]], r: Resources)
 
 
 def _hybrid(r: Resources, size: int):
-    from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, hybrid_retriever
+    from lessons.retrieval.document_processor import hybrid_over
 
-    return hybrid_retriever(dense_retriever(r.store, size), bm25_retriever(r.chunks, size), k=size)
+    return hybrid_over(r.chunks, r.store, k=size, candidates=size)
 
 
 def dense_retrieval(r: Resources) -> Callable[[str], list[Document]]:
