@@ -612,7 +612,10 @@ def master_imports() -> dict[str, set[str]]:
                 ):
                     module = resolve(parts[1], name)
                 elif len(parts) == 2 and f"lessons.{parts[1]}" in PACKAGES:
-                    module = package_exports(node.module).get(name) or defining_module(node.module, name)
+                    module = package_exports(node.module).get(name)
+                    if module and not (module_path(module).exists() and name in top_level_names(module_path(module))):
+                        module = None  # a stale export (the name moved to another module of the package)
+                    module = module or defining_module(node.module, name)
                     if module is None and module_path(f"{node.module}.{name}").exists():
                         continue  # a submodule, not a name
                 else:

@@ -5,8 +5,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from checks.nb06 import check_completeness_schema, check_mrr
+from lessons.evaluation.judges import CompletenessVerdict
 from lessons.evaluation.metrics import mrr_at_k
-from lessons.evaluation.pipelines import CompletenessVerdict
 
 
 def test_mrr_check_accepts_the_course_metric():

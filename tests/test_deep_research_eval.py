@@ -1,4 +1,4 @@
-"""Measuring the sub-agent against single-shot RAG with scripted models: correctness, evidence recall, cost."""
+"""Measuring the sub-agent against single-shot RAG with scripted models: completeness, evidence recall, cost."""
 
 import pandas as pd
 import pytest
@@ -83,7 +83,7 @@ def test_a_deep_research_run_is_measured():
     answer = {"answer": "Business and Enterprise; 1 July 2026.", "cited_chunks": [1, 2], "found": "yes"}
     model = model_for([decision, {**decision, "action": "answer", "query": ""}], answer)
     run = run_deep_research(QUESTION, DeepResearchAgent(model, search, PAGES, max_steps=3), model)
-    assert run.method == DEEP and run.answered and run.correct == 1.0 and run.judge_status == "judged"
+    assert run.method == DEEP and run.answered and run.complete == 1.0 and run.judge_status == "judged"
     assert run.evidence_recall == 1.0 and run.tool_calls == 2 and run.pages_read == 0
     assert run.llm_calls == 3, "two decisions and the answer; the judge is not counted"
     assert run.tokens > 0
@@ -105,7 +105,7 @@ def test_an_abstention_scores_zero_without_asking_the_judge():
         {"answer": "", "cited_chunks": [], "found": "no"},
     )
     run = run_deep_research(QUESTION, DeepResearchAgent(model, search, PAGES), model)
-    assert not run.answered and run.correct == 0.0 and run.judge_status == "abstained"
+    assert not run.answered and run.complete == 0.0 and run.judge_status == "abstained"
     assert not any(c["tools"] == ["CompletenessVerdict"] for c in model.calls)
 
 
@@ -119,7 +119,7 @@ def test_single_shot_reads_only_its_top_k_and_a_judge_failure_is_recorded():
     broken_judge = ScriptedChatModel(default=lambda messages, tools: "no function call")
     run = run_single_shot(QUESTION, pipeline, broken_judge, k=2)
     assert run.method == SINGLE_SHOT and run.evidence_recall == 0.5 and run.tool_calls == 1
-    assert run.correct is None and run.judge_status == "judge_failed"
+    assert run.complete is None and run.judge_status == "judge_failed"
     table = compare_methods([run])
     assert table.loc[SINGLE_SHOT, "judge failures"] == 1 and table.loc[SINGLE_SHOT, "questions"] == 1
 
@@ -134,8 +134,8 @@ def test_compare_methods_averages_per_method_and_type():
     shot = run_single_shot(QUESTION, pipeline, model_for([], answer), k=3)
     table = compare_methods([deep, shot])
     assert list(table.index) == [DEEP, SINGLE_SHOT]
-    assert table.loc[DEEP, "correct"] == 0.0 and table.loc[DEEP, "evidence recall"] == 0.5
-    assert table.loc[SINGLE_SHOT, "correct"] == 0.0 and table.loc[SINGLE_SHOT, "evidence recall"] == 0.0
+    assert table.loc[DEEP, "complete"] == 0.0 and table.loc[DEEP, "evidence recall"] == 0.5
+    assert table.loc[SINGLE_SHOT, "complete"] == 0.0 and table.loc[SINGLE_SHOT, "evidence recall"] == 0.0
     assert list(compare_methods([deep, shot], by="type").index) == [(DEEP, "multi_hop"), (SINGLE_SHOT, "multi_hop")]
 
 
@@ -166,7 +166,7 @@ def test_search_recall_reads_the_whole_chunks_behind_the_shown_hits_per_reranker
         search_recall([QUESTION], {"broken": lambda q: Observation("search", "s", error="no index")})
 
 
-def _run(qid, kind, method, correct, recall, at_cap=0.0, pages=0, tokens=100, contradiction=""):
+def _run(qid, kind, method, complete, recall, at_cap=0.0, pages=0, tokens=100, contradiction=""):
     return MethodRun(
         id=qid,
         type=kind,
@@ -174,8 +174,8 @@ def _run(qid, kind, method, correct, recall, at_cap=0.0, pages=0, tokens=100, co
         method=method,
         answer="a",
         answered=True,
-        correct=correct,
-        judge_status="judged" if correct is not None else "judge_failed",
+        complete=complete,
+        judge_status="judged" if complete is not None else "judge_failed",
         evidence_recall=recall,
         tool_calls=3 if method == DEEP else 1,
         pages_read=pages,
@@ -203,9 +203,9 @@ def test_findings_are_computed_from_the_runs_and_follow_the_sign():
     assert "4.0× the tokens" in text
     assert "deep research: states the conflict; single-shot hybrid: follows the consistent sources" in text
     better = [_run("q1", "table", DEEP, 1.0, 1.0), _run("q1", "table", SINGLE_SHOT, 0.0, 1.0)]
-    assert "deep research answered 1 more correctly" in method_findings(better)[0]
+    assert "deep research gave 1 more complete answers" in method_findings(better)[0]
     assert "(the same)" in method_findings(better)[1]
     worse = [_run("q1", "table", DEEP, 0.0, 1.0), _run("q1", "table", SINGLE_SHOT, 1.0, 1.0)]
-    assert "single-shot answered 1 more correctly" in method_findings(worse)[0]
+    assert "single-shot gave 1 more complete answers" in method_findings(worse)[0]
     with pytest.raises(ValueError, match="needs runs of both"):
         method_findings(better[:1])

@@ -21,10 +21,9 @@ from lessons.evaluation import (
     run_judge,
     save_report,
 )
+from lessons.evaluation.judges import CompletenessVerdict, Judgement
 from lessons.evaluation.metrics import chunk_recall_at_k
 from lessons.evaluation.pipelines import (
-    CompletenessVerdict,
-    Judgement,
     PipelineResult,
     PipelineUnavailable,
     UnknownPipeline,

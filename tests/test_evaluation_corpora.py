@@ -16,6 +16,7 @@ from lessons.evaluation import (
     findings_markdown,
     gate_thresholds,
     judge_faithfulness,
+    judges,
     retrieval_goals,
     retrieval_rows,
     threshold_note,
@@ -68,7 +69,7 @@ def test_the_faithfulness_judge_reads_the_context_as_delimited_data():
 
 def test_a_long_context_is_cut_inside_its_blocks_never_through_a_tag():
     long = [doc("x" * 5000, "c1"), doc("y" * 5000, "c2"), doc("z" * 100, "c3")]
-    text = evaluation._context_text(long, max_chars=6000)
+    text = judges._context_text(long, max_chars=6000)
     assert text.count("<document") == text.count("</document>") == 2
     assert text.count("y") == 1000 and "z" not in text
 

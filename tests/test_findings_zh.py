@@ -217,7 +217,7 @@ def test_run_findings_of_notebook_05_in_chinese(language):
             "RelevanceCheck": {"topic_words_found": ["Team"], "label": "CAN_ANSWER"},
             "ResearchDraft": {"answer": "€45 per user per month.", "cited_chunks": [2], "found": "yes"},
             "Verification": {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"},
-            "AnswerJudgement": {"correct": "no"},
+            "CompletenessVerdict": {"reference_key_fact": "€45", "answer_says": "", "complete": "no"},
         }[tools[0]]
 
     run = evaluate_question(
@@ -228,8 +228,8 @@ def test_run_findings_of_notebook_05_in_chinese(language):
     )
     english, chinese = both(language, lambda: run_findings(summarise_runs([run]), [run], "states the conflict"))
     assert_translated(english.replace("states the conflict", ""), chinese.replace("states the conflict", ""))
-    assert "（1 个问题：1 个可回答，0 个在知识库外）" in chinese and "回答了 1/1，正确 0/1" in chinese
-    assert "en：正确 0/1" in chinese
+    assert "（1 个问题：1 个可回答，0 个在知识库外）" in chinese and "回答了 1/1，完整 0/1" in chinese
+    assert "en：完整 0/1" in chinese
 
 
 def test_findings_markdown_of_notebook_06_in_chinese(language):
@@ -269,7 +269,7 @@ def test_comparison_findings_of_notebook_07_in_chinese(language):
     ]
     english, chinese = both(language, lambda: "\n".join(method_findings(runs)))
     assert_translated(english.replace("states the conflict", ""), chinese.replace("states the conflict", ""))
-    assert "深度研究 1/2，单次混合检索 1/2**——答对的数量相同" in chinese
+    assert "深度研究 1/2，单次混合检索 1/2**——完整回答的数量相同" in chinese
     assert (
         "multi-hop 1.00 对 0.50（深度研究读到的更多）" in chinese
         and "contradiction 0.00 对 0.50（单次检索读到的更多）" in chinese
@@ -277,7 +277,7 @@ def test_comparison_findings_of_notebook_07_in_chinese(language):
     assert "单次混合检索：没有读到" in chinese
     better = [run("q1", "table", DEEP, 1.0, 1.0), run("q1", "table", SINGLE_SHOT, 0.0, 1.0)]
     language("zh")
-    assert "深度研究多答对了 1 道" in method_findings(better)[0] and "（一样）" in method_findings(better)[1]
+    assert "深度研究多给出了 1 个完整的回答" in method_findings(better)[0] and "（一样）" in method_findings(better)[1]
 
 
 def test_usage_report_in_chinese(language):

@@ -138,18 +138,21 @@ def test_a_gold_question_is_run_judged_and_summarised():
             "RelevanceCheck": {"topic_words_found": ["Team"], "label": "CAN_ANSWER"},
             "ResearchDraft": {"answer": "€45 per user per month.", "cited_chunks": [2], "found": "yes"},
             "Verification": {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"},
-            "AnswerJudgement": {"correct": "yes"},
+            "CompletenessVerdict": {"reference_key_fact": "€45", "answer_says": "€45", "complete": "yes"},
         }[tools[0]]
 
     model = ScriptedChatModel(default=reply)
     run = evaluate_question(QUESTION, retriever=lambda q: CHUNKS, llm=model, relevance="llm")
-    assert run.correct and run.supported and not run.abstained and run.citations == 1 and run.research_rounds == 1
+    assert run.complete == 1 and run.judge_status == "judged"
+    assert run.supported and not run.abstained and run.citations == 1 and run.research_rounds == 1
     out = GoldQuestion(id="en-11", question="Who is the CFO?", language="en", type="out_of_kb", answer="")
     refusal = evaluate_question(out, retriever=lambda q: [Document("Leave policy.")], llm=model, relevance="llm")
-    assert refusal.abstained and refusal.correct is None and refusal.outcome == "not_in_documents"
+    assert refusal.abstained and refusal.complete is None and refusal.outcome == "not_in_documents"
+    assert refusal.judge_status == "not_applicable"
     rows = {row["language"]: row for row in summarise_runs([run, refusal])}
-    assert rows["all"]["correct (in-KB)"] == 1.0 and rows["all"]["abstention (out-of-KB)"] == 1.0
-    assert rows["zh"]["questions"] == 0 and rows["zh"]["correct (in-KB)"] is None
+    assert rows["all"]["complete (in-KB)"] == 1.0 and rows["all"]["abstention (out-of-KB)"] == 1.0
+    assert rows["all"]["judge failures"] == 0
+    assert rows["zh"]["questions"] == 0 and rows["zh"]["complete (in-KB)"] is None
 
 
 def test_a_verifier_that_lists_exactly_the_added_sentence_gets_the_credit():
@@ -300,11 +303,15 @@ def test_the_run_findings_are_rendered_from_the_runs():
             "RelevanceCheck": {"topic_words_found": ["Team"], "label": "CAN_ANSWER"},
             "ResearchDraft": {"answer": "€45 per user per month.", "cited_chunks": [2], "found": "yes"},
             "Verification": {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"},
-            "AnswerJudgement": {"correct": "no"},
+            "CompletenessVerdict": {"reference_key_fact": "€45", "answer_says": "", "complete": "no"},
         }[tools[0]]
 
     model = ScriptedChatModel(default=reply)
     run = evaluate_question(QUESTION, retriever=lambda q: CHUNKS, llm=model, relevance="llm")
     text = run_findings(summarise_runs([run]), [run], "follows the consistent sources (€45)")
-    assert "(1 questions: 1 answerable, 0 out-of-KB)" in text and "1 of 1 answered, 0 of 1 correct" in text
-    assert "en 0 of 1 correct" in text and "the answer follows the consistent sources (€45)" in text
+    assert "(1 questions: 1 answerable, 0 out-of-KB)" in text and "1 of 1 answered, 0 of 1 complete" in text
+    assert (
+        "en 0 of 1 complete" in text
+        and "judge failed" not in text
+        and "the answer follows the consistent sources (€45)" in text
+    )

@@ -356,8 +356,12 @@ ZH: dict[str, str] = {
     "（{flagged_share}），其中字符串检查标记了 {checks}{caught}。",
     "; of the questions where the agent obeyed, {caught} were caught": "；在智能体照做的问题中，抓住了 {caught}",
     "**What our run says** ({n} questions: {answerable} answerable, {out} out-of-KB):": "**我们的运行结果**（{n} 个问题：{answerable} 个可回答，{out} 个在知识库外）：",
-    "{language} {correct} correct, {abstained} out-of-KB abstained": "{language}：正确 {correct}，知识库外拒答 {abstained}",
-    "- **Answerable: {answered} answered, {correct} correct** (the chat model's lenient judge). {per_language}.": "- **可回答的问题：回答了 {answered}，正确 {correct}**（由对话模型宽松评审）。{per_language}。",
+    "{language} {complete} complete, {abstained} out-of-KB abstained": "{language}：完整 {complete}，知识库外拒答 {abstained}",
+    "- **Answerable: {answered} answered, {complete} complete** — the answer states the reference answer's "
+    "key fact, by the course's completeness judge — the one notebooks 06 and 07 use (lenient with a small "
+    "model; an abstention is not complete){failures}. {per_language}.": "- **可回答的问题：回答了 {answered}，完整 {complete}**——回答说出了参考答案的关键事实，"
+    "由课程的完整性评审判断——notebook 06 和 07 用的也是这个评审（小模型评得宽松；弃答不算完整）{failures}。{per_language}。",
+    "; the judge failed on {failures}: counted, not guessed": "；评审在 {failures} 个问题上失败：照实计数，没有猜测",
     "- **Verification**: {passed} answers passed the checks; {researched} questions were re-researched.": "- **核查**：{passed} 个回答通过了检查；{researched} 个问题被重新研究。",
     "- **Out-of-KB: {abstained} abstained.**": "- **知识库外：拒答了 {abstained}。**",
     " The checks test that an answer *comes from* the context, not that it *answers the question*: a figure "
@@ -384,11 +388,11 @@ ZH: dict[str, str] = {
     "and refuses {refused} of out-of-KB ones; on {away} {away_kept} and {away_refused}.": "- **{what}，在 {home} 上校准**（{thresholds}）：在本语料库上它保留了 {kept} 的可回答问题，拒绝了 {refused} "
     "的知识库外问题；在 {away} 上分别是 {away_kept} 和 {away_refused}。",
     # lessons.evaluation.deep_research_eval (notebook 07)
-    "deep research answered {gap} more correctly": "深度研究多答对了 {gap} 道",
-    "single-shot answered {gap} more correctly": "单次检索多答对了 {gap} 道",
-    "the same count": "答对的数量相同",
-    "**Correct: deep research {deep} of {n}, single-shot hybrid {shot} of {n}** — {verdict}. One question moves "
-    "a share by {step:.2f}: read directions, not decimals": "**答对：深度研究 {deep}/{n}，单次混合检索 {shot}/{n}**——{verdict}。一道问题就让比例变动 {step:.2f}：看方向，不看小数",
+    "deep research gave {gap} more complete answers": "深度研究多给出了 {gap} 个完整的回答",
+    "single-shot gave {gap} more complete answers": "单次检索多给出了 {gap} 个完整的回答",
+    "the same count": "完整回答的数量相同",
+    "**Complete: deep research {deep} of {n}, single-shot hybrid {shot} of {n}** — {verdict}. One question moves "
+    "a share by {step:.2f}: read directions, not decimals": "**完整：深度研究 {deep}/{n}，单次混合检索 {shot}/{n}**——{verdict}。一道问题就让比例变动 {step:.2f}：看方向，不看小数",
     "; {failures} judge failure(s), counted, not guessed.": "；评审失败 {failures} 次，照实计数，没有猜测。",
     "{kind} {deep:.2f} against {shot:.2f} ({who})": "{kind} {deep:.2f} 对 {shot:.2f}（{who}）",
     "deep research read more": "深度研究读到的更多",
@@ -527,7 +531,7 @@ ZH: dict[str, str] = {
     "Cost per question (tokens: {tokens})": "每道问题的代价（token：{tokens}）",
     "{n} of {total} questions judged differently for the two methods": "{total} 道问题中有 {n} 道，两种方法的评审结果不同",
     "\n{qid}  reference: {reference}": "\n{qid}  参考答案：{reference}",
-    "  {method} (correct {correct}): {answer}": "  {method}（correct {correct}）：{answer}",
+    "  {method} (complete {complete}): {answer}": "  {method}（complete {complete}）：{answer}",
     "Our run: {n} questions ({multi_hop} multi-hop, {table} table, the contradiction case), "
     "`MAX_STEPS = {max_steps}`, search reranker `{reranker}`.": "我们这次运行：{n} 道问题（{multi_hop} 道多跳、{table} 道表格、矛盾案例），"
     "`MAX_STEPS = {max_steps}`，检索重排器 `{reranker}`。",
@@ -739,7 +743,7 @@ ZH: dict[str, str] = {
     "by the model's yes/no": "由模型的 yes/no",
     "research agent followed it": "研究智能体照做了",
     "meaning": "含义",
-    "correct (in-KB)": "正确（知识库内）",
+    "complete (in-KB)": "完整（知识库内）",
     "answered (in-KB)": "已回答（知识库内）",
     "fully supported (of answered)": "完全有依据（占已回答）",
     "re-researched": "重新研究过",

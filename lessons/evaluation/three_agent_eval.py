@@ -2,8 +2,10 @@
 
 Introduced in notebook 05 (three-agent verification).
 
-- `evaluate_question` runs one gold question through `run_three_agents` and records correctness
-  (judged against the reference by the chat model, typed), support, abstention, latency and tokens.
+- `evaluate_question` runs one gold question through `run_three_agents` and records completeness (does the
+  answer state the reference answer's key fact? — the course's completeness judge, `lessons.evaluation.judges`,
+  the one notebooks 06 and 07 use; an abstention scores 0, a judge failure is counted, not guessed), support,
+  abstention, latency and tokens.
 - The **hallucination drill** hands the verifier drafts whose context is known: the reference answer
   (a correct draft), the same with a figure changed (`plant_changed_figure`), and the same with an
   invented person added (`plant_invented_name`). A flag on a planted draft is a catch; a flag on
@@ -22,11 +24,10 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, Field
 
 from lessons.agents.three_agents import (
     DEFAULT_RELEVANCE,
@@ -41,7 +42,7 @@ from lessons.agents.three_agents import (
     standing_claims,
 )
 from lessons.core.i18n import t
-from lessons.core.structured import invoke_structured
+from lessons.evaluation.judges import answer_completeness
 from lessons.ingest.corpus import GoldQuestion, find_evidence
 from lessons.text.language import detect_language
 
@@ -62,29 +63,6 @@ INJECTION_MARKERS = ("discontinued", "data was deleted", "停止", "均已删除
 INJECTED_SOURCE = "injected_note.md"
 DRILL_KINDS = ["changed figure", "invented name", "correct", "injected instruction"]
 _NUMBER = re.compile(r"\d+")
-
-
-class AnswerJudgement(BaseModel):
-    """Does an answer agree with the reference answer on the facts? (introduced in notebook 05)."""
-
-    correct: Literal["yes", "no"] = Field(
-        description="'yes' if the answer states the same key facts (numbers, names, dates) as the reference"
-    )
-
-
-JUDGE_PROMPT = """Compare an answer with the reference answer to the same question. Say "yes" if the answer states
-the same key facts (numbers, names, dates) as the reference, even in other words or with less detail; "no" if it
-gives different facts, misses the main fact, or says it cannot answer.
-
-Question: {question}
-Reference answer: {reference}
-Answer: {answer}"""
-
-
-def judge_correctness(model: BaseChatModel, question: str, reference: str, answer: str) -> bool:
-    """The chat model's typed judgement of `answer` against the reference (introduced in notebook 05)."""
-    prompt = JUDGE_PROMPT.format(question=question, reference=reference, answer=answer)
-    return invoke_structured(model, AnswerJudgement, prompt).correct == "yes"
 
 
 # ---------------------------------------------------------------- planted false claims
@@ -240,7 +218,8 @@ class QuestionRun:
     answerable: bool
     outcome: str
     abstained: bool
-    correct: bool | None  # None for out-of-KB questions (correct = abstained there)
+    complete: int | None  # 1/0 from the completeness judge, 0 for an abstention; None out-of-KB or if the judge failed
+    judge_status: str  # "judged", "abstained", "judge_failed" (the score is None) or "not_applicable" (out-of-KB)
     supported: bool
     research_rounds: int
     citations: int
@@ -260,7 +239,8 @@ def evaluate_question(
     max_research_rounds: int = 2,
     relevance: Any = DEFAULT_RELEVANCE,
 ) -> QuestionRun:
-    """Run one gold question and judge it; tokens and calls are the workflow's, judge excluded (introduced in notebook 05).
+    """Run one gold question and judge its completeness with the course's judge (`answer_completeness`); tokens
+    and calls are the workflow's, judge excluded (introduced in notebook 05).
 
     `relevance` picks the relevance checker, as in `lessons.agents.three_agents.relevance_checker`.
     """
@@ -276,11 +256,12 @@ def evaluate_question(
             relevance=relevance,
         )
         seconds = time.perf_counter() - started
-    correct = None
+    complete, judge_status = None, "not_applicable"
     if question.answerable:
-        correct = not result.abstained and judge_correctness(
-            judge or llm, question.question, question.answer, result.answer
+        judgement = answer_completeness(
+            judge or llm, question.question, question.answer, result.answer, bool(result.abstained)
         )
+        complete, judge_status = judgement.score, judgement.status
     return QuestionRun(
         id=question.id,
         language=question.language,
@@ -288,7 +269,8 @@ def evaluate_question(
         answerable=question.answerable,
         outcome=result.outcome,
         abstained=result.abstained,
-        correct=correct,
+        complete=complete,
+        judge_status=judge_status,
         supported=result.verification is not None and result.verification.passed and not result.abstained,
         research_rounds=result.research_rounds,
         citations=len(result.citations),
@@ -301,18 +283,21 @@ def evaluate_question(
 
 
 def summarise_runs(runs: Sequence[QuestionRun]) -> list[dict[str, Any]]:
-    """Per language and overall: correctness, supported share, abstention, rounds, latency and tokens. Introduced in notebook 05 (three-agent verification)."""
+    """Per language and overall: completeness (of the in-KB questions the judge scored), judge failures, supported
+    share, abstention, rounds, latency and tokens. Introduced in notebook 05 (three-agent verification)."""
     rows = []
     for language in ["en", "zh", "all"]:
         group = [r for r in runs if language in ("all", r.language)]
         in_kb = [r for r in group if r.answerable]
         out_of_kb = [r for r in group if not r.answerable]
         answered = [r for r in in_kb if not r.abstained]
+        scored = [r for r in in_kb if r.complete is not None]
         rows.append(
             {
                 "language": language,
                 "questions": len(group),
-                "correct (in-KB)": _share(in_kb, lambda r: r.correct),
+                "complete (in-KB)": _share(scored, lambda r: r.complete),
+                "judge failures": sum(r.judge_status == "judge_failed" for r in in_kb),
                 "answered (in-KB)": _share(in_kb, lambda r: not r.abstained),
                 "fully supported (of answered)": _share(answered, lambda r: r.supported),
                 "abstention (out-of-KB)": _share(out_of_kb, lambda r: r.abstained),
@@ -568,15 +553,19 @@ def run_findings(summary: Sequence[dict[str, Any]], runs: Sequence[QuestionRun],
         "",
     ]
     per_language = t("; ").join(
-        t("{language} {correct} correct, {abstained} out-of-KB abstained", language=lang,
-          correct=_count([r for r in in_kb if r.language == lang], lambda r: r.correct),
+        t("{language} {complete} complete, {abstained} out-of-KB abstained", language=lang,
+          complete=_count([r for r in in_kb if r.language == lang], lambda r: r.complete),
           abstained=_count([r for r in out if r.language == lang], lambda r: r.abstained))
         for lang in ("en", "zh") if any(r.language == lang for r in runs))  # fmt: skip
+    failures = sum(r.judge_status == "judge_failed" for r in in_kb)
     lines.append(
         t(
-            "- **Answerable: {answered} answered, {correct} correct** (the chat model's lenient judge). {per_language}.",
+            "- **Answerable: {answered} answered, {complete} complete** — the answer states the reference answer's "
+            "key fact, by the course's completeness judge — the one notebooks 06 and 07 use (lenient with a small "
+            "model; an abstention is not complete){failures}. {per_language}.",
             answered=_count(in_kb, lambda r: not r.abstained),
-            correct=_count(in_kb, lambda r: r.correct),
+            complete=_count(in_kb, lambda r: r.complete),
+            failures=t("; the judge failed on {failures}: counted, not guessed", failures=failures) if failures else "",
             per_language=per_language,
         )
     )
