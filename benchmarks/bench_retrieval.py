@@ -21,9 +21,9 @@ from lessons.evaluation.retrieval_evaluation import (
     build_techniques,
     evaluate_techniques,
     relevant_chunk_counts,
-    stratified_sample,
 )
 from lessons.ingest.corpus import load_gold
+from lessons.ingest.questions import balanced_sample
 from lessons.retrieval.index import build_index, chunk_knowledge_base
 
 SEED = 11
@@ -57,7 +57,7 @@ def main():
     techniques = build_techniques(chunks, store, get_chat_model(cache=False))
     cheap = [t for t in techniques if not t.uses_llm]
     costly = [t for t in techniques if t.uses_llm]
-    sample = stratified_sample(gold, args.questions, seed=SEED)
+    sample = balanced_sample(answerable, args.questions, SEED, by_type=True)
     evaluate_techniques(cheap[:1], sample[:1], relevant, progress=False)  # load the embedder before timing
     results = pd.concat(
         [evaluate_techniques(cheap, answerable, relevant), evaluate_techniques(costly, sample, relevant)],

@@ -113,8 +113,8 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
-from lessons.evaluation import relevant_chunk_counts, stratified_sample
-from lessons.ingest import load_gold
+from lessons.evaluation import relevant_chunk_counts
+from lessons.ingest import balanced_sample, load_gold
 from lessons.retrieval import build_index, chunk_knowledge_base
 from lessons.widgets import side_by_side_html
 
@@ -129,7 +129,7 @@ by_id = {q.id: q for q in gold}
 answerable = [q for q in gold if q.answerable]
 relevant = relevant_chunk_counts(chunks, answerable)
 EXAMPLE = "en-041"  # the running example, always in the sample so its LLM answers are reused
-sample = stratified_sample(gold, N_LLM_QUESTIONS, seed=SAMPLE_SEED, include=[EXAMPLE])
+sample = balanced_sample(answerable, N_LLM_QUESTIONS, SAMPLE_SEED, by_type=True, include=[EXAMPLE])
 cheap_questions = answerable if ALL_QUESTIONS else sample
 llm = get_chat_model()
 print(t("{chunks} chunks; {answerable} answerable gold questions ({english} English, {chinese} Chinese)",
@@ -325,11 +325,19 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 
 # %%
 from lessons.evaluation import relevance_labels
-from lessons.retrieval import OnnxCrossEncoder, cross_encoder_reranker, hybrid_over, packaged_models_report
+from lessons.retrieval import (
+    OnnxCrossEncoder,
+    bm25_retriever,
+    cross_encoder_reranker,
+    dense_retriever,
+    hybrid_retriever,
+    packaged_models_report,
+)
 
 print(packaged_models_report())
 cross_encoder = OnnxCrossEncoder()
-hybrid_candidates = hybrid_over(chunks, store, k=RERANK_CANDIDATES, candidates=RERANK_CANDIDATES)
+hybrid_candidates = hybrid_retriever(dense_retriever(store, RERANK_CANDIDATES), bm25_retriever(chunks, RERANK_CANDIDATES),
+                                     k=RERANK_CANDIDATES)
 
 
 def rerank_table(question, reranker, score_name):

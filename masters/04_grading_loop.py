@@ -81,12 +81,14 @@ from IPython.display import Markdown, display
 from langchain_classic.retrievers import ContextualCompressionRetriever
 
 from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
-from lessons.ingest import load_gold, sample_by_language
+from lessons.ingest import balanced_sample, load_gold
 from lessons.retrieval import (
+    bm25_retriever,
     build_index,
     chunk_knowledge_base,
     default_reranker,
-    hybrid_over,
+    dense_retriever,
+    hybrid_retriever,
 )
 
 pd.set_option("display.max_colwidth", 80)
@@ -95,7 +97,7 @@ llm = get_chat_model()
 chunks = chunk_knowledge_base()
 store = build_index(chunks)
 search = ContextualCompressionRetriever(  # notebook 02's best: hybrid top 20, reranked by language, the top K kept
-    base_retriever=hybrid_over(chunks, store, k=CANDIDATES, candidates=CANDIDATES),
+    base_retriever=hybrid_retriever(dense_retriever(store, CANDIDATES), bm25_retriever(chunks, CANDIDATES), k=CANDIDATES),
     base_compressor=default_reranker(top_n=K))
 
 
@@ -106,10 +108,10 @@ def retrieve(query):
 gold = load_gold()
 in_kb = [q for q in gold if q.answerable]
 out_of_kb = [q for q in gold if not q.answerable]
-sample = sample_by_language(in_kb, N_IN_KB, SEED) + sample_by_language(out_of_kb, N_OUT_OF_KB, SEED)  # evaluated in section 5
+sample = balanced_sample(in_kb, N_IN_KB, SEED) + balanced_sample(out_of_kb, N_OUT_OF_KB, SEED)  # evaluated in section 5
 held_out = [q for q in gold if q not in sample]
-calibration = sample_by_language([q for q in held_out if q.answerable], N_CALIBRATION, SEED) + \
-              sample_by_language([q for q in held_out if not q.answerable], N_CALIBRATION, SEED)
+calibration = balanced_sample([q for q in held_out if q.answerable], N_CALIBRATION, SEED) + \
+              balanced_sample([q for q in held_out if not q.answerable], N_CALIBRATION, SEED)
 print(t("{chunks} chunks indexed; {gold} gold questions: {sample} to evaluate, {calibration} others to calibrate the gate",
         chunks=len(chunks), gold=len(gold), sample=len(sample), calibration=len(calibration)))
 

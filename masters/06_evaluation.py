@@ -154,7 +154,8 @@ pd.DataFrame({corpus: {t("chunks"): len(v["chunks"]), t("gold questions"): len(v
 # 记住这里的偏差：证据分块都有 QA 对，而大多数干扰分块没有，这对 QA-hybrid 索引有利。
 
 # %%
-from lessons.evaluation import balanced_sample, describe, qa_chunk_selection
+from lessons.evaluation import describe, qa_chunk_selection
+from lessons.ingest import balanced_sample
 from lessons.transforms import chunk_id_of, select_chunks
 
 qa_sample = select_chunks(chunks, gold, N_QA_CHUNKS, seed=3)  # notebook 03's sample: the same seed
@@ -163,7 +164,7 @@ kb["course"]["pool"] = [i for i in kb["course"]["items"]
                         if not i.answerable or (i.evidence_chunk_ids and set(i.evidence_chunk_ids) <= in_qa_sample)]
 for corpus, v in kb.items():
     v.setdefault("pool", v["items"])
-    v["sample"] = balanced_sample(v["pool"], N_IN_KB, N_OUT_OF_KB, seed=SEED)
+    v["sample"] = balanced_sample(v["pool"], N_IN_KB, SEED, n_out_of_kb=N_OUT_OF_KB, by_type=True, in_order=True)
     v["qa_chunks"] = qa_sample if corpus == "course" else qa_chunk_selection(v["chunks"], v["sample"], N_QA_CHUNKS)
 gold_sample = kb["course"]["sample"]
 pd.DataFrame([{t("corpus"): corpus, "id": i.id, t("language"): i.language, t("type"): i.type, t("question"): i.question,

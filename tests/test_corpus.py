@@ -70,15 +70,13 @@ def test_pages_in_the_gold_set_are_where_the_quotes_start(corpus, gold):
             assert any(find_evidence(quote, page_text) for quote in question.evidence), (question.id, source.page)
 
 
-def test_sample_by_language_is_seeded_and_balanced():
-    from lessons.ingest.corpus import load_gold, sample_by_language
+def test_the_sampler_is_seeded_and_balanced_on_the_gold_set():
+    from lessons.ingest.corpus import load_gold
+    from lessons.ingest.questions import balanced_sample
 
     gold = load_gold()
-    sample = sample_by_language(gold, 7, seed=3)
+    sample = balanced_sample(gold, 7, seed=3)
     assert [q.language for q in sample] == ["en"] * 4 + ["zh"] * 3
-    assert sample == sample_by_language(gold, 7, seed=3) and sample != sample_by_language(gold, 7, seed=4)
+    assert sample == balanced_sample(gold, 7, seed=3) and sample != balanced_sample(gold, 7, seed=4)
     few = [q for q in gold if q.language == "zh"][:2]
-    assert (
-        sample_by_language(few, 6, seed=0) == sample_by_language(few, 6, seed=0)
-        and len(sample_by_language(few, 6, 0)) == 2
-    )
+    assert balanced_sample(few, 6, seed=0) == balanced_sample(few, 6, seed=0) and len(balanced_sample(few, 6, 0)) == 2

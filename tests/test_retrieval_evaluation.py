@@ -20,10 +20,10 @@ from lessons.evaluation.retrieval_evaluation import (
     relevant_chunk_counts,
     score_ranking,
     score_technique,
-    stratified_sample,
     summarise,
 )
 from lessons.ingest.corpus import GoldQuestion, load_gold
+from lessons.ingest.questions import balanced_sample
 from lessons.retrieval.rerank import llm_reranker
 
 
@@ -43,6 +43,11 @@ class Fixed(BaseRetriever):
 
     def _get_relevant_documents(self, query, *, run_manager):
         return [doc(t) for t in self.texts]
+
+
+def stratified_sample(questions, n, seed, include=()):
+    """Notebook 02's sample: answerable gold questions, spread over types (the course's one sampler)."""
+    return balanced_sample([q for q in questions if q.answerable], n, seed, by_type=True, include=include)
 
 
 def test_sample_is_balanced_by_language_covers_every_type_and_is_repeatable():

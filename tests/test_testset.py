@@ -11,7 +11,6 @@ from lessons.evaluation.testset import (
     GeneratedQuestion,
     TestItem,
     TestSetError,
-    balanced_sample,
     describe,
     find_duplicate,
     from_gold,
@@ -24,6 +23,7 @@ from lessons.evaluation.testset import (
     save_test_set,
 )
 from lessons.ingest.corpus import load_gold
+from lessons.ingest.questions import balanced_sample
 
 LONG = " More text so the chunk is long enough to ask about." * 4
 EN_A = Document(
@@ -259,11 +259,12 @@ def test_balanced_sample_and_qa_selection():
         for lang in ("en", "zh")
         for n, kind in enumerate(["fact", "table", "fact", "out_of_kb", "out_of_kb"])
     ]
-    sample = balanced_sample(items, 4, 2, seed=1)
+    sample = balanced_sample(items, 4, 1, n_out_of_kb=2, by_type=True, in_order=True)
     assert sum(i.answerable for i in sample) == 4 and sum(not i.answerable for i in sample) == 2
     assert {i.language for i in sample if not i.answerable} == {"en", "zh"}
     assert sorted(i.type for i in sample if i.answerable and i.language == "en") == ["fact", "table"]
-    assert balanced_sample(items, 4, 2, seed=1) == sample
+    assert sample == [i for i in items if i in sample]  # in test-set order
+    assert balanced_sample(items, 4, 1, n_out_of_kb=2, by_type=True, in_order=True) == sample
     selection = qa_chunk_selection(CHUNKS, [items[0]], 2)
     assert EN_A in selection and len(selection) == 2
     assert describe(sample)["out-of-KB"] == 2

@@ -28,7 +28,7 @@ from lessons.chunking.base import Chunker, number_chunks
 from lessons.chunking.markdown_blocks import ATOMIC_KINDS, Block, atomic_blocks
 from lessons.chunking.strategies import cached_embeddings, parents_of
 from lessons.core.i18n import t
-from lessons.evaluation.metrics import hit_at_k, mrr_at_k, relevance_labels
+from lessons.evaluation.metrics import retrieval_scores
 from lessons.ingest.corpus import GoldQuestion
 from lessons.retrieval.index import build_index
 from lessons.text.normalise import normalise_for_match
@@ -213,7 +213,8 @@ def search(store, query_vectors: Sequence[Sequence[float]], k: int) -> list[list
 def mean_retrieval_scores(
     ranked: Sequence[Sequence[Document]], questions: Sequence[GoldQuestion], k: int
 ) -> dict[str, float]:
-    """Mean hit-rate@k and MRR@k: a retrieved text is relevant when it contains an evidence quote.
+    """Mean hit-rate@k and MRR@k (of `metrics.retrieval_scores`): a retrieved text is relevant when it
+    contains an evidence quote.
 
     Introduced in notebook 01 (chunking).
     """
@@ -223,13 +224,10 @@ def mean_retrieval_scores(
         )
     if not questions:
         return {"hit_rate": float("nan"), "mrr": float("nan")}
-    labels = [
-        relevance_labels([hit.page_content for hit in hits], question.evidence)
-        for hits, question in zip(ranked, questions, strict=True)
-    ]
+    scores = [retrieval_scores(hits, question, k=k, rank_k=k) for hits, question in zip(ranked, questions, strict=True)]
     return {
-        "hit_rate": statistics.fmean(hit_at_k(label, k) for label in labels),
-        "mrr": statistics.fmean(mrr_at_k(label, k) for label in labels),
+        "hit_rate": statistics.fmean(score[f"hit@{k}"] for score in scores),
+        "mrr": statistics.fmean(score[f"MRR@{k}"] for score in scores),
     }
 
 

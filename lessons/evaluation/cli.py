@@ -297,7 +297,8 @@ def collection_for(documents: Path) -> str:
 
 def question_set(config: EvalConfig, chunks, llm, progress: bool = True):
     """The questions of a run: the gold set, a file, or generated from the chunks (sampled if asked)."""
-    from lessons.evaluation.testset import balanced_sample, from_gold, generate_test_set, load_test_set
+    from lessons.evaluation.testset import from_gold, generate_test_set, load_test_set
+    from lessons.ingest.questions import balanced_sample
 
     if config.questions == "generate":
         report = generate_test_set(llm, chunks, n_single=config.generate["single"], n_multi=config.generate["multi"],
@@ -316,8 +317,8 @@ def question_set(config: EvalConfig, chunks, llm, progress: bool = True):
     else:
         items = load_test_set(config.questions, chunks)
     if config.sample:
-        items = balanced_sample(items, config.sample.get("in_kb", len(items)), config.sample.get("out_of_kb", 0),
-                                config.sample.get("seed", 0))  # fmt: skip
+        items = balanced_sample(items, config.sample.get("in_kb", len(items)), config.sample.get("seed", 0),
+                                n_out_of_kb=config.sample.get("out_of_kb", 0), by_type=True, in_order=True)  # fmt: skip
     return items
 
 

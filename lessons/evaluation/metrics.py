@@ -2,7 +2,11 @@
 
 Introduced in notebook 01 (chunking); used by every notebook that compares techniques. A retrieved
 chunk is *relevant* to a gold question when it contains one of the question's evidence quotes
-(compared after `normalise_for_match`), so the same gold set judges any chunking strategy.
+(compared after `normalise_for_match`), so the same gold set judges any chunking strategy; a
+question with no quotes (a generated one) counts its evidence chunk ids instead.
+
+`retrieval_scores` is the one place the metric bundle of a ranked list is computed — hit@k,
+recall@k, MRR and nDCG; notebooks 01, 02, 03 and 06 and the evaluation command all call it.
 """
 
 from __future__ import annotations
@@ -10,7 +14,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from langchain_core.documents import Document
+
+from lessons.ingest.questions import Question
 from lessons.text.normalise import normalise_for_match
+from lessons.transforms.qa_transform import chunk_id_of
 
 
 def relevance_labels(texts: Sequence[str], evidence: Sequence[str]) -> list[bool]:
@@ -62,3 +70,35 @@ def chunk_recall_at_k(ranked_ids: Sequence[str], relevant_ids: Sequence[str], k:
     if not relevant:
         return 0.0
     return len(relevant & set(ranked_ids[:k])) / len(relevant)
+
+
+def relevance(documents: Sequence[Document], question: Question) -> list[bool]:
+    """For each ranked document: is it relevant to `question` — one of its evidence chunks, or does it
+    contain one of its evidence quotes?"""
+    by_quote = relevance_labels([d.page_content for d in documents], question.evidence)
+    ids = set(question.evidence_chunk_ids)
+    if not ids:
+        return by_quote
+    return [chunk_id_of(d) in ids or quoted for d, quoted in zip(documents, by_quote)]
+
+
+def retrieval_scores(
+    documents: Sequence[Document], question: Question, n_relevant: int | None = None, k: int = 5, rank_k: int = 10
+) -> dict[str, float]:
+    """The retrieval metric bundle of one ranked list: hit@k, recall@k, MRR@rank_k and nDCG@rank_k.
+
+    Recall is of the evidence quotes when the question has them (a multi-hop question needs all),
+    else of its evidence chunks. `n_relevant` is how many chunks of the whole index are relevant
+    (the ideal ranking of nDCG; None: the relevant ones in the list).
+    """
+    labels = relevance(documents, question)
+    if question.evidence:
+        recall = evidence_recall_at_k([d.page_content for d in documents], question.evidence, k)
+    else:
+        recall = chunk_recall_at_k([chunk_id_of(d) for d in documents], question.evidence_chunk_ids, k)
+    return {
+        f"hit@{k}": hit_at_k(labels, k),
+        f"recall@{k}": recall,
+        f"MRR@{rank_k}": mrr_at_k(labels, rank_k),
+        f"nDCG@{rank_k}": ndcg_at_k(labels, rank_k, n_relevant),
+    }

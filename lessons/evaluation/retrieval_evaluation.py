@@ -11,9 +11,7 @@ table against the baseline, always compared on the same questions.
 
 from __future__ import annotations
 
-import random
 import time
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,13 +25,12 @@ from langchain_core.runnables import Runnable
 
 from lessons.core.i18n import t
 from lessons.core.usage import UsageMeter
-from lessons.evaluation.metrics import evidence_recall_at_k, hit_at_k, mrr_at_k, ndcg_at_k, relevance_labels
+from lessons.evaluation.metrics import relevance_labels, retrieval_scores
 from lessons.ingest.corpus import GoldQuestion
 from lessons.retrieval.context_expansion import MAX_BLOCK_CHARS, ChunkNeighbours, ContextExpansionRetriever
-from lessons.retrieval.document_processor import hybrid_over
 from lessons.retrieval.query_transform import hyde_retriever, multi_query_retriever, step_back_retriever
 from lessons.retrieval.rerank import llm_reranker
-from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, small_to_big_retriever
+from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, hybrid_retriever, small_to_big_retriever
 
 HIT_K = 5
 RANK_K = 10
@@ -86,7 +83,7 @@ def build_techniques(
     )
 
     def hybrid(size: int):
-        return hybrid_over(chunks, store, k=size, candidates=size)
+        return hybrid_retriever(dense_retriever(store, size), bm25_retriever(chunks, size), k=size)
 
     def reranked(size: int, compressor) -> ContextualCompressionRetriever:
         return ContextualCompressionRetriever(base_retriever=hybrid(size), base_compressor=compressor)
@@ -142,54 +139,11 @@ def relevant_chunk_counts(chunks: Sequence[Document], questions: Iterable[GoldQu
     return {q.id: sum(relevance_labels(texts, q.evidence)) for q in questions}
 
 
-def stratified_sample(
-    questions: Sequence[GoldQuestion], n: int, seed: int = 0, include: Sequence[str] = ()
-) -> list[GoldQuestion]:
-    """`n` answerable questions, half English and half Chinese, spread over question types; seeded.
-
-    Questions whose id is in `include` are always taken (they count towards their language's half).
-    """
-    rng = random.Random(seed)
-    by_language: dict[str, list[GoldQuestion]] = defaultdict(list)
-    for question in questions:
-        if question.answerable:
-            by_language[question.language].append(question)
-    languages = sorted(by_language)
-    sample = []
-    for position, language in enumerate(languages):
-        share = n // len(languages) + (1 if position < n % len(languages) else 0)
-        forced = [q for q in by_language[language] if q.id in include][:share]
-        rest = [q for q in by_language[language] if q not in forced]
-        sample += forced + _round_robin_by_type(rest, share - len(forced), rng)
-    return sample
-
-
-def _round_robin_by_type(questions: list[GoldQuestion], n: int, rng: random.Random) -> list[GoldQuestion]:
-    """Shuffle each question type, then take one of each type in turn until `n` are taken."""
-    by_type: dict[str, list[GoldQuestion]] = defaultdict(list)
-    for question in questions:
-        by_type[question.type].append(question)
-    for group in by_type.values():
-        rng.shuffle(group)
-    types = sorted(by_type)
-    taken: list[GoldQuestion] = []
-    while len(taken) < min(n, len(questions)):
-        for kind in types:
-            if by_type[kind] and len(taken) < n:
-                taken.append(by_type[kind].pop())
-    return taken
-
-
 def score_ranking(documents: Sequence[Document], question: GoldQuestion, n_relevant: int | None) -> dict[str, float]:
-    """The retrieval metrics of one ranked list for one gold question."""
-    texts = [document.page_content for document in documents]
-    labels = relevance_labels(texts, question.evidence)
+    """The retrieval metrics of one ranked list for one gold question (`metrics.retrieval_scores`), and its size."""
     return {
-        f"hit@{HIT_K}": hit_at_k(labels, HIT_K),
-        f"recall@{HIT_K}": evidence_recall_at_k(texts, question.evidence, HIT_K),
-        f"MRR@{RANK_K}": mrr_at_k(labels, RANK_K),
-        f"nDCG@{RANK_K}": ndcg_at_k(labels, RANK_K, n_relevant),
-        f"chars@{HIT_K}": float(sum(len(t) for t in texts[:HIT_K])),
+        **retrieval_scores(documents, question, n_relevant, k=HIT_K, rank_k=RANK_K),
+        f"chars@{HIT_K}": float(sum(len(d.page_content) for d in documents[:HIT_K])),
     }
 
 

@@ -21,7 +21,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 from langchain_core.documents import Document
@@ -31,7 +30,16 @@ from pydantic import BaseModel, Field, ValidationError
 
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
-from lessons.ingest.corpus import GoldQuestion, QuestionType
+from lessons.ingest.corpus import GoldQuestion
+from lessons.ingest.questions import (
+    GENERATED_MULTI,
+    GENERATED_SINGLE,
+    OUT_OF_KB,
+    QUESTION_TYPES,
+    TEST_SET_LINE_KEYS,
+    Question,
+    balanced_sample,
+)
 from lessons.text.language import detect_language
 from lessons.text.normalise import normalise_for_match
 from lessons.transforms.qa_transform import (
@@ -42,36 +50,15 @@ from lessons.transforms.qa_transform import (
     quote_overlap,
 )
 
-OUT_OF_KB = "out_of_kb"
-GENERATED_SINGLE = "generated"
-GENERATED_MULTI = "generated_multi"
 DUPLICATE_SIMILARITY = 0.8  # content-word Jaccard above which two questions count as the same question
 MIN_ANSWER_GROUNDING = 0.6  # share of the answer's content words that must occur in its chunk(s)
-# The question types a test set may use: the gold set's, and those of generated questions.
-QUESTION_TYPES = (*QuestionType.__args__, GENERATED_SINGLE, GENERATED_MULTI)
-# Keys a test-set line may have: TestItem's fields, and the gold format's `answer`, `sources`, `answerable`.
+# Keys a test-set line may have: the keys it is written with, and the gold format's `answer`, `sources`, `answerable`.
 GOLD_FORMAT_KEYS = ("answer", "sources", "answerable")
 _LANGUAGE_CODE = re.compile(r"^[a-z]{2,3}$")
 
 
-class TestItem(BaseModel):
-    """One evaluation question: reference answer, evidence chunk ids, and (for gold questions) quotes."""
-
-    __test__ = False  # not a pytest test class
-    model_config = {"extra": "forbid"}
-
-    id: str
-    question: str = Field(min_length=1)
-    language: str
-    type: str
-    reference: str = ""
-    evidence: list[str] = Field(default_factory=list)
-    evidence_chunk_ids: list[str] = Field(default_factory=list)
-    origin: Literal["gold", "generated", "file"] = "file"
-
-    @property
-    def answerable(self) -> bool:
-        return self.type != OUT_OF_KB
+# A test set's questions are the course's one question model (`lessons.ingest.questions.Question`).
+TestItem = Question
 
 
 class TestSetError(ValueError):
@@ -85,8 +72,7 @@ def from_gold(questions: Iterable[GoldQuestion], chunks: Sequence[Document]) -> 
     items = []
     for q in questions:
         ids = sorted(evidence_chunk_ids(chunks, q.evidence)) if q.answerable else []
-        items.append(TestItem(id=q.id, question=q.question, language=q.language, type=q.type, reference=q.answer,
-                              evidence=q.evidence, evidence_chunk_ids=ids, origin="gold"))  # fmt: skip
+        items.append(q.model_copy(update={"evidence_chunk_ids": ids, "origin": "gold"}, deep=True))
     return items
 
 
@@ -94,7 +80,7 @@ def save_test_set(items: Sequence[TestItem], path: str | Path) -> Path:
     """Write `items` as JSON Lines (one item per line, UTF-8, Chinese kept readable)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(i.model_dump(), ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
+    path.write_text("".join(json.dumps(i.test_set_line(), ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
     return path
 
 
@@ -171,7 +157,7 @@ def _did_you_mean(word: str, choices: Sequence[str]) -> str:
 
 def _normalised_line(raw: dict, where: str) -> dict:
     """One line's keys checked and mapped onto `TestItem` (gold format, `answerable`, defaults)."""
-    allowed = [*TestItem.model_fields, *GOLD_FORMAT_KEYS]
+    allowed = [*TEST_SET_LINE_KEYS, *GOLD_FORMAT_KEYS]
     for key in raw:
         if key not in allowed:
             raise TestSetError(f"{where}: unknown key {key!r}{_did_you_mean(key, allowed)} — allowed keys: "
@@ -339,17 +325,8 @@ def find_duplicate(question: str, kept: Sequence[str], threshold: float = DUPLIC
 
 def pick_chunks(chunks: Sequence[Document], n: int, seed: int = 0, min_chars: int = 200) -> list[Document]:
     """`n` chunks with enough text to ask about, half English and half Chinese where both exist; seeded."""
-    rng = random.Random(seed)
     usable = [c for c in chunks if len(c.page_content.strip()) >= min_chars]
-    by_language: dict[str, list[Document]] = {}
-    for chunk in usable:
-        by_language.setdefault(_language([chunk]), []).append(chunk)
-    languages = sorted(by_language)
-    picked: list[Document] = []
-    for position, language in enumerate(languages):
-        share = n // len(languages) + (1 if position < n % len(languages) else 0)
-        picked += rng.sample(by_language[language], min(share, len(by_language[language])))
-    return picked
+    return balanced_sample(usable, n, seed, language_of=lambda chunk: _language([chunk]))
 
 
 def pair_chunks(
@@ -466,31 +443,6 @@ def words_shared_with_evidence(item: TestItem, chunks_by_id: dict[str, Document]
     """Share of the question's content words that appear in its evidence chunks (how "easy" lexically)."""
     text = " ".join(chunks_by_id[i].page_content for i in item.evidence_chunk_ids if i in chunks_by_id)
     return quote_overlap(item.question, text) if text else 0.0
-
-
-def balanced_sample(items: Sequence[TestItem], n_in_kb: int, n_out_of_kb: int, seed: int = 0) -> list[TestItem]:
-    """A seeded sample: `n_in_kb` answerable and `n_out_of_kb` out-of-KB items, each half English and
-    half Chinese where both exist, answerable ones spread over question types. Test-set order is kept."""
-    rng = random.Random(seed)
-    chosen: set[str] = set()
-    for answerable, n in ((True, n_in_kb), (False, n_out_of_kb)):
-        pool = [i for i in items if i.answerable == answerable]
-        languages = sorted({i.language for i in pool})
-        for position, language in enumerate(languages):
-            share = n // len(languages) + (1 if position < n % len(languages) else 0)
-            by_type: dict[str, list[TestItem]] = {}
-            for item in pool:
-                if item.language == language:
-                    by_type.setdefault(item.type, []).append(item)
-            for group in by_type.values():
-                rng.shuffle(group)
-            taken = 0
-            while taken < share and any(by_type.values()):
-                for kind in sorted(by_type):
-                    if by_type[kind] and taken < share:
-                        chosen.add(by_type[kind].pop().id)
-                        taken += 1
-    return [i for i in items if i.id in chosen]
 
 
 def qa_chunk_selection(chunks: Sequence[Document], items: Sequence[TestItem], n: int, seed: int = 0) -> list[Document]:

@@ -10,20 +10,20 @@ from importlib import import_module
 
 _EXPORTS = {
     "CORPUS_DIR": "lessons.ingest.corpus",
+    "balanced_sample": "lessons.ingest.questions",
     "convert_file": "lessons.ingest.files",
     "load_documents": "lessons.ingest.corpus",
     "load_gold": "lessons.ingest.corpus",
     "load_sections": "lessons.ingest.corpus",
-    "sample_by_language": "lessons.ingest.corpus",
 }
 
 __all__ = [
     "CORPUS_DIR",
+    "balanced_sample",
     "convert_file",
     "load_documents",
     "load_gold",
     "load_sections",
-    "sample_by_language",
 ]
 
 

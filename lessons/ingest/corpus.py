@@ -2,7 +2,8 @@
 
 Introduced in notebook 01 (chunking). `load_corpus()` converts every document in `data/corpus/` with
 Docling (cached), `load_gold()` reads the hand-written questions in `data/eval/gold_*.jsonl`, typed
-and validated. `find_evidence()` locates a gold quote in any text, whatever the chunking.
+and validated into the course's one question model
+(`lessons.ingest.questions.Question`). `find_evidence()` locates a gold quote in any text, whatever the chunking.
 
 The second knowledge base (notebook 06) is real third-party text: the READMEs of ten installed
 packages in `data/packages/` (rendered by `data/build_packages.py`, pinned by its `MANIFEST.json`),
@@ -14,17 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from langchain_core.documents import Document
-from pydantic import BaseModel, Field, model_validator
 
 from lessons.core.settings import PROJECT_ROOT
 from lessons.ingest.files import IngestLimits, IngestResult, ingest, split_sections, to_documents
+from lessons.ingest.questions import Question, QuestionType, SourceRef  # noqa: F401 (names of this module)
 from lessons.text.normalise import normalise_for_match
 
 CORPUS_DIR = PROJECT_ROOT / "data" / "corpus"
@@ -35,41 +33,10 @@ MANIFEST_NAME = "MANIFEST.json"
 # The knowledge bases that ship with the course: folder and gold file pattern (in GOLD_DIR).
 CORPORA = {"course": (CORPUS_DIR, "gold_*.jsonl"), "packages": (PACKAGES_DIR, "packages_gold.jsonl")}
 
-# "code" and "config" ask about a code block or a configuration setting (the packages gold set).
-QuestionType = Literal["fact", "table", "multi_hop", "paraphrase", "contradiction", "out_of_kb", "code", "config"]
-
-
 DEFAULT_LIMITS = IngestLimits()  # lessons.ingest's per-file and total size limits
 
-
-class SourceRef(BaseModel):
-    file: str
-    section: str | None = None
-    page: int | None = None
-
-
-class GoldQuestion(BaseModel):
-    """One question of the gold set: the reference answer and the exact evidence quotes."""
-
-    id: str
-    question: str
-    language: Literal["en", "zh"]
-    type: QuestionType
-    answer: str
-    sources: list[SourceRef] = Field(default_factory=list)
-    evidence: list[str] = Field(default_factory=list)
-
-    @property
-    def answerable(self) -> bool:
-        return self.type != "out_of_kb"
-
-    @model_validator(mode="after")
-    def _evidence_matches_type(self) -> GoldQuestion:
-        if self.answerable and not (self.evidence and self.sources):
-            raise ValueError(f"{self.id}: an answerable question needs sources and evidence quotes")
-        if not self.answerable and (self.evidence or self.sources or self.answer):
-            raise ValueError(f"{self.id}: an out_of_kb question has no sources, evidence or answer")
-        return self
+# The gold set's questions are the course's one question model (`lessons.ingest.questions.Question`).
+GoldQuestion = Question
 
 
 def corpus_folder(corpus: str = "course") -> Path:
@@ -91,27 +58,14 @@ def load_gold(folder: Path = GOLD_DIR, corpus: str = "course") -> list[GoldQuest
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.strip():
                 try:
-                    questions.append(GoldQuestion.model_validate(json.loads(line)))
+                    raw = {**json.loads(line), "origin": "gold"}
+                    questions.append(Question.model_validate(raw, context={"gold": True}))
                 except ValueError as error:
                     raise ValueError(f"{path.name}, line {number}: {error}") from None
     duplicates = [qid for qid, n in Counter(q.id for q in questions).items() if n > 1]
     if duplicates:
         raise ValueError(f"duplicate gold question ids: {duplicates}")
     return questions
-
-
-def sample_by_language(questions: Sequence[GoldQuestion], n: int, seed: int) -> list[GoldQuestion]:
-    """A seeded sample of `n` gold questions, half English (the odd one) and half Chinese.
-
-    Introduced in notebook 04 (the grading loop); notebooks 05 and 07 draw their samples with it.
-    English first, then Chinese, each in the order the seeded draw picked them. A language with
-    fewer questions than its half gives all it has.
-    """
-    rng = random.Random(seed)
-    english = [q for q in questions if q.language == "en"]
-    chinese = [q for q in questions if q.language == "zh"]
-    half = n // 2
-    return rng.sample(english, min(n - half, len(english))) + rng.sample(chinese, min(half, len(chinese)))
 
 
 def load_corpus(
