@@ -21,6 +21,8 @@ from typing import Any
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
 
+from lessons.agents.answering import Citation as CourseCitation
+from lessons.agents.answering import citation_of, cited_documents, not_in_documents_answer
 from lessons.evaluation.pipelines import K, PipelineResult
 from lessons.retrieval import hybrid_retriever
 
@@ -67,13 +69,12 @@ def retrieve(index, snapshot: Snapshot, question: str, k: int = K, candidates: i
     return ranked[:k]
 
 
-@dataclass
-class Citation:
-    source: str
-    page: int | None
-    chunk_id: str
-    document_id: str
-    text: str
+@dataclass(frozen=True)
+class Citation(CourseCitation):
+    """The course's citation (`lessons.agents.answering.Citation`) and what the API returns with it."""
+
+    document_id: str = ""
+    text: str = ""
 
 
 @dataclass
@@ -92,20 +93,19 @@ class Answer:
 
 def answer(llm: BaseChatModel, question: str, context: list[Document]) -> Answer:
     """An answer from `context` only, citing its chunks; the honest "not in the documents" when it has none."""
-    from lessons.agents.three_agents import not_in_documents_answer, research
+    from lessons.agents.three_agents import research
 
     if not context:
         return Answer(question, not_in_documents_answer(question), True)
     draft = research(llm, question, context)
     if draft.found != "yes" or not draft.answer.strip():
         return Answer(question, not_in_documents_answer(question), True, context=context)
-    cited, seen = [], set()
-    for number in draft.cited_chunks or [1]:
-        if 1 <= number <= len(context) and number not in seen:
-            seen.add(number)
-            meta = context[number - 1].metadata
-            cited.append(Citation(str(meta.get("source", "")), meta.get("page"), str(meta.get("chunk_id", "")),
-                                  str(meta.get("document_id", "")), context[number - 1].page_content[:300]))  # fmt: skip
+    cited = [
+        Citation(
+            **asdict(citation_of(d)), document_id=str(d.metadata.get("document_id", "")), text=d.page_content[:300]
+        )
+        for d in cited_documents(draft.cited_chunks or [1], context)
+    ]
     return Answer(question, draft.answer.strip(), False, cited, context)
 
 

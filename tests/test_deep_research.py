@@ -3,6 +3,7 @@
 import pytest
 from langchain_core.documents import Document
 
+from lessons.agents.answering import NOT_IN_DOCUMENTS
 from lessons.agents.deep_research import (
     FORCED_ANSWER_REASON,
     REPEATED_SEARCH,
@@ -27,7 +28,6 @@ from lessons.agents.deep_research import (
     standalone_question,
     trace_rows,
 )
-from lessons.agents.three_agents import NOT_IN_DOCUMENTS
 from lessons.core.fakes import ScriptedChatModel
 from lessons.core.prompt_safety import DATA_RULE
 

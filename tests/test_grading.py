@@ -3,8 +3,8 @@
 import pytest
 from langchain_core.documents import Document
 
+from lessons.agents.answering import NOT_IN_KB
 from lessons.agents.grading import (
-    NOT_IN_KB,
     answer_without_grading,
     build_grading_loop,
     decide_after_grading,

@@ -3,8 +3,8 @@
 import pytest
 from langchain_core.documents import Document
 
+from lessons.agents.answering import NOT_IN_DOCUMENTS
 from lessons.agents.three_agents import (
-    NOT_IN_DOCUMENTS,
     Citation,
     CrossEncoderRelevance,
     RelevanceCheck,

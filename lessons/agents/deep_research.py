@@ -36,7 +36,14 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
-from lessons.agents.three_agents import RESEARCH_PROMPT, ResearchDraft, format_context, not_in_documents_answer
+from lessons.agents.answering import (
+    RESEARCH_PROMPT,
+    Citation,
+    citation_of,
+    format_context,
+    not_in_documents_answer,
+)
+from lessons.agents.three_agents import ResearchDraft
 from lessons.chunking.base import BILINGUAL_SEPARATORS
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
@@ -497,14 +504,6 @@ class ResearchStep:
     seconds: float = 0.0  # the decision and the tool call (or the answer) together
 
 
-@dataclass(frozen=True)
-class Citation:
-    """A page the answer cites: its source and page index (what `read_page` takes). Introduced in notebook 07 (deep-research agent)."""
-
-    source: str
-    page: int | None
-
-
 @dataclass
 class ResearchResult:
     """What the sub-agent hands back (`answer`, `citations`) and what only the notebook looks at (the rest). Introduced in notebook 07 (deep-research agent)."""
@@ -721,8 +720,7 @@ def citations_from(cited: Sequence[int], context: Sequence[Document]) -> list[Ci
     citations: list[Citation] = []
     for number in cited:
         if 1 <= number <= len(context):
-            meta = context[number - 1].metadata
-            citation = Citation(str(meta.get("source", "")), meta.get("page"))
+            citation = citation_of(context[number - 1], chunk=False)
             if citation not in citations:
                 citations.append(citation)
     return citations

@@ -35,6 +35,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
+from lessons.agents.answering import ANSWER_PROMPT, format_context, not_in_kb_answer
 from lessons.core.i18n import t
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
@@ -44,10 +45,6 @@ from lessons.text.language import detect_language
 Retriever = Callable[[str], Sequence[Document]]
 
 DEFAULT_MAX_ROUNDS = 3
-NOT_IN_KB = {
-    "en": "The knowledge base has no information on this question.",
-    "zh": "知识库中没有关于这个问题的信息。",
-}
 
 
 class GradeDocuments(BaseModel):
@@ -92,16 +89,6 @@ manual or policy would use, in the question's language. Keep it short (a few key
 
 Question: {question}
 Queries already tried (do not repeat them): {tried}"""
-
-
-ANSWER_PROMPT = """Answer the question using ONLY the documents below. Do not use anything you know from elsewhere.
-If the documents do not contain the answer, set found to "no". Answer in the question's language, in one to
-three sentences. <<DATA_RULE>>
-
-Question: {question}
-
-Documents:
-{documents}""".replace("<<DATA_RULE>>", DATA_RULE)
 
 
 @dataclass(frozen=True)
@@ -394,17 +381,6 @@ def decide_after_grading(grades: Sequence[str], round_number: int, max_rounds: i
     return "rewrite"
 
 
-def not_in_kb_answer(question: str) -> str:
-    """The honest answer when the knowledge base has nothing, in the question's language."""
-    return NOT_IN_KB[detect_language(question)]
-
-
-def _format_documents(documents: Sequence[Document]) -> str:
-    return "\n\n".join(
-        as_data(doc.page_content, number=i, source=doc.metadata.get("source")) for i, doc in enumerate(documents, 1)
-    )
-
-
 def build_grading_loop(
     model: BaseChatModel, retriever: Retriever, max_rounds: int = DEFAULT_MAX_ROUNDS, grader: Grader | None = None
 ):
@@ -444,7 +420,9 @@ def build_grading_loop(
         return {"query": new_query(invoke_structured(model, RewrittenQuery, prompt), state["question"], tried)}
 
     def generate(state: LoopState) -> dict[str, Any]:
-        prompt = ANSWER_PROMPT.format(question=state["question"], documents=_format_documents(state["relevant"]))
+        prompt = ANSWER_PROMPT.format(
+            question=state["question"], documents=format_context(state["relevant"], max_chars=None, pages=False)
+        )
         draft = invoke_structured(model, DraftAnswer, prompt)
         if draft.found == "no" or not draft.answer.strip():
             return {"outcome": "not_in_kb", "answer": not_in_kb_answer(state["question"])}
@@ -475,7 +453,9 @@ def answer_without_grading(model: BaseChatModel, retriever: Retriever, question:
     """The ungated baseline: retrieve once and answer from whatever came back (introduced in notebook 04)."""
     documents = list(retriever(question))
     draft = invoke_structured(
-        model, DraftAnswer, ANSWER_PROMPT.format(question=question, documents=_format_documents(documents))
+        model,
+        DraftAnswer,
+        ANSWER_PROMPT.format(question=question, documents=format_context(documents, max_chars=None, pages=False)),
     )
     answered = draft.found == "yes" and bool(draft.answer.strip())
     return {

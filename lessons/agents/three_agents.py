@@ -34,6 +34,14 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
+from lessons.agents.answering import (
+    RESEARCH_PROMPT,
+    Citation,
+    citation_of,
+    cited_documents,
+    format_context,
+    not_in_documents_answer,
+)
 from lessons.agents.claim_check import (
     ClaimContext,
     Context,
@@ -43,7 +51,7 @@ from lessons.agents.claim_check import (
     unsupported_figures,
     unsupported_sentences,
 )
-from lessons.core.prompt_safety import DATA_RULE, as_data
+from lessons.core.prompt_safety import DATA_RULE
 from lessons.core.structured import invoke_structured
 from lessons.text.language import detect_language
 from lessons.text.normalise import normalise_for_match
@@ -52,11 +60,6 @@ Retriever = Callable[[str], Sequence[Document]]
 RelevanceJudge = Callable[[str, Sequence[Document]], str]  # (question, chunks) → CAN_ANSWER / PARTIAL / NO_MATCH
 
 DEFAULT_MAX_RESEARCH_ROUNDS = 2
-CONTEXT_CHARS = 700  # each chunk is cut to this many characters in the prompts (reading is most of the cost)
-NOT_IN_DOCUMENTS = {
-    "en": "These documents do not contain the answer to this question.",
-    "zh": "这些文档中没有这个问题的答案。",
-}
 
 Outcome = Literal["answered", "unverified", "not_in_documents", "cannot_answer"]
 
@@ -125,16 +128,6 @@ Question: {question}
 Chunks:
 {context}""".replace("<<DATA_RULE>>", DATA_RULE)  # every prompt with document text says it is data (prompt_safety)
 
-RESEARCH_PROMPT = """Answer the question using ONLY the numbered context chunks. Do not use anything you know from
-elsewhere. Cite the numbers of the chunks you used. If the chunks disagree, say so and give each source's value.
-If the context does not contain the answer, set found to "no". Answer in the question's language, in one to three
-sentences. <<DATA_RULE>>{feedback}
-
-Question: {question}
-
-Context:
-{context}""".replace("<<DATA_RULE>>", DATA_RULE)
-
 FEEDBACK_NOTE = """
 A checker rejected your previous answer: "{draft}". Problems: {problems}. Write a new answer that states only what
 the context says."""
@@ -154,15 +147,6 @@ Draft answer: {draft}""".replace("<<DATA_RULE>>", DATA_RULE)
 
 
 # ---------------------------------------------------------------- results and trace
-
-
-@dataclass(frozen=True)
-class Citation:
-    """A chunk the research agent used: its file, page (None for unpaged formats) and chunk id. Introduced in notebook 05 (three-agent verification)."""
-
-    source: str
-    page: int | None
-    chunk_id: str
 
 
 @dataclass(frozen=True)
@@ -209,22 +193,6 @@ class ThreeAgentState(TypedDict, total=False):
 
 
 # ---------------------------------------------------------------- the agents, one function each
-
-
-def format_context(documents: Sequence[Document], max_chars: int = CONTEXT_CHARS) -> str:
-    """Numbered chunks, each with its source and page, cut to `max_chars` characters, as delimited data.
-
-    Introduced in notebook 05 (three-agent verification). Each chunk is a `<document number="1"
-    source="guide.md, page 2">` … `</document>` block (`lessons.core.prompt_safety.as_data`); a prompt that
-    carries them also carries `DATA_RULE`.
-    """
-    blocks = []
-    for number, doc in enumerate(documents, 1):
-        where = str(doc.metadata.get("source", "?"))
-        if doc.metadata.get("page") is not None:
-            where += f", page {doc.metadata['page']}"
-        blocks.append(as_data(doc.page_content[:max_chars], number=number, source=where))
-    return "\n\n".join(blocks)
 
 
 def appears_in(phrase: str, documents: Sequence[Document]) -> bool:
@@ -448,18 +416,7 @@ def decide_after_verification(
 
 def citations_for(cited: Sequence[int], documents: Sequence[Document]) -> list[Citation]:
     """The chunks behind the cited numbers (1-based); numbers outside the context are dropped. Introduced in notebook 05 (three-agent verification)."""
-    citations, seen = [], set()
-    for number in cited:
-        if 1 <= number <= len(documents) and number not in seen:
-            seen.add(number)
-            meta = documents[number - 1].metadata
-            citations.append(Citation(str(meta.get("source", "")), meta.get("page"), str(meta.get("chunk_id", ""))))
-    return citations
-
-
-def not_in_documents_answer(question: str) -> str:
-    """The honest answer when the documents do not hold one, in the question's language. Introduced in notebook 05 (three-agent verification)."""
-    return NOT_IN_DOCUMENTS[detect_language(question)]
+    return [citation_of(document) for document in cited_documents(cited, documents)]
 
 
 def _verification_detail(verification: Verification) -> str:
