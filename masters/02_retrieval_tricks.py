@@ -325,19 +325,11 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 
 # %%
 from lessons.evaluation import relevance_labels
-from lessons.retrieval import (
-    OnnxCrossEncoder,
-    bm25_retriever,
-    cross_encoder_reranker,
-    dense_retriever,
-    hybrid_retriever,
-    packaged_models_report,
-)
+from lessons.retrieval import OnnxCrossEncoder, cross_encoder_reranker, hybrid_over, packaged_models_report
 
 print(packaged_models_report())
 cross_encoder = OnnxCrossEncoder()
-hybrid_candidates = hybrid_retriever(dense_retriever(store, RERANK_CANDIDATES), bm25_retriever(chunks, RERANK_CANDIDATES),
-                                     k=RERANK_CANDIDATES)
+hybrid_candidates = hybrid_over(chunks, store, k=RERANK_CANDIDATES, candidates=RERANK_CANDIDATES)
 
 
 def rerank_table(question, reranker, score_name):

@@ -83,12 +83,10 @@ from langchain_classic.retrievers import ContextualCompressionRetriever
 from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
 from lessons.ingest import balanced_sample, load_gold
 from lessons.retrieval import (
-    bm25_retriever,
     build_index,
     chunk_knowledge_base,
     default_reranker,
-    dense_retriever,
-    hybrid_retriever,
+    hybrid_over,
 )
 
 pd.set_option("display.max_colwidth", 80)
@@ -97,7 +95,7 @@ llm = get_chat_model()
 chunks = chunk_knowledge_base()
 store = build_index(chunks)
 search = ContextualCompressionRetriever(  # notebook 02's best: hybrid top 20, reranked by language, the top K kept
-    base_retriever=hybrid_retriever(dense_retriever(store, CANDIDATES), bm25_retriever(chunks, CANDIDATES), k=CANDIDATES),
+    base_retriever=hybrid_over(chunks, store, k=CANDIDATES, candidates=CANDIDATES),
     base_compressor=default_reranker(top_n=K))
 
 

@@ -505,16 +505,18 @@ pd.DataFrame([{"id": c.id, t("draft"): c.kind, t("flagged"): c.flagged, t("unsup
 #
 # A seeded sample, balanced between English and Chinese, of answerable questions and out-of-KB
 # questions, plus the **contradiction** question (the Q3 deck says the Team plan costs €54, the white
-# paper and the FAQ say €45). Per question: the outcome, whether the answer is **correct** (judged
-# against the reference answer by the same model, a typed yes/no — a 1.5B judge is lenient, read the
-# table), whether the final draft was **fully supported** by the verifier, abstention on out-of-KB
-# questions, research rounds, latency and tokens (the judge's tokens excluded). The relevance checker
-# is the one section 2 measured better (`RELEVANCE`).
+# paper and the FAQ say €45). Per question: the outcome, whether the answer is **complete** — does it
+# state the reference answer's key fact? — by the course's completeness judge (`lessons.evaluation.judges`,
+# the judge notebooks 06 and 07 use too: the same model copies the reference's key fact and what the
+# answer says about it, then decides; an abstention is not complete, a judge failure is counted, not
+# guessed; a 1.5B judge is lenient, read the table), whether the final draft was **fully supported** by
+# the verifier, abstention on out-of-KB questions, research rounds, latency and tokens (the judge's
+# tokens excluded). The relevance checker is the one section 2 measured better (`RELEVANCE`).
 
-# %% [markdown] lang="zh" translates="bd1b6edf5dae"
+# %% [markdown] lang="zh" translates="ad99b59770fa"
 # ## 7. 在金标准问题集上跑完整的工作流
 #
-# 一个按固定种子抽取、英文和中文各占一半的样本，包括可回答的问题和知识库外的问题，外加那道**矛盾**问题（Q3 演示文稿说 Team 套餐价格为 €54，白皮书和 FAQ 说是 €45）。每个问题记录：结果；回答是否**正确**（由同一个模型对照参考答案评判，一个有类型的 yes/no——1.5B 的评审比较宽松，请看表格）；最终草稿是否被验证器判为**完全有依据**；知识库外问题上的弃答；研究轮数、延迟和 token 数（不含评审用的 token）。相关性检查器用的是第 2 节测得更好的那一个（`RELEVANCE`）。
+# 一个按固定种子抽取、英文和中文各占一半的样本，包括可回答的问题和知识库外的问题，外加那道**矛盾**问题（Q3 演示文稿说 Team 套餐价格为 €54，白皮书和 FAQ 说是 €45）。每个问题记录：结果；回答是否**完整**——它是否说出了参考答案的关键事实？——由课程的完整性评审判断（`lessons.evaluation.judges`，notebook 06 和 07 用的也是这个评审：同一个模型先抄下参考答案的关键事实和回答里关于它的说法，再做判断；弃答不算完整，评审失败照实计数，不猜；1.5B 的评审比较宽松，请看表格）；最终草稿是否被验证器判为**完全有依据**；知识库外问题上的弃答；研究轮数、延迟和 token 数（不含评审用的 token）。相关性检查器用的是第 2 节测得更好的那一个（`RELEVANCE`）。
 
 # %%
 from tqdm.auto import tqdm
@@ -530,16 +532,16 @@ runs = [evaluate_question(q, retriever=kb.retrieve, llm=llm, max_research_rounds
 seconds = time.perf_counter() - start
 print(t("{n} questions in {seconds:.0f} s", n=len(runs), seconds=seconds))
 summary = pd.DataFrame(summarise_runs(runs)).set_index("language")
-t_labels(summary.round(2).T, ["language", "all", "questions", "correct (in-KB)", "answered (in-KB)",
+t_labels(summary.round(2).T, ["language", "all", "questions", "complete (in-KB)", "judge failures", "answered (in-KB)",
                               "fully supported (of answered)", "abstention (out-of-KB)", "re-researched",
                               "with citations (of answered)", "seconds per question", "tokens per question",
                               "LLM calls per question"])
 
 # %%
-metrics = ["correct (in-KB)", "answered (in-KB)", "fully supported (of answered)", "abstention (out-of-KB)", "re-researched"]
+metrics = ["complete (in-KB)", "answered (in-KB)", "fully supported (of answered)", "abstention (out-of-KB)", "re-researched"]
 fig, (ax, ax_time) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [3, 1.4]})
 t_labels(summary.loc[["en", "zh"], metrics].T,
-         ["language", "correct (in-KB)", "answered (in-KB)", "fully supported (of answered)", "abstention (out-of-KB)",
+         ["language", "complete (in-KB)", "answered (in-KB)", "fully supported (of answered)", "abstention (out-of-KB)",
           "re-researched"]).plot.barh(ax=ax)
 ax.set_xlim(0, 1.05)
 ax.set_xlabel(t("share of questions"))
@@ -552,7 +554,7 @@ plt.tight_layout()
 plt.show()
 
 # %%
-pd.DataFrame([{"id": r.id, t("type"): r.type, t("outcome"): r.outcome, t("correct"): r.correct, t("supported"): r.supported,
+pd.DataFrame([{"id": r.id, t("type"): r.type, t("outcome"): r.outcome, t("complete"): r.complete, t("supported"): r.supported,
                t("rounds"): r.research_rounds, t("answer"): r.answer[:110]} for r in runs])
 
 # %% [markdown]

@@ -548,22 +548,24 @@ for role, text in decide_mode.history:
 # the white paper and the FAQ say €45). The baseline is notebook 06's `hybrid` pipeline: one hybrid
 # retrieval, an answer from the top `K` chunks. Per question and method:
 #
-# - **correct** — notebook 06's completeness judge (copy the reference's key fact, copy what the answer
-#   says, then decide), 0 for an abstention; a judge failure is counted, not guessed;
+# - **complete** — the course's completeness judge (`lessons.evaluation.judges`, the one notebooks 05 and 06
+#   use: copy the reference's key fact, copy what the answer says, then decide) — does the answer state the
+#   reference's key fact? 0 for an abstention; a judge failure is counted, not guessed;
 # - **evidence recall** — the share of the gold evidence quotes found in what the method *read* (the
 #   sub-agent's notes, and the pages and whole chunks its answer was written from; the baseline's
 #   top-`K` chunks);
 # - **tool calls**, **pages read**, **LLM calls** and **tokens** per question (the judge's excluded;
 #   cached answers count with the tokens they cost when first asked), and seconds.
 
-# %% [markdown] lang="zh" translates="7b1f4bff3cde"
+# %% [markdown] lang="zh" translates="1f70140ac465"
 # ## 6. 测量：深度研究对比单次混合检索 RAG
 #
 # 同一批金标准问题分别走两种方法：多跳问题（证据分布在两个文档里）、表格问题，以及矛盾案例
 # （Q3 演示文稿说 Team 套餐每月 €54，白皮书和 FAQ 说是 €45）。基线是 notebook 06 的 `hybrid` 流水线：
 # 一次混合检索，根据前 `K` 个分块作答。对每道问题、每种方法：
 #
-# - **correct**（正确）——notebook 06 的完整性评审（抄下参考答案的关键事实，抄下回答里说了什么，再做判断），
+# - **complete**（完整）——课程的完整性评审（`lessons.evaluation.judges`，notebook 05 和 06 用的也是它：
+#   抄下参考答案的关键事实，抄下回答里说了什么，再做判断）——回答是否说出了参考答案的关键事实？
 #   弃答记 0；评审失败会被计数，而不是猜一个值；
 # - **evidence recall**（证据召回率）——在方法*读过*的内容中找到的金标准证据引文的比例
 #   （子智能体的笔记，以及写回答所依据的页面和完整分块；基线的前 `K` 个分块）；
@@ -589,17 +591,17 @@ for question in tqdm(sample, desc=t("Questions")):
     runs.append(run_single_shot(question, single_shot, llm, K))
 print(t("{n} questions × 2 methods in {seconds:.0f} s", n=len(sample), seconds=time.perf_counter() - started))
 comparison = compare_methods(runs)
-t_labels(comparison.round(2), ["method", "questions", "correct", "evidence recall", "tool calls", "at the cap", "pages read",
+t_labels(comparison.round(2), ["method", "questions", "complete", "evidence recall", "tool calls", "at the cap", "pages read",
                                "LLM calls", "tokens", "seconds", "judge failures"])
 
 # %%
 t_labels(compare_methods(runs, by="type").round(2),
-         ["method", "type", "questions", "correct", "evidence recall", "tool calls", "at the cap", "pages read",
+         ["method", "type", "questions", "complete", "evidence recall", "tool calls", "at the cap", "pages read",
           "LLM calls", "tokens", "seconds", "judge failures"])
 
 # %%
 fig, (ax_quality, ax_cost) = plt.subplots(1, 2, figsize=(12, 3.8))
-t_labels(comparison[["correct", "evidence recall"]].T, ["method", "correct", "evidence recall"]).plot.bar(ax=ax_quality, rot=0)
+t_labels(comparison[["complete", "evidence recall"]].T, ["method", "complete", "evidence recall"]).plot.bar(ax=ax_quality, rot=0)
 ax_quality.set_ylim(0, 1.05)
 ax_quality.set_ylabel(t("mean per question"))
 ax_quality.set_title(t("Quality"))
@@ -613,9 +615,9 @@ plt.show()
 
 # %%
 table = runs_table(runs)
-t_labels(table[["id", "type", "language", "method", "correct", "evidence recall", "tool calls", "pages read", "LLM calls",
+t_labels(table[["id", "type", "language", "method", "complete", "evidence recall", "tool calls", "pages read", "LLM calls",
                 "tokens", "seconds", "answer"]].assign(answer=table["answer"].str[:90]).round(2),
-         ["type", "language", "method", "correct", "evidence recall", "tool calls", "pages read", "LLM calls", "tokens",
+         ["type", "language", "method", "complete", "evidence recall", "tool calls", "pages read", "LLM calls", "tokens",
           "seconds", "answer"])
 
 # %% [markdown]
@@ -627,12 +629,12 @@ t_labels(table[["id", "type", "language", "method", "correct", "evidence recall"
 
 # %%
 reference = {q.id: q.answer for q in sample}
-disagree = table[table.groupby("id")["correct"].transform("nunique") > 1]
+disagree = table[table.groupby("id")["complete"].transform("nunique") > 1]
 print(t("{n} of {total} questions judged differently for the two methods", n=disagree['id'].nunique(), total=len(sample)))
 for qid, rows in disagree.groupby("id", sort=False):
     print(t("\n{qid}  reference: {reference}", qid=qid, reference=reference[qid]))
-    for method, correct, answer in zip(rows["method"], rows["correct"], rows["answer"]):
-        print(t("  {method} (correct {correct}): {answer}", method=method, correct=correct, answer=answer))
+    for method, complete, answer in zip(rows["method"], rows["complete"], rows["answer"]):
+        print(t("  {method} (complete {complete}): {answer}", method=method, complete=complete, answer=answer))
 
 # %% [markdown]
 # ### The contradiction case

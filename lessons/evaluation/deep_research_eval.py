@@ -1,8 +1,8 @@
 """Measuring the deep-research sub-agent against single-shot hybrid RAG on the same gold questions.
 
-Introduced in notebook 07 (deep-research agent). Per question and method: answer correctness (notebook
-06's copy-then-decide completeness judge against the reference answer; an abstention scores 0, a judge
-failure is recorded, never guessed), evidence recall (the share of the gold evidence quotes found in
+Introduced in notebook 07 (deep-research agent). Per question and method: answer completeness (the course's
+copy-then-decide completeness judge, `lessons.evaluation.judges`, against the reference answer — the one notebooks
+05 and 06 use; an abstention scores 0, a judge failure is recorded, never guessed), evidence recall (the share of the gold evidence quotes found in
 what the method *read*: the sub-agent's search snippets and pages, the baseline's top-k chunks), tool
 calls, pages read, LLM calls and tokens (cached answers count with the tokens they cost when first
 asked) and seconds. The judge's own calls are not counted.
@@ -21,15 +21,16 @@ from langchain_core.language_models import BaseChatModel
 from lessons.agents.deep_research import FULL_TEXT, DeepResearchAgent, Observation
 from lessons.core.i18n import t
 from lessons.core.usage import metered
+from lessons.evaluation.judges import answer_completeness
 from lessons.evaluation.metrics import quotes_found
-from lessons.evaluation.pipelines import Pipeline, judge_completeness
+from lessons.evaluation.pipelines import Pipeline
 from lessons.evaluation.three_agent_eval import contradiction_handling
 from lessons.ingest.corpus import GoldQuestion
 from lessons.ingest.questions import balanced_sample
 
 DEEP = "deep research"
 SINGLE_SHOT = "single-shot hybrid"
-COLUMNS = ["correct", "evidence recall", "tool calls", "at the cap", "pages read", "LLM calls", "tokens", "seconds"]
+COLUMNS = ["complete", "evidence recall", "tool calls", "at the cap", "pages read", "LLM calls", "tokens", "seconds"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class MethodRun:
     method: str
     answer: str
     answered: bool
-    correct: float | None  # 1 / 0 from the judge; 0 for an abstention; None when the judge failed
+    complete: float | None  # 1 / 0 from the completeness judge; 0 for an abstention; None when the judge failed
     judge_status: str
     evidence_recall: float
     tool_calls: int
@@ -76,9 +77,7 @@ def evidence_recall(texts: Sequence[str], evidence: Sequence[str]) -> float:
 
 
 def _judged(judge: BaseChatModel, question: GoldQuestion, answer: str, answered: bool) -> tuple[float | None, str]:
-    if not answered:
-        return 0.0, "abstained"
-    judgement = judge_completeness(judge, question.question, answer, question.answer)
+    judgement = answer_completeness(judge, question.question, question.answer, answer, abstained=not answered)
     return (None if judgement.score is None else float(judgement.score)), judgement.status
 
 
@@ -87,7 +86,7 @@ def _run(question: GoldQuestion, method: str, work, judge: BaseChatModel) -> Met
         started = time.perf_counter()
         answer, answered, texts, tool_calls, pages_read, *at_cap = work(question.question)
         seconds = time.perf_counter() - started
-    correct, status = _judged(judge, question, answer, answered)
+    complete, status = _judged(judge, question, answer, answered)
     return MethodRun(
         id=question.id,
         type=question.type,
@@ -95,7 +94,7 @@ def _run(question: GoldQuestion, method: str, work, judge: BaseChatModel) -> Met
         method=method,
         answer=answer,
         answered=answered,
-        correct=correct,
+        complete=complete,
         judge_status=status,
         evidence_recall=evidence_recall(texts, question.evidence),
         tool_calls=tool_calls,
@@ -147,7 +146,7 @@ def runs_table(runs: Sequence[MethodRun]) -> pd.DataFrame:
 
 
 def compare_methods(runs: Sequence[MethodRun], by: str | None = None) -> pd.DataFrame:
-    """Means per method (and per `by`, e.g. "type"), compared on the same questions: correctness, evidence
+    """Means per method (and per `by`, e.g. "type"), compared on the same questions: completeness, evidence
     recall, tool calls, the share ended by the step cap (deep research), pages read, LLM calls, tokens and
     seconds per question. Introduced in notebook 07 (deep-research agent)."""
     table = runs_table(runs)
@@ -202,7 +201,7 @@ def _direction(a: float, b: float, more: str, less: str, same: str = "the same")
 def method_findings(runs: Sequence[MethodRun]) -> list[str]:
     """The measurement's findings as Markdown bullets, every figure and direction computed from `runs`.
 
-    Introduced in notebook 07 (deep-research agent): correct answers per method, evidence recall per
+    Introduced in notebook 07 (deep-research agent): complete answers per method, evidence recall per
     question type, how often the step cap (not the model) ended the research, pages read, the cost
     ratio, and what each method did with the contradiction case.
     """
@@ -213,19 +212,19 @@ def method_findings(runs: Sequence[MethodRun]) -> list[str]:
     summary = compare_methods(runs)
     deep, shot = summary.loc[DEEP], summary.loc[SINGLE_SHOT]
     n = int(deep["questions"])
-    right = {m: int(table.loc[table["method"] == m, "correct"].fillna(0).sum()) for m in (DEEP, SINGLE_SHOT)}
+    right = {m: int(table.loc[table["method"] == m, "complete"].fillna(0).sum()) for m in (DEEP, SINGLE_SHOT)}
     gap = right[DEEP] - right[SINGLE_SHOT]
     verdict = (
-        t("deep research answered {gap} more correctly", gap=gap)
+        t("deep research gave {gap} more complete answers", gap=gap)
         if gap > 0
-        else t("single-shot answered {gap} more correctly", gap=-gap)
+        else t("single-shot gave {gap} more complete answers", gap=-gap)
         if gap < 0
         else t("the same count")
     )
     failures = int(summary["judge failures"].sum())
     lines = [
         t(
-            "**Correct: deep research {deep} of {n}, single-shot hybrid {shot} of {n}** — {verdict}. One question moves "
+            "**Complete: deep research {deep} of {n}, single-shot hybrid {shot} of {n}** — {verdict}. One question moves "
             "a share by {step:.2f}: read directions, not decimals",
             deep=right[DEEP],
             n=n,

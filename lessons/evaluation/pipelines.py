@@ -10,14 +10,12 @@ Introduced in notebook 06 (evaluation). The pieces:
 - **Retrieval metrics** are deterministic (no LLM): hit@k, recall@k, MRR and nDCG from
   `lessons.evaluation.metrics`, where a chunk is relevant when it is one of the item's evidence chunks or
   contains one of its evidence quotes.
-- **Answer metrics** come from an LLM judge with a typed verdict and a reason: 0/1 *factual
-  consistency* (the answer's main claim is stated in the context it was written from) and 0/1
-  *completeness* (the answer states the reference answer's key fact). Each verdict first copies
-  both sides (e.g. the reference's key fact and what the answer says about it), then decides: asked
-  for a reason and a verdict only, Qwen2.5-1.5B called every probe answer complete — "2026年2月" and
-  "version 5.2" included. Copy-then-decide is better but still lenient with a small model. A judge that fails is recorded as
-  a failure with its cause — the row stays, its score is `None` and its status says why — and the
-  table counts them. Out-of-KB questions are scored by whether the pipeline abstained; no judge.
+- **Answer metrics** come from the course's judges (`lessons.evaluation.judges`, the same ones notebooks 05 and
+  07 use): 0/1 *factual consistency* (the answer's main claim is stated in the context it was written from) and
+  0/1 *completeness* (the answer states the reference answer's key fact), each a typed verdict that copies both
+  sides, then decides. A judge that fails is recorded as a failure with its cause — the row stays, its score is
+  `None` and its status says why — and the table counts them. Out-of-KB questions are scored by whether the
+  pipeline abstained; no judge.
 - **Cost** per question: wall-clock seconds, LLM calls and tokens (answers served from the LLM cache
   are counted with the tokens they cost when first asked), and what those tokens cost on DeepSeek at
   list price. Everything except the seconds is the same on a re-run with the same inputs.
@@ -36,23 +34,21 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, Field
 
 from lessons.core.i18n import t
-from lessons.core.structured import invoke_structured
 from lessons.core.usage import metered
+from lessons.evaluation.judges import Judgement, answer_completeness, judge_faithfulness
 from lessons.evaluation.metrics import relevance, retrieval_scores
 from lessons.evaluation.testset import TestItem
 from lessons.transforms.qa_transform import chunk_id_of
 
 K = 3  # chunks an answer step reads; hit@k and recall@k are measured at this depth
 RANK_K = 10  # depth of MRR and nDCG
-MAX_CONTEXT_CHARS = 6000  # a faithfulness judge reads at most this much context (the local window is small)
 
 # --- pipelines ---------------------------------------------------------------------------------------
 
@@ -105,9 +101,9 @@ def _retrieval_pipeline(retrieve: Callable[[str], list[Document]], r: Resources)
 
 
 def _hybrid(r: Resources, size: int):
-    from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, hybrid_retriever
+    from lessons.retrieval.document_processor import hybrid_over
 
-    return hybrid_retriever(dense_retriever(r.store, size), bm25_retriever(r.chunks, size), k=size)
+    return hybrid_over(r.chunks, r.store, k=size, candidates=size)
 
 
 def dense_retrieval(r: Resources) -> Callable[[str], list[Document]]:
@@ -303,124 +299,19 @@ def relevant_counts(chunks: Sequence[Document], items: Sequence[TestItem]) -> di
     return {item.id: sum(relevance(chunks, item)) for item in items if item.answerable}
 
 
-# --- the judges --------------------------------------------------------------------------------------
-
-
-class FaithfulnessVerdict(BaseModel):
-    """Whether the answer's main claim is stated in the context: copy both sides, then decide."""
-
-    answer_claim: str = Field(
-        description="the main fact the answer states (a figure, name, date, version…), copied: one short sentence"
-    )
-    context_says: str = Field(
-        description="the ONE sentence or table row of the context that states that fact, copied (not the whole context); empty if none does"
-    )
-    consistent: Literal["yes", "no"] = Field(
-        description="'yes' if context_says states the same fact with the same figures and names; otherwise 'no'"
-    )
-
-
-class CompletenessVerdict(BaseModel):
-    """Whether the answer states the reference answer's key fact: copy both sides, then decide."""
-
-    reference_key_fact: str = Field(description="the most important fact of the reference answer, copied")
-    answer_says: str = Field(
-        description="what the answer says about that fact, copied from the answer; empty if it does not say"
-    )
-    complete: Literal["yes", "no"] = Field(
-        description="'yes' if answer_says states the same fact with the same figures and names; otherwise 'no'"
-    )
-
-
-FAITHFULNESS_PROMPT = """Check an answer against the context it was written from. Find the main fact the answer states,
-then what the context says about it. Use only the context, nothing you know from elsewhere: a fact is supported only
-if the context states it, and a different number, name or date is a different fact. Wording and language may differ.
-
-{data_rule}
-
-Question: {question}
-
-Context:
-{context}
-
-Answer: {answer}"""
-
-COMPLETENESS_PROMPT = """Compare an answer with the reference answer to the same question. Find the reference's most
-important fact (a figure, name, date, version), then what the answer says about it. A different number is a
-different fact. Wording and language may differ (an English reference can be matched by a Chinese answer).
-
-Question: {question}
-Reference answer: {reference}
-Answer: {answer}"""
-
-Status = Literal["judged", "judge_failed", "abstained", "not_applicable", "pipeline_error"]
-
-
-@dataclass(frozen=True)
-class Judgement:
-    """A 0/1 score with the judge's reason, or no score and why not (`status`, `cause`)."""
-
-    score: int | None
-    status: Status
-    reason: str = ""
-    cause: str | None = None
-
-
-def run_judge(model: BaseChatModel, schema: type[BaseModel], verdict_field: str, prompt: str) -> Judgement:
-    """Ask the judge; 1 for "yes", 0 for "no"; a failure becomes `judge_failed` with its cause, never a guess."""
-    try:
-        verdict = invoke_structured(model, schema, prompt)
-    except Exception as error:  # an unparseable verdict or an unreachable model is a recorded failure
-        return Judgement(None, "judge_failed", cause=f"{type(error).__name__}: {str(error)[:300]}")
-    notes = [f"{name}: {value.strip()}" for name, value in verdict.model_dump().items()
-             if name != verdict_field and isinstance(value, str)]  # fmt: skip
-    return Judgement(int(getattr(verdict, verdict_field) == "yes"), "judged", reason=" · ".join(notes))
-
-
-def _context_text(context: Sequence[Document], max_chars: int = MAX_CONTEXT_CHARS) -> str:
-    """The context as delimited data blocks (`lessons.core.prompt_safety.as_data`), at most `max_chars` of text in all:
-    the budget is shared out before wrapping, so no block loses its closing tag."""
-    from lessons.core.prompt_safety import as_data
-
-    blocks, room = [], max_chars
-    for number, document in enumerate(context, 1):
-        if room <= 0:
-            break
-        text = document.page_content[:room]
-        room -= len(text)
-        blocks.append(as_data(text, number=number, source=document.metadata.get("source")))
-    return "\n\n".join(blocks)
-
-
-def judge_faithfulness(model: BaseChatModel, question: str, answer: str, context: Sequence[Document]) -> Judgement:
-    """1 when every fact of `answer` is stated in `context`, 0 otherwise (typed verdict with a reason)."""
-    from lessons.core.prompt_safety import DATA_RULE
-
-    prompt = FAITHFULNESS_PROMPT.format(
-        data_rule=DATA_RULE, question=question, context=_context_text(context), answer=answer
-    )
-    return run_judge(model, FaithfulnessVerdict, "consistent", prompt)
-
-
-def judge_completeness(model: BaseChatModel, question: str, answer: str, reference: str) -> Judgement:
-    """1 when `answer` states every key fact of `reference`, 0 otherwise (typed verdict with a reason)."""
-    prompt = COMPLETENESS_PROMPT.format(question=question, reference=reference, answer=answer)
-    return run_judge(model, CompletenessVerdict, "complete", prompt)
-
-
 def judge_answer(judge: BaseChatModel, item: TestItem, result: PipelineResult) -> tuple[Judgement, Judgement]:
-    """(factual consistency, completeness) of one answer. Abstentions make no claim: they are not
-    judged for consistency, and score 0 for completeness on an answerable question."""
+    """(factual consistency, completeness) of one answer, by the course's judges (`lessons.evaluation.judges`).
+    Abstentions make no claim: they are not judged for consistency, and score 0 for completeness on an
+    answerable question (`answer_completeness`)."""
     if result.abstained:
         faithful = Judgement(None, "abstained", "no answer, nothing to check")
-        complete = Judgement(0, "abstained", "abstained on an answerable question") if item.answerable else \
-            Judgement(None, "not_applicable", "out-of-KB question")  # fmt: skip
-        return faithful, complete
-    faithful = judge_faithfulness(judge, item.question, result.answer, result.context) if result.context else \
-        Judgement(0, "judged", "answered without any context")  # fmt: skip
+    elif result.context:
+        faithful = judge_faithfulness(judge, item.question, result.answer, result.context)
+    else:
+        faithful = Judgement(0, "judged", "answered without any context")
     if not item.answerable:
         return faithful, Judgement(None, "not_applicable", "out-of-KB question")
-    return faithful, judge_completeness(judge, item.question, result.answer, item.reference)
+    return faithful, answer_completeness(judge, item.question, item.reference, result.answer, result.abstained)
 
 
 # --- running an evaluation ---------------------------------------------------------------------------

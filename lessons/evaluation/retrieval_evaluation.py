@@ -28,9 +28,10 @@ from lessons.core.usage import UsageMeter
 from lessons.evaluation.metrics import relevance_labels, retrieval_scores
 from lessons.ingest.corpus import GoldQuestion
 from lessons.retrieval.context_expansion import MAX_BLOCK_CHARS, ChunkNeighbours, ContextExpansionRetriever
+from lessons.retrieval.document_processor import hybrid_over
 from lessons.retrieval.query_transform import hyde_retriever, multi_query_retriever, step_back_retriever
 from lessons.retrieval.rerank import llm_reranker
-from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, hybrid_retriever, small_to_big_retriever
+from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, small_to_big_retriever
 
 HIT_K = 5
 RANK_K = 10
@@ -83,7 +84,7 @@ def build_techniques(
     )
 
     def hybrid(size: int):
-        return hybrid_retriever(dense_retriever(store, size), bm25_retriever(chunks, size), k=size)
+        return hybrid_over(chunks, store, k=size, candidates=size)
 
     def reranked(size: int, compressor) -> ContextualCompressionRetriever:
         return ContextualCompressionRetriever(base_retriever=hybrid(size), base_compressor=compressor)

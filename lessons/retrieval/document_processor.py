@@ -65,7 +65,12 @@ class ProcessedDocuments:
 
 
 def hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K, candidates: int = CANDIDATES):
-    """Dense and BM25 retrievers over the same chunks, fused; the best `k` (introduced in notebook 05)."""
+    """Dense and BM25 retrievers over the same chunks, each returning `candidates`, fused; the best `k`.
+
+    The course's one hybrid factory (introduced in notebook 02; the grading loop, the evaluation's pipelines and
+    techniques, the document processor and the deep-research agent build their hybrid first stage with it).
+    `hybrid_retriever` is the fusion step itself, for retrievers built some other way (the service's live index).
+    """
     return hybrid_retriever(dense_retriever(store, candidates), bm25_retriever(chunks, candidates), k=k)
 
 
