@@ -544,7 +544,7 @@ print(t("hybrid store: {chunks} chunks + {qa} QA documents · {stats}", chunks=l
 
 # %%
 from lessons.core import get_embeddings
-from lessons.evaluation import embed_questions, hit_at_k, mrr_at_k, relevance_labels
+from lessons.evaluation import embed_questions, retrieval_scores
 
 K = 5
 MODES = ["chunks", "qa", "hybrid"]
@@ -555,9 +555,8 @@ rows = []
 for question, vector in zip(questions, embed_questions(questions, embedder), strict=True):
     for mode in MODES:
         ranked = search_source_chunks(store, vector, mode, chunks_by_id, k=K, fetch_k=4 * K)
-        labels = relevance_labels([c.page_content for c in ranked], question.evidence)
         rows.append({"id": question.id, "language": question.language, "type": question.type, "mode": mode,
-                     f"hit@{K}": hit_at_k(labels, K), f"MRR@{K}": mrr_at_k(labels, K)})
+                     **retrieval_scores(ranked, question, k=K, rank_k=K)})
 timings[t("retrieval for {n} questions × 3", n=len(questions))] = time.perf_counter() - start
 scores = pd.DataFrame(rows)
 summary = scores.groupby("mode", sort=False)[[f"hit@{K}", f"MRR@{K}"]].mean().loc[MODES]
