@@ -281,7 +281,7 @@ def test_comparison_findings_of_notebook_07_in_chinese(language):
 
 
 def test_usage_report_in_chinese(language):
-    from lessons.core.usage import UsageTotals, UsageMeter
+    from lessons.core.usage import UsageMeter, UsageTotals
 
     tracker = UsageMeter.__new__(UsageMeter)
     tracker.totals = UsageTotals(calls=3, cached_calls=2, input_tokens=1200, output_tokens=340, cost_usd=0.0012)

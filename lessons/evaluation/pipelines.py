@@ -329,7 +329,7 @@ def evaluate_item(
         started = time.perf_counter()
         try:
             result = pipeline(item.question)
-        except Exception as exc:  # one failing question must not lose the run; it is recorded
+        except Exception as exc:  # noqa: BLE001 - one failing question must not lose the run; it is recorded
             result, error = PipelineResult("", False, [], []), f"{type(exc).__name__}: {str(exc)[:300]}"
         seconds = time.perf_counter() - started
     row.update({"answer": result.answer, "abstained": result.abstained if error is None else None,
@@ -394,7 +394,7 @@ def compare(rows: pd.DataFrame, k: int = K, rank_k: int = RANK_K, timing: bool =
     table = []
     for name, group in rows.groupby("pipeline", sort=False):
         in_kb, out_kb = group[group["answerable"]], group[~group["answerable"]]
-        answered = in_kb[in_kb["abstained"] == False]
+        answered = in_kb[in_kb["abstained"].eq(False)]  # not True, not None (a pipeline error)
         row: dict[str, Any] = {"pipeline": name, "questions": len(group)}
         for metric in (f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"):
             row[metric] = _mean(in_kb[metric])
@@ -482,9 +482,9 @@ def report_markdown(rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[Tes
     lines += ["", "## Test set", "", "| " + " | ".join(describe(items)) + " |", "|" + "---|" * len(describe(items)),
               "| " + " | ".join(_fmt(v) for v in describe(items).values()) + " |", ""]  # fmt: skip
     lines += ["## Pipelines compared", "", markdown_table(table), "",
-              "Retrieval metrics and completeness: answerable questions. Factual consistency: answers that were "
-              "judged (abstentions make no claim). Abstained: out-of-KB questions. Cost columns count the pipeline's "
-              "own calls (not the judge's); DeepSeek $ is the list price of those tokens.", ""]  # fmt: skip
+              ("Retrieval metrics and completeness: answerable questions. Factual consistency: answers that were "
+               "judged (abstentions make no claim). Abstained: out-of-KB questions. Cost columns count the pipeline's "
+               "own calls (not the judge's); DeepSeek $ is the list price of those tokens."), ""]  # fmt: skip
     failures = judge_failures(rows)
     lines += ["## Judge failures", ""]
     lines += [f"- {r.pipeline} · {r.question_id} · {r.judge}: {r.cause}" for r in failures.itertuples()] or ["None."]
