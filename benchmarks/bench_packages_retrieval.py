@@ -1,13 +1,15 @@
 """First-stage retrieval on both knowledge bases: the course's Tidewell corpus and the real package READMEs.
 
-No chat model. Dense, BM25 and hybrid (the course's own retrievers from `lessons.retrieval`, built by
-`lessons.evaluation.retrieval_evaluation.build_techniques`) run on every answerable gold question of each corpus
-with the baseline chunks; the script writes hit@5, recall@5 and MRR@10 overall, per language and per
-question type, the questions the hybrid misses on the packages corpus with the chunk that holds their
-evidence (its size, how much of it is code, table or changelog) and where dense and BM25 rank it, and
-the same retrievers on chunks that carry their document and section path (`lessons.retrieval.chunk_context`), and
-how well the top dense similarity separates answerable from unanswerable questions on each corpus
-(with the best cut-off of one corpus applied to the other).
+No chat model. Dense, BM25 and hybrid (the course's own retrievers from `lessons.retrieval`, built as
+`lessons.evaluation.retrieval_evaluation.build_techniques` builds them, without its other techniques: building
+those indexes notebook 02's child collection) run on every answerable gold question of each corpus four ways:
+with neither fix of issue 24, with each alone, and with both (the course's path since issue 24). Context headers:
+a chunk is embedded and BM25-indexed with its document and section path; versions: BM25 keeps "2.14.0" as one
+token (`lessons.retrieval.chunk_context`). The script writes hit@5, recall@5 and MRR@10 overall, per language
+and per question type, the questions the course's hybrid misses on the packages corpus with the chunk that holds
+their evidence (its size, how much of it is code, table or changelog) and where dense and BM25 rank it, and how
+well the top dense similarity separates answerable from unanswerable questions on each corpus (with the best
+cut-off of one corpus applied to the other).
 
     python benchmarks/bench_packages_retrieval.py     → benchmarks/results/packages_retrieval.json
 """
@@ -20,7 +22,6 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import save
-from lessons.chunking.base import number_chunks
 from lessons.core.embeddings import get_embeddings
 from lessons.evaluation.metrics import relevance_labels
 from lessons.evaluation.retrieval_evaluation import (
@@ -28,16 +29,15 @@ from lessons.evaluation.retrieval_evaluation import (
     METRICS,
     RANK_K,
     Technique,
-    build_techniques,
     evaluate_techniques,
     relevant_chunk_counts,
 )
 from lessons.ingest.corpus import GoldQuestion, load_gold
 from lessons.retrieval import bm25_retriever, dense_retriever, hybrid_retriever
-from lessons.retrieval.chunk_context import tokenize_versions, with_context_header
+from lessons.retrieval.chunk_context import without_context_header
 from lessons.retrieval.index import INDEX_NAMES, build_index, load_knowledge_base
+from lessons.retrieval.retrievers import tokenize_bilingual, tokenize_words_bigrams
 
-TECHNIQUES = ("dense (baseline)", "BM25", "hybrid (RRF)")
 REPORTED = [m for m in METRICS if not m.startswith("nDCG")]
 DEEP_K = 60  # how deep to look for the evidence chunk of a missed question
 _FENCE = re.compile(r"^ {0,8}(```|~~~)", re.MULTILINE)
@@ -78,9 +78,9 @@ def rank_of_evidence(retriever, question: GoldQuestion) -> int | None:
 
 
 def missed_questions(results, chunks, store, gold) -> list[dict]:
-    """The packages questions the hybrid misses at 5: the evidence chunk and where each retriever ranks it."""
+    """The packages questions the course's hybrid misses at 5: the evidence chunk and where each retriever ranks it."""
     by_id = {q.id: q for q in gold}
-    hybrid = results[(results["technique"] == "hybrid (RRF)") & (results[f"hit@{HIT_K}"] == 0)]
+    hybrid = results[(results["technique"] == "hybrid, headers + versions") & (results[f"hit@{HIT_K}"] == 0)]
     dense_deep, bm25_deep = dense_retriever(store, DEEP_K), bm25_retriever(chunks, DEEP_K)
     rows = []
     for question_id in hybrid["question_id"]:
@@ -151,16 +151,30 @@ def cutoff_report(scores: dict[str, pd.DataFrame]) -> dict:
     return report
 
 
-def contextual_techniques(chunks, corpus: str) -> list[Technique]:
-    """The fix of `lessons.retrieval.chunk_context`: chunks with their document and section path, versions as tokens."""
-    contextual = number_chunks(with_context_header(chunks))
-    store = build_index(contextual, name=f"{INDEX_NAMES[corpus]}-context")
-    dense, bm25 = dense_retriever(store, RANK_K), bm25_retriever(contextual, RANK_K, tokenizer=tokenize_versions)
+def first_stage(name: str, chunks, store, tokenizer) -> list[Technique]:
+    """Dense, BM25 and hybrid (RRF) over `chunks` and `store`, as `build_techniques` builds them, named after `name`."""
+    dense, bm25 = dense_retriever(store, RANK_K), bm25_retriever(chunks, RANK_K, tokenizer=tokenizer)
     return [
-        Technique("dense, context headers", dense),
-        Technique("BM25, context headers + versions", bm25),
-        Technique("hybrid, context headers + versions", hybrid_retriever(dense, bm25, k=RANK_K)),
+        Technique(f"dense{name}", dense),
+        Technique(f"BM25{name}", bm25),
+        Technique(f"hybrid{name}", hybrid_retriever(dense, bm25, k=RANK_K)),
     ]
+
+
+def variant_techniques(chunks, store, corpus: str) -> list[Technique]:
+    """The course's path and each of its two fixes (issue 24) left out, so each fix is measured alone and both.
+
+    "headers": every chunk is embedded and BM25-indexed with its document and section path (the course's chunks,
+    `lessons.core.search_text`); "versions": BM25 keeps "2.14.0" as one token (`tokenize_bilingual`). "no fix" is
+    the path before issue 24: chunks without their header, in a collection of their own, and `tokenize_words_bigrams`.
+    """
+    plain = without_context_header(chunks)
+    plain_store = build_index(plain, name=f"{INDEX_NAMES[corpus]}-plain")
+    none = first_stage(" (no fix)", plain, plain_store, tokenize_words_bigrams)
+    versions = first_stage(", versions", plain, plain_store, tokenize_bilingual)[1:]  # dense is the no-fix one
+    headers = first_stage(", headers", chunks, store, tokenize_words_bigrams)
+    both = first_stage(", headers + versions", chunks, store, tokenize_bilingual)[1:]
+    return none + versions + headers + both
 
 
 def main():
@@ -171,8 +185,7 @@ def main():
         chunks, store = load_knowledge_base(corpus)
         gold = load_gold(corpus=corpus)
         answerable = [q for q in gold if q.answerable]
-        techniques = [t for t in build_techniques(chunks, store) if t.name in TECHNIQUES]
-        techniques += contextual_techniques(chunks, corpus)
+        techniques = variant_techniques(chunks, store, corpus)
         results = evaluate_techniques(techniques, answerable, relevant_chunk_counts(chunks, answerable), progress=False)
         summary[corpus], by_language[corpus], by_type[corpus] = (
             table(results),
@@ -190,7 +203,7 @@ def main():
         if corpus == "packages":
             missed = missed_questions(results, chunks, store, gold)
         for name, row in summary[corpus].items():
-            print(f"{corpus:9} {name:18} " + "  ".join(f"{m} {row[m]:.3f}" for m in REPORTED))
+            print(f"{corpus:9} {name:28} " + "  ".join(f"{m} {row[m]:.3f}" for m in REPORTED))
     thresholds = cutoff_report(scores)
     print(thresholds)
     save("packages_retrieval", {

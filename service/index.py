@@ -22,6 +22,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from lessons.core.search_text import search_text
 from lessons.core.vectorstore import chroma_client, chroma_server_client, open_store
 from lessons.retrieval import bm25_retriever
 from lessons.retrieval.retrievers import DenseRetriever, with_score
@@ -61,8 +62,13 @@ class LiveIndex:
     # --- writing (the worker only) ---
 
     def upsert(self, document_id: str, job_id: int, chunks: Sequence[Document], batch_size: int = 128) -> int:
-        """Embed and upsert one generation's chunks under ids that are the same on every retry."""
-        ids, texts, metadatas = [], [], []
+        """Embed and upsert one generation's chunks under ids that are the same on every retry.
+
+        Each chunk is embedded as its `search_text` (its context header, then its text) and stored with its own text,
+        as `lessons.core.vectorstore.index_documents` does; a generation upserted before issue 24 has no header in
+        its metadata, so its vectors and its BM25 index both stay on its text alone until the document is uploaded again.
+        """
+        ids, texts, searched, metadatas = [], [], [], []
         for number, chunk in enumerate(chunks):
             meta = {k: v for k, v in chunk.metadata.items() if isinstance(v, (str, int, float, bool))}
             meta["content_hash"] = str(meta.get("chunk_id", ""))
@@ -70,12 +76,13 @@ class LiveIndex:
                         generation=generation(document_id, job_id))  # fmt: skip
             ids.append(meta["chunk_id"])
             texts.append(chunk.page_content)
+            searched.append(search_text(chunk))
             metadatas.append(meta)
         collection = self.store._collection
         for start in range(0, len(ids), batch_size):
             batch = slice(start, start + batch_size)
             with self._embed_lock:
-                vectors = self.embeddings.embed_documents(texts[batch])
+                vectors = self.embeddings.embed_documents(searched[batch])
             collection.upsert(ids=ids[batch], embeddings=vectors, documents=texts[batch], metadatas=metadatas[batch])
         return len(ids)
 

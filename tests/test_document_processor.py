@@ -107,7 +107,10 @@ def test_the_reranker_reads_the_whole_first_stage_and_hands_on_the_best_k(tmp_pa
 def test_without_a_reranker_the_hybrid_top_k_is_handed_on(tmp_path, monkeypatch, fresh_settings):
     processed = _processed(tmp_path, monkeypatch, None)
     top = processed.retrieve("value 1003")
-    assert len(top) == 2 and "1003" in top[0].page_content  # BM25's only exact match leads the fused list
+    # BM25's only exact match is in the fused top 2. It may tie for first: "value" is in every chunk, and so is the
+    # header "guide > Guide", whose words pull BM25Okapi's average idf (the floor of common words) below zero, so
+    # the longest chunk, Part 0 (also first in the fake dense ranking), is BM25's second.
+    assert len(top) == 2 and any("1003" in d.page_content for d in top)
 
 
 def test_an_unknown_reranker_name_is_a_clear_error(tmp_path, fresh_settings):

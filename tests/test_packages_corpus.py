@@ -215,34 +215,3 @@ def test_both_corpora_are_named_and_the_course_api_is_unchanged():
         load_gold(corpus="tidewell")
     with pytest.raises(FileNotFoundError, match="packages_gold.jsonl"):
         load_gold(PACKAGES_DIR, corpus="packages")
-
-
-def test_context_headers_name_the_document_and_the_section_and_keep_the_text():
-    from langchain_core.documents import Document
-
-    from lessons.chunking.base import number_chunks
-    from lessons.retrieval.chunk_context import with_context_header
-
-    chunk = Document(
-        page_content="#### Packaging\n\n* Bump jiter to v0.19.0",
-        metadata={
-            "source": "pydantic.md",
-            "section_path": "Pydantic > v2.14.4 (2026-11-19) > Packaging",
-            "chunk_id": "old",
-        },
-    )
-    bare = Document(page_content="plain", metadata={})
-    contextual, untouched = number_chunks(with_context_header([chunk, bare]))
-    assert contextual.page_content.startswith("pydantic > Pydantic > v2.14.4 (2026-11-19) > Packaging\n\n")
-    assert contextual.page_content.endswith(chunk.page_content) and untouched.page_content == "plain"
-    assert contextual.metadata["chunk_id"] != "old" and chunk.metadata["chunk_id"] == "old"
-
-
-def test_version_numbers_become_one_token_whatever_their_prefix():
-    from lessons.retrieval.chunk_context import tokenize_versions
-    from lessons.retrieval.retrievers import tokenize_bilingual
-
-    tokens = tokenize_versions("## v2.14.0 (2026-10-08): llava-v1.5-7b, Python 3.10+, see 1.10.X-fixes.")
-    assert {"2.14.0", "1.5", "3.10"} <= set(tokens) and "1.10" not in tokens
-    assert tokens[: len(tokenize_bilingual("## v2.14.0"))] == tokenize_bilingual("## v2.14.0")
-    assert "2.14.0" in tokenize_versions("Pydantic 2.14.0 放弃了什么？")

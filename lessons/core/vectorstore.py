@@ -5,6 +5,13 @@ project's cache folder, with telemetry off, cosine distance and our offline embe
 default embedding function would try to download a model. The collection name carries the
 embedder's name, so switching embedders never mixes vectors of two models.
 `index_documents(store, docs)` embeds only the chunks the collection does not hold yet.
+
+A chunk may name its document and section path in `metadata["context_header"]` (`lessons.chunking.base.number_chunks`
+sets it, issue 24): the vector is then the embedding of `search_text(chunk)` — the header, a blank line, the chunk —
+while the collection stores the chunk's own text, so what a retriever returns (and a prompt quotes) is the chunk
+as it was, and the header costs no prompt token. The id of a stored chunk hashes its text and its metadata, header
+included, so a collection built before the header existed holds none of the new ids: `index_documents(...,
+prune=True)` embeds every chunk again and deletes the old vectors.
 """
 
 from __future__ import annotations
@@ -21,11 +28,15 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from lessons.core.embeddings import get_embeddings
+from lessons.core.search_text import CONTEXT_HEADER, search_text
 from lessons.core.settings import get_settings
 
 
 def content_id(document: Document) -> str:
-    """A stable id from the chunk's text and metadata: same chunk, same id, on every machine."""
+    """A stable id from the chunk's text and metadata: same chunk, same id, on every machine.
+
+    The metadata holds the context header, so the id also names the text that was embedded (`search_text`).
+    """
     payload = json.dumps({"text": document.page_content, "meta": document.metadata}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
@@ -105,13 +116,26 @@ class IndexStats:
 def index_documents(
     store: Chroma, documents: list[Document], *, prune: bool = False, batch_size: int = 256
 ) -> IndexStats:
-    """Add the chunks the store does not hold yet; with `prune`, delete those not in `documents`."""
+    """Add the chunks the store does not hold yet; with `prune`, delete those not in `documents`.
+
+    A chunk with a context header is embedded as `search_text(chunk)` and stored with its own text.
+    """
     by_id = {content_id(doc): doc for doc in documents}
     existing = set(store.get(ids=list(by_id), include=[])["ids"]) if by_id else set()
     new_ids = [i for i in by_id if i not in existing]
     for start in range(0, len(new_ids), batch_size):
         batch = new_ids[start : start + batch_size]
-        store.add_documents([by_id[i] for i in batch], ids=batch)
+        plain = [i for i in batch if not by_id[i].metadata.get(CONTEXT_HEADER)]
+        headed = [i for i in batch if by_id[i].metadata.get(CONTEXT_HEADER)]
+        if plain:
+            store.add_documents([by_id[i] for i in plain], ids=plain)
+        if headed:
+            store._collection.upsert(
+                ids=headed,
+                embeddings=store.embeddings.embed_documents([search_text(by_id[i]) for i in headed]),
+                documents=[by_id[i].page_content for i in headed],
+                metadatas=[by_id[i].metadata for i in headed],
+            )
     removed = 0
     if prune:
         stale = [i for i in store.get(include=[])["ids"] if i not in by_id]

@@ -8,7 +8,8 @@ never modified.
 
 - `dense_retriever`: the baseline, nearest neighbours in the persistent Chroma index.
 - `bm25_retriever`: LangChain's `BM25Retriever` with a tokenizer that also works for Chinese
-  (whitespace splitting finds almost nothing there: a Chinese sentence has no spaces).
+  (whitespace splitting finds almost nothing there: a Chinese sentence has no spaces) and keeps version
+  numbers whole; it indexes each chunk's `search_text` (its context header, then its text) and returns the chunk.
 - `hybrid_retriever`: dense + BM25 fused by weighted reciprocal rank fusion (`EnsembleRetriever`).
 - `small_to_big_retriever`: match small child pieces, return the chunk they came from
   (`ParentDocumentRetriever`).
@@ -31,6 +32,7 @@ from langchain_core.stores import InMemoryStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from lessons.chunking.base import BILINGUAL_SEPARATORS
+from lessons.core.search_text import search_text
 from lessons.core.vectorstore import index_documents, open_store
 from lessons.text.cjk import CJK_IDEOGRAPHS
 
@@ -41,6 +43,7 @@ RRF_C = 60  # the constant of reciprocal rank fusion, as in EnsembleRetriever an
 _CJK = CJK_IDEOGRAPHS
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+")
 _IS_CJK = re.compile(rf"[{_CJK}]")
+_VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+)(?![\w.]*\w)", re.IGNORECASE)
 
 
 def with_score(document: Document, score: float) -> Document:
@@ -51,7 +54,17 @@ def with_score(document: Document, score: float) -> Document:
 
 
 def tokenize_bilingual(text: str) -> list[str]:
-    """Lower-cased words for alphabetic text, overlapping character pairs (bigrams) for Chinese."""
+    """Lower-cased words for alphabetic text, overlapping character pairs (bigrams) for Chinese, and versions whole.
+
+    Every dotted version number is one more token, without a leading "v" ("v2.14.0" and "2.14.0" → "2.14.0"):
+    split at its dots, a question about release 2.14.0 shares only "14" and "0" with its section, like every
+    other 2.x.0 release (issue 24, measured in `benchmarks/bench_packages_retrieval.py`).
+    """
+    return tokenize_words_bigrams(text) + [match.group(1) for match in _VERSION.finditer(text)]
+
+
+def tokenize_words_bigrams(text: str) -> list[str]:
+    """`tokenize_bilingual` without whole versions ("2.14.0" → "2", "14", "0"): the course's tokenizer before issue 24."""
     tokens: list[str] = []
     for run in _TOKEN.findall(text.lower()):
         if _IS_CJK.match(run):
@@ -111,8 +124,17 @@ class ScoredBM25Retriever(BM25Retriever):
 def bm25_retriever(
     chunks: Sequence[Document], k: int = 10, tokenizer: Callable[[str], list[str]] = tokenize_bilingual
 ) -> ScoredBM25Retriever:
-    """Keyword search (Okapi BM25) over `chunks`, tokenized with `tokenizer`."""
-    return ScoredBM25Retriever.from_documents(list(chunks), preprocess_func=tokenizer, k=k)
+    """Keyword search (Okapi BM25) over `chunks`, tokenized with `tokenizer`.
+
+    Each chunk is indexed by its `search_text` (its context header, if it has one, then its text); the retriever
+    returns the chunks themselves, so a prompt quotes a chunk as it was.
+    """
+    chunks = list(chunks)
+    retriever = ScoredBM25Retriever.from_texts(
+        [search_text(chunk) for chunk in chunks], [chunk.metadata for chunk in chunks], preprocess_func=tokenizer, k=k
+    )
+    retriever.docs = chunks
+    return retriever
 
 
 def reciprocal_rank_fusion(
