@@ -143,12 +143,22 @@ print(t("LLM sample: {n} questions — ", n=len(sample)) + ", ".join(f"{q.id} ({
 # The question is embedded and the 10 nearest chunks come back, each with its cosine similarity as
 # `score`. Our running example is a *paraphrase* question: it asks about hybrid search without using
 # any of the white paper's words for it. ✅ marks a chunk that contains the gold evidence.
+#
+# The index embeds each chunk together with a header that names its document and its section path
+# (`metadata["context_header"]`, set by `chunk_knowledge_base`), and BM25 below reads the same header: a
+# changelog's many "What's Changed" sections, or two packages' "License" sections, are told apart by it. The
+# chunk's own text, which a prompt quotes later, stays as it was, so the header costs no prompt token.
 
-# %% [markdown] lang="zh" translates="50660ff0cc81"
+# %% [markdown] lang="zh" translates="7c35a4f7d6a9"
 # ## 1. 基线：稠密检索
 #
 # 把问题嵌入，取回最近的 10 个块，每个块带着它的余弦相似度作为 `score`。我们贯穿始终的例子是一个*改述*问题：
 # 它问的是混合检索，却没有用白皮书里描述它的任何词。✅ 标出包含金标准证据的块。
+#
+# 索引把每个块连同一个标题行一起嵌入，标题行写明它所在的文档和章节路径
+# （`metadata["context_header"]`，由 `chunk_knowledge_base` 设置），下面的 BM25 也读同一个标题行：
+# 更新日志里众多的 "What's Changed" 小节、两个软件包各自的 "License" 小节，都靠它区分开。
+# 块本身的文本——之后提示词引用的就是它——保持原样，所以标题行不占提示词的 token。
 
 # %%
 from lessons.retrieval import dense_retriever
@@ -194,7 +204,8 @@ t_labels(breakdown(tokenizer_results, "hit@5", by="language"), ["technique"])
 # contain (Atlas, BM25, 4.2); bigrams do at least as well as jieba here, and they
 # cannot miss a product name jieba's dictionary does not know (jieba cuts 年假, "annual leave", into
 # 年 / 假 — bigrams keep 年假 whole). The course uses bigrams for Chinese and lower-cased words for
-# everything else: `tokenize_bilingual`.
+# everything else, and keeps a dotted version number (`2.14.0`) as one more word, so that a question about
+# one release does not match every other release that shares its digits: `tokenize_bilingual`.
 #
 # ## 3. Hybrid search: reciprocal rank fusion
 #
@@ -211,10 +222,11 @@ t_labels(breakdown(tokenizer_results, "hit@5", by="language"), ["technique"])
 # **documents**, best first — not `(document, score)` pairs. On ties keep the order in which
 # documents first appear. The check compares your answer with `EnsembleRetriever` on random lists.
 
-# %% [markdown] lang="zh" translates="9d8103c02bd6"
+# %% [markdown] lang="zh" translates="2bc19b6d61ba"
 # 按空格切词只能通过问题里碰巧含有的拉丁字母词（Atlas、BM25、4.2）找到中文块；二元组在这里至少和 jieba 一样好，
 # 而且不会漏掉 jieba 词典里没有的产品名（jieba 把"年假"（annual leave）切成 年 / 假——二元组则保留完整的 年假）。
-# 本课程对中文用二元组，对其他语言用小写后的单词：`tokenize_bilingual`。
+# 本课程对中文用二元组，对其他语言用小写后的单词，并把带点的版本号（`2.14.0`）额外保留为一个整词，
+# 这样问某一个版本的问题就不会匹配上所有数字相同的其他版本：`tokenize_bilingual`。
 #
 # ## 3. 混合检索：倒数排名融合
 #
