@@ -30,6 +30,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.stores import InMemoryStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter
+from pydantic import ConfigDict
 
 from lessons.chunking.base import BILINGUAL_SEPARATORS
 from lessons.core.search_text import search_text
@@ -100,7 +101,7 @@ class DenseRetriever(BaseRetriever):
     store: Chroma
     k: int = 10
 
-    model_config = {"arbitrary_types_allowed": True}
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         hits = self.store.similarity_search_with_relevance_scores(query, k=self.k)
