@@ -97,7 +97,8 @@ def test_calls_beyond_the_budget_are_answered_not_run():
         ]
     )
     run = run_tool_agent(build_tool_agent(model, TOOLS, max_steps=2), "q", 2)
-    assert QUERIES == ["a", "b"] and run.tool_calls == 2
+    # ToolNode runs one message's calls in parallel threads: which calls ran is the claim, not their order
+    assert sorted(QUERIES) == ["a", "b"] and run.tool_calls == 2
     results = [m for m in run.messages if isinstance(m, ToolMessage)]
     assert len(results) == 3 and results[2].content == BUDGET_USED, (
         "every call gets a result, so the conversation stays valid"
