@@ -288,3 +288,19 @@ def test_usage_report_in_chinese(language):
     english, chinese = both(language, tracker.report)
     assert english == "LLM calls: 3 (+2 from cache) · tokens: 1,200 in, 340 out · DeepSeek cost: $0.0012"
     assert chinese == "LLM 调用：3 次（另有 2 次来自缓存）· token：输入 1,200，输出 340 · DeepSeek 费用：$0.0012"
+
+
+def test_model_banner_and_test_set_summary_in_chinese(language):
+    """The first line every notebook prints, and the summary notebook 08's nightly run prints (issue 22)."""
+    from lessons.core.models import ModelInfo
+    from lessons.evaluation.testset import GenerationReport, Rejected
+
+    info = ModelInfo("local", "qwen2.5-coder-1.5b", "http://127.0.0.1:8080/v1")
+    english, chinese = both(language, info.banner)
+    assert english == "Chat model: qwen2.5-coder-1.5b (local llama.cpp server, http://127.0.0.1:8080/v1)"
+    assert chinese.startswith("对话模型：qwen2.5-coder-1.5b") and "http://127.0.0.1:8080/v1" in chinese
+
+    report = GenerationReport(rejected=[Rejected(chunk_ids=("a",), question="q", reason="duplicate: same as q1")])
+    english, chinese = both(language, lambda: str(report))
+    assert english.startswith("0 questions kept (0 from one chunk, 0 from two); 1 not kept")
+    assert "道问题" in chinese and "1 道未保留" in chinese and "{'duplicate': 1}" in chinese

@@ -888,6 +888,15 @@ ZH: dict[str, str] = {
     "No documents yet: upload at least one file first.": "还没有文档：请先上传至少一个文件。",
     "Relevance checker → research agent → verification agent…": "相关性检查器 → 研究智能体 → 验证智能体…",
     "Done in {seconds:.1f} s.": "用时 {seconds:.1f} 秒完成。",
+    "{kept} questions kept ({singles} from one chunk, {pairs} from two); {rejected} not kept": (
+        "保留 {kept} 道问题（{singles} 道出自单个分块，{pairs} 道出自两个分块）；{rejected} 道未保留"
+    ),
+    "test questions": "测试问题",
+    "pipeline × question": "流水线 × 问题",
+    "best scores": "最高分",
+    "DeepSeek API": "DeepSeek API",
+    "local llama.cpp server, {endpoint}": "本地 llama.cpp 服务器，{endpoint}",
+    "Chat model: {name} ({where})": "对话模型：{name}（{where}）",
 }
 TRANSLATIONS: dict[str, dict[str, str]] = {"zh": ZH}
 

@@ -22,6 +22,7 @@ import openai
 from langchain_core.caches import BaseCache
 from langchain_deepseek import ChatDeepSeek
 
+from lessons.core.i18n import t
 from lessons.core.llm_cache import SQLiteLLMCache
 from lessons.core.settings import get_settings
 from lessons.core.usage import USAGE
@@ -42,8 +43,12 @@ class ModelInfo:
     endpoint: str
 
     def banner(self) -> str:
-        where = "DeepSeek API" if self.provider == "deepseek" else f"local llama.cpp server, {self.endpoint}"
-        return f"Chat model: {self.name} ({where})"
+        where = (
+            t("DeepSeek API")
+            if self.provider == "deepseek"
+            else t("local llama.cpp server, {endpoint}", endpoint=self.endpoint)
+        )
+        return t("Chat model: {name} ({where})", name=self.name, where=where)
 
 
 class CourseChatModel(ChatDeepSeek):

@@ -376,7 +376,7 @@ def evaluate(
     pairs = [(name, item) for name in pipelines for item in items]
     rows = [
         evaluate_item(name, pipelines[name], item, judge, counts.get(item.id), k, rank_k)
-        for name, item in tqdm(pairs, desc="pipeline × question", disable=not progress)
+        for name, item in tqdm(pairs, desc=t("pipeline × question"), disable=not progress)
     ]
     return pd.DataFrame(rows)
 
@@ -602,7 +602,7 @@ def best_scores(
     from tqdm.auto import tqdm
 
     rows = []
-    for item in tqdm(items, desc=desc or "best scores", disable=not progress, leave=False):
+    for item in tqdm(items, desc=desc or t("best scores"), disable=not progress, leave=False):
         documents = list(retrieve(item.question))
         values = score(item.question, documents) if documents else []
         rows.append({"question_id": item.id, "language": item.language, "answerable": item.answerable,

@@ -28,6 +28,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field, ValidationError
 
+from lessons.core.i18n import t
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
 from lessons.ingest.corpus import GoldQuestion
@@ -276,8 +277,9 @@ class GenerationReport:
             key = r.reason.split(":")[0]
             reasons[key] = reasons.get(key, 0) + 1
         singles = sum(i.type == GENERATED_SINGLE for i in self.items)
-        return (f"{len(self.items)} questions kept ({singles} from one chunk, {len(self.items) - singles} from two); "
-                f"{len(self.rejected)} not kept" + (f": {reasons}" if reasons else ""))  # fmt: skip
+        return t("{kept} questions kept ({singles} from one chunk, {pairs} from two); {rejected} not kept",
+                 kept=len(self.items), singles=singles, pairs=len(self.items) - singles,
+                 rejected=len(self.rejected)) + (f": {reasons}" if reasons else "")  # fmt: skip
 
 
 def _source(chunk: Document) -> str:
@@ -395,7 +397,7 @@ def generate_test_set(
             embeddings = get_embeddings()
         groups += pair_chunks(chunks, n_multi, embeddings, seed=seed)
     report = GenerationReport()
-    for group in tqdm(groups, desc="test questions", disable=not progress):
+    for group in tqdm(groups, desc=t("test questions"), disable=not progress):
         ids = tuple(chunk_id_of(c) for c in group)
         try:
             pair = _ask(model, group)
