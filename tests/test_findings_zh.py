@@ -304,3 +304,16 @@ def test_model_banner_and_test_set_summary_in_chinese(language):
     english, chinese = both(language, lambda: str(report))
     assert english.startswith("0 questions kept (0 from one chunk, 0 from two); 1 not kept")
     assert "道问题" in chinese and "1 道未保留" in chinese and "{'duplicate': 1}" in chinese
+
+
+def test_upload_summary_in_chinese(language):
+    """What the chat panel (notebook 05) shows after an upload: files, chunks and every skipped file with its reason."""
+    from lessons.ingest.files import Skipped
+    from lessons.retrieval.document_processor import ProcessedDocuments
+
+    processed = ProcessedDocuments(
+        chunks=[], files=["a.md", "slides.key"], skipped=[Skipped("slides.key", "UnsupportedType")]
+    )
+    english, chinese = both(language, processed.summary)
+    assert english == "2 file(s) → 0 chunks.\nSkipped slides.key: UnsupportedType"
+    assert chinese == "2 个文件 → 0 个分块。\n已跳过 slides.key：UnsupportedType"

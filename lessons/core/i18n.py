@@ -897,6 +897,9 @@ ZH: dict[str, str] = {
     "DeepSeek API": "DeepSeek API",
     "local llama.cpp server, {endpoint}": "本地 llama.cpp 服务器，{endpoint}",
     "Chat model: {name} ({where})": "对话模型：{name}（{where}）",
+    "{files} file(s) → {chunks} chunks.": "{files} 个文件 → {chunks} 个分块。",
+    "Skipped {name}: {reason}": "已跳过 {name}：{reason}",
+    "Skipped": "已跳过",
 }
 TRANSLATIONS: dict[str, dict[str, str]] = {"zh": ZH}
 

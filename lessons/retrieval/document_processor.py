@@ -23,6 +23,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 
 from lessons.chunking.base import number_chunks
 from lessons.chunking.strategies import default_chunker
+from lessons.core.i18n import t
 from lessons.ingest.files import IngestError, IngestLimits, Skipped, ingest, split_sections, to_documents
 from lessons.retrieval.index import build_index
 from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, hybrid_retriever
@@ -59,8 +60,8 @@ class ProcessedDocuments:
         return list(self.reranker.compress_documents(candidates, question))[: self.k]
 
     def summary(self) -> str:
-        lines = [f"{len(self.files)} file(s) → {len(self.chunks)} chunks."]
-        lines += [f"Skipped {Path(item.path).name}: {item.reason}" for item in self.skipped]
+        lines = [t("{files} file(s) → {chunks} chunks.", files=len(self.files), chunks=len(self.chunks))]
+        lines += [t("Skipped {name}: {reason}", name=Path(item.path).name, reason=item.reason) for item in self.skipped]
         return "\n".join(lines)
 
 

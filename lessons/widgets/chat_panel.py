@@ -225,7 +225,7 @@ class ChatPanel:
         self.retriever = processed.retrieve
         message = _info_html("\n".join([processed.summary(), *renamed]))
         if processed.skipped:
-            message = message.replace("Skipped", "⚠️ Skipped")
+            message = message.replace(t("Skipped"), "⚠️ " + t("Skipped"))
         self.status.value = message
 
     def on_ask(self, _: Any = None) -> None:
