@@ -10,7 +10,7 @@ within the run come from the run's own cache, as on a learner's machine; a noteb
 building what no earlier notebook built). It starts its own local model server and stops it at the end.
 The budget the course holds itself to: ≤ 10 min per notebook, ≤ 45 min in all, on 2 cores. Run it on
 an idle machine: another busy process on two cores changes everything.
-Writes benchmarks/results/notebooks.json.
+Writes benchmarks/results/notebooks.json; BENCH_NOTEBOOKS_OUT=<folder> keeps the executed notebooks there.
 """
 
 import os
@@ -44,7 +44,7 @@ def main(names: list[str], name: str = "notebooks") -> dict:
         for path in notebooks:
             load_before = load_average()
             started = time.time()
-            run = execute_notebook(path, out_dir=Path(tmp) / "executed")
+            run = execute_notebook(path, out_dir=Path(os.environ.get("BENCH_NOTEBOOKS_OUT") or Path(tmp) / "executed"))
             rows.append(
                 {
                     "notebook": path.stem,
