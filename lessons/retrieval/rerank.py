@@ -34,11 +34,13 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
 from lessons.core.prompt_safety import DATA_RULE, as_data
+from lessons.core.search_text import CONTEXT_HEADER
 from lessons.core.structured import invoke_structured
 from lessons.retrieval.retrievers import reciprocal_rank_fusion, with_score
 from lessons.text.language import detect_language
 
 YES, NO = "yes", "no"
+CROSS_ENCODER_READS_HEADER = True  # measured in notebook 02; see `cross_encoder_reranker`
 # How each answer may be spelled as the first generated token (compared after strip + lower-case).
 ANSWER_TOKENS = {YES: {"yes", "是"}, NO: {"no", "否", "不"}}
 
@@ -168,10 +170,16 @@ class ScoredCrossEncoderReranker(CrossEncoderReranker):
     """
 
     first_stage_weight: float = 0.0
+    with_header: bool = False  # read each chunk's context header ("<document> > <section path>") before its text
 
     def texts_to_score(self, documents: Sequence[Document]) -> list[str]:
-        """What the model reads for each candidate: its text (a contextual reranker adds the neighbours)."""
-        return [document.page_content for document in documents]
+        """What the model reads for each candidate: its text, after its context header when `with_header`
+        (what the first stage searched, `search_text`); a contextual reranker adds the neighbours."""
+        return [self.with_header_if_asked(document, document.page_content) for document in documents]
+
+    def with_header_if_asked(self, document: Document, text: str) -> str:
+        header = document.metadata.get(CONTEXT_HEADER) if self.with_header else None
+        return f"{header}\n\n{text}" if header else text
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -194,14 +202,18 @@ def llm_reranker(
 
 
 def cross_encoder_reranker(
-    top_n: int = 10, model: BaseCrossEncoder | None = None, first_stage_weight: float = 0.0
+    top_n: int = 10,
+    model: BaseCrossEncoder | None = None,
+    first_stage_weight: float = 0.0,
+    with_header: bool = CROSS_ENCODER_READS_HEADER,
 ) -> ScoredCrossEncoderReranker:
     """Rerank with a real cross-encoder: by default the packaged ms-marco-MiniLM-L-12-v2 (notebook 02).
 
-    `model` is any LangChain `BaseCrossEncoder` (e.g. `get_cross_encoder()` for the configured one).
+    `model` is any LangChain `BaseCrossEncoder` (e.g. `get_cross_encoder()` for the configured one);
+    `with_header`: the model reads each chunk after its context header, as the first stage searched it.
     """
     return ScoredCrossEncoderReranker(
-        model=model or get_cross_encoder(), top_n=top_n, first_stage_weight=first_stage_weight
+        model=model or get_cross_encoder(), top_n=top_n, first_stage_weight=first_stage_weight, with_header=with_header
     )
 
 
@@ -321,7 +333,7 @@ class NeighbourContextReranker(ScoredCrossEncoderReranker):
     max_chars: int = 1500
 
     def texts_to_score(self, documents: Sequence[Document]) -> list[str]:
-        return [neighbour_context(d, self.neighbours, self.max_chars) for d in documents]
+        return [self.with_header_if_asked(d, neighbour_context(d, self.neighbours, self.max_chars)) for d in documents]
 
 
 class RelevantPassages(BaseModel):
