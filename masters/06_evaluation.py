@@ -627,9 +627,9 @@ sample = all_rows[all_rows["question_id"].isin(disputed)][["question_id", "pipel
 
 # %%
 from lessons.evaluation import best_scores, gate_grader, gate_retrieval, threshold_transfer
-from lessons.retrieval import dense_retriever, get_cross_encoder
+from lessons.retrieval import dense_retriever
 
-cross_encoder, grader = get_cross_encoder(), gate_grader(llm)  # the grading loop's gate (lessons.agents.grading.RelevanceGate)
+grader = gate_grader(llm)  # the grading loop's gate (lessons.agents.grading.RelevanceGate)
 GATE, CROSS_ENCODER, DENSE = t("gate P(yes)"), t("cross-encoder score"), t("dense similarity")
 score_sets = {GATE: {}, CROSS_ENCODER: {}, DENSE: {}}
 for corpus, v in kb.items():
@@ -638,7 +638,7 @@ for corpus, v in kb.items():
     gate_items = (v["sample"] + [i for i in v["pool"] if i not in v["sample"]])[:N_GATE]
     score_sets[GATE][corpus] = best_scores(grader.p_yes, first_round, gate_items, desc=t("{corpus} gate", corpus=corpus))
     score_sets[CROSS_ENCODER][corpus] = best_scores(
-        lambda q, docs: cross_encoder.score([(q, d.page_content) for d in docs]), first_round, every,
+        grader.cross_encoder_scores, first_round, every,  # read as the reranker reads them: header + text
         desc=t("{corpus} cross-encoder", corpus=corpus))
     top1 = dense_retriever(v["store"], 1)
     score_sets[DENSE][corpus] = best_scores(

@@ -38,8 +38,9 @@ from pydantic import BaseModel, Field
 from lessons.agents.answering import ANSWER_PROMPT, format_context, not_in_kb_answer
 from lessons.core.i18n import t
 from lessons.core.prompt_safety import DATA_RULE, as_data
+from lessons.core.search_text import search_text
 from lessons.core.structured import invoke_structured
-from lessons.retrieval.rerank import RELEVANCE_PROMPTS, LLMRelevanceScorer
+from lessons.retrieval.rerank import RELEVANCE_PROMPTS, LLMRelevanceScorer, get_cross_encoder
 from lessons.text.language import detect_language
 
 Retriever = Callable[[str], Sequence[Document]]
@@ -176,8 +177,6 @@ class RelevanceGate:
         max_chars: int = 1500,
         prompts: ChatPromptTemplate | Mapping[str, ChatPromptTemplate] = RELEVANCE_PROMPTS,
     ):
-        from lessons.retrieval.cross_encoder import OnnxCrossEncoder
-
         thresholds = _per_language(thresholds, "gate thresholds", "calibrate them with calibrate_gate(...)")
         self.thresholds = {
             language: t if isinstance(t, GateThresholds) else GateThresholds(0.0, float(t))
@@ -187,7 +186,7 @@ class RelevanceGate:
             for name, value in (("cross-encoder", gate.cross_encoder), ("P(yes)", gate.p_yes)):
                 if not 0.0 <= value <= 1.0:
                     raise ValueError(f"the {name} threshold ({language}) is a score between 0 and 1, got {value}")
-        self.cross_encoder = cross_encoder or OnnxCrossEncoder()
+        self.cross_encoder = cross_encoder or get_cross_encoder()  # the configured one: the packaged model by default
         prompts = _per_language(prompts, "prompt", "give one per language or one for both")
         self.scorers = {
             language: LLMRelevanceScorer(model, prompt=prompt, max_chars=max_chars, max_concurrency=1)
@@ -195,7 +194,8 @@ class RelevanceGate:
         }
 
     def cross_encoder_scores(self, question: str, documents: Sequence[Document]) -> list[float]:
-        return [float(s) for s in self.cross_encoder.score([(question, d.page_content) for d in documents])]
+        """The cross-encoder's score for each document, read as the reranker reads it (context header + text)."""
+        return [float(s) for s in self.cross_encoder.score([(question, search_text(d)) for d in documents])]
 
     def p_yes(self, question: str, documents: Sequence[Document]) -> list[float]:
         """The chat model's P(yes) for each document, asked in the question's language (one call each)."""
