@@ -46,15 +46,15 @@ def test_the_cross_encoder_ranks_the_answer_above_an_off_topic_passage():
 def test_batching_does_not_change_the_scores():
     pairs = [(QUESTION, ANSWER), (QUESTION, OFF_TOPIC), (QUESTION, ANSWER + " " + OFF_TOPIC)] * 3
     cross_encoder._SCORES.clear()
-    one_by_one = OnnxCrossEncoder(batch_size=1).score(pairs)
+    one_by_one = OnnxCrossEncoder(batch_size=1, persist=False).score(pairs)
     cross_encoder._SCORES.clear()
-    batched = OnnxCrossEncoder(batch_size=4).score(pairs)
+    batched = OnnxCrossEncoder(batch_size=4, persist=False).score(pairs)
     assert batched == pytest.approx(one_by_one, abs=1e-4)
 
 
 def test_a_pair_scored_before_is_not_run_through_the_model_again(monkeypatch):
     cross_encoder._SCORES.clear()
-    model = OnnxCrossEncoder(batch_size=2)
+    model = OnnxCrossEncoder(batch_size=2, persist=False)
     runs = []
     real_run = model.model.run
     monkeypatch.setattr(model.model, "run", lambda feeds: runs.append(len(feeds["input_ids"])) or real_run(feeds))
@@ -62,6 +62,21 @@ def test_a_pair_scored_before_is_not_run_through_the_model_again(monkeypatch):
     assert runs == [2]  # the repeated pair inside one call is scored once
     assert model.score([(QUESTION, OFF_TOPIC), (QUESTION, ANSWER)]) == [first[1], first[0]]
     assert runs == [2]
+
+
+def test_scores_persist_in_the_cache_folder_for_the_next_process(fresh_settings, monkeypatch):
+    cross_encoder._SCORES.clear()
+    first = OnnxCrossEncoder().score([(QUESTION, ANSWER), (QUESTION, OFF_TOPIC)])
+    store = cross_encoder.score_store()
+    assert store.path.parent == fresh_settings().cache_dir and len(store) == 2
+    cross_encoder._SCORES.clear()  # a new process: the memo is empty, the file is not
+    model = OnnxCrossEncoder()
+    monkeypatch.setattr(model.model, "run", lambda feeds: pytest.fail("a stored pair was run through the model"))
+    assert model.score([(QUESTION, OFF_TOPIC), (QUESTION, ANSWER)]) == [first[1], first[0]]
+    unseen = (QUESTION, ANSWER + " (a passage not scored before)")
+    with pytest.raises(pytest.fail.Exception):  # a new pair still reaches the model
+        model.score([unseen])
+    assert cross_encoder._pair_key("reranker_en", 512, *unseen) != cross_encoder._pair_key("colbert", 512, *unseen)
 
 
 def test_long_passages_are_cut_to_the_model_window_not_rejected():

