@@ -134,9 +134,28 @@ def facilitator_cell(row: dict) -> str:
     )
 
 
+SUMMARY = re.compile(r"see the agenda below: .*? — start it the evening before")
+
+
+def course_summary(latest: dict[str, dict]) -> str:
+    """The prewarm table's summary of the course notebooks 00–07: how many are within the budget, their sum."""
+    course = {name: row for name, row in latest.items() if name[:2] <= "07"}
+    seconds = [float(row["seconds"]) for row in course.values()]
+    over = [f"{name[:2]} ({float(row['seconds']):.0f} s)" for name, row in sorted(course.items())
+            if float(row["seconds"]) > BUDGET_SECONDS]  # fmt: skip
+    days = list(dict.fromkeys(_date(r["started"], "en") for r in sorted(course.values(), key=lambda r: r["started"])))
+    return (
+        f"see the agenda below: {len(seconds) - len(over)} of {len(seconds)} notebooks within 10 min from an empty "
+        f"cache folder{' (over: ' + ', '.join(over) + ')' if over else ''}, 00–07 ≈ {sum(seconds) / 60:.0f} min in all "
+        f"(measured {', '.join(days)}; before the cross-encoder the course took ≈ 4½ h) — start it the evening before"
+    )
+
+
 def update_facilitator(text: str, latest: dict[str, dict]) -> str:
     """The agenda rows of the facilitator guide with their cold-run cell (and how it was measured) rendered
-    from the measurements; rows without a measurement are kept."""
+    from the measurements, and the prewarm table's course summary; rows without a measurement are kept."""
+    if latest:
+        text = SUMMARY.sub(lambda _match: course_summary(latest), text, count=1)
     lines = text.splitlines(keepends=True)
     for number, line in enumerate(lines):
         match = re.match(r"^\| `(\d\d_[a-z_]+)` \| (.*?) \| (.*?) \| (.*?) \| (.*?) \|\s*$", line)

@@ -88,3 +88,23 @@ def test_the_facilitator_agenda_row_is_rendered_from_the_measurement():
     assert "12,345 prompt / 678 generated tokens, checks 2/2; over the 10-minute budget" in text
     assert "| seconds | `python benchmarks/bench_notebooks.py 09`, 1 Dec 2026, a fresh cache folder | 45 min |" in text
     assert "| `10_other` | kept | x | y | 30 min |" in text
+
+
+def test_the_prewarm_summary_adds_up_the_measured_notebooks_and_names_the_ones_over_budget():
+    from scripts.time_rows import update_facilitator
+
+    guide = "| steps | run | see the agenda below: typed by hand, 58 min — start it the evening before |\n"
+    latest = {
+        "00_setup": {**ROW, "notebook": "00_setup", "seconds": 60.0},
+        "02_retrieval_tricks": {
+            **ROW,
+            "notebook": "02_retrieval_tricks",
+            "seconds": 660.0,
+            "started": "2026-12-02 10:00",
+        },
+        "08_service": {**ROW, "notebook": "08_service", "seconds": 6000.0},  # not one of 00–07
+    }
+    text = update_facilitator(guide, latest)
+    assert "1 of 2 notebooks within 10 min from an empty cache folder (over: 02 (660 s)), 00–07 ≈ 12 min" in text
+    assert "(measured 1 Dec 2026, 2 Dec 2026; before the cross-encoder" in text
+    assert "typed by hand" not in text and text.endswith("start it the evening before |\n")
