@@ -74,7 +74,7 @@
 
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
-FULL = False          # True: every pipeline judged, a larger sample, the gate on more questions (45 min or more)
+FULL = False          # True: every pipeline judged, a larger sample, the gate on more questions (hours on a 2-core laptop: start it before you leave)
 CORPORA = ["course", "packages"]
 N_IN_KB = 1           # judged answerable gold questions per corpus (FULL: 8, half English and half Chinese)
 N_OUT_OF_KB = 1       # judged gold questions no document answers, per corpus
