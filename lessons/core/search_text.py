@@ -13,7 +13,11 @@ from langchain_core.documents import Document
 CONTEXT_HEADER = "context_header"  # metadata key: "<document> > <section path>", embedded and BM25-indexed
 
 
-def search_text(document: Document) -> str:
-    """The text that is embedded and BM25-indexed for `document`: its context header (if any), a blank line, its text."""
+def search_text(document: Document, text: str | None = None) -> str:
+    """The text that is embedded and BM25-indexed for `document`: its context header (if any), a blank line, its text.
+
+    `text` replaces the document's own text under the same header (a cross-encoder reading a chunk with its
+    neighbours, `lessons.retrieval.rerank.NeighbourContextReranker`)."""
+    text = document.page_content if text is None else text
     header = str(document.metadata.get(CONTEXT_HEADER) or "")
-    return f"{header}\n\n{document.page_content}" if header else document.page_content
+    return f"{header}\n\n{text}" if header else text

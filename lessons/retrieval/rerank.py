@@ -34,7 +34,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
 from lessons.core.prompt_safety import DATA_RULE, as_data
-from lessons.core.search_text import CONTEXT_HEADER
+from lessons.core.search_text import search_text
 from lessons.core.structured import invoke_structured
 from lessons.retrieval.retrievers import reciprocal_rank_fusion, with_score
 from lessons.text.language import detect_language
@@ -178,8 +178,7 @@ class ScoredCrossEncoderReranker(CrossEncoderReranker):
         return [self.with_header_if_asked(document, document.page_content) for document in documents]
 
     def with_header_if_asked(self, document: Document, text: str) -> str:
-        header = document.metadata.get(CONTEXT_HEADER) if self.with_header else None
-        return f"{header}\n\n{text}" if header else text
+        return search_text(document, text) if self.with_header else text
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
