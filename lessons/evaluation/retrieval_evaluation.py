@@ -94,7 +94,9 @@ def build_techniques(
     routed = default_reranker(top_n=k)
     routed_with_neighbours = LanguageRoutedReranker(
         routes={
-            language: NeighbourContextReranker(model=model, top_n=k, neighbours=neighbours, max_chars=max_block_chars)
+            language: NeighbourContextReranker(
+                model=model, top_n=k, neighbours=neighbours, max_chars=max_block_chars, with_header=True
+            )
             for language in routed.routes
         },
         top_n=k,
@@ -114,11 +116,8 @@ def build_techniques(
             hits=hits, max_block_chars=max_block_chars)),
     ]  # fmt: skip
     if colbert:
-        techniques.append(
-            Technique(
-                "hybrid → ColBERT", reranked(candidates, ScoredCrossEncoderReranker(model=ColbertScorer(), top_n=k))
-            )
-        )
+        colbert_reranker = ScoredCrossEncoderReranker(model=ColbertScorer(), top_n=k, with_header=True)
+        techniques.append(Technique("hybrid → ColBERT", reranked(candidates, colbert_reranker)))
     if llm is None:
         return techniques
     return techniques + [

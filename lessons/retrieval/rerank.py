@@ -40,7 +40,6 @@ from lessons.retrieval.retrievers import reciprocal_rank_fusion, with_score
 from lessons.text.language import detect_language
 
 YES, NO = "yes", "no"
-CROSS_ENCODER_READS_HEADER = True  # measured in notebook 02; see `cross_encoder_reranker`
 # How each answer may be spelled as the first generated token (compared after strip + lower-case).
 ANSWER_TOKENS = {YES: {"yes", "是"}, NO: {"no", "否", "不"}}
 
@@ -204,7 +203,7 @@ def cross_encoder_reranker(
     top_n: int = 10,
     model: BaseCrossEncoder | None = None,
     first_stage_weight: float = 0.0,
-    with_header: bool = CROSS_ENCODER_READS_HEADER,
+    with_header: bool = True,
 ) -> ScoredCrossEncoderReranker:
     """Rerank with a real cross-encoder: by default the packaged ms-marco-MiniLM-L-12-v2 (notebook 02).
 
