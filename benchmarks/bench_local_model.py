@@ -1,10 +1,16 @@
 """Local chat model speed: prompt and generation tokens/s through the server vs llama.cpp in-process.
 
 Run on an otherwise idle machine: another busy process on a 2-core machine changes everything.
+`--wait-policy` instead compares OpenMP's default wait policy with PASSIVE for the server, with 0, 1
+and 2 busy cores beside it (stop the course's own server first: `python -m lessons.core.local_server stop`).
 """
 
+import json
+import os
+import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -68,7 +74,63 @@ def in_process() -> dict:
         llm.close()  # frees the model's memory before the next measurement
 
 
+def wait_policies(busy_cores: int = 0, port: int = 8931) -> dict:
+    """A fresh server per OpenMP wait policy (the default, PASSIVE), `busy_cores` busy loops beside it:
+    prompt tokens/s over three different ~1,100-token prompts and generated tokens/s over 96 tokens."""
+
+    def post(prompt: str, max_tokens: int) -> tuple[dict, float]:
+        body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0}
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/chat/completions",
+            json.dumps(body).encode(),
+            {"Content-Type": "application/json"},
+        )
+        start = time.perf_counter()
+        with urllib.request.urlopen(request, timeout=600) as response:
+            return json.load(response)["usage"], time.perf_counter() - start
+
+    results = {}
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy_cores)]
+    try:
+        for policy in ("default", "PASSIVE"):
+            env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+            if policy != "default":
+                env["OMP_WAIT_POLICY"] = policy
+            command = [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_local_model().path),
+                       "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(get_settings().threads),
+                       "--n_ctx", str(get_settings().n_ctx)]  # fmt: skip
+            server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                for _ in range(120):
+                    try:
+                        post("warm up", 4)
+                        break
+                    except OSError:
+                        time.sleep(1)
+                rates = []
+                for i in range(3):  # a different first word each time: no prefix of an earlier prompt is reused
+                    usage, seconds = post(f"Variant {i}. " + LONG_PROMPT, 1)
+                    rates.append(round(usage["prompt_tokens"] / seconds, 1))
+                usage, seconds = post(GEN_PROMPT, 96)
+                results[policy] = {
+                    "prompt_tok_per_s": rates,
+                    "generation_tok_per_s_incl_prompt": round(usage["completion_tokens"] / seconds, 1),
+                }
+            finally:
+                server.terminate()
+                server.wait()
+    finally:
+        for process in busy:
+            process.kill()
+    return results
+
+
 def main():
+    if "--wait-policy" in sys.argv:  # the measurement behind lessons.core.local_server's wait policy
+        policies = {f"{n} busy cores": wait_policies(busy_cores=n) for n in (0, 1, 2)}
+        print(json.dumps(policies, indent=1))
+        save("local_model_wait_policy", {"threads": get_settings().threads, "policies": policies})
+        return
     server = via_server()
     print("server", server)
     local = in_process()

@@ -6,8 +6,13 @@ JSON state file; every later kernel or test process finds it there and reuses it
 (or `python -m lessons.core.local_server stop`) ends it. `AGENTIC_RAG_SERVER_URL` points the course at a
 server someone else runs (a workshop's shared machine) instead.
 
-The server is started with `OMP_WAIT_POLICY=PASSIVE`: without it, generation fell from ~34 to
-1–5 tokens/s whenever another process used a core.
+The server runs with OpenMP's own wait policy (it inherits your environment). Measured on a 2-core
+machine (`benchmarks/bench_local_model.py --wait-policy`, 1 Dec 2026, two runs): on an otherwise idle
+machine the default generated 30–60 % faster than `OMP_WAIT_POLICY=PASSIVE` and evaluated prompts as
+fast or up to 20 % faster; with one core busy the two were alike; with both cores busy PASSIVE generated
+3–4× faster (7.8 against 2.2 tokens/s). A notebook's chat-model calls run while its kernel waits, so the
+course keeps the default; export `OMP_WAIT_POLICY=PASSIVE` before the server starts on a machine that is
+busy with other work (`python -m lessons.core.local_server stop` first: a running server keeps its policy).
 """
 
 from __future__ import annotations
@@ -250,14 +255,13 @@ def _start(model_path: Path, alias: str, timeout: float) -> ServerInfo:
     _check_runtime_installed()
     port = _choose_port()
     log_path = _state_dir() / "server.log"
-    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE")
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             server_command(model_path, alias, port),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=env,
+            # the environment is inherited: OpenMP's default wait policy unless you set one (module docstring)
             start_new_session=True,  # outlives the kernel that started it; shared by later sessions
         )
     info = ServerInfo(f"http://{HOST}:{port}", alias, process.pid, str(model_path), str(log_path))
