@@ -11,9 +11,13 @@ building what no earlier notebook built). It starts its own local model server a
 The budget the course holds itself to: ≤ 10 min per notebook, ≤ 45 min in all, on 2 cores. Run it on
 an idle machine: another busy process on two cores changes everything.
 Writes benchmarks/results/notebooks.json; BENCH_NOTEBOOKS_OUT=<folder> keeps the executed notebooks there.
+Each row also carries the speed the local model server itself reported while that notebook ran
+(`server_speed`, read from the server's log): the same notebook on a laptop twice as fast at prompts
+takes about half its chat-model time, so a reader can scale the rows to their own machine.
 """
 
 import os
+import re
 import sys
 import tempfile
 import time
@@ -33,6 +37,51 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
+_PERF = re.compile(
+    r"prompt eval time =\s*[\d.]+ ms /\s*(?P<prompt>\d+) tokens.*?"
+    r"\n.*?eval time =\s*(?P<eval_ms>[\d.]+) ms /\s*(?P<runs>\d+) runs.*?"
+    r"\n.*?total time =\s*(?P<total_ms>[\d.]+) ms",
+)
+
+
+def server_speed(log_text: str) -> dict | None:
+    """Prompt and generated tokens/s over every call in a llama-cpp-python server log (None: no call).
+
+    llama-cpp-python evaluates the prompt outside the counter that llama.cpp labels "prompt eval time"
+    (it reads ≈ 0 ms), so a call's prompt time is its total time less its generation ("eval") time;
+    a prompt prefix the server reused from the previous call is not in the prompt count.
+    """
+    calls = [m.groupdict() for m in _PERF.finditer(log_text)]
+    if not calls:
+        return None
+    prompt_tokens = sum(int(c["prompt"]) for c in calls)
+    generated = sum(int(c["runs"]) for c in calls)
+    eval_s = sum(float(c["eval_ms"]) for c in calls) / 1000
+    prompt_s = sum(float(c["total_ms"]) for c in calls) / 1000 - eval_s
+    return {
+        "server_calls": len(calls),
+        "prompt_tokens_evaluated": prompt_tokens,
+        "prompt_tok_per_s": round(prompt_tokens / prompt_s, 1) if prompt_s > 0 else None,
+        "generation_tok_per_s": round(generated / eval_s, 1) if eval_s > 0 else None,
+    }
+
+
+def _server_log() -> Path:
+    return Path(os.environ["AGENTIC_RAG_CACHE_DIR"]) / "llm-server" / "server.log"
+
+
+def _log_size() -> int:
+    return _server_log().stat().st_size if _server_log().exists() else 0
+
+
+def _log_since(offset: int) -> str:
+    if not _server_log().exists():
+        return ""
+    with open(_server_log(), "rb") as log:
+        log.seek(offset if offset <= _server_log().stat().st_size else 0)  # a restarted server began a new log
+        return log.read().decode("utf-8", errors="replace")
+
+
 def main(names: list[str], name: str = "notebooks") -> dict:
     notebooks = sorted((PROJECT_ROOT / "solutions").glob("*.ipynb"))
     if names:
@@ -43,6 +92,7 @@ def main(names: list[str], name: str = "notebooks") -> dict:
         os.environ.pop("AGENTIC_RAG_LLM_CACHE_FILE", None)
         for path in notebooks:
             load_before = load_average()
+            log_offset = _log_size()
             started = time.time()
             run = execute_notebook(path, out_dir=Path(os.environ.get("BENCH_NOTEBOOKS_OUT") or Path(tmp) / "executed"))
             rows.append(
@@ -60,6 +110,7 @@ def main(names: list[str], name: str = "notebooks") -> dict:
                     "load_average_before": round(load_before, 2),
                     "load_average_after": round(load_average(), 2),
                     "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
+                    "server_speed": server_speed(_log_since(log_offset)),
                     "error": (run.error or "")[:500] or None,
                     "slowest cells": run.slowest_cells,
                 }

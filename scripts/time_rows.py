@@ -56,6 +56,7 @@ def measurements(results: Path = RESULTS) -> dict[str, dict]:
         data = json.loads(path.read_text(encoding="utf-8"))
         for position, row in enumerate(data.get("notebooks", [])):
             if row.get("passed"):
+                row = {**row, "run": path.stem}  # the file names the notebooks that ran in one cache folder
                 rows.append((str(row.get("started", "")), path.stat().st_mtime + position / 1000, row))
     latest: dict[str, dict] = {}
     for _, _, row in sorted(rows, key=lambda item: (item[0], item[1])):
@@ -151,6 +152,23 @@ def course_summary(latest: dict[str, dict]) -> str:
     )
 
 
+def bench_command(row: dict, notebook: str) -> str:
+    """The benchmark command that measured the row: its results file names the notebooks it ran."""
+    run = row.get("run", "")
+    arguments = run.removeprefix("notebooks").strip("-").replace("-", " ") if run.startswith("notebooks") else ""
+    if run == "notebooks":
+        return "`python benchmarks/bench_notebooks.py`"
+    return f"`python benchmarks/bench_notebooks.py {arguments or notebook[:2]}`"
+
+
+def shared_folder(row: dict) -> str:
+    """A notebook measured after others in the same fresh folder found their indexes and caches there."""
+    run = row.get("run", "")
+    if run == "notebooks" or len(run.removeprefix("notebooks").strip("-").split("-")) > 1:
+        return "one fresh cache folder for the notebooks in order"
+    return "a fresh cache folder"
+
+
 def update_facilitator(text: str, latest: dict[str, dict]) -> str:
     """The agenda rows of the facilitator guide with their cold-run cell (and how it was measured) rendered
     from the measurements, and the prewarm table's course summary; rows without a measurement are kept."""
@@ -162,7 +180,7 @@ def update_facilitator(text: str, latest: dict[str, dict]) -> str:
         if not match or match.group(1) not in latest:
             continue
         row = latest[match.group(1)]
-        how = f"`python benchmarks/bench_notebooks.py {match.group(1)[:2]}`, {_date(row['started'], 'en')}, a fresh cache folder"
+        how = f"{bench_command(row, match.group(1))}, {_date(row['started'], 'en')}, {shared_folder(row)}"
         lines[number] = (
             f"| `{match.group(1)}` | {facilitator_cell(row)} | {match.group(3)} | {how} | {match.group(5)} |\n"
         )

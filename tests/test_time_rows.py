@@ -108,3 +108,15 @@ def test_the_prewarm_summary_adds_up_the_measured_notebooks_and_names_the_ones_o
     assert "1 of 2 notebooks within 10 min from an empty cache folder (over: 02 (660 s)), 00–07 ≈ 12 min" in text
     assert "(measured 1 Dec 2026, 2 Dec 2026; before the cross-encoder" in text
     assert "typed by hand" not in text and text.endswith("start it the evening before |\n")
+
+
+def test_the_agenda_names_the_command_and_the_shared_folder_of_the_run_that_measured_a_row():
+    from scripts.time_rows import bench_command, shared_folder
+
+    alone, in_order, whole = ({"run": "notebooks-04"}, {"run": "notebooks-00-01-02-03-04"}, {"run": "notebooks"})
+    assert bench_command(alone, "04_grading_loop") == "`python benchmarks/bench_notebooks.py 04`"
+    assert bench_command(in_order, "04_grading_loop") == "`python benchmarks/bench_notebooks.py 00 01 02 03 04`"
+    assert bench_command(whole, "04_grading_loop") == "`python benchmarks/bench_notebooks.py`"
+    assert bench_command({}, "04_grading_loop") == "`python benchmarks/bench_notebooks.py 04`"  # a row from before
+    assert shared_folder(alone) == shared_folder({}) == "a fresh cache folder"
+    assert shared_folder(in_order) == shared_folder(whole) == "one fresh cache folder for the notebooks in order"

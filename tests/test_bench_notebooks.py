@@ -1,0 +1,36 @@
+"""The first-run benchmark reads the local model's speed from the server's own log (benchmarks/bench_notebooks.py)."""
+
+from benchmarks.bench_notebooks import server_speed
+
+# Two calls as llama-cpp-python 0.3.36's server logs them: the first evaluates 211 prompt tokens, the second reuses
+# a 212-token prefix and evaluates 20. "prompt eval time" reads ≈ 0 ms in this build: the prompt's time is the
+# total less the generation ("eval") time.
+LOG = """INFO:     127.0.0.1:50000 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+llama_perf_context_print:        load time =       0.23 ms
+llama_perf_context_print: prompt eval time =       0.11 ms /   211 tokens (    0.00 ms per token, 1850877.19 tokens per second)
+llama_perf_context_print:        eval time =     311.00 ms /     7 runs   (   44.43 ms per token,    22.51 tokens per second)
+llama_perf_context_print:       total time =    4075.34 ms /   218 tokens
+llama_perf_context_print:    graphs reused =          6
+Llama.generate: 212 prefix-match hit, remaining 20 prompt tokens to eval
+llama_perf_context_print:        load time =       0.23 ms
+llama_perf_context_print: prompt eval time =     434.04 ms /    20 tokens (   21.70 ms per token,    46.08 tokens per second)
+llama_perf_context_print:        eval time =     301.72 ms /     7 runs   (   43.10 ms per token,    23.20 tokens per second)
+llama_perf_context_print:       total time =     841.98 ms /    27 tokens
+"""
+
+
+def test_server_speed_sums_every_call_and_takes_prompt_time_as_total_less_generation():
+    speed = server_speed(LOG)
+    prompt_seconds = (4075.34 - 311.00 + 841.98 - 301.72) / 1000
+    assert speed == {
+        "server_calls": 2,
+        "prompt_tokens_evaluated": 231,
+        "prompt_tok_per_s": round(231 / prompt_seconds, 1),
+        "generation_tok_per_s": round(14 / ((311.00 + 301.72) / 1000), 1),
+    }
+    assert 50 < speed["prompt_tok_per_s"] < 60  # not the ≈ 1.8 million tokens/s of the "prompt eval" counter
+
+
+def test_server_speed_of_a_log_without_calls_is_none():
+    assert server_speed("INFO:     Uvicorn running on http://127.0.0.1:8931\n") is None
+    assert server_speed("") is None
