@@ -626,7 +626,7 @@ sample = all_rows[all_rows["question_id"].isin(disputed)][["question_id", "pipel
 # 一个能迁移的截断阈值在离开本地语料库时，仍能保持它回答的可回答问题的比例，以及它拒答的知识库外问题的比例。
 
 # %%
-from lessons.evaluation import best_scores, gate_grader, gate_retrieval, threshold_transfer
+from lessons.evaluation import best_scores, gate_grader, gate_retrieval, gate_sample, threshold_transfer
 from lessons.retrieval import dense_retriever
 
 grader = gate_grader(llm)  # the grading loop's gate (lessons.agents.grading.RelevanceGate)
@@ -635,7 +635,7 @@ score_sets = {GATE: {}, CROSS_ENCODER: {}, DENSE: {}}
 for corpus, v in kb.items():
     every = measured_items(v) + measured_items(v, answerable=False)
     first_round = gate_retrieval(v["resources"])
-    gate_items = (v["sample"] + [i for i in v["pool"] if i not in v["sample"]])[:N_GATE]
+    gate_items = gate_sample(v["sample"], v["pool"], N_GATE, SEED)  # the judged sample, then a balanced draw
     score_sets[GATE][corpus] = best_scores(grader.p_yes, first_round, gate_items, desc=t("{corpus} gate", corpus=corpus))
     score_sets[CROSS_ENCODER][corpus] = best_scores(
         grader.cross_encoder_scores, first_round, every,  # read as the reranker reads them: header + text

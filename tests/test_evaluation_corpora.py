@@ -233,3 +233,25 @@ def test_findings_say_so_when_no_pipeline_changes_rank():
     rows.loc[(rows["corpus"] == "a") & (rows["pipeline"] == "dense") & (rows["language"] == "zh"), "recall@5"] = 0.0
     text = findings_markdown(rows, retrieval_goals(rows), {}, {})
     assert "the same order on both corpora (hybrid+rerank > dense)" in text
+
+
+def test_the_gate_sample_keeps_the_judged_sample_and_draws_the_rest_balanced_with_out_of_kb_questions():
+    from lessons.evaluation import gate_sample
+
+    def item(n: int, language: str, answerable: bool) -> TestItem:
+        kind = "fact" if answerable else "out_of_kb"
+        evidence = {"reference": "x", "evidence_chunk_ids": ["c"]} if answerable else {}
+        return TestItem(id=f"{language}-{kind}-{n}", question=f"q{n}", language=language, type=kind, origin="gold",
+                        **evidence)  # fmt: skip
+
+    # the gold file's order: every English answerable question first, as in both corpora's gold sets
+    pool = [item(n, "en", True) for n in range(20)] + [item(n, "zh", True) for n in range(10)]
+    pool += [item(n, "en", False) for n in range(6)] + [item(n, "zh", False) for n in range(6)]
+    sample = [pool[3], pool[30]]
+    assert gate_sample(sample, pool, 2) == sample  # the default size: the judged sample, unchanged
+    chosen = gate_sample(sample, pool, 24, seed=6)
+    assert chosen[:2] == sample and len(chosen) == len({c.id for c in chosen}) == 24
+    assert sum(not c.answerable for c in chosen) == 1 + 22 // 3  # the pool's first 24 hold no out-of-KB question
+    assert {c.language for c in chosen if not c.answerable} == {"en", "zh"}
+    assert sum(c.language == "zh" for c in chosen) >= 10
+    assert gate_sample(sample, pool, 24, seed=6) == chosen  # seeded

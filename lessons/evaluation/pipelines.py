@@ -588,6 +588,21 @@ def retrieval_goals(
     return pd.DataFrame(out)
 
 
+def gate_sample(sample: Sequence[TestItem], pool: Sequence[TestItem], n: int, seed: int = 0) -> list[TestItem]:
+    """The `n` questions a calibrated decision is measured on (notebook 06): the judged `sample` first (its
+    chat-model calls are cached), then a seeded draw from the rest of `pool`, balanced between languages,
+    with a third of it out-of-KB — a threshold's abstention cannot be measured on answerable questions only,
+    and the pool's own order (the gold file's) starts with English answerable questions."""
+    from lessons.ingest.questions import balanced_sample
+
+    chosen = list(sample[:n])
+    more = n - len(chosen)
+    if more > 0:
+        rest = [item for item in pool if item not in chosen]
+        chosen += balanced_sample(rest, more - more // 3, seed, n_out_of_kb=more // 3)
+    return chosen
+
+
 def best_scores(
     score: Callable[[str, list[Document]], list[float]],
     retrieve: Callable[[str], list[Document]],
