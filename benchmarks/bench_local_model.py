@@ -74,16 +74,19 @@ def in_process() -> dict:
         llm.close()  # frees the model's memory before the next measurement
 
 
-def wait_policies(busy_cores: int = 0, port: int = 8931) -> dict:
+def wait_policies(busy_cores: int = 0) -> dict:
     """A fresh server per OpenMP wait policy (the default, PASSIVE), `busy_cores` busy loops beside it:
     prompt tokens/s over three different ~1,100-token prompts and generated tokens/s over 96 tokens."""
+    from lessons.core.local_server import HOST, free_port, served_models, server_command
+
+    model = resolve_local_model()
+    port = free_port()
+    url = f"http://{HOST}:{port}"
 
     def post(prompt: str, max_tokens: int) -> tuple[dict, float]:
         body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0}
         request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/v1/chat/completions",
-            json.dumps(body).encode(),
-            {"Content-Type": "application/json"},
+            f"{url}/v1/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
         )
         start = time.perf_counter()
         with urllib.request.urlopen(request, timeout=600) as response:
@@ -96,17 +99,14 @@ def wait_policies(busy_cores: int = 0, port: int = 8931) -> dict:
             env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
             if policy != "default":
                 env["OMP_WAIT_POLICY"] = policy
-            command = [sys.executable, "-m", "llama_cpp.server", "--model", str(resolve_local_model().path),
-                       "--host", "127.0.0.1", "--port", str(port), "--n_threads", str(get_settings().threads),
-                       "--n_ctx", str(get_settings().n_ctx)]  # fmt: skip
+            command = server_command(model.path, model.alias, port)  # the course's own server, as it starts it
             server = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 for _ in range(120):
-                    try:
-                        post("warm up", 4)
+                    if served_models(url) is not None:
                         break
-                    except OSError:
-                        time.sleep(1)
+                    time.sleep(1)
+                post("warm up", 4)
                 rates = []
                 for i in range(3):  # a different first word each time: no prefix of an earlier prompt is reused
                     usage, seconds = post(f"Variant {i}. " + LONG_PROMPT, 1)

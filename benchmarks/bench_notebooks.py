@@ -66,20 +66,22 @@ def server_speed(log_text: str) -> dict | None:
     }
 
 
-def _server_log() -> Path:
-    return Path(os.environ["AGENTIC_RAG_CACHE_DIR"]) / "llm-server" / "server.log"
-
-
 def _log_size() -> int:
-    return _server_log().stat().st_size if _server_log().exists() else 0
+    from lessons.core.local_server import server_log_path
+
+    path = server_log_path()
+    return path.stat().st_size if path.exists() else 0
 
 
 def _log_since(offset: int) -> str:
-    if not _server_log().exists():
+    """What the server logged after `offset` (all of it when a restarted server began a new, shorter log)."""
+    from lessons.core.local_server import server_log_path
+
+    path = server_log_path()
+    if not path.exists():
         return ""
-    with open(_server_log(), "rb") as log:
-        log.seek(offset if offset <= _server_log().stat().st_size else 0)  # a restarted server began a new log
-        return log.read().decode("utf-8", errors="replace")
+    text = path.read_bytes()
+    return text[offset if offset <= len(text) else 0 :].decode("utf-8", errors="replace")
 
 
 def main(names: list[str], name: str = "notebooks") -> dict:

@@ -152,19 +152,26 @@ def course_summary(latest: dict[str, dict]) -> str:
     )
 
 
-def bench_command(row: dict, notebook: str) -> str:
-    """The benchmark command that measured the row: its results file names the notebooks it ran."""
+def run_notebooks(row: dict) -> list[str] | None:
+    """The notebook numbers the row's run named (its results file: `notebooks-00-01-…`); [] for a run of
+    every notebook (`notebooks.json`), None for a row that does not say."""
     run = row.get("run", "")
-    arguments = run.removeprefix("notebooks").strip("-").replace("-", " ") if run.startswith("notebooks") else ""
     if run == "notebooks":
-        return "`python benchmarks/bench_notebooks.py`"
-    return f"`python benchmarks/bench_notebooks.py {arguments or notebook[:2]}`"
+        return []
+    return run.removeprefix("notebooks-").split("-") if run.startswith("notebooks-") else None
+
+
+def bench_command(row: dict, notebook: str) -> str:
+    """The benchmark command that measured the row."""
+    numbers = run_notebooks(row)
+    arguments = notebook[:2] if numbers is None else " ".join(numbers)
+    return f"`python benchmarks/bench_notebooks.py{' ' + arguments if arguments else ''}`"
 
 
 def shared_folder(row: dict) -> str:
     """A notebook measured after others in the same fresh folder found their indexes and caches there."""
-    run = row.get("run", "")
-    if run == "notebooks" or len(run.removeprefix("notebooks").strip("-").split("-")) > 1:
+    numbers = run_notebooks(row)
+    if numbers is not None and len(numbers) != 1:
         return "one fresh cache folder for the notebooks in order"
     return "a fresh cache folder"
 

@@ -7,11 +7,11 @@ JSON state file; every later kernel or test process finds it there and reuses it
 server someone else runs (a workshop's shared machine) instead.
 
 The server runs with OpenMP's own wait policy (it inherits your environment). Measured on a 2-core
-machine (`benchmarks/bench_local_model.py --wait-policy`, 1 Dec 2026, two runs): on an otherwise idle
-machine the default generated 30–60 % faster than `OMP_WAIT_POLICY=PASSIVE` and evaluated prompts as
-fast or up to 20 % faster; with one core busy the two were alike; with both cores busy PASSIVE generated
-3–4× faster (7.8 against 2.2 tokens/s). A notebook's chat-model calls run while its kernel waits, so the
-course keeps the default; export `OMP_WAIT_POLICY=PASSIVE` before the server starts on a machine that is
+machine (`benchmarks/bench_local_model.py --wait-policy`, 1 Dec 2026, three idle runs): on an otherwise
+idle machine the default generated 30–60 % faster than `OMP_WAIT_POLICY=PASSIVE`, and prompt speed
+differed by less than call-to-call noise (±15 %, either way); with one core busy the two were alike;
+with both cores busy PASSIVE generated 3–4× faster (7.8 against 2.2 tokens/s). A notebook's chat-model
+calls run while its kernel waits, so the course keeps the default; export `OMP_WAIT_POLICY=PASSIVE` before the server starts on a machine that is
 busy with other work (`python -m lessons.core.local_server stop` first: a running server keeps its policy).
 """
 
@@ -58,6 +58,11 @@ def _state_dir() -> Path:
     path = get_settings().cache_dir / "llm-server"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def server_log_path() -> Path:
+    """Where the local server started by this course writes its log (the llama.cpp timings of every call)."""
+    return _state_dir() / "server.log"
 
 
 def _state_file() -> Path:
@@ -254,7 +259,7 @@ def other_clients() -> list[int]:
 def _start(model_path: Path, alias: str, timeout: float) -> ServerInfo:
     _check_runtime_installed()
     port = _choose_port()
-    log_path = _state_dir() / "server.log"
+    log_path = server_log_path()
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             server_command(model_path, alias, port),
