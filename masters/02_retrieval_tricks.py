@@ -40,15 +40,16 @@
 # | dense (baseline) | nearest chunks by embedding | 0 | `Chroma` |
 # | BM25 | keyword overlap, with a tokenizer that splits Chinese | 0 | `BM25Retriever` |
 # | hybrid (RRF) | dense + BM25, fused by reciprocal rank | 0 | `EnsembleRetriever` |
+# | hybrid (RRF), the rerankers' candidates | the same fusion over each retriever's top `RERANK_CANDIDATES`: the list the rerankers reorder, in its fused order | 0 | `EnsembleRetriever` |
 # | small-to-big | match small pieces, return their whole chunk | 0 | `ParentDocumentRetriever` |
 # | hybrid + neighbours | each hit widened with the chunks around it | 0 | — |
-# | hybrid → cross-encoder | a relevance model reads question + passage together, reorders the top 20 | 0 | `CrossEncoderReranker` |
+# | hybrid → cross-encoder | a relevance model reads question + passage together, reorders the top `RERANK_CANDIDATES` | 0 | `CrossEncoderReranker` |
 # | … by language | the cross-encoder for English, the fused order for Chinese | 0 | `CrossEncoderReranker` |
 # | … with neighbours | each candidate scored with the text around it (contextual rerank) | 0 | `CrossEncoderReranker` |
 # | context expansion + cross-encoder | rerank, widen the best hits, rerank the blocks | 0 | — |
 # | hybrid → ColBERT (with `COLBERT = True`) | late interaction: token vectors matched one by one | 0 | `CrossEncoderReranker` |
-# | hybrid → LLM rerank | the chat model judges each of the top 8: P(yes) | 8 (one token each) | `CrossEncoderReranker` |
-# | contextual LLM rerank | the top 8 in document order, judged together in one answer | 1 | — |
+# | hybrid → LLM rerank | the chat model judges each of the top `LLM_RERANK_CANDIDATES`: P(yes) | one per candidate (one token each) | `CrossEncoderReranker` |
+# | contextual LLM rerank | the top `LLM_RERANK_CANDIDATES` in document order, judged together in one answer | 1 | — |
 # | HyDE | search with a hypothetical answer | 1 | a Runnable chain |
 # | multi-query | search three rewrites too, fuse | 1 | `MultiQueryRetriever` |
 # | step-back | search the more general question too, fuse | 1 | `MultiQueryRetriever` |
@@ -58,7 +59,7 @@
 # per call. Raise `N_LLM_QUESTIONS` in the parameters cell for sturdier LLM numbers (each question costs
 # about a dozen calls).
 
-# %% [markdown] lang="zh" translates="3efef7bdb2c2"
+# %% [markdown] lang="zh" translates="589efd2ab345"
 # # 02 · 检索技巧，每一种都与同一个基线比较
 #
 # | | |
@@ -76,15 +77,16 @@
 # | dense（基线） | 按嵌入找最近的块 | 0 | `Chroma` |
 # | BM25 | 关键词重合，用一个能切分中文的分词器 | 0 | `BM25Retriever` |
 # | hybrid（RRF） | 稠密检索 + BM25，按倒数排名融合 | 0 | `EnsembleRetriever` |
+# | hybrid (RRF), the rerankers' candidates | 同样的融合，但用每个检索器的前 `RERANK_CANDIDATES` 个：重排器要重排的那个列表，保持融合顺序 | 0 | `EnsembleRetriever` |
 # | small-to-big | 用小片段匹配，返回它们所在的整个块 | 0 | `ParentDocumentRetriever` |
 # | hybrid + 相邻块 | 每个命中连同它周围的块一起扩大 | 0 | — |
-# | hybrid → 交叉编码器 | 一个相关性模型把问题和段落放在一起读，重排前 20 个 | 0 | `CrossEncoderReranker` |
+# | hybrid → 交叉编码器 | 一个相关性模型把问题和段落放在一起读，重排前 `RERANK_CANDIDATES` 个 | 0 | `CrossEncoderReranker` |
 # | … 按语言 | 英文用交叉编码器，中文保留融合后的顺序 | 0 | `CrossEncoderReranker` |
 # | … 带相邻块 | 每个候选连同它周围的文字一起打分（上下文重排） | 0 | `CrossEncoderReranker` |
 # | 上下文扩展 + 交叉编码器 | 重排，扩大最好的命中，再重排这些文本块 | 0 | — |
 # | hybrid → ColBERT（`COLBERT = True` 时） | 延迟交互：逐个匹配 token 向量 | 0 | `CrossEncoderReranker` |
-# | hybrid → LLM 重排 | 对话模型评判前 8 个中的每一个：P(yes) | 8（每次一个 token） | `CrossEncoderReranker` |
-# | 上下文 LLM 重排 | 前 8 个按文档顺序排好，在一次回答里一起评判 | 1 | — |
+# | hybrid → LLM 重排 | 对话模型评判前 `LLM_RERANK_CANDIDATES` 个中的每一个：P(yes) | 每个候选一次（每次一个 token） | `CrossEncoderReranker` |
+# | 上下文 LLM 重排 | 前 `LLM_RERANK_CANDIDATES` 个按文档顺序排好，在一次回答里一起评判 | 1 | — |
 # | HyDE | 用一个假想的答案去检索 | 1 | 一条 Runnable 链 |
 # | multi-query | 再检索三个改写，然后融合 | 1 | `MultiQueryRetriever` |
 # | step-back | 再检索更一般的问题，然后融合 | 1 | `MultiQueryRetriever` |

@@ -197,6 +197,23 @@ def test_every_technique_runs_end_to_end_and_returns_documents(fresh_settings):
     assert "hybrid → cross-encoder, by language" in without_llm and "hybrid → ColBERT" in without_llm
 
 
+def test_the_chinese_route_keeps_the_order_of_the_list_it_reorders(fresh_settings):
+    """The routed reranker leaves Chinese questions in the fused order of its candidates: exactly the row
+    notebook 02 shows as the rerankers' candidates (hybrid's own top k fuses fewer, so it may differ)."""
+    from lessons.evaluation.retrieval_evaluation import DEEP_HYBRID, build_techniques
+    from tests.test_retrieval import CHUNKS, memory_store
+
+    store = memory_store()
+    store.add_documents(CHUNKS)
+    techniques = {t.name: t.retriever for t in build_techniques(CHUNKS, store, k=3, candidates=6, colbert=False)}
+    for query in ("备份什么时候运行？", "每晚的备份保留多久？"):
+        routed = techniques["hybrid → cross-encoder, by language"].invoke(query)
+        deep = techniques[DEEP_HYBRID].invoke(query)
+        assert [d.page_content for d in routed] == [d.page_content for d in deep[:3]]
+    english = "When do the backups run every night?"
+    assert techniques["hybrid → cross-encoder, by language"].invoke(english)  # English goes to the cross-encoder
+
+
 def rows(table):
     """Result rows as evaluate_techniques writes them: {technique: {question_id: (language, recall@5, MRR@10)}}."""
     return pd.DataFrame(
@@ -261,3 +278,22 @@ def test_findings_follow_the_measured_numbers_and_their_sign():
     assert "it hurts" in text
     assert "English recall@5 1.000 (goal ≥ 0.90: met)" in text
     assert "**Hybrid search** trails dense retrieval" in retrieval_findings(table(0.0), gains, llm_sample=6)
+
+
+def test_findings_separate_the_rerankers_gain_from_the_deeper_fusion_it_reads():
+    from lessons.evaluation.retrieval_evaluation import DEEP_HYBRID, retrieval_findings
+
+    table = rows(
+        {
+            "dense (baseline)": {"a": ("en", 0.5, 0.5), "b": ("en", 0.5, 0.5), "c": ("zh", 0.5, 0.5)},
+            "hybrid (RRF)": {"a": ("en", 0.5, 0.4), "b": ("en", 0.5, 0.4), "c": ("zh", 0.5, 0.5)},
+            DEEP_HYBRID: {"a": ("en", 0.5, 0.5), "b": ("en", 0.5, 0.5), "c": ("zh", 0.5, 0.5)},
+            "hybrid → cross-encoder": {"a": ("en", 1.0, 0.6), "b": ("en", 1.0, 0.6), "c": ("zh", 0.0, 0.0)},
+        }
+    )
+    text = retrieval_findings(table, pd.DataFrame(), llm_sample=0)
+    assert "MRR@10 0.400 → 0.600 (+50.0% relative" in text  # against hybrid's top 10, as before
+    assert "English MRR@10 0.500 against hybrid's 0.400" in text
+    assert "the cross-encoder adds +20.0% relative on English questions" in text  # 0.6 over the 0.5 it reorders
+    without = rows({k: v for k, v in {"dense (baseline)": {"a": ("en", 0.5, 0.5)}}.items()})
+    assert "Part of that gain is depth" not in retrieval_findings(without, pd.DataFrame(), llm_sample=0)

@@ -254,6 +254,7 @@ ZH: dict[str, str] = {
     "- **{technique}**: recall@5 {recall} against the baseline's {base_recall}, with {ratio:.1f}× the "
     "baseline's characters in the top 5 ({chars:,.0f} vs {base_chars:,.0f}){more_text}": "- **{technique}**：recall@5 {recall}，基线为 {base_recall}；前 5 个结果的字符数是基线的 {ratio:.1f} 倍"
     "（{chars:,.0f} vs {base_chars:,.0f}）{more_text}",
+    "- **Part of that gain is depth.** The rerankers reorder a deeper fusion (each retriever's top candidates, not its top 10): in its fused order that list already gives English MRR@10 {deep} against hybrid's {base}. Over the list it actually reorders, the cross-encoder adds {relative}% relative on English questions.": "- **这份提升有一部分来自深度。** 重排器重排的是更深的融合列表（每个检索器的前若干个候选，而不是前 10 个）：按融合顺序，这个列表的英文 MRR@10 已经是 {deep}，而混合检索为 {base}。相对于它真正重排的那个列表，交叉编码器在英文问题上带来 {relative}% 的相对提升。",
     "- **Late interaction (ColBERT)** {verb} the cross-encoder on English MRR@10 ({colbert} vs {cross_encoder}).": "- **后期交互（ColBERT）**在英文 MRR@10 上{verb}交叉编码器（{colbert} vs {cross_encoder}）。",
     "- **{name}** vs {reference} on the {n} sampled questions: recall@5 {recall}, MRR@10 {mrr} — it "
     "{verb}, at {calls:.1f} chat-model calls per question (on so few questions one question moves a "

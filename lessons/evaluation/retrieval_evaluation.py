@@ -37,6 +37,9 @@ HIT_K = 5
 RANK_K = 10
 METRICS = [f"hit@{HIT_K}", f"recall@{HIT_K}", f"MRR@{RANK_K}", f"nDCG@{RANK_K}"]
 BASELINE = "dense (baseline)"
+# Hybrid fused from each retriever's top `candidates`, the list every reranker of notebook 02 reorders: its fused order
+# is what the Chinese route keeps, and what a reranker's own gain is measured against (hybrid's top 10 fuse fewer).
+DEEP_HYBRID = "hybrid (RRF), the rerankers' candidates"
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,7 @@ def build_techniques(
         Technique(BASELINE, dense_retriever(store, k)),
         Technique("BM25", bm25_retriever(chunks, k)),
         Technique("hybrid (RRF)", hybrid(k)),
+        Technique(DEEP_HYBRID, hybrid_over(chunks, store, k=k, candidates=candidates)),  # the list the rerankers reorder
         Technique("small-to-big", small_to_big_retriever(chunks)),
         Technique("hybrid + neighbours", ContextExpansionRetriever(
             first_stage=hybrid(k), neighbours=neighbours, hits=hits, max_block_chars=max_block_chars)),
@@ -324,6 +328,19 @@ def retrieval_findings(
                     met=t("met") if relative >= mrr_claim else t("not met"),
                     recall_before=num(mean(hybrid, "recall@5", language), 3),
                     recall_after=num(mean(ce, "recall@5", language), 3),
+                )
+            )
+        if DEEP_HYBRID in names:
+            deep_mrr, ce_mrr = mean(DEEP_HYBRID, "MRR@10", "en"), mean(ce, "MRR@10", "en")
+            lines.append(
+                t(
+                    "- **Part of that gain is depth.** The rerankers reorder a deeper fusion (each retriever's top "
+                    "candidates, not its top 10): in its fused order that list already gives English MRR@10 {deep} "
+                    "against hybrid's {base}. Over the list it actually reorders, the cross-encoder adds {relative}% "
+                    "relative on English questions.",
+                    deep=num(deep_mrr, 3),
+                    base=num(mean(hybrid, "MRR@10", "en"), 3),
+                    relative=signed((ce_mrr - deep_mrr) / deep_mrr * 100 if deep_mrr else float("nan"), 1),
                 )
             )
         zh_drop = mean(ce, "recall@5", "zh") - mean(hybrid, "recall@5", "zh")
