@@ -423,3 +423,56 @@ def test_gate_findings_are_computed_from_the_run():
     assert "answered 1/2 gated against 2/2 ungated; 1/2 in the first round" in text
     assert "held the evidence for 1/2 of them — retrieval was the limit: first-round stops cannot exceed 50%" in text
     assert "the cross-encoder separates better" in text
+
+
+def test_a_gates_operating_point_counts_round_one_answers_and_refusals():
+    from lessons.agents.grading import GateThresholds, gate_operating_point
+
+    in_kb = [[(0.9, 0.9)], [(0.9, 0.5), (0.2, 0.95)], [(0.1, 0.1)]]
+    out_of_kb = [[(0.9, 0.6)], [(0.95, 0.85)]]
+    point = gate_operating_point(in_kb, out_of_kb, GateThresholds(0.5, 0.8))
+    assert point == {
+        "first_round": pytest.approx(1 / 3),
+        "abstention": 0.5,
+    }  # (0.2, 0.95) fails t₁; (0.95, 0.85) passes
+    assert gate_operating_point(in_kb, out_of_kb, GateThresholds(0.0, 0.0))["abstention"] == 0.0
+
+
+def test_split_half_transfer_is_perfect_on_separable_questions_and_honest_on_overlapping_ones():
+    from lessons.agents.grading import split_half_transfer
+
+    separable_in = [[(0.9, 0.8 + i / 100)] for i in range(8)]
+    separable_out = [[(0.9, 0.2 + i / 100)] for i in range(8)]
+    clean = split_half_transfer(separable_in, separable_out, splits=10, seed=1)
+    assert clean == {"first_round": 1.0, "abstention": 1.0, "splits_holding_abstention": 1.0}
+    overlapping_in = [[(0.9, p)] for p in (0.3, 0.5, 0.6, 0.7, 0.8, 0.9)]
+    overlapping_out = [[(0.9, p)] for p in (0.4, 0.55, 0.65, 0.75, 0.85, 0.95)]
+    mixed = split_half_transfer(overlapping_in, overlapping_out, splits=30, seed=1)
+    assert mixed["first_round"] < 1.0 and mixed["splits_holding_abstention"] < 1.0
+    assert mixed == split_half_transfer(overlapping_in, overlapping_out, splits=30, seed=1)  # seeded
+    with pytest.raises(ValueError, match="two in-KB and two out-of-KB"):
+        split_half_transfer(separable_in[:1], separable_out)
+
+
+def test_the_default_gate_is_the_one_bench_gate_calibrated_and_holds_on_its_questions():
+    """DEFAULT_GATE copies benchmarks/results/gate.json (rounded to 3 decimals): re-running the benchmark with
+    another model or gold set must show up here, and the rounding must not move a single decision."""
+    import json
+    from pathlib import Path
+
+    from lessons.agents.grading import DEFAULT_GATE, GateThresholds, gate_operating_point
+
+    result = json.loads((Path(__file__).parents[1] / "benchmarks" / "results" / "gate.json").read_text())
+    for language, calibrated in result["calibrated_gate_top_3"].items():
+        assert DEFAULT_GATE[language] == GateThresholds(
+            round(calibrated["cross_encoder"], 3), round(calibrated["p_yes"], 3)
+        ), language
+        rows = [q for q in result["questions"] if q["language"] == language]
+
+        def pairs(row):
+            return list(zip(row["cross_encoder"][:3], row["p_yes"][:3]))
+
+        in_kb, out_of_kb = [pairs(r) for r in rows if r["answerable"]], [pairs(r) for r in rows if not r["answerable"]]
+        point = gate_operating_point(in_kb, out_of_kb, DEFAULT_GATE[language])
+        assert point == pytest.approx(result["by_language"][language]["top_3"]["both_signals"]["in_sample"])
+        assert point["abstention"] >= result["min_abstention"]
