@@ -295,5 +295,6 @@ def test_findings_separate_the_rerankers_gain_from_the_deeper_fusion_it_reads():
     assert "MRR@10 0.400 → 0.600 (+50.0% relative" in text  # against hybrid's top 10, as before
     assert "English MRR@10 0.500 against hybrid's 0.400" in text
     assert "the cross-encoder adds +20.0% relative on English questions" in text  # 0.6 over the 0.5 it reorders
+    assert text.index("English questions:**") < text.index("Part of that gain") < text.index("Chinese questions:**")
     without = rows({k: v for k, v in {"dense (baseline)": {"a": ("en", 0.5, 0.5)}}.items()})
     assert "Part of that gain is depth" not in retrieval_findings(without, pd.DataFrame(), llm_sample=0)

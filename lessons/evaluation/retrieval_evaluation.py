@@ -330,19 +330,19 @@ def retrieval_findings(
                     recall_after=num(mean(ce, "recall@5", language), 3),
                 )
             )
-        if DEEP_HYBRID in names:
-            deep_mrr, ce_mrr = mean(DEEP_HYBRID, "MRR@10", "en"), mean(ce, "MRR@10", "en")
-            lines.append(
-                t(
-                    "- **Part of that gain is depth.** The rerankers reorder a deeper fusion (each retriever's top "
-                    "candidates, not its top 10): in its fused order that list already gives English MRR@10 {deep} "
-                    "against hybrid's {base}. Over the list it actually reorders, the cross-encoder adds {relative}% "
-                    "relative on English questions.",
-                    deep=num(deep_mrr, 3),
-                    base=num(mean(hybrid, "MRR@10", "en"), 3),
-                    relative=signed((ce_mrr - deep_mrr) / deep_mrr * 100 if deep_mrr else float("nan"), 1),
+            if language == "en" and DEEP_HYBRID in names:
+                deep_mrr, ce_mrr = mean(DEEP_HYBRID, "MRR@10", "en"), mean(ce, "MRR@10", "en")
+                lines.append(
+                    t(
+                        "- **Part of that gain is depth.** The rerankers reorder a deeper fusion (each retriever's top "
+                        "candidates, not its top 10): in its fused order that list already gives English MRR@10 {deep} "
+                        "against hybrid's {base}. Over the list it actually reorders, the cross-encoder adds {relative}% "
+                        "relative on English questions.",
+                        deep=num(deep_mrr, 3),
+                        base=num(mean(hybrid, "MRR@10", "en"), 3),
+                        relative=signed((ce_mrr - deep_mrr) / deep_mrr * 100 if deep_mrr else float("nan"), 1),
+                    )
                 )
-            )
         zh_drop = mean(ce, "recall@5", "zh") - mean(hybrid, "recall@5", "zh")
         if routed in names:
             lines.append(
