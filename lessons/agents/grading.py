@@ -221,7 +221,8 @@ class RelevanceGate:
 # chosen on one corpus need not travel to another: calibrate on your own questions.
 DEFAULT_GATE = {"en": GateThresholds(0.0, 0.772), "zh": GateThresholds(0.0, 0.771)}
 DEFAULT_GATE_SOURCE = (
-    "calibrated on every course gold question by benchmarks/bench_gate.py (lessons.agents.grading.DEFAULT_GATE)"
+    "the gate calibrated on every gold question of the course corpus by benchmarks/bench_gate.py "
+    "(lessons.agents.grading.DEFAULT_GATE)"
 )
 
 
