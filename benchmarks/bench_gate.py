@@ -30,24 +30,21 @@ MIN_ABSTENTION = 0.95
 
 
 def signals(corpus: str, k: int) -> list[dict]:
-    from langchain_classic.retrievers import ContextualCompressionRetriever
     from tqdm import tqdm
 
-    from lessons.agents.grading import GateThresholds, RelevanceGate
     from lessons.core import get_chat_model
     from lessons.evaluation.metrics import relevance
+    from lessons.evaluation.pipelines import Resources, gate_grader, gate_retrieval
     from lessons.ingest import load_gold
-    from lessons.retrieval import default_reranker, hybrid_over
     from lessons.retrieval.index import load_knowledge_base
 
     chunks, store = load_knowledge_base(corpus)
-    search = ContextualCompressionRetriever(  # notebook 04's retrieval, with k chunks kept instead of K = 3
-        base_retriever=hybrid_over(chunks, store, k=20, candidates=20), base_compressor=default_reranker(top_n=k)
-    )
-    scores = RelevanceGate(get_chat_model(), {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})
+    llm = get_chat_model()
+    search = gate_retrieval(Resources(chunks=chunks, store=store, llm=llm, k=k))  # the grading loop's, k chunks kept
+    scores = gate_grader(llm)  # its two signals; their scores do not depend on the thresholds
     rows = []
     for question in tqdm(load_gold(corpus=corpus), desc=f"{corpus} gold questions"):
-        documents = search.invoke(question.question)
+        documents = search(question.question)
         rows.append(
             {
                 "id": question.id,

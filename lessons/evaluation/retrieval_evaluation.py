@@ -331,7 +331,7 @@ def retrieval_findings(
                 )
             )
             if language == "en" and DEEP_HYBRID in names:
-                deep_mrr, ce_mrr = mean(DEEP_HYBRID, "MRR@10", "en"), mean(ce, "MRR@10", "en")
+                deep_mrr = mean(DEEP_HYBRID, "MRR@10", "en")
                 lines.append(
                     t(
                         "- **Part of that gain is depth.** The rerankers reorder a deeper fusion (each retriever's top "
