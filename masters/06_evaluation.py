@@ -709,8 +709,12 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # A bad config stops with a message that names the file and the fix (unknown pipeline, missing folder,
 # a typo in a key). **Thresholds from elsewhere:** the grading loop's gate uses the thresholds calibrated on
 # the course corpus; on your documents the report says so in plain words (its "gate thresholds" line).
-# Section 8 shows how to check them: score questions generated from your chunks plus near misses (questions
-# your documents almost, but do not, answer), and run `threshold_transfer` on them.
+# **Or calibrate them on your documents:** add `[gate] calibrate = 24` to the config, with questions that
+# include near misses (questions your documents almost, but do not, answer: `"type": "out_of_kb"` in your
+# `.jsonl`, or the gold set of a preset). The command scores 24 questions the run does not evaluate (a third
+# of them near misses; one chat-model call per chunk the gate grades), picks per language the lowest P(yes)
+# that refuses 95% of their near misses — section 8's rule — and the report says what it was calibrated on
+# and what it refuses there; a language without near misses keeps the course's threshold, and says so.
 #
 # **When a team outgrows one laptop**, nothing in the command changes — only settings:
 #
@@ -723,7 +727,7 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # as with the embedded store (`tests/test_evaluate_cli.py`). Asking for DeepSeek without a key is an
 # error, never a quiet fall-back to the local model.
 
-# %% [markdown] lang="zh" translates="ba61b29af484"
+# %% [markdown] lang="zh" translates="f4213d2d0aa5"
 # ## 11. 你的文档，从命令行来
 #
 # 同样的评测不用 notebook 也能跑。写一个配置——一个文档文件夹、问题（`"generate"`、`"gold"`，
@@ -738,8 +742,11 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 #
 # 配置有错时会停下来，并给出一条指明文件和修改方法的消息（未知的流水线、缺少的文件夹、键名拼错）。
 # **来自别处的阈值：** 评分循环的门控使用在课程语料库上校准的阈值；在你的文档上，报告会用平实的话说明这一点
-# （它的 "gate thresholds" 一行）。第 8 节展示了怎样检查它们：给由你的分块生成的问题加上一些"差一点"的问题
-# （你的文档几乎能回答、但其实回答不了的问题）打分，再对它们运行 `threshold_transfer`。
+# （它的 "gate thresholds" 一行）。**也可以在你的文档上校准它们：** 在配置里加上 `[gate] calibrate = 24`，
+# 问题里要有"差一点"的问题（你的文档几乎能回答、但其实回答不了的问题：在你的 `.jsonl` 里写 `"type": "out_of_kb"`，
+# 或者用预设自带的金标准问题集）。命令会给 24 道本次不评测的问题打分（其中三分之一是"差一点"的问题；门控每评一个分块
+# 调用一次对话模型），按语言选出仍能拒答其中 95% "差一点"问题的最低 P(yes)——也就是第 8 节的规则——报告会写明
+# 它是在什么上校准的、在那里拒答了多少；没有"差一点"问题的语言沿用课程的阈值，并会明说。
 #
 # **当一个团队一台笔记本已经不够用时**，命令一点不变——只改设置：
 #

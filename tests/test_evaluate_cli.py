@@ -51,7 +51,8 @@ def scripted_model():
 
     def reply(messages, tools):
         prompt = messages[-1].content if tools else messages[0].content
-        if not tools and "Search result:" in messages[-1].content:  # the calibrated grader's one-token judge
+        if not tools and ("Search result:" in messages[-1].content or "搜索结果：" in messages[-1].content):
+            # the calibrated grader's one-token judge (English or Chinese prompt)
             judged = messages[-1].content
             return AIMessage("no" if "financial" in judged else "yes")  # no log-probabilities: the reply decides
         if tools == ["RewrittenQuery"]:
@@ -115,6 +116,7 @@ def test_the_command_writes_json_markdown_and_a_chart(project, capsys):
     assert list(table.index) == ["dense", "hybrid", "grading-loop"]
     assert (table["hit@2"] == 1.0).all() and (table["abstained (out-of-KB)"] == 1.0).all()
     assert (table["judge failures"] == 0).all() and (table["completeness"] == 1.0).all()
+    assert (table["pipeline errors"] == 0).all()
     assert "| dense |" in capsys.readouterr().out
     assert project["models"][0].provider == "local"
 
@@ -424,3 +426,54 @@ def test_the_gold_questions_of_a_corpus_preset_are_that_corpus(project, monkeypa
     from lessons.ingest.corpus import load_gold
 
     assert [q.id for q in seen] == [q.id for q in load_gold(corpus="packages")]
+
+
+# --- [gate] calibrate: the gate's thresholds calibrated on the user's own questions -----------------------
+
+
+def test_calibrate_sets_the_gate_from_the_test_set_and_the_report_says_on_what(project, capsys):
+    config = project["root"] / "calibrate.toml"
+    config.write_text(project["config"].read_text() + "\n[gate]\ncalibrate = 3\n")
+    assert main([str(config), "--no-progress"]) == 0
+    report = (project["root"] / "out" / "report.md").read_text(encoding="utf-8")
+    line = next(line for line in report.splitlines() if line.startswith("- **gate thresholds**"))
+    # the scripted judge says "yes" (P(yes) 1) to the port question and "no" (0) to the CFO one: midway is 0.50;
+    # no [sample], so the only questions are the evaluated ones and the note says in-sample
+    assert "en P(yes) ≥ 0.50 calibrated on 2 questions of the evaluated questions themselves (in-sample" in line
+    assert "refuses 100% of those out-of-KB" in line
+    # no Chinese near miss: the Chinese threshold stays the course's, said plainly
+    assert "zh P(yes) ≥ 0.77 from" in line and "NOT calibrated on" in line and "add near misses in zh" in line
+    assert (read_table(project["root"] / "out").loc["grading-loop", "abstained (out-of-KB)"] == 1.0).all()
+
+
+def test_calibration_questions_come_from_outside_the_evaluated_sample_when_there_are_any(project):
+    from lessons.evaluation.cli import calibration_questions
+    from lessons.evaluation.testset import load_test_set
+
+    extra = [{"id": "q4", "question": "Which port does the Atlas admin console use?", "language": "en",
+              "type": "fact", "reference": "Port 7420.", "evidence": ["port 7420 by default"]},
+             {"id": "q5", "question": "鹿特丹员工的加班费是多少？", "language": "zh", "type": "out_of_kb"}]  # fmt: skip
+    path = project["root"] / "more.jsonl"
+    path.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in [*QUESTIONS, *extra]), encoding="utf-8")
+    pool = load_test_set(path)
+    config = load_config(project["config"])
+    config.gate = {"calibrate": 6}
+    evaluated = [item for item in pool if item.id in {"q1", "q2", "q3"}]
+    chosen, in_sample = calibration_questions(config, pool, evaluated)
+    assert not in_sample and sorted(item.id for item in chosen) == ["q4", "q5"]
+    chosen, in_sample = calibration_questions(config, pool, pool)  # nothing outside: the evaluated ones, said so
+    assert in_sample and {item.id for item in chosen} <= {item.id for item in pool}
+    answerable_only = [item for item in pool if item.answerable]
+    with pytest.raises(ConfigError, match="needs out-of-KB questions"):
+        calibration_questions(config, answerable_only, answerable_only)
+
+
+def test_calibrating_on_a_generated_test_set_is_refused_before_anything_runs(project):
+    path = project["root"] / "bad.toml"
+    path.write_text('documents = "docs"\nquestions = "generate"\npipelines = ["grading-loop"]\n[gate]\ncalibrate = 8\n')
+    with pytest.raises(ConfigError, match="bad.toml") as error:
+        load_config(path)
+    assert "a generated test set has none" in str(error.value)
+    path.write_text(BASE + "[gate]\ncalibrate = -1\n")
+    with pytest.raises(ConfigError, match=r"\[gate\] calibrate = -1 is out of range"):
+        load_config(path)

@@ -172,7 +172,9 @@ def test_a_language_without_out_of_kb_questions_gets_no_threshold_not_a_guess():
 def test_the_gate_has_one_threshold_source_and_reports_say_where_it_comes_from(monkeypatch):
     thresholds, source = gate_thresholds()
     assert set(thresholds) == {"en", "zh"} and "course corpus" in source
-    assert "NOT calibrated on my-docs" in threshold_note("my-docs")
+    assert "NOT calibrated on my-docs" in threshold_note("my-docs") and "[gate] calibrate" in threshold_note("my-docs")
+    at_home = threshold_note("data/corpus", at_home=True)
+    assert source in at_home and "in-sample" in at_home and "NOT" not in at_home
     monkeypatch.setattr(evaluation, "gate_thresholds", lambda: ({"en": 0.1, "zh": 0.2}, "elsewhere"))
     from lessons.agents.grading import GateThresholds, RelevanceGate
 

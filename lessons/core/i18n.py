@@ -895,6 +895,7 @@ ZH: dict[str, str] = {
     "test questions": "测试问题",
     "pipeline × question": "流水线 × 问题",
     "best scores": "最高分",
+    "gate calibration": "门控校准",
     "DeepSeek API": "DeepSeek API",
     "local llama.cpp server, {endpoint}": "本地 llama.cpp 服务器，{endpoint}",
     "Chat model: {name} ({where})": "对话模型：{name}（{where}）",

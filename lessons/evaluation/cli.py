@@ -16,9 +16,13 @@ used into the output folder. Which model and which vector store are used is deci
 only (`.env` or the environment): `DEEPSEEK_API_KEY` / `AGENTIC_RAG_MODEL` for DeepSeek or the local
 model, `AGENTIC_RAG_CHROMA_URL` for a Chroma server instead of the embedded store.
 
-The grading loop's gate uses thresholds calibrated on the course corpus (notebook 04); on any other
-documents the report says so plainly (`lessons.evaluation.threshold_note`) — they are thresholds from
-elsewhere until you measure them on your documents (notebook 06, section 8, shows how far they travel).
+The grading loop's gate uses thresholds calibrated on the course corpus (`lessons.agents.grading.DEFAULT_GATE`,
+from benchmarks/bench_gate.py); on any other documents the report says so plainly
+(`lessons.evaluation.threshold_note`) — they are thresholds from elsewhere (notebook 06, section 8, shows how far
+they travel). `[gate] calibrate = N` calibrates them on your documents instead: N questions of the test set
+that are not evaluated (answerable ones and near misses — questions about your documents that they do not
+answer, `"type": "out_of_kb"` in a questions file), one chat-model call per chunk the gate grades; the report
+says what they were calibrated on and what they refuse there.
 """
 
 from __future__ import annotations
@@ -63,6 +67,11 @@ rerank_candidates = 20         # hybrid candidates the reranker reads (a cross-e
 qa_chunks = 20                 # chunks that get generated QA pairs (evidence chunks first): one LLM call each
 max_rounds = 3                 # grading loop: retrieval rounds before it abstains
 
+# [gate]                       # the grading loop's gate (default: thresholds calibrated on the course corpus)
+# calibrate = 24               # calibrate it on 24 questions of the test set that are not evaluated (a third
+#                              # out-of-KB; needs near misses: a gold set or a .jsonl file, not "generate")
+# seed = 0
+
 # [limits]                     # size limits of the documents (defaults: 25 MiB per file, 200 MiB in all)
 # max_file_bytes = 27262976    # 26 MiB
 # max_total_bytes = 209715200  # 200 MiB
@@ -73,6 +82,7 @@ SECTIONS: dict[str, dict[str, type]] = {
     "generate": {"single": int, "multi": int, "seed": int},
     "sample": {"in_kb": int, "out_of_kb": int, "seed": int},
     "retrieval": {"k": int, "rank_k": int, "rerank_candidates": int, "qa_chunks": int, "max_rounds": int},
+    "gate": {"calibrate": int, "seed": int},
     "limits": {"max_file_bytes": int, "max_total_bytes": int},
 }
 # (lowest, highest) allowed value of every numeric setting, by section and key
@@ -81,6 +91,7 @@ BOUNDS: dict[str, dict[str, tuple[int, int]]] = {
     "sample": {"in_kb": (0, 100_000), "out_of_kb": (0, 100_000), "seed": (0, 2**32 - 1)},
     "retrieval": {"k": (1, 50), "rank_k": (1, 1000), "rerank_candidates": (1, 100), "qa_chunks": (1, 100_000),
                   "max_rounds": (1, 10)},
+    "gate": {"calibrate": (0, 100_000), "seed": (0, 2**32 - 1)},
     "limits": {"max_file_bytes": (1, 2**40), "max_total_bytes": (1, 2**40)},
 }  # fmt: skip
 
@@ -101,6 +112,7 @@ class EvalConfig:
     generate: dict[str, int] = field(default_factory=lambda: {"single": 6, "multi": 2, "seed": 0})
     sample: dict[str, int] = field(default_factory=dict)
     retrieval: dict[str, int] = field(default_factory=dict)
+    gate: dict[str, int] = field(default_factory=dict)
     limits: dict[str, int] = field(default_factory=dict)
 
     def setting(self, name: str, default: int) -> int:
@@ -182,6 +194,10 @@ def _check_together(path: Path, raw: dict[str, Any]) -> None:
         raise ConfigError(
             f"{path}: [sample] in_kb = 0 and out_of_kb = 0 — sample at least one question, or remove [sample]"
         )
+    if raw.get("questions") == "generate" and raw.get("gate", {}).get("calibrate", 0):
+        raise ConfigError(f"{path}: [gate] calibrate needs out-of-KB questions (near misses) and a generated test set "
+                          'has none — give questions = "gold" or a .jsonl file with some "type": "out_of_kb" '
+                          "questions, or remove calibrate")  # fmt: skip
     limits = raw.get("limits", {})
     if limits.get("max_total_bytes", 200 * 2**20) < limits.get("max_file_bytes", 0):
         raise ConfigError(f"{path}: [limits] max_total_bytes is less than max_file_bytes — the total must be at least "
@@ -242,7 +258,8 @@ def load_config(path: str | Path) -> EvalConfig:
         path=path, documents=documents, questions=questions, pipelines=list(raw["pipelines"]),
         output=(base / raw.get("output", "runs/evaluation")).resolve(), collection=raw.get("collection"), corpus=corpus,
         generate={"single": 6, "multi": 2, "seed": 0, **raw.get("generate", {})},
-        sample=dict(raw.get("sample", {})), retrieval=dict(raw.get("retrieval", {})), limits=dict(raw.get("limits", {})),
+        sample=dict(raw.get("sample", {})), retrieval=dict(raw.get("retrieval", {})), gate=dict(raw.get("gate", {})),
+        limits=dict(raw.get("limits", {})),
     )  # fmt: skip
 
 
@@ -297,6 +314,12 @@ def collection_for(documents: Path) -> str:
 
 def question_set(config: EvalConfig, chunks, llm, progress: bool = True):
     """The questions of a run: the gold set, a file, or generated from the chunks (sampled if asked)."""
+    return question_pool(config, chunks, llm, progress)[1]
+
+
+def question_pool(config: EvalConfig, chunks, llm, progress: bool = True):
+    """(every question of the source, the questions evaluated): the gold set, a file, or generated from the
+    chunks, sampled if the config asks — the questions outside the sample are what `[gate] calibrate` uses."""
     from lessons.evaluation.testset import from_gold, generate_test_set, load_test_set
     from lessons.ingest.questions import balanced_sample
 
@@ -309,7 +332,7 @@ def question_set(config: EvalConfig, chunks, llm, progress: bool = True):
                 f"no usable questions were generated from {config.documents} ({report}; generation "
                 "uses chunks of at least 200 characters): give a questions file instead"
             )
-        return report.items
+        return report.items, report.items
     if config.questions == "gold":
         from lessons.ingest.corpus import load_gold
 
@@ -317,9 +340,28 @@ def question_set(config: EvalConfig, chunks, llm, progress: bool = True):
     else:
         items = load_test_set(config.questions, chunks)
     if config.sample:
-        items = balanced_sample(items, config.sample.get("in_kb", len(items)), config.sample.get("seed", 0),
-                                n_out_of_kb=config.sample.get("out_of_kb", 0), by_type=True, in_order=True)  # fmt: skip
-    return items
+        sampled = balanced_sample(items, config.sample.get("in_kb", len(items)), config.sample.get("seed", 0),
+                                  n_out_of_kb=config.sample.get("out_of_kb", 0), by_type=True, in_order=True)  # fmt: skip
+        return items, sampled
+    return items, items
+
+
+def calibration_questions(config: EvalConfig, pool, evaluated):
+    """The `[gate] calibrate` questions: a seeded draw (balanced by language, a third out-of-KB) from the
+    questions that are not evaluated; when there are none with an out-of-KB question among them, the
+    evaluated questions themselves (in-sample, and the report says so). (questions, in_sample)."""
+    from lessons.evaluation.pipelines import gate_sample
+
+    n, seed = config.gate.get("calibrate", 0), config.gate.get("seed", 0)
+    evaluated_ids = {item.id for item in evaluated}
+    rest = [item for item in pool if item.id not in evaluated_ids]
+    if any(not item.answerable for item in rest):
+        return gate_sample([], rest, n, seed), False
+    if any(not item.answerable for item in evaluated):
+        return gate_sample([], list(evaluated), n, seed), True
+    raise ConfigError(f"{config.path}: [gate] calibrate = {n} needs out-of-KB questions (near misses: questions about "
+                      f"your documents that they do not answer) and {config.questions} has none — add some with "
+                      '"type": "out_of_kb", or remove calibrate')  # fmt: skip
 
 
 class NoDocuments(ConfigError):
@@ -355,7 +397,15 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     from lessons.core.models import get_chat_model, model_banner
     from lessons.core.usage import USAGE
     from lessons.core.vectorstore import store_location
-    from lessons.evaluation.pipelines import Resources, build_pipelines, compare, evaluate, plot_comparison, save_report
+    from lessons.evaluation.pipelines import (
+        Resources,
+        build_pipelines,
+        calibrate_gate_on,
+        compare,
+        evaluate,
+        plot_comparison,
+        save_report,
+    )
     from lessons.evaluation.testset import qa_chunk_selection, save_test_set
     from lessons.retrieval.index import build_index
 
@@ -377,7 +427,10 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     store = build_index(chunks, collection)
     print(f"{len(chunks)} chunks from {config.documents} in collection {collection!r}")
     llm = get_chat_model()
-    items = question_set(config, chunks, llm, progress)[: limit or None]
+    pool, items = question_pool(config, chunks, llm, progress)
+    items = items[: limit or None]
+    calibrating = bool(config.gate.get("calibrate", 0)) and "grading-loop" in config.pipelines
+    calibration_items, in_sample = calibration_questions(config, pool, items) if calibrating else ([], False)
     config.output.mkdir(parents=True, exist_ok=True)
     save_test_set(items, config.output / "test_set.jsonl")
     k, rank_k = config.setting("k", K), config.setting("rank_k", RANK_K)
@@ -387,6 +440,10 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
         qa_chunks=qa_chunk_selection(chunks, items, config.setting("qa_chunks", 20)),
         qa_store_name=f"{collection}-qa", progress=progress,
     )  # fmt: skip
+    calibration = calibrate_gate_on(calibration_items, resources, in_sample=in_sample) if calibrating else None
+    if calibration is not None:
+        resources.gate_thresholds = calibration.thresholds
+        print(calibration.note(str(config.documents)))
     pipelines = build_pipelines(config.pipelines, resources)
     print(f"{len(items)} questions × {len(pipelines)} pipelines: {', '.join(pipelines)}")
     rows = evaluate(pipelines, items, llm, chunks, k=k, rank_k=rank_k, progress=progress)
@@ -396,8 +453,9 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
             "pipelines": ", ".join(pipelines), "k": k, "rank_k": rank_k,
             "files skipped": "; ".join(f"{Path(s.path).name}: {s.reason}" for s in ingested.skipped) or "none"}  # fmt: skip
     if "grading-loop" in pipelines:
-        meta["gate thresholds"] = gate_note(config)
-        print(meta["gate thresholds"])
+        meta["gate thresholds"] = calibration.note(str(config.documents)) if calibration else gate_note(config)
+        if calibration is None:
+            print(meta["gate thresholds"])
     json_path, md_path = save_report(config.output, rows, table, items, meta)
     figure = plot_comparison(table, k, rank_k)
     figure.savefig(config.output / "comparison.png", dpi=110)
@@ -414,7 +472,7 @@ def gate_note(config: EvalConfig) -> str:
     from lessons.ingest.corpus import CORPUS_DIR
 
     if config.documents.resolve() == CORPUS_DIR.resolve():
-        return threshold_note(str(config.documents), calibrated_on="the course corpus (notebook 04), these documents")
+        return threshold_note(str(config.documents), at_home=True)
     return threshold_note(str(config.documents))
 
 

@@ -191,16 +191,88 @@ def _describe(threshold: Any) -> str:
     return f"cross-encoder ≥ {cross_encoder:.2f}, P(yes) ≥ {p_yes:.2f}" if cross_encoder else f"P(yes) ≥ {p_yes:.2f}"
 
 
-def threshold_note(documents: str, calibrated_on: str | None = None) -> str:
-    """One plain sentence for a report: which thresholds the gate used on `documents`, and from where."""
+def threshold_note(documents: str, at_home: bool = False) -> str:
+    """One plain sentence for a report: which thresholds the gate used on `documents`, and from where.
+
+    `at_home`: `documents` is the corpus the thresholds were calibrated on (the course corpus)."""
     thresholds, source = gate_thresholds()
-    if calibrated_on is not None:
-        return f"gate thresholds calibrated on {calibrated_on}"
     values = "; ".join(f"{language} {_describe(value)}" for language, value in sorted(thresholds.items()))
+    if at_home:
+        return (
+            f"gate thresholds ({values}) are from {source}: calibrated on these documents' gold questions, so its "
+            "abstention on them is in-sample"
+        )
     return (
         f"gate thresholds ({values}) are from {source}, NOT calibrated on {documents}: "
-        "measure them on questions from these documents before trusting its abstentions"
+        "measure them on questions from these documents before trusting its abstentions "
+        "([gate] calibrate = N in the evaluation config does it)"
     )
+
+
+@dataclass(frozen=True)
+class GateCalibration:
+    """The gate's P(yes) thresholds calibrated on questions from the documents being evaluated (the evaluation
+    command's `[gate] calibrate`): `thresholds` is ready for `Resources.gate_thresholds`; `calibrated` holds the
+    languages calibrated here (the others keep `gate_thresholds()` and the note says so); `scores` is each
+    calibration question's best P(yes) (`best_scores`)."""
+
+    thresholds: dict[str, Any]
+    calibrated: dict[str, float]
+    scores: pd.DataFrame
+    in_sample: bool  # calibrated on the very questions that are evaluated (no others were available)
+    min_abstention: float = 0.95
+
+    def note(self, documents: str) -> str:
+        """One plain sentence for the report: which thresholds, calibrated on what, and what they refuse there."""
+        _, source = gate_thresholds()
+        where = (
+            "the evaluated questions themselves (in-sample: the abstention measured on them is optimistic — "
+            "leave questions outside [sample] to calibrate on others)"
+            if self.in_sample
+            else "questions from these documents that are not evaluated here"
+        )
+        parts = []
+        for language, threshold in sorted(self.thresholds.items()):
+            part = self.scores[self.scores["language"] == language]
+            inside, outside = part[part["answerable"]], part[~part["answerable"]]
+            if language in self.calibrated:
+                refused = float((outside["score"] < self.calibrated[language]).mean())
+                kept = float((inside["score"] >= self.calibrated[language]).mean()) if len(inside) else float("nan")
+                parts.append(
+                    f"{language} {_describe(threshold)} calibrated on {len(part)} questions of {where} "
+                    f"({len(inside)} answerable, {len(outside)} out-of-KB; answers {kept:.0%} of those answerable "
+                    f"in round one, refuses {refused:.0%} of those out-of-KB)"
+                )
+            else:
+                parts.append(
+                    f"{language} {_describe(threshold)} from {source}, NOT calibrated on {documents} (no "
+                    f"{language} out-of-KB question to calibrate on: add near misses in {language})"
+                )
+        return "gate thresholds: " + "; ".join(parts)
+
+
+def calibrate_gate_on(
+    items: Sequence[TestItem], r: Resources, *, in_sample: bool = False, min_abstention: float = 0.95
+) -> GateCalibration:
+    """Calibrate the grading loop's gate on `items` (questions from the documents of `r`, some out-of-KB):
+    each item's best P(yes) over the chunks the loop grades in round one (`gate_retrieval`: one chat-model
+    call per chunk), then per language the lowest threshold that still refuses `min_abstention` of its
+    out-of-KB items (`calibrate_cut_offs`, as notebook 06's section 8). P(yes) only: measured on every course
+    gold question, the gate that ignores the cross-encoder is the best one (benchmarks/bench_gate.py)."""
+    from lessons.agents.grading import GateThresholds
+
+    if not any(not item.answerable for item in items):
+        raise ValueError(
+            "calibrating the gate needs out-of-KB questions (near misses: questions about these documents that "
+            "they do not answer) — abstention cannot be measured without them"
+        )
+    scores = best_scores(gate_grader(r.llm).p_yes, gate_retrieval(r), items, progress=r.progress,
+                         desc=t("gate calibration"))  # fmt: skip
+    chosen = {language: value for language, value in calibrate_cut_offs(scores, min_abstention).items()
+              if value is not None}  # fmt: skip
+    defaults, _ = gate_thresholds()
+    thresholds = {**defaults, **{language: GateThresholds(0.0, value) for language, value in chosen.items()}}
+    return GateCalibration(thresholds, chosen, scores, in_sample, min_abstention)
 
 
 def gate_retrieval(r: Resources) -> Callable[[str], list[Document]]:
@@ -625,21 +697,28 @@ def best_scores(
     return pd.DataFrame(rows)
 
 
+def calibrate_cut_offs(
+    frame: pd.DataFrame, min_abstention: float = 0.95, per_language: bool = True
+) -> dict[str, float | None]:
+    """Per language (or for "all"), the lowest cut-off on `frame`'s scores (`best_scores`) that still refuses
+    `min_abstention` of its out-of-KB questions (`lessons.agents.grading.choose_threshold`); None for a
+    language without out-of-KB questions — a threshold there would be a guess."""
+    from lessons.agents.grading import choose_threshold
+
+    groups = frame.groupby("language") if per_language else [("all", frame)]
+    chosen = {}
+    for language, part in groups:
+        inside, outside = part[part["answerable"]]["score"], part[~part["answerable"]]["score"]
+        chosen[language] = choose_threshold(list(inside), list(outside), min_abstention) if len(outside) else None
+    return chosen
+
+
 def threshold_transfer(
     scores: Mapping[str, pd.DataFrame], min_abstention: float = 0.95, per_language: bool = True
 ) -> pd.DataFrame:
     """Calibrate a cut-off on each corpus (`lessons.agents.grading.choose_threshold`, per language when asked) and
     measure it on every corpus, the home one included: how many answerable questions it keeps and how many
     out-of-KB ones it refuses. A threshold that travels keeps both shares when it leaves home."""
-    from lessons.agents.grading import choose_threshold
-
-    def cut_offs(frame: pd.DataFrame) -> dict[str, float | None]:
-        groups = frame.groupby("language") if per_language else [("all", frame)]
-        chosen = {}
-        for language, part in groups:
-            inside, outside = part[part["answerable"]]["score"], part[~part["answerable"]]["score"]
-            chosen[language] = choose_threshold(list(inside), list(outside), min_abstention) if len(outside) else None
-        return chosen
 
     def apply(frame: pd.DataFrame, chosen: Mapping[str, float | None]) -> pd.Series:
         keys = frame["language"] if per_language else pd.Series("all", index=frame.index)
@@ -648,7 +727,7 @@ def threshold_transfer(
 
     rows = []
     for home, home_frame in scores.items():
-        chosen = cut_offs(home_frame)
+        chosen = calibrate_cut_offs(home_frame, min_abstention, per_language)
         for away, frame in scores.items():
             answered = apply(frame, chosen)
             known = answered.notna()
