@@ -227,6 +227,13 @@ def test_findings_follow_the_measured_direction_and_name_rank_changes():
     assert "mostly from English questions (recall@5 1.00 on a → 0.50 on b)" in text
     assert "most complete grading-loop (1.00)" in text and "most complete dense (1.00)" in text
     assert "**gate, calibrated on a**" in text and "on b 0.00 and 1.00" in text
+    # completeness: dense 0.50 → 1.00, grading-loop 1.00 → 0.50 — both change rank
+    assert "**Completeness ranks change on the judged sample**" in text
+    assert "dense 2 on a (0.50) → 1 on b (1.00); grading-loop 1 on a (1.00) → 2 on b (0.50)" in text
+    same = {"a": answers["a"], "b": answers_table([0.25, 0.75], [0.5, 1.0], [1.0, 7.5])}
+    assert "the same order on both corpora (grading-loop ≥ dense)" in findings_markdown(
+        rows, retrieval_goals(rows), same, {}
+    )
 
 
 def test_findings_say_so_when_no_pipeline_changes_rank():

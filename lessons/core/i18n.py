@@ -896,6 +896,15 @@ ZH: dict[str, str] = {
     "pipeline × question": "流水线 × 问题",
     "best scores": "最高分",
     "gate calibration": "门控校准",
+    "- **Completeness on the judged sample**: the same order on both corpora ({order}).": (
+        "- **评审样本上的完整性**：两个语料库上顺序相同（{order}）。"
+    ),
+    "{name} {rank_a} on {a} ({value_a:.2f}) → {rank_b} on {b} ({value_b:.2f})": (
+        "{name} 在 {a} 上排第 {rank_a}（{value_a:.2f}）→ 在 {b} 上排第 {rank_b}（{value_b:.2f}）"
+    ),
+    "- **Completeness ranks change on the judged sample** (small: read them with the retrieval ranks above): {moves}.": (
+        "- **评审样本上完整性的排名变了**（样本小：请结合上面的检索排名来读）：{moves}。"
+    ),
     "DeepSeek API": "DeepSeek API",
     "local llama.cpp server, {endpoint}": "本地 llama.cpp 服务器，{endpoint}",
     "Chat model: {name} ({where})": "对话模型：{name}（{where}）",

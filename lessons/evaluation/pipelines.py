@@ -775,6 +775,36 @@ def _ranks(values: pd.Series) -> pd.Series:
     return values.rank(ascending=False, method="min").astype(int)
 
 
+def _completeness_ranks(answers: Mapping[str, pd.DataFrame]) -> list[str]:
+    """Findings line: do the judged pipelines keep their completeness order from one corpus to the other?"""
+    if len(answers) != 2:
+        return []
+    a, b = answers
+    complete = pd.DataFrame({corpus: answers[corpus]["completeness"].astype(float) for corpus in (a, b)}).dropna()
+    if len(complete) < 2:
+        return []
+    ranks = complete.apply(_ranks)
+    moved = [name for name in ranks.index if ranks.loc[name, a] != ranks.loc[name, b]]
+    if not moved:
+        return [t("- **Completeness on the judged sample**: the same order on both corpora ({order}).",
+                  order=" ≥ ".join(complete[a].sort_values(ascending=False, kind="stable").index))]  # fmt: skip
+    moves = "; ".join(
+        t(
+            "{name} {rank_a} on {a} ({value_a:.2f}) → {rank_b} on {b} ({value_b:.2f})",
+            name=name,
+            rank_a=ranks.loc[name, a],
+            a=a,
+            value_a=complete.loc[name, a],
+            rank_b=ranks.loc[name, b],
+            b=b,
+            value_b=complete.loc[name, b],
+        )
+        for name in moved
+    )
+    return [t("- **Completeness ranks change on the judged sample** (small: read them with the retrieval ranks above): "
+              "{moves}.", moves=moves)]  # fmt: skip
+
+
 def findings_markdown(
     retrieval: pd.DataFrame,
     goals: pd.DataFrame,
@@ -878,6 +908,7 @@ def findings_markdown(
                 dearest_calls=calls.max(),
             )
         )
+    lines += _completeness_ranks(answers)
     for what, frame in transfer.items():
         for _, row in frame[frame["calibrated on"] != frame["measured on"]].iterrows():
             home = frame[
