@@ -393,6 +393,7 @@ def test_the_packages_preset_reads_the_second_corpus_and_its_gold_set(fresh_sett
     assert "packages" in PRESETS
     config = preset_config("packages")  # written under the project root (here: the test's tmp_path)
     assert config.corpus == "packages" and config.documents == PACKAGES_DIR.resolve() and config.questions == "gold"
+    assert config.gate == {"calibrate": 24, "seed": 0}  # its gate is calibrated on its own questions
     with pytest.raises(ConfigError, match="unknown preset 'nope'"):
         preset_config("nope")
 
