@@ -440,11 +440,13 @@ def test_calibrate_sets_the_gate_from_the_test_set_and_the_report_says_on_what(p
     line = next(line for line in report.splitlines() if line.startswith("- **gate thresholds**"))
     # the scripted judge says "yes" (P(yes) 1) to the port question and "no" (0) to the CFO one: midway is 0.50;
     # no [sample], so the only questions are the evaluated ones and the note says in-sample
-    assert "en P(yes) ≥ 0.50 calibrated on 2 questions of the evaluated questions themselves (in-sample" in line
+    assert "en P(yes) ≥ 0.50 calibrated on 2 of the evaluated questions themselves (in-sample" in line
     assert "refuses 100% of those out-of-KB" in line
     # no Chinese near miss: the Chinese threshold stays the course's, said plainly
     assert "zh P(yes) ≥ 0.77 from" in line and "NOT calibrated on" in line and "add near misses in zh" in line
     assert (read_table(project["root"] / "out").loc["grading-loop", "abstained (out-of-KB)"] == 1.0).all()
+    scores = json.loads((project["root"] / "out" / "gate_calibration.json").read_text(encoding="utf-8"))
+    assert sorted((s["question_id"], s["score"]) for s in scores) == [("q1", 1.0), ("q2", 1.0), ("q3", 0.0)]
 
 
 def test_calibration_questions_come_from_outside_the_evaluated_sample_when_there_are_any(project):

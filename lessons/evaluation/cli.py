@@ -12,7 +12,7 @@ The config (TOML or JSON) names the documents folder, the questions ("gold" — 
 to the config file. Every setting is checked before anything runs (names, types, bounds); files of
 the folder that cannot be read are listed with the reason and the rest is evaluated; a folder with
 no readable file stops the run before any model call. The run writes `results.json`, `report.md`, `comparison.png` and the test set it
-used into the output folder. Which model and which vector store are used is decided by settings
+used into the output folder (and `gate_calibration.json` when it calibrates the gate). Which model and which vector store are used is decided by settings
 only (`.env` or the environment): `DEEPSEEK_API_KEY` / `AGENTIC_RAG_MODEL` for DeepSeek or the local
 model, `AGENTIC_RAG_CHROMA_URL` for a Chroma server instead of the embedded store.
 
@@ -448,6 +448,10 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     if calibration is not None:
         resources.gate_thresholds = calibration.thresholds
         print(calibration.note(str(config.documents)))
+        # each calibration question's best P(yes): what the thresholds were chosen from, for a reader to check
+        calibration.scores.to_json(
+            config.output / "gate_calibration.json", orient="records", force_ascii=False, indent=1
+        )
     pipelines = build_pipelines(config.pipelines, resources)
     print(f"{len(items)} questions × {len(pipelines)} pipelines: {', '.join(pipelines)}")
     rows = evaluate(pipelines, items, llm, chunks, k=k, rank_k=rank_k, progress=progress)

@@ -229,7 +229,7 @@ class GateCalibration:
             "the evaluated questions themselves (in-sample: the abstention measured on them is optimistic — "
             "leave questions outside [sample] to calibrate on others)"
             if self.in_sample
-            else "questions from these documents that are not evaluated here"
+            else "these documents' questions that are not evaluated here"
         )
         parts = []
         for language, threshold in sorted(self.thresholds.items()):
@@ -239,7 +239,7 @@ class GateCalibration:
                 refused = float((outside["score"] < self.calibrated[language]).mean())
                 kept = float((inside["score"] >= self.calibrated[language]).mean()) if len(inside) else float("nan")
                 parts.append(
-                    f"{language} {_describe(threshold)} calibrated on {len(part)} questions of {where} "
+                    f"{language} {_describe(threshold)} calibrated on {len(part)} of {where} "
                     f"({len(inside)} answerable, {len(outside)} out-of-KB; answers {kept:.0%} of those answerable "
                     f"in round one, refuses {refused:.0%} of those out-of-KB)"
                 )
