@@ -713,7 +713,7 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # include near misses (questions your documents almost, but do not, answer: `"type": "out_of_kb"` in your
 # `.jsonl`, or the gold set of a preset). The command scores 24 questions the run does not evaluate (a third
 # of them near misses; one chat-model call per chunk the gate grades), picks per language the lowest P(yes)
-# that refuses 95% of their near misses — section 8's rule — and the report says what it was calibrated on
+# that refuses `95%` of their near misses — section 8's rule — and the report says what it was calibrated on
 # and what it refuses there; a language without near misses keeps the course's threshold, and says so.
 #
 # **When a team outgrows one laptop**, nothing in the command changes — only settings:
@@ -727,7 +727,7 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # as with the embedded store (`tests/test_evaluate_cli.py`). Asking for DeepSeek without a key is an
 # error, never a quiet fall-back to the local model.
 
-# %% [markdown] lang="zh" translates="f4213d2d0aa5"
+# %% [markdown] lang="zh" translates="a3bd1ab96086"
 # ## 11. 你的文档，从命令行来
 #
 # 同样的评测不用 notebook 也能跑。写一个配置——一个文档文件夹、问题（`"generate"`、`"gold"`，
@@ -745,7 +745,7 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # （它的 "gate thresholds" 一行）。**也可以在你的文档上校准它们：** 在配置里加上 `[gate] calibrate = 24`，
 # 问题里要有"差一点"的问题（你的文档几乎能回答、但其实回答不了的问题：在你的 `.jsonl` 里写 `"type": "out_of_kb"`，
 # 或者用预设自带的金标准问题集）。命令会给 24 道本次不评测的问题打分（其中三分之一是"差一点"的问题；门控每评一个分块
-# 调用一次对话模型），按语言选出仍能拒答其中 95% "差一点"问题的最低 P(yes)——也就是第 8 节的规则——报告会写明
+# 调用一次对话模型），按语言选出仍能拒答其中 `95%` "差一点"问题的最低 P(yes)——也就是第 8 节的规则——报告会写明
 # 它是在什么上校准的、在那里拒答了多少；没有"差一点"问题的语言沿用课程的阈值，并会明说。
 #
 # **当一个团队一台笔记本已经不够用时**，命令一点不变——只改设置：
