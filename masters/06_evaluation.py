@@ -671,22 +671,27 @@ display(Markdown(findings_markdown(retrieval, goals, answers, transfer)))
 # ## 10. Reproducible: save it, run it again, get the same table
 #
 # `save_report` writes `results.json` (the settings, the test set, every row with its judgements, the
-# table) and `report.md`. Run the course's evaluation again: temperature 0 and the LLM cache give the same
+# table) and `report.md`, one pair per corpus (the packages corpus's in a `packages/` folder beside the
+# course's). Run the course's evaluation again: temperature 0 and the LLM cache give the same
 # answers and the same verdicts, so every column except the seconds is identical.
 
-# %% [markdown] lang="zh" translates="f85bc8185a0f"
+# %% [markdown] lang="zh" translates="453e52581b81"
 # ## 10. 可复现：保存它，再跑一次，得到同一张表
 #
-# `save_report` 写出 `results.json`（设置、测试集、带评审结果的每一行、比较表）和 `report.md`。
+# `save_report` 写出 `results.json`（设置、测试集、带评审结果的每一行、比较表）和 `report.md`，每个语料库一份
+# （packages 语料库的那份在课程那份旁边的 `packages/` 文件夹里）。
 # 再跑一次课程的评测：温度 0 和 LLM 缓存给出同样的回答和同样的判决，所以除了秒数，每一列都完全相同。
 
 # %%
 from lessons.evaluation import save_report, threshold_note
 
-meta = {"model": model_banner(), "vector store": store_location(), "questions": f"{len(test_items)}", "k": K,
-        "gate thresholds": threshold_note("the course corpus", calibrated_on="the course corpus (notebook 04)")}
-json_path, md_path = save_report(OUT_DIR, rows, table, test_items, meta)
-print(t("wrote {json} and {markdown}", json=json_path.relative_to(PROJECT_ROOT), markdown=md_path.relative_to(PROJECT_ROOT)))
+for corpus, v in kb.items():  # the course's report in OUT_DIR, each other corpus's in a folder of its name
+    meta = {"model": model_banner(), "vector store": store_location(), "corpus": corpus,
+            "questions": f"{len(v['sample'])}", "k": K,
+            "gate thresholds": threshold_note(corpus, at_home=corpus == "course")}  # DEFAULT_GATE's home: the course
+    json_path, md_path = save_report(OUT_DIR if corpus == "course" else OUT_DIR / corpus, v["rows"], v["table"],
+                                     v["sample"], meta)
+    print(t("wrote {json} and {markdown}", json=json_path.relative_to(PROJECT_ROOT), markdown=md_path.relative_to(PROJECT_ROOT)))
 started = time.perf_counter()
 again = evaluate(kb["course"]["pipelines"], test_items, llm, chunks, k=K, progress=False)
 same = compare(again, k=K, timing=False).equals(compare(rows, k=K, timing=False))
