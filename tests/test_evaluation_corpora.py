@@ -230,6 +230,8 @@ def test_findings_follow_the_measured_direction_and_name_rank_changes():
     # completeness: dense 0.50 → 1.00, grading-loop 1.00 → 0.50 — both change rank
     assert "**Completeness ranks change on the judged sample**" in text
     assert "dense 2 on a (0.50) → 1 on b (1.00); grading-loop 1 on a (1.00) → 2 on b (0.50)" in text
+    tied = findings_markdown(rows, retrieval_goals(rows), {"a": answers_table([1.0, 1.0], [0.0, 1.0], [1.0, 9.0])}, {})
+    assert "most complete dense, grading-loop (1.00)" in tied  # a tie names every leader
     same = {"a": answers["a"], "b": answers_table([0.25, 0.75], [0.5, 1.0], [1.0, 7.5])}
     assert "the same order on both corpora (grading-loop ≥ dense)" in findings_markdown(
         rows, retrieval_goals(rows), same, {}

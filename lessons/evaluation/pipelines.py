@@ -775,6 +775,11 @@ def _ranks(values: pd.Series) -> pd.Series:
     return values.rank(ascending=False, method="min").astype(int)
 
 
+def _leaders(values: pd.Series, best: float) -> str:
+    """Every pipeline that reaches `best` (a tie names them all, not the first one)."""
+    return ", ".join(name for name, value in values.items() if value == best)
+
+
 def _completeness_ranks(answers: Mapping[str, pd.DataFrame]) -> list[str]:
     """Findings line: do the judged pipelines keep their completeness order from one corpus to the other?"""
     if len(answers) != 2:
@@ -888,13 +893,13 @@ def findings_markdown(
                 "({complete_value:.2f}), ",
                 corpus=corpus,
                 n=int(table["questions"].max()),
-                complete=complete.idxmax(),
+                complete=_leaders(complete, complete.max()),
                 complete_value=complete.max(),
             )
             + (
                 t(
                     "best abstention {abstain} ({abstain_value:.2f}), ",
-                    abstain=abstain.idxmax(),
+                    abstain=_leaders(abstain, abstain.max()),
                     abstain_value=abstain.max(),
                 )
                 if abstain.notna().any()
@@ -902,9 +907,9 @@ def findings_markdown(
             )
             + t(
                 "cheapest {cheapest} ({cheapest_calls:.1f} calls/question), dearest {dearest} ({dearest_calls:.1f}).",
-                cheapest=calls.idxmin(),
+                cheapest=_leaders(calls, calls.min()),
                 cheapest_calls=calls.min(),
-                dearest=calls.idxmax(),
+                dearest=_leaders(calls, calls.max()),
                 dearest_calls=calls.max(),
             )
         )
