@@ -447,11 +447,14 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     calibration = calibrate_gate_on(calibration_items, resources, in_sample=in_sample) if calibrating else None
     if calibration is not None:
         resources.gate_thresholds = calibration.thresholds
-        print(calibration.note(str(config.documents)))
         # each calibration question's best P(yes): what the thresholds were chosen from, for a reader to check
         calibration.scores.to_json(
             config.output / "gate_calibration.json", orient="records", force_ascii=False, indent=1
         )
+    gate_line = None
+    if "grading-loop" in config.pipelines:
+        gate_line = calibration.note(str(config.documents)) if calibration else gate_note(config)
+        print(gate_line)
     pipelines = build_pipelines(config.pipelines, resources)
     print(f"{len(items)} questions × {len(pipelines)} pipelines: {', '.join(pipelines)}")
     rows = evaluate(pipelines, items, llm, chunks, k=k, rank_k=rank_k, progress=progress)
@@ -460,10 +463,8 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
             "chunks": len(chunks), "questions": config.questions if config.questions in ("gold", "generate") else Path(config.questions).name,
             "pipelines": ", ".join(pipelines), "k": k, "rank_k": rank_k,
             "files skipped": "; ".join(f"{Path(s.path).name}: {s.reason}" for s in ingested.skipped) or "none"}  # fmt: skip
-    if "grading-loop" in pipelines:
-        meta["gate thresholds"] = calibration.note(str(config.documents)) if calibration else gate_note(config)
-        if calibration is None:
-            print(meta["gate thresholds"])
+    if gate_line is not None:
+        meta["gate thresholds"] = gate_line
     json_path, md_path = save_report(config.output, rows, table, items, meta)
     figure = plot_comparison(table, k, rank_k)
     figure.savefig(config.output / "comparison.png", dpi=110)

@@ -220,7 +220,6 @@ class GateCalibration:
     calibrated: dict[str, float]
     scores: pd.DataFrame
     in_sample: bool  # calibrated on the very questions that are evaluated (no others were available)
-    min_abstention: float = 0.95
 
     def note(self, documents: str) -> str:
         """One plain sentence for the report: which thresholds, calibrated on what, and what they refuse there."""
@@ -272,7 +271,7 @@ def calibrate_gate_on(
               if value is not None}  # fmt: skip
     defaults, _ = gate_thresholds()
     thresholds = {**defaults, **{language: GateThresholds(0.0, value) for language, value in chosen.items()}}
-    return GateCalibration(thresholds, chosen, scores, in_sample, min_abstention)
+    return GateCalibration(thresholds, chosen, scores, in_sample)
 
 
 def gate_retrieval(r: Resources) -> Callable[[str], list[Document]]:
