@@ -173,10 +173,11 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
 
     @app.post("/v1/ask")
     def ask(request: AskRequest):
-        from service.pipeline import answer, retrieve
+        from service.pipeline import answer, retrieve, subject_names
 
-        context = retrieve(service.index, service.snapshot(), request.question, k=request.k, reranker=service.reranker)
-        return answer(service.llm, request.question, context).as_json()
+        snapshot = service.snapshot()
+        context = retrieve(service.index, snapshot, request.question, k=request.k, reranker=service.reranker)
+        return answer(service.llm, request.question, context, subject_names(service.index, snapshot)).as_json()
 
     @app.get("/v1/index")
     def index_stats():

@@ -10,7 +10,10 @@ Introduced in notebook 08 (from notebook to service).
   latency matters more than order: `benchmarks/bench_service.py` measures both); `AGENTIC_RAG_RERANKER`
   chooses the cross-encoder, as everywhere in the course.
 - `answer`: notebook 05's research agent (`lessons.agents.three_agents.research`) writes an answer from the
-  top chunks only and cites them; the citations name the file, the page and the chunk.
+  top chunks only and cites them; the citations name the file, the page and the chunk. A draft is served only
+  when the course's answerability check (`lessons.agents.answerability`, the grading loop's) finds that the
+  chunks state what the question asks for; otherwise the reply abstains ("not in the documents"), and
+  `answerability` in the reply says why (the judge's quote, the specifics missing).
 """
 
 from __future__ import annotations
@@ -84,15 +87,33 @@ class Answer:
     abstained: bool
     citations: list[Citation] = field(default_factory=list)
     context: list[Document] = field(default_factory=list)
+    answerability: dict[str, Any] | None = None  # the answerability check's verdict, when it ran
 
     def as_json(self) -> dict[str, Any]:
         return {"question": self.question, "answer": self.answer, "abstained": self.abstained,
                 "citations": [asdict(c) for c in self.citations],
-                "context": [{"text": d.page_content, "metadata": d.metadata} for d in self.context]}  # fmt: skip
+                "context": [{"text": d.page_content, "metadata": d.metadata} for d in self.context],
+                "answerability": self.answerability}  # fmt: skip
 
 
-def answer(llm: BaseChatModel, question: str, context: list[Document]) -> Answer:
-    """An answer from `context` only, citing its chunks; the honest "not in the documents" when it has none."""
+_SUBJECTS: dict[frozenset, frozenset[str]] = {}
+
+
+def subject_names(index, snapshot: Snapshot) -> frozenset[str]:
+    """The served documents' `common_names` (their subject, which no chunk need repeat), once per snapshot."""
+    from lessons.agents.answerability import common_names
+
+    key = frozenset(snapshot.generations.items())
+    if key not in _SUBJECTS:
+        _SUBJECTS.clear()  # one snapshot at a time: the live index moves on
+        _SUBJECTS[key] = common_names(index.chunks(snapshot.generations)) if snapshot.generations else frozenset()
+    return _SUBJECTS[key]
+
+
+def answer(llm: BaseChatModel, question: str, context: list[Document], subject: frozenset[str] = frozenset()) -> Answer:
+    """An answer from `context` only, citing its chunks, when the answerability check passes; the honest "not in
+    the documents" otherwise (`subject`: `subject_names` of the served documents)."""
+    from lessons.agents.answerability import AnswerabilityCheck
     from lessons.agents.three_agents import research
 
     if not context:
@@ -100,13 +121,18 @@ def answer(llm: BaseChatModel, question: str, context: list[Document]) -> Answer
     draft = research(llm, question, context)
     if draft.found != "yes" or not draft.answer.strip():
         return Answer(question, not_in_documents_answer(question), True, context=context)
+    verdict = AnswerabilityCheck(llm, subject=subject)(question, context)
+    checked = {"answerable": verdict.answerable, "reason": verdict.reason, "quote": verdict.quote,
+               "missing": list(verdict.missing)}  # fmt: skip
+    if not verdict.answerable:
+        return Answer(question, not_in_documents_answer(question), True, context=context, answerability=checked)
     cited = [
         Citation(
             **asdict(citation_of(d)), document_id=str(d.metadata.get("document_id", "")), text=d.page_content[:300]
         )
         for d in cited_documents(draft.cited_chunks or [1], context)
     ]
-    return Answer(question, draft.answer.strip(), False, cited, context)
+    return Answer(question, draft.answer.strip(), False, cited, context, checked)
 
 
 def as_pipeline_result(reply: dict[str, Any], retrieved: list[Document] | None = None) -> PipelineResult:

@@ -61,6 +61,12 @@ def scripted_model():
             if "financial" in prompt:
                 return {"answer": "", "found": "no"}
             return {"answer": "27 天。" if "年假" in prompt else "Port 7420.", "found": "yes"}
+        if tools == ["Evidence"]:  # the answerability check's judge quotes the sentence that answers
+            if "financial" in prompt:
+                return {"quote": "", "answer": ""}
+            if "年假" in prompt:
+                return {"quote": "鹿特丹的员工每年有 27 天年假", "answer": "27 天"}
+            return {"quote": "Atlas Server exposes its REST API on port 7420 by default.", "answer": "7420"}
         if tools == ["GeneratedQuestion"]:
             if "Text A" in prompt:
                 return {

@@ -176,10 +176,10 @@ def test_the_gate_has_one_threshold_source_and_reports_say_where_it_comes_from(m
     at_home = threshold_note("data/corpus", at_home=True)
     assert source in at_home and "in-sample" in at_home and "NOT" not in at_home
     monkeypatch.setattr(evaluation, "gate_thresholds", lambda: ({"en": 0.1, "zh": 0.2}, "elsewhere"))
-    from lessons.agents.grading import GateThresholds, RelevanceGate
+    from lessons.agents.grading import AnswerabilityGate, GateThresholds
 
     gate = evaluation.gate_grader(ScriptedChatModel(default="x"))  # bare numbers: P(yes)-only gates
-    assert isinstance(gate, RelevanceGate) and gate.thresholds == {
+    assert isinstance(gate, AnswerabilityGate) and gate.gate.thresholds == {
         "en": GateThresholds(0.0, 0.1),
         "zh": GateThresholds(0.0, 0.2),
     }

@@ -31,6 +31,8 @@ def scripted_model() -> ScriptedChatModel:
             if "unknown thing" in prompt:
                 return {"answer": "", "cited_chunks": [], "found": "no"}
             return {"answer": f"The marker is {marker.group(1)}.", "cited_chunks": [1], "found": "yes"}
+        if tools == ["Evidence"]:  # the answerability check's judge quotes the marker's sentence
+            return {"quote": f"marker is {marker.group(1)}", "answer": marker.group(1)}
         if tools == ["FaithfulnessVerdict"]:
             return {"answer_claim": "marker", "context_says": "marker", "consistent": "yes"}
         if tools == ["CompletenessVerdict"]:

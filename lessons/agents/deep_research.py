@@ -36,6 +36,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
+from lessons.agents.answerability import AnswerabilityCheck
 from lessons.agents.answering import (
     RESEARCH_PROMPT,
     Citation,
@@ -583,11 +584,15 @@ def build_research_graph(
     page_chars: int = 1500,
     notes_chars: int = 3500,
     answer_chars: int = 4000,
+    answerability: AnswerabilityCheck | None = None,
 ):
     """The sub-agent: a compiled LangGraph graph; invoke it with `{"question": ...}`.
 
     Introduced in notebook 07 (deep-research agent). `max_steps` counts tool calls, the first search
-    included. The decide step asks the model only while tool calls remain; at the cap it answers.
+    included. The decide step asks the model only while tool calls remain; at the cap it answers. With
+    `answerability` (`lessons.agents.answerability.AnswerabilityCheck`), the decision to stop and answer is
+    checked: when the evidence gathered does not state what the question asks for, the agent says "not in the
+    documents" without writing a draft.
     """
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
@@ -684,7 +689,10 @@ def build_research_graph(
     def answer_step(state: ResearchState) -> dict[str, Any]:
         started = time.perf_counter()
         context = answer_context(state.get("observations", []), answer_chars)
-        if context:
+        verdict = answerability(state["question"], context) if answerability is not None and context else None
+        if verdict is not None and not verdict.answerable:
+            draft = ResearchDraft(answer="", cited_chunks=[], found="no")
+        elif context:
             prompt = RESEARCH_PROMPT.format(
                 question=state["question"], context=format_context(context, page_chars), feedback=""
             )
@@ -697,7 +705,8 @@ def build_research_graph(
             "answer",
             "",
             decision.reason,
-            f"found={draft.found}: {draft.answer}",
+            f"found={draft.found}: {draft.answer}"
+            + (f" (answerability check: {verdict.reason})" if verdict is not None else ""),
             state.get("decision_seconds", 0.0) + time.perf_counter() - started,
         )
         return {"draft": draft, "context": context, "trace": [*state.get("trace", []), row]}
@@ -742,6 +751,7 @@ class DeepResearchAgent:
         page_chars: int = 1500,
         notes_chars: int = 3500,
         answer_chars: int = 4000,
+        answerability: AnswerabilityCheck | None = None,
     ):
         self.max_steps = max_steps
         self.graph = build_research_graph(
@@ -752,6 +762,7 @@ class DeepResearchAgent:
             page_chars=page_chars,
             notes_chars=notes_chars,
             answer_chars=answer_chars,
+            answerability=answerability,
         )
 
     def research(self, question: str) -> ResearchResult:

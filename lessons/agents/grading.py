@@ -26,7 +26,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypedDict
 
@@ -36,6 +36,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
+from lessons.agents.answerability import AnswerabilityCheck, AnswerabilityVerdict
 from lessons.agents.answering import ANSWER_PROMPT, format_context, not_in_kb_answer
 from lessons.core.i18n import t
 from lessons.core.prompt_safety import DATA_RULE, as_data
@@ -103,6 +104,7 @@ class RoundTrace:
     decision: str
     p_yes: tuple[float | None, ...] = ()
     cross_encoder: tuple[float | None, ...] = ()
+    check: AnswerabilityVerdict | None = None  # the answerability check's verdict, when the grader ran it
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class Grade:
     verdict: GradeDocuments
     p_yes: float | None = None
     cross_encoder: float | None = None
+    check: AnswerabilityVerdict | None = None  # the round's answerability verdict (`AnswerabilityGate`)
 
     @property
     def binary_score(self) -> str:
@@ -226,9 +229,53 @@ DEFAULT_GATE_SOURCE = (
 )
 
 
-def default_gate(model: BaseChatModel, thresholds: Mapping[str, GateThresholds] | None = None) -> RelevanceGate:
-    """The grading loop's gate with `DEFAULT_GATE` (or the given thresholds) — one call for every pipeline."""
-    return RelevanceGate(model, thresholds or DEFAULT_GATE)
+def default_gate(
+    model: BaseChatModel,
+    thresholds: Mapping[str, GateThresholds] | None = None,
+    *,
+    answerability: bool = True,
+    subject: Collection[str] = (),
+) -> RelevanceGate | AnswerabilityGate:
+    """The grading loop's gate — one call for every pipeline: the `RelevanceGate` with `thresholds` (default
+    `DEFAULT_GATE`), followed by the answerability check (`AnswerabilityGate`) unless `answerability` is False.
+    `subject`: the knowledge base's `common_names`, which the check does not ask every chunk to repeat."""
+    gate = RelevanceGate(model, thresholds or DEFAULT_GATE)
+    return AnswerabilityGate(gate, AnswerabilityCheck(model, subject=subject)) if answerability else gate
+
+
+class AnswerabilityGate:
+    """The grading loop's gate with the answerability check (introduced in notebook 04): the `RelevanceGate`'s
+    grades first; when one document passes, the check (`lessons.agents.answerability`, one chat-model call) asks
+    the judge for its evidence, verifies it in code and applies its own P(yes) threshold to the P(yes) the gate
+    just read. Answerable: the gate's relevant documents and the one holding the quote are "yes"; otherwise every
+    document is "no", so the loop rewrites or says "not in the knowledge base". Each grade carries the verdict.
+    """
+
+    def __init__(self, gate: RelevanceGate, check: AnswerabilityCheck):
+        self.gate, self.check = gate, check
+
+    def p_yes(self, question: str, documents: Sequence[Document]) -> list[float]:
+        return self.gate.p_yes(question, documents)
+
+    def cross_encoder_scores(self, question: str, documents: Sequence[Document]) -> list[float]:
+        return self.gate.cross_encoder_scores(question, documents)
+
+    def __call__(self, question: str, documents: Sequence[Document]) -> list[Grade]:
+        grades = self.gate(question, documents)
+        if not any(g.binary_score == "yes" for g in grades):
+            return grades
+        verdict = self.check(question, documents, p_yes=[g.p_yes for g in grades])
+        yes = GradeDocuments(binary_score="yes")
+        no = GradeDocuments(binary_score="no")
+        return [
+            Grade(
+                yes if verdict.answerable and (g.binary_score == "yes" or i == verdict.document) else no,
+                g.p_yes,
+                g.cross_encoder,
+                verdict,
+            )
+            for i, g in enumerate(grades)
+        ]
 
 
 def _candidates(values: Sequence[float]) -> list[float]:
@@ -460,6 +507,7 @@ def build_grading_loop(
             decision,
             tuple(g.p_yes for g in graded),
             tuple(g.cross_encoder for g in graded),
+            graded[0].check if graded else None,
         )
         relevant = [doc for doc, g in zip(state["documents"], grades) if g == "yes"]
         return {"grades": grades, "relevant": relevant, "trace": [*state.get("trace", []), step]}

@@ -34,6 +34,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from pydantic import BaseModel, Field
 
+from lessons.agents.answerability import AnswerabilityCheck, AnswerabilityVerdict
 from lessons.agents.answering import (
     RESEARCH_PROMPT,
     Citation,
@@ -186,6 +187,7 @@ class ThreeAgentState(TypedDict, total=False):
     research_round: int
     draft: ResearchDraft
     verification: Verification
+    answerability: AnswerabilityVerdict  # the answerability check's verdict on the first draft's chunks
     outcome: str
     answer: str
     citations: list[Citation]
@@ -437,12 +439,15 @@ def build_three_agent_graph(
     max_research_rounds: int = DEFAULT_MAX_RESEARCH_ROUNDS,
     trust_yes_no: bool = False,
     relevance: str | RelevanceJudge = DEFAULT_RELEVANCE,
+    answerability: AnswerabilityCheck | None = None,
 ):
     """A compiled LangGraph graph; invoke it with `{"question": ...}` (introduced in notebook 05).
 
     `max_research_rounds` counts every research round, the first included: 2 means one draft and at
     most one re-research with the verifier's feedback. `relevance` picks the relevance checker
-    (`relevance_checker`).
+    (`relevance_checker`). With `answerability` (`lessons.agents.answerability.AnswerabilityCheck`), the first
+    draft goes to the verifier only when the chunks state what the question asks for; otherwise the
+    workflow says "not in the documents" (a draft answering a neighbouring question is caught there).
     """
     if max_research_rounds < 1:
         raise ValueError(f"max_research_rounds must be at least 1, got {max_research_rounds}")
@@ -484,6 +489,19 @@ def build_three_agent_graph(
         )
 
     @timed
+    def answerability_step(state):
+        verdict = answerability(state["question"], state["documents"])
+        detail = f"{verdict.reason}: {verdict.quote[:120]!r}" + (
+            f"; missing {list(verdict.missing)}" if verdict.missing else ""
+        )
+        return {"answerability": verdict}, TraceStep(
+            "answerability_check",
+            state["research_round"],
+            "answerable" if verdict.answerable else "not_answerable",
+            detail,
+        )
+
+    @timed
     def verify_step(state):
         verification = verify(model, state["question"], state["draft"].answer, state["documents"])
         decision = decide_after_verification(verification, state["research_round"], max_research_rounds, trust_yes_no)
@@ -513,7 +531,12 @@ def build_three_agent_graph(
         return decide_after_relevance(state["relevance"])
 
     def route_research(state):
-        return "verify" if decide_after_research(state["draft"]) == "verify" else "not_in_documents"
+        if decide_after_research(state["draft"]) != "verify":
+            return "not_in_documents"
+        return "check_answerability" if answerability is not None and "answerability" not in state else "verify"
+
+    def route_answerability(state):
+        return "verify" if state["answerability"].answerable else "not_in_documents"
 
     def route_verification(state):
         return {"accept": "finish", "give_up": "finish", "re_research": "research"}[state["trace"][-1].decision]
@@ -524,6 +547,7 @@ def build_three_agent_graph(
         ("check_relevance", relevance),
         ("research", research_step),
         ("verify", verify_step),
+        ("check_answerability", answerability_step),
         ("finish", finish),
         ("not_in_documents", not_in_documents),
     ]:
@@ -531,7 +555,8 @@ def build_three_agent_graph(
     graph.add_edge(START, "retrieve")
     graph.add_edge("retrieve", "check_relevance")
     graph.add_conditional_edges("check_relevance", route_relevance, ["research", "not_in_documents"])
-    graph.add_conditional_edges("research", route_research, ["verify", "not_in_documents"])
+    graph.add_conditional_edges("research", route_research, ["verify", "check_answerability", "not_in_documents"])
+    graph.add_conditional_edges("check_answerability", route_answerability, ["verify", "not_in_documents"])
     graph.add_conditional_edges("verify", route_verification, ["finish", "research"])
     graph.add_edge("finish", END)
     graph.add_edge("not_in_documents", END)
@@ -564,15 +589,16 @@ def run_three_agents(
     max_research_rounds: int = DEFAULT_MAX_RESEARCH_ROUNDS,
     trust_yes_no: bool = False,
     relevance: str | RelevanceJudge = DEFAULT_RELEVANCE,
+    answerability: AnswerabilityCheck | None = None,
 ) -> ThreeAgentResult:
     """Relevance checker → research agent → verification agent (re-research capped) for one question.
 
     Introduced in notebook 05 (three-agent verification). `retriever` maps a question to ranked
     chunks (the hybrid retriever of the document processor, or any callable); `llm` comes from
     `lessons.core.models.get_chat_model()`; `trust_yes_no` as in `decide_after_verification`; `relevance`
-    as in `relevance_checker`.
+    as in `relevance_checker`; `answerability` as in `build_three_agent_graph`.
     """
-    graph = build_three_agent_graph(llm, retriever, max_research_rounds, trust_yes_no, relevance)
+    graph = build_three_agent_graph(llm, retriever, max_research_rounds, trust_yes_no, relevance, answerability)
     started = time.perf_counter()
     state = graph.invoke({"question": question}, config={"recursion_limit": 25})
     return result_from_state(state, time.perf_counter() - started)

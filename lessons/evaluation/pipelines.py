@@ -176,12 +176,13 @@ def gate_thresholds() -> tuple[dict[str, Any], str]:
     return dict(DEFAULT_GATE), DEFAULT_GATE_SOURCE
 
 
-def gate_grader(llm: BaseChatModel, thresholds: Mapping[str, Any] | None = None):
+def gate_grader(llm: BaseChatModel, thresholds: Mapping[str, Any] | None = None, subject: Sequence[str] = ()):
     """The grading loop's gate: notebook 04's `RelevanceGate` (the cross-encoder, then the chat model's P(yes)
-    for the documents it lets through) with `thresholds` (default `gate_thresholds()`)."""
+    for the documents it lets through) with `thresholds` (default `gate_thresholds()`), then the answerability
+    check (`lessons.agents.answerability`; `subject`: the knowledge base's `common_names`)."""
     from lessons.agents.grading import default_gate
 
-    return default_gate(llm, dict(thresholds) if thresholds is not None else gate_thresholds()[0])
+    return default_gate(llm, dict(thresholds) if thresholds is not None else gate_thresholds()[0], subject=subject)
 
 
 def _describe(threshold: Any) -> str:
@@ -281,11 +282,13 @@ def gate_retrieval(r: Resources) -> Callable[[str], list[Document]]:
 
 
 def build_grading_loop_pipeline(r: Resources) -> Pipeline:
+    from lessons.agents.answerability import common_names
     from lessons.agents.grading import build_grading_loop
 
     # notebook 04's loop as it ends: hybrid top 20 reranked, the top k graded by the two-signal gate (gate_thresholds)
+    subject = sorted(common_names(r.chunks))  # the knowledge base's subject: no chunk need repeat it
     loop = build_grading_loop(r.llm, gate_retrieval(r), max_rounds=r.max_rounds,
-                              grader=gate_grader(r.llm, r.gate_thresholds))  # fmt: skip
+                              grader=gate_grader(r.llm, r.gate_thresholds, subject))  # fmt: skip
 
     def run(question: str) -> PipelineResult:
         state = loop.invoke({"question": question}, config={"recursion_limit": 50})
@@ -304,10 +307,13 @@ def build_three_agents(r: Resources) -> Pipeline:
             "the three-agent pipeline needs lessons/agents/three_agents.py (notebook 05), which this checkout does not "
             f'have yet ({error}); leave "three-agents" out of the pipelines for now'
         ) from error
+    from lessons.agents.answerability import AnswerabilityCheck, common_names
+
     retriever = _hybrid(r, r.k).invoke  # the same first stage as the hybrid pipeline, top k
+    check = AnswerabilityCheck(r.llm, subject=common_names(r.chunks))  # the grading loop's answerability check
 
     def run(question: str) -> PipelineResult:
-        result = run_three_agents(question, retriever=retriever, llm=r.llm)
+        result = run_three_agents(question, retriever=retriever, llm=r.llm, answerability=check)
         context = list(result.context)
         return PipelineResult(result.answer, bool(result.abstained), context, [] if result.abstained else context)
 

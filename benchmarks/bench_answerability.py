@@ -1,0 +1,345 @@
+"""The answerability check (lessons.agents.answerability) on gold questions of both corpora, per language.
+
+For each sampled gold question: the grading loop's round-one retrieval (the hybrid top 20, reranked, the top 3 —
+`pipelines.gate_retrieval`), the relevance signals the loop already reads (the chat model's P(yes) per chunk and
+the cross-encoder's score), and the check's one extra call: the judge's quote, verified in code (near-verbatim in
+a chunk, the question's specifics in or around it). Then, per corpus and language:
+
+- each signal's separation (AUC): best P(yes), best cross-encoder score, the code check (0/1), the code check
+  times P(yes);
+- operating points (abstention on out-of-KB, answered in round one) of P(yes) alone (today's gate), the code check
+  alone, and the code check with a P(yes) threshold — that threshold chosen on held-out questions (40 seeded
+  halvings: fitted on one half, scored on the other) and in-sample (an upper bound);
+- a transfer table: the threshold fitted on one corpus, scored on the other, per language;
+- the extra calls and tokens per question.
+
+The sample is seeded and balanced: `--answerable` answerable and `--out-of-kb` out-of-KB questions per language
+and corpus (all of them with `--all`). Rows are saved after every question (a stopped run keeps what it measured;
+the LLM cache makes a re-run cheap). Writes benchmarks/results/answerability.json.
+
+    python benchmarks/bench_answerability.py [--answerable 8] [--out-of-kb 5] [--all] [--analyse-only]
+"""
+
+import argparse
+import itertools
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import RESULTS, save
+
+MIN_ABSTENTION = 0.95
+K = 3
+NAME = "answerability"
+
+
+def sample(questions, answerable: int, out_of_kb: int, seed: int = 0, everything: bool = False) -> list:
+    """A seeded draw per language: `answerable` answerable and `out_of_kb` out-of-KB questions (all with `everything`),
+    interleaved so that a stopped run has measured every cell alike."""
+    cells = []
+    for language in ("en", "zh"):
+        for want, n in ((True, answerable), (False, out_of_kb)):
+            pool = [q for q in questions if q.language == language and q.answerable == want]
+            cells.append(
+                pool if everything else random.Random(f"{seed}-{language}-{want}").sample(pool, min(n, len(pool)))
+            )
+    return [q for group in itertools.zip_longest(*cells) for q in group if q is not None]
+
+
+class Corpus:
+    """One knowledge base as the benchmark reads it: the loop's round-one retrieval, its signals, the check."""
+
+    def __init__(self, corpus: str, llm):
+        from lessons.agents.answerability import AnswerabilityCheck, common_names
+        from lessons.evaluation.pipelines import Resources, gate_grader, gate_retrieval
+        from lessons.retrieval.index import load_knowledge_base
+
+        chunks, store = load_knowledge_base(corpus)
+        self.search = gate_retrieval(Resources(chunks=chunks, store=store, llm=llm, k=K))
+        self.subject = common_names(chunks)
+        self.signals = gate_grader(llm, subject=sorted(self.subject))  # the loop's P(yes) and cross-encoder
+        self.check = AnswerabilityCheck(llm, subject=self.subject)
+
+
+def measure(questions: list, rows: dict, path: Path) -> None:
+    """Measure (corpus, question) pairs in order, saving after each; pairs already in `rows` are skipped."""
+    from tqdm import tqdm
+
+    from lessons.core import get_chat_model
+    from lessons.core.search_text import CONTEXT_HEADER
+    from lessons.core.usage import metered
+    from lessons.evaluation.metrics import relevance
+
+    llm = get_chat_model()
+    corpora = {name: Corpus(name, llm) for name in dict.fromkeys(corpus for corpus, _ in questions)}
+    for corpus, question in tqdm(questions, desc="answerability"):
+        key = f"{corpus}:{question.id}"
+        if key in rows:
+            continue
+        c = corpora[corpus]
+        documents = c.search(question.question)
+        p_yes = c.signals.p_yes(question.question, documents)
+        cross = c.signals.cross_encoder_scores(question.question, documents)
+        start = time.perf_counter()
+        with metered() as meter:
+            evidence = c.check.evidence(question.question, documents)
+        seconds = time.perf_counter() - start
+        rows[key] = {
+            "corpus": corpus,
+            "id": question.id,
+            "language": question.language,
+            "answerable": question.answerable,
+            "question": question.question,
+            "p_yes": p_yes,
+            "cross_encoder": cross,
+            "evidence_in_top_k": any(relevance(documents, question)) if question.answerable else False,
+            "quote": evidence.quote,
+            "answer": evidence.answer,
+            "documents": [
+                {
+                    "text": d.page_content,
+                    "context_header": d.metadata.get(CONTEXT_HEADER),
+                    "source": d.metadata.get("source"),
+                }
+                for d in documents
+            ],
+            "subject": sorted(c.subject),
+            "calls": meter.totals.all_calls,
+            "cached_calls": meter.totals.cached_calls,
+            "tokens": meter.totals.pipeline_tokens,
+            "seconds": round(seconds, 2),
+        }
+        path.write_text(json.dumps(rows, ensure_ascii=False, indent=1))
+
+
+VARIANTS = {  # the code check's settings compared at analysis time (the judge's quotes do not change)
+    "check": {},
+    "names_near_quote": {"names_near_quote": True},
+    "any_coverage": {"min_coverage": 0.0},
+}
+
+
+def verify(row: dict) -> dict:
+    """The code check on a measured row, in every variant (re-run at analysis time: quotes and chunks are stored)."""
+    from langchain_core.documents import Document
+
+    from lessons.agents.answerability import Evidence, verify_evidence
+
+    documents = [
+        Document(d["text"], metadata={"context_header": d["context_header"], "source": d["source"]})
+        for d in row["documents"]
+    ]
+    evidence = Evidence(quote=row["quote"], answer=row["answer"])
+    checked = {}
+    for name, options in VARIANTS.items():
+        reason, match, specifics, missing, terms = verify_evidence(
+            row["question"], evidence, documents, row["subject"], **options
+        )
+        checked[name] = {
+            "reason": reason,
+            "quote_coverage": match.coverage if match else 0.0,
+            "missing": [s.text for s in missing],
+            "term_coverage": terms,
+        }
+    return {**row, **checked["check"], "specifics": [s.text for s in specifics], "variants": checked}
+
+
+def _pairs(row: dict, signal: str) -> list[tuple[float, float]]:
+    """A question as the gate calibration reads it: (first signal, second signal) pairs, a question answered when one
+    pair reaches both thresholds; none when the code check failed (never answered)."""
+    if signal == "p_yes":  # today's gate: P(yes) alone
+        return [(1.0, p) for p in row["p_yes"]]
+    best_p, best_ce = max(row["p_yes"]), max(row["cross_encoder"])
+    if signal == "coverage+p_yes":  # the quote's verbatim share as a threshold of its own, specifics required
+        v = row["variants"]["any_coverage"]
+        return (
+            [(v["quote_coverage"], best_p)]
+            if v["reason"] in ("answerable", "quote not in the documents")
+            and v["quote_coverage"] > 0
+            and not v["missing"]
+            else []
+        )
+    variant = row["variants"]["names_near_quote" if signal.startswith("check(names near)") else "check"]
+    if variant["reason"] != "answerable":
+        return []
+    second = signal.split("+", 1)[1] if "+" in signal else ""
+    return {
+        "": [(1.0, 1.0)],
+        "p_yes": [(1.0, best_p)],
+        "cross_encoder": [(best_ce, 1.0)],
+        "terms+p_yes": [(variant["term_coverage"] or 0.0, best_p)],
+    }[second]
+
+
+SIGNALS = (
+    "p_yes",
+    "check",
+    "check+p_yes",
+    "check(names near)",
+    "check(names near)+p_yes",
+    "coverage+p_yes",
+    "check+cross_encoder",
+    "check+terms+p_yes",
+)
+
+
+def analyse(rows: list[dict]) -> dict:
+    from lessons.agents.grading import (
+        calibrate_gate,
+        gate_operating_point,
+        separation_auc,
+        split_half_transfer,
+        wilson_interval,
+    )
+
+    def cell(corpus, language):
+        group = [r for r in rows if r["corpus"] == corpus and r["language"] == language]
+        return [r for r in group if r["answerable"]], [r for r in group if not r["answerable"]]
+
+    def auc(inside, outside, score):
+        return separation_auc([score(r) for r in inside], [score(r) for r in outside])
+
+    report, fitted = {}, {}
+    for corpus in sorted({r["corpus"] for r in rows}):
+        for language in ("en", "zh"):
+            inside, outside = cell(corpus, language)
+            if not inside or not outside:
+                continue
+            entry = {
+                "answerable": len(inside),
+                "out_of_kb": len(outside),
+                "evidence_in_top_3": sum(r["evidence_in_top_k"] for r in inside) / len(inside),
+                "auc": {
+                    "p_yes": auc(inside, outside, lambda r: max(r["p_yes"])),
+                    "cross_encoder": auc(inside, outside, lambda r: max(r["cross_encoder"])),
+                    "check": auc(inside, outside, ok),
+                    "check(names near)": auc(inside, outside, lambda r: ok(r, "names_near_quote")),
+                    "check*p_yes": auc(inside, outside, lambda r: ok(r) * max(r["p_yes"])),
+                    "quote_coverage": auc(inside, outside, lambda r: r["quote_coverage"]),
+                    "term_coverage": auc(inside, outside, lambda r: r["term_coverage"] or 0.0),
+                },
+                "reasons_out_of_kb": _count(r["reason"] for r in outside),
+                "reasons_answerable": _count(r["reason"] for r in inside),
+                "extra_calls_per_question": _mean([r["calls"] for r in inside + outside]),
+                "extra_tokens_per_question": _mean([r["tokens"] for r in inside + outside]),
+                "seconds_per_call": _mean([r["seconds"] for r in inside + outside]),
+            }
+            for signal in SIGNALS:
+                in_kb, out_kb = [_pairs(r, signal) for r in inside], [_pairs(r, signal) for r in outside]
+                gate = calibrate_gate(in_kb, out_kb, MIN_ABSTENTION)
+                point = gate_operating_point(in_kb, out_kb, gate)
+                answered = sum(gate.admits(q) for q in in_kb)
+                refused = sum(not gate.admits(q) for q in out_kb)
+                result = {
+                    "in_sample_gate": vars(gate),
+                    "in_sample": point,
+                    "in_sample_counts": f"answered {answered}/{len(in_kb)}, refused {refused}/{len(out_kb)}",
+                    "answered_interval": wilson_interval(answered, len(in_kb)),
+                    "refused_interval": wilson_interval(refused, len(out_kb)),
+                }
+                if "+" not in signal and signal != "p_yes":  # the code check's own operating point, no threshold
+                    open_gate = type(gate)(0.0, 0.0)
+                    result["no_threshold"] = gate_operating_point(in_kb, out_kb, open_gate)
+                if len(in_kb) >= 2 and len(out_kb) >= 2:
+                    result["held_out"] = split_half_transfer(in_kb, out_kb, min_abstention=MIN_ABSTENTION)
+                entry[signal] = result
+                fitted[(corpus, language, signal)] = gate
+            report[f"{corpus}/{language}"] = entry
+    transfer = []
+    for (corpus, language, signal), gate in fitted.items():
+        for other in sorted({r["corpus"] for r in rows} - {corpus}):
+            inside, outside = cell(other, language)
+            if inside and outside:
+                point = gate_operating_point(
+                    [_pairs(r, signal) for r in inside], [_pairs(r, signal) for r in outside], gate
+                )
+                transfer.append(
+                    {
+                        "fitted_on": corpus,
+                        "scored_on": other,
+                        "language": language,
+                        "signal": signal,
+                        "gate": vars(gate),
+                        **point,
+                    }
+                )
+    return {"by_cell": report, "transfer": transfer}
+
+
+def ok(row: dict, variant: str = "check") -> float:
+    """1.0 when the code check (in `variant`) passed the judge's evidence."""
+    return float(row["variants"][variant]["reason"] == "answerable")
+
+
+def _count(values) -> dict:
+    out: dict = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def main() -> dict:
+    from lessons.ingest import load_gold
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", nargs="+", default=["course", "packages"], choices=("course", "packages"))
+    parser.add_argument("--answerable", type=int, default=8, help="answerable questions per language and corpus")
+    parser.add_argument("--out-of-kb", type=int, default=5, help="out-of-KB questions per language and corpus")
+    parser.add_argument("--all", action="store_true", help="every gold question")
+    parser.add_argument("--analyse-only", action="store_true", help="analyse the rows already measured")
+    args = parser.parse_args()
+    path = RESULTS / f"{NAME}-rows.json"
+    rows = json.loads(path.read_text()) if path.exists() else {}
+    samples = {
+        corpus: sample(load_gold(corpus=corpus), args.answerable, args.out_of_kb, everything=args.all)
+        for corpus in args.corpus
+    }
+    if not args.analyse_only:  # the corpora interleaved: a stopped run has measured both alike
+        pairs = itertools.zip_longest(*[[(corpus, q) for q in questions] for corpus, questions in samples.items()])
+        measure([pair for group in pairs for pair in group if pair is not None], rows, path)
+    samples = {corpus: [q.id for q in questions] for corpus, questions in samples.items()}
+    measured = [verify(r) for r in rows.values() if r["id"] in samples.get(r["corpus"], [])]
+    results = {
+        "sample": {
+            "answerable_per_language": args.answerable,
+            "out_of_kb_per_language": args.out_of_kb,
+            "all": args.all,
+            "seed": 0,
+            "ids": samples,
+        },
+        "min_abstention": MIN_ABSTENTION,
+        "k": K,
+        **analyse(measured),
+        "questions": measured,
+    }
+    save(NAME, results)
+    for name, entry in results["by_cell"].items():
+        print(
+            f"{name}: {entry['answerable']} answerable / {entry['out_of_kb']} out-of-KB; AUC "
+            + ", ".join(f"{k} {v:.2f}" for k, v in entry["auc"].items())
+        )
+        for signal in SIGNALS:
+            point, half = entry[signal]["in_sample"], entry[signal].get("held_out", {})
+            print(
+                f"   {signal:22s} in-sample: answered {point['first_round']:.2f}, refused {point['abstention']:.2f}"
+                + (
+                    f"; held-out: {half['first_round']:.2f} / {half['abstention']:.2f}"
+                    f" ({half['splits_holding_abstention']:.0%} hold)"
+                    if half
+                    else ""
+                )
+            )
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,491 @@
+"""The course's one answerability check: does the evidence state what THIS question asks for?
+
+Introduced in notebook 04 (grading loop); used by the grading loop's gate, notebook 05's verifier, the
+deep-research agent's decision to stop, notebook 06's pipelines and the service's `/v1/ask`.
+
+A near miss is on topic: the passage is about the same company, product or policy, so a relevance score
+(P(yes), the cross-encoder) is high — but it does not state the quarter, the office, the version, the
+person or the amount the question asks about. A 1.5B judge cannot be trusted to notice that; it can be
+made to **show its evidence**, and code can check the evidence:
+
+1. One structured call (`Evidence`): the model copies the sentence or table row that answers, or leaves
+   the quote empty.
+2. Code verifies the quote: it must be (near-)verbatim in one retrieved chunk (`locate_quote`), and every
+   specific of the question (`question_specifics`: numbers, versions, years, quarters, dates, quoted terms,
+   names — with their Chinese forms, 第三季度 ↔ Q3, 2026年 ↔ 2026, 9月19日 ↔ September 19) must occur in
+   or around it: figures, dates and quoted terms in the quote's neighbourhood (the chunk's header and
+   `WINDOW_CHARS` either side), names anywhere in the retrieved chunks.
+3. The relevance signals the pipeline already has — the chat model's P(yes) per chunk, and the
+   cross-encoder's score that the reranker records in `metadata[CROSS_ENCODER_KEY]` — must reach the
+   language's thresholds (`AnswerabilityThresholds`; 0 switches a signal off). The check never scores again.
+
+`AnswerabilityCheck(model)(question, documents, p_yes=...)` returns an `AnswerabilityVerdict`: the
+decision, the reason in plain words, the quote, where it was found and which specifics were missing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, Field
+
+from lessons.agents.answering import format_context
+from lessons.agents.claim_check import content_tokens, figures
+from lessons.core.prompt_safety import DATA_RULE
+from lessons.core.search_text import CONTEXT_HEADER
+from lessons.core.structured import invoke_structured
+from lessons.text.language import detect_language
+from lessons.text.normalise import normalise_for_match
+
+CROSS_ENCODER_KEY = "cross_encoder_score"  # metadata key: the reranker's cross-encoder score for the passage
+MIN_QUOTE_COVERAGE = 0.9  # share of the quote's characters that must match the chunk, in order
+MIN_MATCH_BLOCK = 4  # shorter common runs are chance, not copying
+MIN_QUOTE_CHARS = 8  # a shorter "quote" ("No", "Yes") states nothing a reader could check
+WINDOW_CHARS = 300  # the neighbourhood of a quote in which the question's figures must occur
+CONTEXT_CHARS = 1200  # each chunk as the judge reads it
+
+
+class Evidence(BaseModel):
+    """The judge's evidence: the sentence or table row that answers, copied, or nothing."""
+
+    # The quote comes first: asked for a verdict first, a small model decides before it has looked.
+    quote: str = Field(
+        description="the ONE sentence or table row, copied word for word from a document, that states the answer to "
+        "exactly this question; empty if no document states it"
+    )
+    answer: str = Field(description="the answer in a few words, taken from the quote; empty if the quote is empty")
+
+
+EVIDENCE_PROMPT = """Question: {question}
+
+Find the evidence for this question in the documents below. <<DATA_RULE>>
+
+{documents}
+
+Copy, word for word, the ONE sentence or table row from the documents above (never from the question) that states
+the answer to exactly this question — with what it asks for: the same quarter, year, version, office, person or
+amount. A sentence on the same topic that does not state that is NOT evidence: then leave the quote empty.""".replace(
+    "<<DATA_RULE>>", DATA_RULE
+)
+
+EVIDENCE_PROMPT_ZH = """问题：{question}
+
+在下面的资料中找出这个问题的证据。<<DATA_RULE>>
+
+{documents}
+
+从上面的资料中（不要从问题中）逐字复制陈述了这个问题答案的那一句话或表格中的一行，保持原文的语言，不要翻译。它必须包含问题问的
+具体内容：同一个季度、年份、版本、办公室、人物或金额。只是话题相同、却没有陈述这些内容的句子不是证据：这时引文留空。""".replace(
+    "<<DATA_RULE>>", DATA_RULE
+)
+
+EVIDENCE_PROMPTS = {"en": EVIDENCE_PROMPT, "zh": EVIDENCE_PROMPT_ZH}
+
+
+# --- the question's specifics -------------------------------------------------------------------------------
+
+_ORDINALS = {"1": "first", "2": "second", "3": "third", "4": "fourth"}
+_CN_DIGITS = {"一": "1", "二": "2", "三": "3", "四": "4", "五": "5", "六": "6", "七": "7", "八": "8", "九": "9"}
+_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december"]  # fmt: skip
+_QUARTER = re.compile(
+    r"\bq([1-4])\b|\b(first|second|third|fourth|1st|2nd|3rd|4th) quarter\b|第?([一二三四1-4])季度", re.IGNORECASE
+)
+_CN_DATE = re.compile(r"(\d{1,2})\s*月\s*(\d{1,2})\s*日")
+_EN_DATE = re.compile(
+    r"\b(" + "|".join(m[:3] for m in _MONTHS) + r")[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b|"
+    r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(" + "|".join(m[:3] for m in _MONTHS) + r")[a-z]*\b",
+    re.IGNORECASE,
+)
+_YEAR = re.compile(r"(?<![\d.])((?:19|20)\d\d)(?![\d.])")
+_QUOTED = re.compile(r"\"([^\"]{2,60})\"|“([^”]{2,60})”|「([^」]{2,60})」|『([^』]{2,60})』|‘([^’]{2,60})’")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-.+][A-Za-z0-9]+)*")
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
+_TAG = re.compile(r"</?\s*document[^>]*>")  # a judge that copies the data block's tags with the quote
+_CAPITALISED = re.compile(r"(?<![\w-])[A-Z][A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
+# Capitalised words that are no names: question words, auxiliaries, and words capitalised in titles.
+_NOT_NAMES = frozenset(
+    [
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "should",
+        "would",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "has",
+        "have",
+        "had",
+        "the",
+        "a",
+        "an",
+        "in",
+        "on",
+        "at",
+        "of",
+        "for",
+        "to",
+        "and",
+        "or",
+        "if",
+        "by",
+        "with",
+        "from",
+        "as",
+        "i",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Specific:
+    """One thing the question asks about that the evidence must state: its text, the forms any of which
+    counts (lower case), and its kind (quarter, date, year, figure, quoted, name)."""
+
+    text: str
+    forms: tuple[str, ...]
+    kind: str
+
+
+def _quarter(match: re.Match) -> Specific:
+    digit = match.group(1) or match.group(3) or ""
+    if match.group(2):
+        digit = {"first": "1", "second": "2", "third": "3", "fourth": "4"}.get(
+            match.group(2).lower(), match.group(2)[0]
+        )
+    digit = _CN_DIGITS.get(digit, digit)
+    cn = next(k for k, v in _CN_DIGITS.items() if v == digit)
+    return Specific(
+        match.group(0),
+        (f"q{digit}", f"{_ORDINALS[digit]} quarter", f"{digit}q", f"第{cn}季度", f"{cn}季度", f"第{digit}季度"),
+        "quarter",
+    )
+
+
+def _date(month: int, day: int, text: str) -> Specific:
+    name = _MONTHS[month - 1]
+    forms = {f"{month}月{day}日", f"{name} {day}", f"{name[:3]} {day}", f"{day} {name}", f"{day} {name[:3]}",
+             f"-{month:02d}-{day:02d}", f"{month}/{day}"}  # fmt: skip
+    return Specific(text, tuple(sorted(forms)), "date")
+
+
+def question_specifics(question: str) -> list[Specific]:
+    """What the evidence for `question` must state: quarters, dates, years, other figures and versions, quoted
+    terms, and names (capitalised, CamelCase, acronyms, hyphenated identifiers; every Latin-script word of a
+    Chinese question). Each with the forms that count, Chinese and English (introduced in notebook 04)."""
+    text = normalise_for_match(question)
+    found: list[Specific] = []
+    taken: list[tuple[int, int]] = []
+
+    def claim(match: re.Match, specific: Specific) -> None:
+        found.append(specific)
+        taken.append(match.span())
+
+    for match in _QUARTER.finditer(text):
+        claim(match, _quarter(match))
+    for match in _CN_DATE.finditer(text):
+        claim(match, _date(int(match.group(1)), int(match.group(2)), match.group(0)))
+    for match in _EN_DATE.finditer(text):
+        month_name = (match.group(1) or match.group(4)).lower()[:3]
+        day = int(match.group(2) or match.group(3))
+        month = next(i for i, m in enumerate(_MONTHS, 1) if m.startswith(month_name))
+        if 1 <= day <= 31:
+            claim(match, _date(month, day, match.group(0)))
+    for match in _QUOTED.finditer(text):
+        quoted = next(g for g in match.groups() if g)
+        claim(match, Specific(quoted, (quoted.casefold(),), "quoted"))
+
+    def free(span: tuple[int, int]) -> bool:
+        return all(span[1] <= a or span[0] >= b for a, b in taken)
+
+    for match in _YEAR.finditer(text):
+        if free(match.span()):
+            claim(match, Specific(match.group(1), (match.group(1),), "year"))
+    for match in re.finditer(r"(?<![\w.])v?(\d+(?:[.,]\d+)*)(?![\w])", text):
+        if free(match.span()):
+            value = figures(match.group(1))[0]
+            claim(match, Specific(match.group(0), (value,), "figure"))
+    chinese = detect_language(question) == "zh"
+    words = list(_LATIN_WORD.finditer(text))
+    for position, match in enumerate(words):
+        word = re.sub(r"'s$", "", match.group(0))
+        if not free(match.span()) or word.lower() in _NOT_NAMES or len(word) < 2:
+            continue
+        first = position == 0 and match.start() < 3
+        name = (
+            chinese
+            or any(c.isupper() for c in word[1:])
+            or any(c in "-." for c in word)
+            or (word[0].isupper() and not first)
+        )
+        if name and not any(s.kind == "name" and s.forms[0] == word.casefold() for s in found):
+            found.append(Specific(word, (word.casefold(),), "name"))
+    return found
+
+
+def _haystack(text: str) -> str:
+    """Text as the specifics are looked for in it: normalised, lower case, "_" and "/" as spaces."""
+    return normalise_for_match(text).casefold().replace("_", " ")
+
+
+_BEFORE = r"(?<![0-9A-Za-z])"
+_BEFORE_DIGIT = r"(?<![0-9A-Za-uw-z.])"  # "v2.9" holds 2.9; "12.9" and "1.2.9" do not
+
+
+def occurs(specific: Specific, text: str) -> bool:
+    """Whether one of the specific's forms occurs in `text` (already `_haystack`-ed), as a whole token."""
+    if specific.kind == "name":  # "code-freeze" is "code freeze"
+        text = text.replace("-", " ")
+    for form in specific.forms:
+        form = form.replace("-", " ") if specific.kind == "name" else form
+        if _CJK_CHAR.search(form) or form.startswith("-"):
+            if form in text:
+                return True
+        elif re.search(rf"{_BEFORE_DIGIT if form[0].isdigit() else _BEFORE}{re.escape(form)}(?![0-9A-Za-z])", text):
+            return True
+    return False
+
+
+# --- the quote --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuoteMatch:
+    """Where a quote was found: the chunk's position in the list, the share of the quote's characters that match
+    it in order, and the matched span in the chunk's normalised text."""
+
+    document: int
+    coverage: float
+    start: int
+    end: int
+
+
+def _normal(text: str) -> str:
+    return normalise_for_match(text).casefold()
+
+
+def locate_quote(quote: str, documents: Sequence[Document]) -> QuoteMatch | None:
+    """The chunk that holds `quote` (near-)verbatim, or None: exact after normalisation, else the chunk whose
+    common runs of `MIN_MATCH_BLOCK`+ characters cover the most of the quote (introduced in notebook 04).
+    A match below `MIN_QUOTE_COVERAGE` is returned too: the caller decides; an empty quote gives None."""
+    needle = _normal(_TAG.sub(" ", quote)).strip(" .。…\"“”'")
+    if not needle:
+        return None
+    best: QuoteMatch | None = None
+    for index, document in enumerate(documents):
+        hay = _normal(document.page_content)
+        at = hay.find(needle)
+        if at >= 0:
+            return QuoteMatch(index, 1.0, at, at + len(needle))
+        matcher = difflib.SequenceMatcher(None, hay, needle, autojunk=False)
+        blocks = [b for b in matcher.get_matching_blocks() if b.size >= MIN_MATCH_BLOCK]
+        if not blocks:
+            continue
+        coverage = sum(b.size for b in blocks) / len(needle)
+        if best is None or coverage > best.coverage:
+            best = QuoteMatch(index, coverage, blocks[0].a, blocks[-1].a + blocks[-1].size)
+    return best
+
+
+# --- the verdict ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnswerabilityThresholds:
+    """One language's thresholds on the relevance signals: the best P(yes) and the best cross-encoder score among
+    the retrieved chunks must reach them (0.0 switches a signal off)."""
+
+    p_yes: float = 0.0
+    cross_encoder: float = 0.0
+
+
+# With no calibration: the code check alone decides (the relevance signals switched off).
+NO_THRESHOLDS = {"en": AnswerabilityThresholds(), "zh": AnswerabilityThresholds()}
+
+
+@dataclass(frozen=True)
+class AnswerabilityVerdict:
+    """The check's decision and everything it rests on (introduced in notebook 04).
+
+    `reason`: "answerable", "no quote", "quote not in the documents", "specifics missing", "P(yes) below
+    threshold" or "cross-encoder below threshold". `missing`: the question's specifics absent around the quote.
+    """
+
+    answerable: bool
+    reason: str
+    quote: str = ""
+    answer: str = ""
+    document: int | None = None  # which retrieved chunk holds the quote
+    coverage: float = 0.0
+    specifics: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    term_coverage: float | None = None  # share of the question's content words around the quote (a measurement)
+    p_yes: float | None = None
+    cross_encoder: float | None = None
+    evidence_ok: bool = field(default=False)  # the code check alone, before the relevance thresholds
+
+
+def cross_encoder_scores(documents: Sequence[Document]) -> list[float | None]:
+    """The cross-encoder score the reranker recorded for each chunk (`metadata[CROSS_ENCODER_KEY]`), None where absent."""
+    return [
+        float(d.metadata[CROSS_ENCODER_KEY]) if d.metadata.get(CROSS_ENCODER_KEY) is not None else None
+        for d in documents
+    ]
+
+
+def _window(document: Document, match: QuoteMatch) -> str:
+    text = _normal(document.page_content)
+    header = _normal(str(document.metadata.get(CONTEXT_HEADER) or document.metadata.get("source") or ""))
+    around = text[max(0, match.start - WINDOW_CHARS) : match.end + WINDOW_CHARS]
+    return (header + " \n " + around).replace("_", " ")
+
+
+def verify_evidence(
+    question: str,
+    evidence: Evidence,
+    documents: Sequence[Document],
+    subject: Collection[str] = (),
+    *,
+    min_coverage: float = MIN_QUOTE_COVERAGE,
+    names_near_quote: bool = False,
+) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
+    """The code half of the check: (reason, where the quote is, the specifics, those missing, term coverage).
+
+    `reason` is "answerable" when the quote is near-verbatim in a chunk (`min_coverage`) and every specific occurs
+    around it (figures, dates, quoted terms; names too with `names_near_quote`) or in the retrieved chunks (names).
+    Names in `subject` (`common_names` of the knowledge base) are not asked for. The specifics and the share of
+    the question's content words around the quote are measured for any located quote, even one below
+    `min_coverage` (benchmarks vary the cut-off). Introduced in notebook 04."""
+    specifics = [s for s in question_specifics(question) if not (s.kind == "name" and s.forms[0] in subject)]
+    if len(_normal(_TAG.sub(" ", evidence.quote)).strip(" .。…\"“”'")) < MIN_QUOTE_CHARS:
+        return "no quote", None, specifics, [], None
+    match = locate_quote(evidence.quote, documents)
+    if match is None:
+        return "quote not in the documents", None, specifics, [], None
+    window = _window(documents[match.document], match)
+    everywhere = " ".join(_haystack(d.page_content) + " " + _haystack(str(d.metadata.get(CONTEXT_HEADER) or ""))
+                          for d in documents)  # fmt: skip
+    missing = [
+        s for s in specifics if not occurs(s, everywhere if s.kind == "name" and not names_near_quote else window)
+    ]
+    terms = content_tokens(question)
+    coverage = sum(term in window for term in terms) / len(terms) if terms else None
+    if match.coverage < min_coverage:
+        return "quote not in the documents", match, specifics, missing, coverage
+    return ("specifics missing" if missing else "answerable"), match, specifics, missing, coverage
+
+
+def common_names(chunks: Sequence[Document], min_share: float = 0.3) -> frozenset[str]:
+    """Capitalised names (lower case) that occur in at least `min_share` of the knowledge base's source files: the
+    corpus's subject ("Tidewell", "Atlas"), which says nothing about which passage answers and which a chunk need
+    not repeat. Fewer than three files: none (a subject cannot be told from a specific). Introduced in notebook 04."""
+    texts: dict[str, list[str]] = {}
+    names: set[str] = set()
+    for chunk in chunks:
+        texts.setdefault(str(chunk.metadata.get("source", "")), []).append(_haystack(chunk.page_content))
+        names.update(word.casefold() for word in _CAPITALISED.findall(chunk.page_content))
+    if len(texts) < 3:
+        return frozenset()
+    files = [" ".join(parts) for parts in texts.values()]
+    needed = min_share * len(files)
+    return frozenset(
+        n for n in names if sum(bool(re.search(rf"{_BEFORE}{re.escape(n)}(?![0-9a-z])", f)) for f in files) >= needed
+    )
+
+
+def _best(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return max(known) if known else None
+
+
+class AnswerabilityCheck:
+    """Ask the judge for its evidence (one structured call) and check it in code, then against the relevance
+    thresholds of the question's language (introduced in notebook 04).
+
+    `p_yes`: the chat model's P(yes) per chunk when the caller has read it (the grading loop's gate does);
+    the cross-encoder's scores are read from the chunks' metadata. A signal with no value is not applied.
+    `subject`: the knowledge base's `common_names`, which no chunk needs to repeat.
+    """
+
+    def __init__(
+        self,
+        model: BaseChatModel,
+        thresholds: Mapping[str, AnswerabilityThresholds] | None = None,
+        prompts: Mapping[str, str] = EVIDENCE_PROMPTS,
+        max_chars: int = CONTEXT_CHARS,
+        subject: Collection[str] = (),
+    ):
+        self.model, self.prompts, self.max_chars = model, dict(prompts), max_chars
+        self.subject = frozenset(name.casefold() for name in subject)
+        self.thresholds = dict(thresholds or NO_THRESHOLDS)
+        missing = {"en", "zh"} - set(self.thresholds)
+        if missing:
+            raise ValueError(f"no answerability thresholds for {sorted(missing)}: give one per language (en, zh)")
+
+    def evidence(self, question: str, documents: Sequence[Document]) -> Evidence:
+        """The judge's quote and short answer from `documents` (one chat-model call)."""
+        prompt = self.prompts[detect_language(question)].format(
+            question=question, documents=format_context(documents, max_chars=self.max_chars, pages=False)
+        )
+        return invoke_structured(self.model, Evidence, prompt)
+
+    def judge(
+        self,
+        question: str,
+        evidence: Evidence,
+        documents: Sequence[Document],
+        p_yes: Sequence[float | None] | None = None,
+    ) -> AnswerabilityVerdict:
+        """The verdict from evidence already asked for: the code check, then the thresholds (no model call)."""
+        reason, match, specifics, missing, terms = verify_evidence(question, evidence, documents, self.subject)
+        best_p, best_ce = _best(p_yes or []), _best(cross_encoder_scores(documents))
+        gate = self.thresholds[detect_language(question)]
+        verdict = reason
+        if reason == "answerable" and best_p is not None and best_p < gate.p_yes:
+            verdict = "P(yes) below threshold"
+        elif reason == "answerable" and best_ce is not None and best_ce < gate.cross_encoder:
+            verdict = "cross-encoder below threshold"
+        return AnswerabilityVerdict(
+            answerable=verdict == "answerable",
+            reason=verdict,
+            quote=evidence.quote.strip(),
+            answer=evidence.answer.strip(),
+            document=match.document if match else None,
+            coverage=match.coverage if match else 0.0,
+            specifics=tuple(s.text for s in specifics),
+            missing=tuple(s.text for s in missing),
+            term_coverage=terms,
+            p_yes=best_p,
+            cross_encoder=best_ce,
+            evidence_ok=reason == "answerable",
+        )
+
+    def __call__(
+        self, question: str, documents: Sequence[Document], p_yes: Sequence[float | None] | None = None
+    ) -> AnswerabilityVerdict:
+        """Whether `documents` state what `question` asks for: one call for the evidence, then code."""
+        if not documents:
+            return AnswerabilityVerdict(False, "no quote")
+        return self.judge(question, self.evidence(question, documents), documents, p_yes)

@@ -1,0 +1,237 @@
+"""The answerability check: the judge shows its evidence, code verifies it (lessons.agents.answerability)."""
+
+from langchain_core.documents import Document
+
+from lessons.agents.answerability import (
+    CROSS_ENCODER_KEY,
+    AnswerabilityCheck,
+    AnswerabilityThresholds,
+    Evidence,
+    common_names,
+    locate_quote,
+    occurs,
+    question_specifics,
+)
+from lessons.core.fakes import ScriptedChatModel
+
+REVIEW = Document(
+    "| Metric | Q3 2026 |\n|---|---|\n| Gross margin | 71% |\n| Net revenue retention | 118% |\n\n"
+    "Net revenue retention reached 118% in the third quarter, driven by expansions.",
+    metadata={"source": "q3_2026_business_review.pptx", "context_header": "q3_2026_business_review.pptx > Slide 4"},
+)
+HANDBOOK = Document(
+    "Employees in the Rotterdam office receive sixteen weeks of paid parental leave. The office opens at 8:30.",
+    metadata={"source": "employee_handbook.docx"},
+)
+RELEASES = Document(
+    "Atlas 4.2.0 was released on 2 September 2026. Atlas 4.2.1 fixed the memory leak in the indexer.",
+    metadata={"source": "release_notes.md", "context_header": "release_notes.md > 4.2.1"},
+)
+
+
+def check_with(quote: str, answer: str = "x", **kwargs) -> tuple[AnswerabilityCheck, ScriptedChatModel]:
+    model = ScriptedChatModel(responses=[Evidence(quote=quote, answer=answer)])
+    return AnswerabilityCheck(model, **{"subject": {"tidewell", "atlas"}, **kwargs}), model
+
+
+def test_an_answer_quoted_verbatim_with_the_specifics_is_answerable():
+    check, model = check_with("Net revenue retention reached 118% in the third quarter", "118%")
+    verdict = check("What was Tidewell's net revenue retention in Q3 2026?", [HANDBOOK, REVIEW])
+    assert verdict.answerable, verdict
+    assert verdict.document == 1 and verdict.coverage == 1.0 and verdict.missing == ()
+    assert len(model.calls) == 1 and model.calls[0]["tools"] == ["Evidence"]
+
+
+def test_near_miss_on_topic_but_the_metric_absent_is_caught_by_code():
+    # The judge quotes a true, on-topic row: it answers a neighbouring question (gross margin, not EBITDA).
+    check, _ = check_with("Gross margin | 71%", "71%")
+    verdict = check("What was Tidewell's EBITDA margin in Q3 2026?", [REVIEW])
+    assert not verdict.answerable
+    assert verdict.reason == "specifics missing" and verdict.missing == ("EBITDA",)
+    assert verdict.coverage == 1.0  # the quote itself is genuine: only the specifics check catches this
+
+
+def test_near_miss_other_office_is_caught():
+    check, _ = check_with("Employees in the Rotterdam office receive sixteen weeks of paid parental leave.")
+    verdict = check("How many weeks of paid parental leave do employees in the Lisbon office receive?", [HANDBOOK])
+    assert verdict.reason == "specifics missing" and verdict.missing == ("Lisbon",)
+
+
+def test_near_miss_other_version_is_caught_and_the_right_one_passes():
+    check, _ = check_with("Atlas 4.2.0 was released on 2 September 2026.")
+    assert check("When was Atlas 4.3.0 released?", [RELEASES]).missing == ("4.3.0",)
+    check, _ = check_with("Atlas 4.2.1 fixed the memory leak in the indexer.")
+    assert check("Which Atlas release fixed the memory leak, 4.2.1?", [RELEASES]).answerable
+
+
+def test_an_invented_quote_is_not_evidence():
+    check, _ = check_with("The EBITDA margin was 18% in Q3 2026.", "18%")
+    verdict = check("What was Tidewell's EBITDA margin in Q3 2026?", [REVIEW])
+    assert verdict.reason == "quote not in the documents" and not verdict.answerable
+
+
+def test_an_empty_quote_abstains():
+    check, _ = check_with("", "")
+    assert check("What is the dress code in the Rotterdam office?", [HANDBOOK]).reason == "no quote"
+
+
+def test_chinese_question_forms_match_english_evidence():
+    question = "潮汐分析 2026年第三季度的净收入留存率是多少？"
+    check, _ = check_with("Net revenue retention reached 118% in the third quarter", "118%")
+    assert check(question, [REVIEW]).answerable
+    check, _ = check_with("Net revenue retention reached 118% in the third quarter", "118%")
+    verdict = check("潮汐分析 2026年第四季度的净收入留存率是多少？", [REVIEW])
+    assert verdict.reason == "specifics missing" and verdict.missing == ("第四季度",)
+
+
+def test_chinese_date_matches_english_date_and_a_different_day_does_not():
+    dated = Document("On September 19 the bank upgraded to 4.2.1 overnight; the window was planned for 6 hours.")
+    check, _ = check_with("On September 19 the bank upgraded to 4.2.1 overnight")
+    assert check("明湖银行 9 月 19 日升级到 4.2.1 计划用了多少小时？", [dated]).answerable
+    check, _ = check_with("On September 19 the bank upgraded to 4.2.1 overnight")
+    assert check("明湖银行 9 月 20 日升级到 4.2.1 计划用了多少小时？", [dated]).missing == ("9 月 20 日",)
+
+
+def test_a_near_verbatim_quote_passes_and_a_paraphrase_does_not():
+    assert locate_quote("Employees in the Rotterdam office receive 16 weeks of paid parental leave", [HANDBOOK])
+    near = locate_quote("Employees in the Rotterdam office receive sixteen weeks of paid parental leave!", [HANDBOOK])
+    assert near.coverage >= 0.9
+    loose = locate_quote("Staff at Rotterdam get four months of parental leave with pay", [HANDBOOK])
+    assert loose is None or loose.coverage < 0.9
+
+
+def test_relevance_thresholds_apply_per_language_and_read_the_rerankers_score():
+    scored = Document(REVIEW.page_content, metadata={**REVIEW.metadata, CROSS_ENCODER_KEY: 0.4})
+    thresholds = {"en": AnswerabilityThresholds(p_yes=0.8), "zh": AnswerabilityThresholds(cross_encoder=0.5)}
+    quote = "Net revenue retention reached 118% in the third quarter"
+    check, _ = check_with(quote, thresholds=thresholds)
+    low = check("What was Tidewell's net revenue retention in Q3 2026?", [scored], p_yes=[0.6])
+    assert low.reason == "P(yes) below threshold" and low.evidence_ok and low.p_yes == 0.6
+    check, _ = check_with(quote, thresholds=thresholds)
+    assert check("What was Tidewell's net revenue retention in Q3 2026?", [scored], p_yes=[0.9]).answerable
+    check, _ = check_with(quote, thresholds=thresholds)
+    zh = check("潮汐分析 2026年第三季度的净收入留存率是多少？", [scored])
+    assert zh.reason == "cross-encoder below threshold" and zh.cross_encoder == 0.4
+
+
+def test_specifics_of_questions():
+    kinds = {(s.kind, s.text) for s in question_specifics("Is Tidewell certified to ISO 27001, and since when?")}
+    assert kinds == {("figure", "27001"), ("name", "Tidewell"), ("name", "ISO")}
+    assert [s.kind for s in question_specifics("What changed in Q3 2026?")] == ["quarter", "year"]
+    year = question_specifics("2026年的收入是多少？")[0]
+    assert year.kind == "year" and occurs(year, "revenue in 2026 was")
+    assert not occurs(year, "revenue in 20260 was")
+    version = question_specifics("What does 2.9 change?")[0]
+    assert occurs(version, "release v2.9 adds") and not occurs(version, "release 12.9 adds")
+    assert not occurs(version, "release 1.2.9 adds")
+
+
+def test_subject_names_are_the_corpus_s_not_the_question_s_specifics():
+    chunks = [
+        Document(f"Tidewell {topic} text about Atlas.", metadata={"source": f"{n}.md"})
+        for n, topic in enumerate(["leave", "pricing", "security", "Lisbon office"])
+    ]
+    assert common_names(chunks) == {"tidewell", "atlas"}
+    assert common_names(chunks[:2]) == set()  # two files cannot tell a subject from a specific
+    check, _ = check_with("Net revenue retention reached 118% in the third quarter", subject=())
+    verdict = check("What was Tidewell's net revenue retention in Q3 2026?", [REVIEW])
+    assert verdict.missing == ("Tidewell",)  # without the subject list, the company name is asked of every chunk
+
+
+# ---------------------------------------------------------------- the check where it is used
+
+
+def judge_by_schema(quote: str, extra: dict | None = None) -> ScriptedChatModel:
+    """A scripted model that answers each structured request by its schema: the judge's evidence is `quote`."""
+    replies = {
+        "Evidence": {"quote": quote, "answer": "71%"},
+        "DraftAnswer": {"answer": "The margin was 71%.", "found": "yes"},
+        "RewrittenQuery": {"query": "EBITDA margin third quarter", "new_keywords": ["EBITDA"]},
+        "ResearchDraft": {"answer": "The margin was 71%.", "cited_chunks": [1], "found": "yes"},
+        **(extra or {}),
+    }
+    return ScriptedChatModel(default=lambda messages, tools: replies[tools[0]])
+
+
+class PassingGate:
+    """A relevance gate that calls every document relevant with P(yes) 0.9: the near miss is on topic."""
+
+    def __call__(self, question, documents):
+        from lessons.agents.grading import Grade, GradeDocuments
+
+        return [Grade(GradeDocuments(binary_score="yes"), 0.9, None) for _ in documents]
+
+
+NEAR_MISS = "What was Tidewell's EBITDA margin in Q3 2026?"
+
+
+def test_the_grading_loop_refuses_a_near_miss_that_the_relevance_gate_alone_answers():
+    from lessons.agents.grading import AnswerabilityGate, build_grading_loop
+
+    model = judge_by_schema("| Gross margin | 71% |")
+    plain = build_grading_loop(model, lambda q: [REVIEW], max_rounds=1, grader=PassingGate())
+    assert plain.invoke({"question": NEAR_MISS})["outcome"] == "answered"  # the hallucination the check exists for
+    checked = AnswerabilityGate(PassingGate(), AnswerabilityCheck(model, subject={"tidewell"}))
+    state = build_grading_loop(model, lambda q: [REVIEW], max_rounds=1, grader=checked).invoke({"question": NEAR_MISS})
+    assert state["outcome"] == "not_in_kb"
+    assert state["trace"][0].check.missing == ("EBITDA",) and state["trace"][0].grades == ("no",)
+
+
+def test_the_grading_loop_answers_when_the_evidence_holds_and_passes_the_check_s_p_yes_to_it():
+    from lessons.agents.grading import AnswerabilityGate, build_grading_loop
+
+    model = judge_by_schema("Net revenue retention reached 118% in the third quarter")
+    check = AnswerabilityCheck(
+        model, {"en": AnswerabilityThresholds(p_yes=0.95), "zh": AnswerabilityThresholds()}, subject=["tidewell"]
+    )
+    question = "What was Tidewell's net revenue retention in Q3 2026?"
+    state = build_grading_loop(model, lambda q: [REVIEW], max_rounds=1, grader=AnswerabilityGate(PassingGate(), check))
+    assert state.invoke({"question": question})["outcome"] == "not_in_kb"  # the gate's P(yes) 0.9 < 0.95
+    check = AnswerabilityCheck(
+        model, {"en": AnswerabilityThresholds(p_yes=0.85), "zh": AnswerabilityThresholds()}, subject=["tidewell"]
+    )
+    loop = build_grading_loop(model, lambda q: [REVIEW], max_rounds=1, grader=AnswerabilityGate(PassingGate(), check))
+    assert loop.invoke({"question": question})["outcome"] == "answered"
+
+
+def test_three_agents_catch_a_draft_that_answers_a_different_question():
+    from lessons.agents.three_agents import run_three_agents
+
+    model = judge_by_schema("| Gross margin | 71% |")
+    result = run_three_agents(NEAR_MISS, retriever=lambda q: [REVIEW], llm=model, relevance=lambda q, d: "CAN_ANSWER",
+                              answerability=AnswerabilityCheck(model, subject={"tidewell"}))  # fmt: skip
+    assert result.abstained and result.outcome == "cannot_answer"
+    assert [s.step for s in result.trace][-2:] == ["answerability_check", "not_in_documents"]
+    assert ["Verification"] not in [c["tools"] for c in model.calls]  # the verifier never saw the wrong draft
+
+
+def test_the_deep_research_agent_does_not_stop_on_evidence_for_another_question():
+    from lessons.agents.deep_research import DeepResearchAgent, Observation, PageStore
+
+    def search(query):
+        return Observation("search", f"search({query!r})", (REVIEW,))
+
+    decide = {
+        "ResearchDecision": {"reason": "enough", "action": "answer", "query": "", "source_id": "", "page_index": 0}
+    }
+    model = judge_by_schema("| Gross margin | 71% |", decide)
+    agent = DeepResearchAgent(
+        model, search, PageStore([]), answerability=AnswerabilityCheck(model, subject={"tidewell"})
+    )
+    result = agent.research(NEAR_MISS)
+    assert not result.found and ["ResearchDraft"] not in [c["tools"] for c in model.calls]
+    model = judge_by_schema("Net revenue retention reached 118% in the third quarter", decide)
+    agent = DeepResearchAgent(
+        model, search, PageStore([]), answerability=AnswerabilityCheck(model, subject={"tidewell"})
+    )
+    assert agent.research("What was Tidewell's net revenue retention in Q3 2026?").found
+
+
+def test_the_service_abstains_when_the_draft_answers_a_neighbouring_question():
+    from service.pipeline import answer
+
+    reply = answer(judge_by_schema("| Gross margin | 71% |"), NEAR_MISS, [REVIEW], frozenset({"tidewell"})).as_json()
+    assert reply["abstained"] and reply["answerability"]["missing"] == ["EBITDA"] and reply["citations"] == []
+    good = answer(judge_by_schema("Net revenue retention reached 118% in the third quarter"),
+                  "What was Tidewell's net revenue retention in Q3 2026?", [REVIEW], frozenset({"tidewell"}))  # fmt: skip
+    assert not good.abstained and good.answerability["reason"] == "answerable"
