@@ -102,30 +102,30 @@ def check_pack_blocks(pack_blocks) -> CheckResult:
         expect(
             "\n\n".join(chunks) == "\n\n".join(blocks),
             'join the blocks of a chunk with a blank line ("\\n\\n"), in order, and lose none',
-            zh='同一块内的 block 用空行（"\\n\\n"）按顺序连接，一个都不能丢',
+            zh='同一块内的区块用空行（"\\n\\n"）按顺序连接，一个都不能丢',
         )
         expect(
             sum(table in chunk for chunk in chunks) == 1,
             "the table was cut: a block must stay whole in one chunk, even when it is longer than max_chars",
-            zh="表格被切开了：一个 block 必须完整地待在一个块里，即使它比 max_chars 还长",
+            zh="表格被切开了：一个区块必须完整地待在一个块里，即使它比 max_chars 还长",
         )
         for chunk in chunks:
             if len(chunk) > 60 and chunk not in blocks:
                 raise Hint(
                     f"a chunk of several blocks is {len(chunk)} characters, over 60: start a new chunk when the "
                     "next block would not fit",
-                    zh=f"一个由多个 block 组成的块有 {len(chunk)} 个字符，超过了 60：下一个 block 放不下时就开始新块",
+                    zh=f"一个由多个区块组成的块有 {len(chunk)} 个字符，超过了 60：下一个区块放不下时就开始新块",
                 )
         expected = ["\n\n".join(blocks[start:end]) for start, end in pack_greedily([len(b) for b in blocks], 60)]
         expect(
             chunks == expected,
             f"pack greedily: add blocks to the current chunk while they fit (counting the blank line between "
             f"them), so neighbours share a chunk — expected {len(expected)} chunks, got {len(chunks)}",
-            zh=f"贪心地打包：只要放得下（算上中间的空行）就把 block 加进当前块，让相邻的 block 共用一个块——"
+            zh=f"贪心地打包：只要放得下（算上中间的空行）就把区块加进当前块，让相邻的区块共用一个块——"
             f"应为 {len(expected)} 个块，你得到 {len(chunks)} 个",
         )
 
-    return run_check("Exercise 2 (pack whole blocks)", check, zh="练习 2（打包完整的块）")
+    return run_check("Exercise 2 (pack whole blocks)", check, zh="练习 2（打包完整的区块）")
 
 
 def check_parents_for(parents_for) -> CheckResult:

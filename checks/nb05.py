@@ -44,7 +44,7 @@ def check_verdict_schema(schema) -> CheckResult:
                 typing.get_origin(fields[name].annotation) is list
                 and typing.get_args(fields[name].annotation) == (str,),
                 f"`{name}` must be list[str]: one entry per claim, so the feedback can name each one",
-                zh=f"`{name}` 必须是 list[str]：每条说法一项，这样反馈才能逐条点名",
+                zh=f"`{name}` 必须是 list[str]：每条论断一项，这样反馈才能逐条点名",
             )
             expect(
                 bool(fields[name].description),
@@ -100,19 +100,19 @@ def check_routing_rule(route) -> CheckResult:
                 (verdict(supported="no"), 1, 2),
                 "accept",
                 "supported='no' with no claim listed is a 'no' without a reason: section 6 measures why it does not reject",
-                "supported='no' 却没有列出任何说法，就是一个没有理由的 'no'：第 6 节测量了它为什么不退回草稿",
+                "supported='no' 却没有列出任何论断，就是一个没有理由的 'no'：第 6 节测量了它为什么不退回草稿",
             ),
             (
                 (verdict(unsupported=["CFO Marcus Lindqvist"]), 1, 2),
                 "re_research",
                 "a listed unsupported claim rejects the draft, even with supported='yes': trust the list",
-                "列出了一条缺乏依据的说法，即使 supported='yes' 也要退回草稿：相信列表",
+                "列出了一条缺乏依据的论断，即使 supported='yes' 也要退回草稿：相信列表",
             ),
             (
                 (verdict(contradictions=["54 vs 45"]), 1, 3),
                 "re_research",
                 "a contradicted claim is not accepted",
-                "与上下文矛盾的说法不能接受",
+                "与上下文矛盾的论断不能接受",
             ),
             (
                 (verdict(unsupported=["x"]), 2, 2),

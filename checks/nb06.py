@@ -24,27 +24,27 @@ def check_mrr(mrr) -> CheckResult:
         expect(
             abs(got - 0.5) < 1e-9,
             f"mrr([False, True, False], 10) returned {got!r}: the first relevant chunk is at rank 2, so 1/2",
-            zh=f"mrr([False, True, False], 10) 返回了 {got!r}：第一个相关分块排在第 2 名，所以应为 1/2",
+            zh=f"mrr([False, True, False], 10) 返回了 {got!r}：第一个相关块排在第 2 名，所以应为 1/2",
         )
         expect(
             mrr([True, True], 10) == 1.0,
             "only the FIRST relevant chunk counts: [True, True] gives 1/1, not 1 + 1/2",
-            zh="只有第一个相关分块算数：[True, True] 得 1/1，而不是 1 + 1/2",
+            zh="只有第一个相关块算数：[True, True] 得 1/1，而不是 1 + 1/2",
         )
         expect(
             mrr([False, False, False], 10) == 0.0,
             "no relevant chunk at all: return 0.0",
-            zh="完全没有相关分块：返回 0.0",
+            zh="完全没有相关块：返回 0.0",
         )
         expect(
             mrr([], 10) == 0.0,
             "an empty ranking has no relevant chunk: return 0.0",
-            zh="空的排序列表里没有相关分块：返回 0.0",
+            zh="空的排序列表里没有相关块：返回 0.0",
         )
         expect(
             mrr([False, False, True], 2) == 0.0,
             "look at the first k chunks only: a hit at rank 3 does not count for k=2",
-            zh="只看前 k 个分块：k=2 时，排在第 3 名的命中不算",
+            zh="只看前 k 个块：k=2 时，排在第 3 名的命中不算",
         )
         expect(
             abs(mrr([False, False, False, True], 10) - 0.25) < 1e-9,

@@ -43,10 +43,13 @@
 #
 # | | |
 # |---|---|
-# | **你将学到** | 是哪个对话模型在回答你、怎样切换它；每一次 LLM 调用怎样拿到*有类型的*回答（结构化输出）；中英文句子的嵌入相似度是什么样子；Docling 怎样把一个文件转成 Markdown |
+# | **你将学到** | 是哪个对话模型（chat model）在回答你、怎样切换它；每一次 LLM 调用怎样拿到*有类型的*回答（结构化输出，structured output）；中英文句子的嵌入（embedding）相似度是什么样子；Docling 怎样把一个文件转成 Markdown |
 # | **前置条件** | 已经运行过 README 里的安装命令（它会装好一切，包括离线模型） |
 # | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **0.3 分钟**（21 秒，3 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M 和 multilingual-e5-small（4 bit）得出 |
+#
+# > **术语说明**：课程里每个术语只用一个中文译法，第一次出现时在括号里注明英文；全部术语和释义见
+# > [术语表](../../docs/GLOSSARY.zh.md)（`docs/GLOSSARY.zh.md`）。
 #
 # 本课程的每个 notebook 都**不需要 API key，也不需要联网**：一个小型对话模型由 llama.cpp 在你的机器上提供服务，
 # 嵌入模型则直接打包在一个 Python 包里。在项目根目录的 `.env` 文件里写上 `DEEPSEEK_API_KEY=sk-…`，
@@ -56,7 +59,7 @@
 # |---|---|---|
 # | 对话模型 | `lessons.core.models.get_chat_model()` → llama.cpp 服务或 DeepSeek API | 本地 / 远程 |
 # | 嵌入 | `lessons.core.embeddings.get_embeddings()` → multilingual-e5-small | 本地 |
-# | 向量库 | `lessons.core.vectorstore.open_store()` → Chroma，持久化 | 本地 |
+# | 向量库（vector store） | `lessons.core.vectorstore.open_store()` → Chroma，持久化 | 本地 |
 # | 文档转换 | `lessons.ingest.convert_file()` → Docling | 本地 |
 
 # %% tags=["parameters"]
@@ -109,7 +112,7 @@ print(reply.content)
 # %% [markdown] lang="zh" translates="769c1023b49d"
 # ## 2. 有类型的回答：结构化输出
 #
-# 本课程里的智能体从不去解析"是的，我觉得它相关"这样的自由文本，而是要求模型返回一个 Pydantic 类的实例。
+# 本课程里的智能体（agent）从不去解析"是的，我觉得它相关"这样的自由文本，而是要求模型返回一个 Pydantic 类的实例。
 # `invoke_structured` 会为每个模型服务选择它支持的方式（DeepSeek 和我们的本地服务：强制函数调用），
 # 回答解析失败时自动重试，最后仍失败就抛出一个清楚的错误，而不是返回 `None`。
 
@@ -141,10 +144,10 @@ timings[t("two structured grades")] = time.perf_counter() - start
 # `"no"`, with a description the model can read. (Hint: `typing.Literal` and `pydantic.Field`.)
 
 # %% [markdown] lang="zh" translates="ae4a60cc2e2a"
-# ### 练习 1 —— 你自己的评分 schema
+# ### 练习 1 —— 你自己的评分（grading） schema
 #
 # 写一个 `RelevanceGrade`：只有一个字段 `binary_score` 的 Pydantic 模型，这个字段只接受 `"yes"` 或 `"no"`，
-# 并带一段模型能读懂的描述。（提示：`typing.Literal` 和 `pydantic.Field`。）
+# 并带一段模型能读懂的描述。（提示（hint）：`typing.Literal` 和 `pydantic.Field`。）
 
 # %% tags=["exercise"]
 from typing import Literal
@@ -275,7 +278,7 @@ check_cosine_similarity(cosine_similarity)
 # %% [markdown] lang="zh" translates="2fbbedf24533"
 # ## 4. Docling：把文件变成 Markdown
 #
-# 每个 notebook 都通过 Docling 读取课程的知识库（`data/corpus/`）：它把 PDF、Word、PowerPoint 和 HTML
+# 每个 notebook 都通过 Docling 读取课程的知识库（knowledge base，`data/corpus/`）：它把 PDF、Word、PowerPoint 和 HTML
 # 转换成带标题和表格的 Markdown。转换结果按文件的 SHA-256 缓存，所以第二次是瞬间完成的。
 
 # %%

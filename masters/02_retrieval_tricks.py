@@ -60,33 +60,33 @@
 # about a dozen calls).
 
 # %% [markdown] lang="zh" translates="589efd2ab345"
-# # 02 · 检索技巧，每一种都与同一个基线比较
+# # 02 · 检索技巧，每一种都与同一个基线（baseline）比较
 #
 # | | |
 # |---|---|
-# | **你将学到** | 适用于中文的关键词检索（BM25）；用倒数排名融合（RRF）做混合检索；small-to-big 检索；用真正的交叉编码器重排——以及为什么重排模型的训练数据决定了它在哪里有效（英文模型遇到中文问题），又怎样按语言路由来解决；把对话模型回答 yes/no 的概率当作评判，并与交叉编码器对比衡量；HyDE、多查询（multi-query）和后退一步（step-back）的查询改写；上下文重排（连同相邻块一起评判候选）和上下文扩展——以及怎样判断其中哪些真正有用、对哪些问题有用、代价多大 |
-# | **前置条件** | notebook 00（整套工具能跑通）；notebook 01 会有帮助（块、金标准问题集、hit@k 和 recall@k） |
+# | **你将学到** | 适用于中文的关键词检索（BM25）；用倒数排名融合（RRF）做混合检索（hybrid retrieval）；small-to-big 检索；用真正的交叉编码器（cross-encoder）重排（reranking）——以及为什么重排模型的训练数据决定了它在哪里有效（英文模型遇到中文问题），又怎样按语言路由来解决；把对话模型（chat model）回答 yes/no 的概率当作评审（judge），并与交叉编码器对比衡量；HyDE、多查询（multi-query）和后退一步（step-back）的查询改写（query rewriting）；上下文重排（连同相邻块（chunk）一起评审候选）和上下文扩展（context expansion）——以及怎样判断其中哪些真正有用、对哪些问题有用、代价多大 |
+# | **前置条件** | notebook 00（整套工具能跑通）；notebook 01 会有帮助（块、金标准问题集（gold set）、命中率（hit@k） 和 召回率（recall@k）） |
 # | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **9.7 分钟**（583 秒，35 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由本次运行算出：离线使用 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（llama.cpp）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2（ONNX） |
 #
-# 下面的每一种技术都是一个 LangChain 检索器——一个从问题到排好序的块的 Runnable——每一种都用同样的方式、
-# 在课程的金标准问题上打分，与同一个基线比较：在 Chroma 索引上做普通的稠密检索。
+# 下面的每一种技术都是一个 LangChain 检索器（retriever）——一个从问题到排好序的块的 Runnable——每一种都用同样的方式、
+# 在课程的金标准问题上打分，与同一个基线比较：在 Chroma 索引上做普通的稠密检索（dense retrieval）。
 #
 # | 技术 | 思路 | 每个问题的对话模型调用次数 | LangChain 组件 |
 # |---|---|---|---|
-# | dense（基线） | 按嵌入找最近的块 | 0 | `Chroma` |
+# | dense（基线） | 按嵌入（embedding）找最近的块 | 0 | `Chroma` |
 # | BM25 | 关键词重合，用一个能切分中文的分词器 | 0 | `BM25Retriever` |
 # | hybrid（RRF） | 稠密检索 + BM25，按倒数排名融合 | 0 | `EnsembleRetriever` |
-# | hybrid (RRF), the rerankers' candidates | 同样的融合，但用每个检索器的前 `RERANK_CANDIDATES` 个：重排器要重排的那个列表，保持融合顺序 | 0 | `EnsembleRetriever` |
+# | hybrid (RRF), the rerankers' candidates | 同样的融合，但用每个检索器的前 `RERANK_CANDIDATES` 个：重排器（reranker）要重排的那个列表，保持融合顺序 | 0 | `EnsembleRetriever` |
 # | small-to-big | 用小片段匹配，返回它们所在的整个块 | 0 | `ParentDocumentRetriever` |
 # | hybrid + 相邻块 | 每个命中连同它周围的块一起扩大 | 0 | — |
 # | hybrid → 交叉编码器 | 一个相关性模型把问题和段落放在一起读，重排前 `RERANK_CANDIDATES` 个 | 0 | `CrossEncoderReranker` |
 # | … 按语言 | 英文用交叉编码器，中文保留融合后的顺序 | 0 | `CrossEncoderReranker` |
 # | … 带相邻块 | 每个候选连同它周围的文字一起打分（上下文重排） | 0 | `CrossEncoderReranker` |
 # | 上下文扩展 + 交叉编码器 | 重排，扩大最好的命中，再重排这些文本块 | 0 | — |
-# | hybrid → ColBERT（`COLBERT = True` 时） | 延迟交互：逐个匹配 token 向量 | 0 | `CrossEncoderReranker` |
-# | hybrid → LLM 重排 | 对话模型评判前 `LLM_RERANK_CANDIDATES` 个中的每一个：P(yes) | 每个候选一次（每次一个 token） | `CrossEncoderReranker` |
-# | 上下文 LLM 重排 | 前 `LLM_RERANK_CANDIDATES` 个按文档顺序排好，在一次回答里一起评判 | 1 | — |
+# | hybrid → ColBERT（`COLBERT = True` 时） | 延迟交互（late interaction）：逐个匹配 token 向量 | 0 | `CrossEncoderReranker` |
+# | hybrid → LLM 重排 | 对话模型评审前 `LLM_RERANK_CANDIDATES` 个中的每一个：P(yes) | 每个候选一次（每次一个 token） | `CrossEncoderReranker` |
+# | 上下文 LLM 重排 | 前 `LLM_RERANK_CANDIDATES` 个按文档顺序排好，在一次回答里一起评审 | 1 | — |
 # | HyDE | 用一个假想的答案去检索 | 1 | 一条 Runnable 链 |
 # | multi-query | 再检索三个改写，然后融合 | 1 | `MultiQueryRetriever` |
 # | step-back | 再检索更一般的问题，然后融合 | 1 | `MultiQueryRetriever` |
@@ -160,7 +160,7 @@ print(t("LLM sample: {n} questions — ", n=len(sample)) + ", ".join(f"{q.id} ({
 # 索引把每个块连同一个标题行一起嵌入，标题行写明它所在的文档和章节路径
 # （`metadata["context_header"]`，由 `chunk_knowledge_base` 设置），下面的 BM25 也读同一个标题行：
 # 更新日志里众多的 "What's Changed" 小节、两个软件包各自的 "License" 小节，都靠它区分开。
-# 块本身的文本——之后提示词引用的就是它——保持原样，所以标题行不占提示词的 token。
+# 块本身的文本——之后提示词（prompt）引用（citation）的就是它——保持原样，所以标题行不占提示词的 token。
 
 # %%
 from lessons.retrieval import dense_retriever
@@ -183,7 +183,7 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 #
 # BM25 按一个块包含问题中的哪些词来打分，越少见的词分量越重。LangChain 的 `BM25Retriever`
 # 默认按空格切词——但中文句子没有空格，于是整句成了一个永远匹配不上任何东西的巨大"词"。
-# 有两种解决办法：用分词器（`jieba`），或者用相互重叠的字符对（*二元组*，bigram），后者完全不需要词典。
+# 有两种解决办法：用分词器（`jieba`），或者用相互重叠（overlap）的字符对（*二元组*，bigram），后者完全不需要词典。
 
 # %%
 from lessons.evaluation import Technique, breakdown, evaluate_techniques
@@ -297,7 +297,7 @@ display(HTML(side_by_side_html(
 #
 # 长块的嵌入会把几个话题混在一起。Small-to-big 嵌入小片段（约 200 个字符，一两句话），用它们和问题匹配，
 # 然后返回每个片段所在的块。LangChain 的 `ParentDocumentRetriever` 负责这一映射；子片段有它们自己的 Chroma 集合
-# （只嵌入一次，之后复用）。父块就是基线自己的块，所以比较是公平的：每个结果的文本量相同。
+# （只嵌入一次，之后复用）。父块（parent chunk）就是基线自己的块，所以比较是公平的：每个结果的文本量相同。
 
 # %%
 from lessons.retrieval import child_chunks, small_to_big_retriever
@@ -380,7 +380,7 @@ rerank_table(example, ce_reranker, t("cross-encoder score"))
 
 # %% [markdown] lang="zh" translates="6c5578178e75"
 # 这些分数是概率（模型 logit 的 sigmoid）：相关的段落得分接近 1，不相关的接近 0——这样的分布可以用来给
-# yes/no 评判设阈值（notebook 04 就这样做）。
+# yes/no 评审设阈值（notebook 04 就这样做）。
 #
 # ### 重排模型的训练数据决定了它在哪里有效
 #
@@ -401,7 +401,7 @@ rerank_table(chinese_example, ce_reranker, t("cross-encoder score"))
 # sentence-transformers) every language is routed to it.
 
 # %% [markdown] lang="zh" translates="a669160091d9"
-# 英文模型读中文，看到的是一串罕见的子词碎片：它的分数几乎不带信息，按它重新排序反而可能把证据*往下*推。
+# 英文模型读中文，看到的是一串罕见的子词碎片：它的分数几乎不带信息，按它重排反而可能把证据*往下*推。
 # 第 9 节在每个问题上按语言衡量这一点。解决办法不花任何代价：**按语言路由。** `LanguageRoutedReranker`
 # 把每个问题交给为它的语言训练的重排器；没有合适重排器的语言保留第一阶段融合后的顺序（`KeepOrder`）。
 # `default_reranker()` 就是这个路由器——对它认识的语言使用设置所选的交叉编码器。如果用多语言的交叉编码器
@@ -428,13 +428,13 @@ rerank_table(chinese_example, routed, t("score"))
 # First, measure: does our server return log-probabilities at all?
 
 # %% [markdown] lang="zh" translates="01ec43f3c798"
-# ## 6. 让对话模型当评判：从对数概率得到 P(yes)
+# ## 6. 让对话模型当评审：从对数概率得到 P(yes)
 #
 # 在交叉编码器能离线使用之前，本课程用对话模型本身来重排，方式和 Qwen3-Reranker 这类 LLM 重排器打分一样：
 # 问它*"这个检索结果有助于回答这个问题吗？yes 还是 no"*，让它只生成**一个 token**，再从这个 token 的对数概率里
 # 读出 "yes" 相对 "no" 的概率。不解析任何文本，而且分数是连续的，所以可以用来排序。它仍然是 notebook 04
-# 在*判定*是否找到了相关内容时需要的评判者——但在这里，它要和一个专为排序而建的模型竞争，每个段落要花一秒或更久——
-# 下面的单元格会打印两个评判者在同一批候选上所用的秒数。
+# 在*判定*是否找到了相关内容时需要的评审者——但在这里，它要和一个专为排序而建的模型竞争，每个段落要花一秒或更久——
+# 下面的单元格会打印两个评审者在同一批候选上所用的秒数。
 #
 # 先测一下：我们的服务到底会不会返回对数概率？
 
@@ -505,8 +505,8 @@ check_yes_probability(yes_probability)
 # %% [markdown] lang="zh" translates="9880f27bc08a"
 # `lessons.retrieval.rerank.LLMRelevanceScorer` 把它封装成一个 LangChain `BaseCrossEncoder`，所以它能接入和真正的交叉编码器
 # 同样的 `CrossEncoderReranker`。它用问题的语言来提问（中文问题用中文措辞，`RELEVANCE_PROMPTS`），并把问题放在段落之前：
-# llama.cpp 会复用已经读过的前缀。这里它评判我们例子的 hybrid 前 `LLM_RERANK_CANDIDATES` 个候选，
-# 交叉编码器评判同样的候选：
+# llama.cpp 会复用已经读过的前缀。这里它评审我们例子的 hybrid 前 `LLM_RERANK_CANDIDATES` 个候选，
+# 交叉编码器评审同样的候选：
 
 # %%
 from lessons.retrieval import llm_reranker
@@ -580,7 +580,7 @@ print(example.question, "\n→", hypothetical_answer(llm).invoke({"question": ex
 #
 # 写一个 `make_hyde(llm, retriever)`：返回一个 LangChain Runnable，它接收一个问题（字符串），填入 `HYDE_PROMPT`
 # （它的变量是 `question`），询问 `llm`（绑定 `max_tokens=120`），用 `StrOutputParser()` 把回答变成文本，
-# 再用这段文本检索 `retriever`。用 `|` 组合起来。把一个字符串传给提示模板，会填入它唯一的变量。
+# 再用这段文本检索 `retriever`。用 `|` 组合起来。把一个字符串传给提示词模板，会填入它唯一的变量。
 
 # %% tags=["exercise"]
 from langchain_core.output_parsers import StrOutputParser
@@ -646,10 +646,10 @@ print(t("step-back:"), step_back_question(llm).invoke({"question": example.quest
 # First the chunk alone and with its neighbours, scored by the cross-encoder:
 
 # %% [markdown] lang="zh" translates="739a1caf1e16"
-# ## 8. 上下文重排：连同相邻块一起评判一个块
+# ## 8. 上下文重排：连同相邻块一起评审一个块
 #
-# 分块会切断上下文。下面白皮书的这个块以 "The two are complementary" 开头——单独评判时，谁也说不清"the two"指什么。
-# 本课程参照的深度智能体（deep agent）设计会**结合相邻块**来重排候选：按文档顺序排开，连同查询一起评判。
+# 分块（chunking）会切断上下文。下面白皮书的这个块以 "The two are complementary" 开头——单独评审时，谁也说不清"the two"指什么。
+# 本课程参照的深度智能体（deep agent）设计会**结合相邻块**来重排候选：按文档顺序排开，连同查询一起评审。
 # 用这里的模型有两种接近它的方法：
 #
 # - **逐点打分，带相邻块**（`NeighbourContextReranker`）：交叉编码器给每个候选打分时，带上它前一块的结尾和后一块的开头，
@@ -657,7 +657,7 @@ print(t("step-back:"), step_back_question(llm).invoke({"question": example.quest
 # - **一次读完**（`ContextualListwiseReranker`）：对话模型一次读入所有候选，它们按文档顺序排好，相邻块挨在一起，
 #   模型点出有用的那些——每个问题一次调用，而不是每个段落一次。
 #
-# 先看这个块单独打分和带上相邻块打分，由交叉编码器评分：
+# 先看这个块单独打分和带上相邻块打分，由交叉编码器评分（grading）：
 
 # %%
 from lessons.retrieval import ChunkNeighbours, neighbour_budget, neighbour_context
@@ -735,8 +735,8 @@ pd.DataFrame({
 # ## 9. 把一切都和基线比较
 #
 # `build_techniques` 用上面的这些组件组合出每一种技术（可以在 `lessons/evaluation/retrieval_evaluation.py` 里读到）。
-# 对每个问题，评测记录 hit@5、证据 recall@5（在前 5 个结果中找到的该问题证据引文所占的比例——多跳问题需要找齐全部）、
-# MRR@10、nDCG@10、前 5 个结果的字符数（扩展后的文本块更长：文字更多，包含证据的机会也更多）、用时，
+# 对每个问题，评测记录 hit@5、证据 recall@5（在前 5 个结果中找到的该问题证据引文（evidence quote）所占的比例——多跳问题需要找齐全部）、
+# 平均倒数排名（MRR）@10、归一化折损累计增益（nDCG@10）、前 5 个结果的字符数（扩展后的文本块更长：文字更多，包含证据的机会也更多）、用时，
 # 以及对话模型的调用次数和 token 数——从缓存取回的回答按第一次提问时花费的 token 计算。不用对话模型的技术
 # （包括交叉编码器）在每个可回答的问题上运行；其他技术在样本上运行；所有技术都**在相同的问题上**与基线比较。
 

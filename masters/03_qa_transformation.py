@@ -45,13 +45,13 @@
 # | `DoctranPropertyExtractor` | `lessons.transforms.doc_transforms.PropertyExtractor` — structured output into *your* schema | yes |
 
 # %% [markdown] lang="zh" translates="87e6b565ccb6"
-# # 03 · QA 转换：为你的块能回答的问题建索引
+# # 03 · QA 转换：为你的块（chunk）能回答的问题建索引
 #
 # | | |
 # |---|---|
-# | **你将学到** | 怎样用结构化输出替代 LangChain 已经移除的 `DoctranQATransformer`；怎样做一个从不崩溃、从不重复花钱、从不撑爆上下文窗口的 LLM 文档转换器；问题/答案文档到底有没有帮助检索（实测：块 vs QA vs 混合）；doctran 的其他工作——清理 PDF 文本、提取日期、提取属性 |
-# | **前置条件** | notebook 00（结构化输出）和 01（知识库、块、金标准问题集、hit@k 和 MRR） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **8.0 分钟**（478 秒，34 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **你将学到** | 怎样用结构化输出（structured output）替代 LangChain 已经移除的 `DoctranQATransformer`；怎样做一个从不崩溃、从不重复花钱、从不撑爆上下文窗口的 LLM 文档转换器；问题/答案文档到底有没有帮助检索（实测：块 vs QA vs 混合）；doctran 的其他工作——清理 PDF 文本、提取日期、提取属性 |
+# | **前置条件** | notebook 00（结构化输出）和 01（知识库（knowledge base）、块、金标准问题集（gold set）、命中率（hit@k） 和 平均倒数排名（MRR）） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **8.0 分钟**（478 秒，34 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）和 multilingual-e5-small（4 bit）得出 |
 #
 # 用户问*"How long do I have to use my leftover holidays in Lisbon?"*（在里斯本，剩下的假期要在多久之内用完？）；
@@ -142,14 +142,14 @@ composition
 # chunk's language so Chinese chunks get Chinese questions.
 
 # %% [markdown] lang="zh" translates="dc7bce914c73"
-# ## 2. 一个 schema、一个提示和一个块
+# ## 2. 一个 schema、一个提示词（prompt）和一个块
 #
 # 结构化输出就是全部的诀窍：模型必须*调用一个函数*，其参数是一个 `QAPairList`——一个由 `QAPair(question, answer)`
 # 组成、带 `Field(min_length=1, max_length=n)` 的列表。在 DeepSeek 上，列表长度的约束在回答之后才检查
 # （违反了就是解析错误，然后重试）；在我们本地的 llama.cpp 服务上，schema 会变成一个语法（grammar），
 # 所以模型*不可能*输出超过 `n` 对。
 #
-# 提示禁止写块以外的任何内容，要求写人们会去搜的事实（数字、定义、步骤、决定），在文本内容单薄时允许模型少写几对，
+# 提示词（prompt）禁止写块以外的任何内容，要求写人们会去搜的事实（数字、定义、步骤、决定），在文本内容单薄时允许模型少写几对，
 # 并注明块的语言，这样中文块得到的是中文问题。
 
 # %%
@@ -278,7 +278,7 @@ print(t("largest request ≈ {largest} tokens; limit {limit}; over the limit: {o
 # a single call:
 
 # %% [markdown] lang="zh" translates="4989cf41c1ea"
-# 上面的直方图和计数显示了知识库里的块相对于上限的位置。如果跳过分块这一步，直接把整个文档交给模型，
+# 上面的直方图和计数显示了知识库里的块相对于上限的位置。如果跳过分块（chunking）这一步，直接把整个文档交给模型，
 # 转换器会在花掉任何一次调用之前就发出警告：
 
 # %%
@@ -377,8 +377,8 @@ qa_docs[0].metadata if qa_docs else t("no QA documents")
 # %% [markdown] lang="zh" translates="f125a8872b3f"
 # ## 6. 缓存：重建不花任何 LLM 调用
 #
-# 转换器把每个块的问答对以 JSON 存进 SQLite，键是块文本、模型、提示（和 schema）版本以及问答对预算的哈希。
-# 改了提示，每个块都会重新去问；什么都不改，重建索引就不花任何代价——即使关掉 LangChain 的 LLM 缓存
+# 转换器把每个块的问答对以 JSON 存进 SQLite，键是块文本、模型、提示词（和 schema）版本以及问答对预算的哈希。
+# 改了提示词，每个块都会重新去问；什么都不改，重建索引就不花任何代价——即使关掉 LangChain 的 LLM 缓存
 # （`AGENTIC_RAG_LLM_CACHE=0`）也是如此，因为这个缓存位于更高一层。失败的块也会被缓存（温度为 0 时模型会以同样的方式失败）；
 # 连不上服务的情况则不缓存，下一次构建会再去问。
 
@@ -442,7 +442,7 @@ plt.show()
 #
 # ## 7. 覆盖率：问答对覆盖了人们会问的事实吗？
 #
-# 在样本中找到的金标准证据引文上，有两个精确而简单的定义：
+# 在样本中找到的金标准证据引文（evidence quote）上，有两个精确而简单的定义：
 #
 # - **块覆盖率**（chunk coverage）——对于包含某条引文的块，至少生成了一对问答的引文所占的比例
 #   （也就是说，这个事实至少能通过 QA 文档找到）；
@@ -484,7 +484,7 @@ display(Markdown(
 # ## 8. 混合索引：块和问题放在同一个 Chroma 库里
 #
 # 块带有 `metadata["doc_type"] = "chunk"`，QA 文档带有 `"qa"`；两者都放进同一个持久化的 Chroma 集合。
-# 于是一个元数据过滤条件就能从同一个库得到三个检索器：只检索块、只检索 QA，以及两者都检索。QA 命中本身没有价值——
+# 于是一个元数据过滤条件就能从同一个库得到三个检索器（retriever）：只检索块、只检索 QA，以及两者都检索。QA 命中本身没有价值——
 # 回答生成器需要块的完整文本——所以每个命中都映射回它的源块，而重复项（同一个块的三个问题）合并成一个结果。
 
 # %% [markdown]

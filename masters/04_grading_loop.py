@@ -44,21 +44,21 @@
 #    prompt instruction the model may ignore.
 
 # %% [markdown] lang="zh" translates="c363ec697011"
-# # 04 · 评分循环：评分、改写、设上限，以及说出“知识库里没有”
+# # 04 · 评分循环（grading loop）：评分（grading）、改写、设上限，以及说出“知识库（knowledge base）里没有”
 #
 # | | |
 # |---|---|
-# | **你将学到** | 相关性门控怎样决定生成器能看到什么——以及它为什么需要两个评审：一个相关性模型（交叉编码器）和对话模型经过校准的 yes/no 概率；为什么有一个相关文档就足以停下；查询改写加上重试上限，怎样构成一个总会结束的循环；为什么明确回答“知识库里没有”胜过用模型自己的知识编出一个答案——与不带门控的同一条流水线对比测量，并给出小样本带来的不确定性 |
-# | **前置条件** | notebook 00（结构化输出）、notebook 01（知识库及其金标准问题集）、notebook 02（混合检索、交叉编码器、由对数概率得到的 P(yes)） |
+# | **你将学到** | 相关性门控（gate）怎样决定生成器能看到什么——以及它为什么需要两个评审（judge）：一个相关性模型（交叉编码器，cross-encoder）和对话模型（chat model）经过校准的 yes/no 概率；为什么有一个相关文档就足以停下；查询改写（query rewriting）加上重试上限，怎样构成一个总会结束的循环；为什么明确回答“知识库里没有”胜过用模型自己的知识编出一个答案——与不带门控的同一条流水线（pipeline）对比测量，并给出小样本带来的不确定性 |
+# | **前置条件** | notebook 00（结构化输出，structured output）、notebook 01（知识库及其金标准问题集，gold set）、notebook 02（混合检索（hybrid retrieval）、交叉编码器、由对数概率得到的 P(yes)） |
 # | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **9.4 分钟**（562 秒，92 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由本次运行计算：离线使用 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 |
 #
-# 检索器总会返回*一些东西*。向知识库问 CFO 叫什么名字——没有任何文档提到——你照样会拿到与问题最相像的那些块。把这些块交给生成器，它往往还是会作答。这个 notebook 在检索和生成之间放了一道**门控**：
+# 检索器（retriever）总会返回*一些东西*。向知识库问 CFO 叫什么名字——没有任何文档提到——你照样会拿到与问题最相像的那些块（chunk）。把这些块交给生成器，它往往还是会作答。这个 notebook 在检索和生成之间放了一道**门控**：
 #
 # 1. 给每个检索到的块**评分**：它回答了这个问题吗？（`yes` / `no`，一个有类型的字段——从不解析一句话；由校准过的分数来决定，而不是让小模型硬选 yes 或 no）
 # 2. 只要有一个块相关就**停下**，并且只根据相关的块作答；
 # 3. 否则**改写**查询（换新的关键词）再检索一次——最多 `MAX_ROUNDS` 轮；
-# 4. 到达上限时回答**“知识库中没有这方面的信息”**——走它自己的路径，而不是写成一条模型可能无视的提示指令。
+# 4. 到达上限时回答**“知识库中没有这方面的信息”**——走它自己的路径，而不是写成一条模型可能无视的提示词（prompt）指令。
 
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
@@ -124,9 +124,9 @@ print(t("{chunks} chunks indexed; {gold} gold questions: {sample} to evaluate, {
 # (`lessons.retrieval.rerank.RELEVANCE_PROMPTS`). One question the knowledge base answers and one it does not:
 
 # %% [markdown] lang="zh" translates="c1b982d12959"
-# ## 1. 三个评分器，同一批块
+# ## 1. 三个评分器（grader），同一批块
 #
-# `GradeDocuments` 只有一个字段，`binary_score: Literal["yes", "no"]`。通过 `invoke_structured`，模型*必须*用这两个值之一去调用一个函数——没有“Yes, I think so”这样的话需要解析。除了这个硬选的 yes/no，同一批块还有两个分数：**交叉编码器**的相关性分数（notebook 02 的重排器，一个专门为这种判断训练的模型），以及对话模型的 **P(yes)**——用问题的语言提问（`lessons.retrieval.rerank.RELEVANCE_PROMPTS`）时，一个 token 上“yes”相对于“no”的概率。下面是一个知识库能回答的问题和一个它回答不了的问题：
+# `GradeDocuments` 只有一个字段，`binary_score: Literal["yes", "no"]`。通过 `invoke_structured`，模型*必须*用这两个值之一去调用一个函数——没有“Yes, I think so”这样的话需要解析。除了这个硬选的 yes/no，同一批块还有两个分数：**交叉编码器**的相关性分数（notebook 02 的重排器（reranker），一个专门为这种判断训练的模型），以及对话模型的 **P(yes)**——用问题的语言提问（`lessons.retrieval.rerank.RELEVANCE_PROMPTS`）时，一个 token 上“yes”相对于“no”的概率。下面是一个知识库能回答的问题和一个它回答不了的问题：
 
 # %%
 from lessons.agents import GateThresholds, GradeDocuments, RelevanceGate, grade_documents
@@ -169,11 +169,11 @@ pd.DataFrame(rows)
 # %% [markdown] lang="zh" translates="8ea1722337e7"
 # ## 2. 在不参与评测的问题上校准门控
 #
-# 一个被迫回答 yes 或 no 的 1.5B 模型就像一枚有偏的硬币：随着提示的措辞不同，它要么几乎对什么都说“no”，要么几乎对什么都说“yes”。它的*概率*包含更多信息，对英文来说交叉编码器的分数又更多一些——但没有哪一个分数能完美地区分“答案就在这里”和“关于同一个客户、差之毫厘的内容”。所以门控把它们结合起来：
+# 一个被迫回答 yes 或 no 的 1.5B 模型就像一枚有偏的硬币：随着提示词（prompt）的措辞不同，它要么几乎对什么都说“no”，要么几乎对什么都说“yes”。它的*概率*包含更多信息，对英文来说交叉编码器的分数又更多一些——但没有哪一个分数能完美地区分“答案就在这里”和“关于同一个客户、差之毫厘的内容”。所以门控把它们结合起来：
 #
 # > 当一个块的**交叉编码器分数 ≥ t₁** *并且*对话模型的 **P(yes) ≥ t₂** 时，它才算相关
 #
-# t₁ 和 t₂ **按语言**分别在评测永远看不到的校准问题上选定：`calibrate_gate` 选出这样一对阈值——在对 `MIN_ABSTENTION` 比例的知识库外问题弃答的前提下，让第一轮就能回答的知识库内问题尽可能多。低于 t₁ 的块直接判为“no”，不去问对话模型——便宜的评审替慢的评审先筛一遍。t₁ = 0 表示忽略交叉编码器（它是一个英文模型；它对中文有没有帮助由校准来决定），t₂ = 0 则表示忽略 P(yes)。
+# t₁ 和 t₂ **按语言**分别在评测永远看不到的校准问题上选定：`calibrate_gate` 选出这样一对阈值——在对 `MIN_ABSTENTION` 比例的知识库外问题（out-of-KB question）拒答（abstain）的前提下，让第一轮就能回答的知识库内问题尽可能多。低于 t₁ 的块直接判为“no”，不去问对话模型——便宜的评审替慢的评审先筛一遍。t₁ = 0 表示忽略交叉编码器（它是一个英文模型；它对中文有没有帮助由校准来决定），t₂ = 0 则表示忽略 P(yes)。
 #
 # 对每个校准问题，我们读取它前 K 个块的两个分数（K 次对话模型调用）。**区分度（separation）**几列（AUC）给出的是：随机取一个知识库内问题，它的最高分高于随机取的一个知识库外问题的最高分的概率：1.0 表示完美区分，0.5 就是抛硬币。
 
@@ -243,7 +243,7 @@ plt.show()
 # question moves a rate by many points.
 
 # %% [markdown] lang="zh" translates="47831ddc66f7"
-# 把这两张图当作门控的菜单来读：一个问题只要有一个块落在阴影角里，就会在第一轮得到回答。绿点和红点混在一起的地方，没有哪一对阈值能把知识库内和知识库外的问题分开——限制门控的是这种重叠，而不是代码。更强的对话模型（DeepSeek）或多语言的交叉编码器能把它们拉开；换上其中一个重跑这一节，阈值就会移动。每个格子只有寥寥几个问题，表中的区间很宽：一个问题就能让一个比率变动许多个百分点。
+# 把这两张图当作门控的菜单来读：一个问题只要有一个块落在阴影角里，就会在第一轮得到回答。绿点和红点混在一起的地方，没有哪一对阈值能把知识库内和知识库外的问题分开——限制门控的是这种重叠（overlap），而不是代码。更强的对话模型（DeepSeek）或多语言的交叉编码器能把它们拉开；换上其中一个重跑这一节，阈值就会移动。每个格子只有寥寥几个问题，表中的区间很宽：一个问题就能让一个比率变动许多个百分点。
 
 # %% [markdown]
 # ## 3. The stop rule: one relevant chunk is enough
@@ -369,7 +369,7 @@ check_honest_answer(honest_answer)
 # %% [markdown] lang="zh" translates="c06a9018d2a2"
 # ## 5. 有门控 vs 无门控：实测
 #
-# 同一个检索器、同一个模型、同一个回答提示（它也允许模型说自己什么都没找到）。唯一的区别是：**无门控**流水线把前 K 个块直接交给生成器；**有门控**的流水线先给它们评分，改写直到上限，并且只根据相关的块作答。样本是一组按固定种子抽取的金标准问题，英文和中文各占一半。
+# 同一个检索器、同一个模型、同一个回答提示词（prompt，它也允许模型说自己什么都没找到）。唯一的区别是：**无门控**流水线把前 K 个块直接交给生成器；**有门控**的流水线先给它们评分，改写直到上限，并且只根据相关的块作答。样本是一组按固定种子抽取的金标准问题，英文和中文各占一半。
 
 # %%
 from lessons.agents import goal_table, run_question, summarise
@@ -413,7 +413,7 @@ plt.show()
 # `MAX_ROUNDS` tries. Read them:
 
 # %% [markdown] lang="zh" translates="b441cf7f164f"
-# 两条流水线意见不一的地方，正是门控证明（或者证伪）自身价值的地方。一个被无门控流水线“回答了”的知识库外问题，就是一次被拦下的幻觉；一个被门控拒答的知识库内问题则是代价：要么门控把检索到的每个块都判为不相关，要么检索在 `MAX_ROUNDS` 次尝试里始终没找到证据。读一读它们：
+# 两条流水线意见不一的地方，正是门控证明（或者证伪）自身价值的地方。一个被无门控流水线“回答了”的知识库外问题，就是一次被拦下的幻觉（hallucination）；一个被门控拒答的知识库内问题则是代价：要么门控把检索到的每个块都判为不相关，要么检索在 `MAX_ROUNDS` 次尝试里始终没找到证据。读一读它们：
 
 # %%
 rows = []
@@ -432,7 +432,7 @@ pd.DataFrame(rows) if rows else print(t("The two pipelines agreed on every quest
 # %% [markdown] lang="zh" translates="e67d60a971a3"
 # ### 这次运行说明了什么
 #
-# 由 notebook 根据上面的表格写出。先补一个数字：重排后的前 K 个块到底有多少次包含证据——门控在第一轮停下的次数，不可能超过检索所允许的。
+# 由 notebook 根据上面的表格写出。先补一个数字：重排（reranking）后的前 K 个块到底有多少次包含证据——门控在第一轮停下的次数，不可能超过检索所允许的。
 
 # %%
 from lessons.agents import gate_findings

@@ -49,19 +49,19 @@
 # | your documents | `python -m lessons.evaluation.cli my_eval.toml` (`--preset packages`) | locally; Chroma server and DeepSeek by settings |
 
 # %% [markdown] lang="zh" translates="0324b149b139"
-# # 06 · 评测：所有流水线、同一批问题、两个知识库、一张表
+# # 06 · 评测：所有流水线（pipeline）、同一批问题、两个知识库（knowledge base）、一张表
 #
 # | | |
 # |---|---|
-# | **你将学到** | 怎样用你自己的分块造一个测试集（单块问题和需要两块的问题，有依据、去重、带证据 id），以及它和手写的测试集有什么不同；不用 LLM 的检索指标（hit@k、recall@k、MRR、nDCG），在每一道金标准问题上测；由 LLM 评审给出的回答指标，判决有类型、带理由（事实一致性、完整性），评审失败会被计数而不是藏起来；怎样在两个知识库上并排比较 notebook 01–05 的各条流水线——质量、延迟、LLM 调用次数、token、DeepSeek 费用——而且可复现；一个校准过的阈值换到没校准过的文档上是否还管用；以及怎样在命令行上对你自己的文档跑同样的评测 |
-# | **前置条件** | notebook 01（金标准问题集、指标）、02（混合检索、重排）、03（QA 索引）、04（评分循环）、05（三个智能体） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **8.0 分钟**（477 秒，31 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
-# | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（ONNX）得出；评审就是同一个小型对话模型——把它的判决当作粗略的信号来读，想要更强的评审就换 DeepSeek 重跑 |
+# | **你将学到** | 怎样用你自己的分块（chunking）造一个测试集（单块（chunk）问题和需要两块的问题，有依据、去重、带证据 id），以及它和手写的测试集有什么不同；不用 LLM 的检索指标（hit@k、召回率（recall@k）、平均倒数排名（MRR）、归一化折损累计增益（nDCG）），在每一道金标准问题上测；由 LLM 评审（judge）给出的回答指标，判决有类型、带理由（事实一致性（faithfulness）、完整性（completeness）），评审失败会被计数而不是藏起来；怎样在两个知识库上并排比较 notebook 01–05 的各条流水线——质量、延迟、LLM 调用次数、token、DeepSeek 费用——而且可复现；一个校准过的阈值换到没校准过的文档上是否还管用；以及怎样在命令行上对你自己的文档跑同样的评测 |
+# | **前置条件** | notebook 01（金标准问题集（gold set）、指标）、02（混合检索（hybrid retrieval）、重排（reranking））、03（QA 索引）、04（评分循环，grading loop）、05（三个智能体，agent） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **8.0 分钟**（477 秒，31 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（cross-encoder，ONNX）得出；评审就是同一个小型对话模型——把它的判决当作粗略的信号来读，想要更强的评审就换 DeepSeek 重跑 |
 #
 # 五个 notebook，五个想法，每个都单独测过。一个团队该上线哪一个？这需要**一次运行**：
 # 所有流水线、同一批问题、同一个模型、同一个评审，再加一张同时显示质量*和*代价的表。而且一个知识库还不够：
 # 在课程的 Tidewell 文档上调好的技巧，换到真实文档上排名可能就不一样了。所以这次运行测两个知识库——
-# 课程语料库和十个真实软件包的 README（`data/packages/`，有自己手写的金标准问题集）——并排比较。
+# 课程语料库（corpus）和十个真实软件包的 README（`data/packages/`，有自己手写的金标准问题集）——并排比较。
 #
 # | 环节 | 工具 | 运行在 |
 # |---|---|---|
@@ -69,7 +69,7 @@
 # | 检索指标，每道金标准问题 | `lessons.evaluation.retrieval_rows`、`retrieval_goals` | 本地，不用 LLM |
 # | 回答指标，一个评审样本 | `lessons.evaluation` 的评审（有类型的判决） | 对话模型（本地或 DeepSeek） |
 # | 比较 | `lessons.evaluation.evaluate`、`compare`、`plot_corpora`、`save_report` | 本地 |
-# | 离开本地的阈值 | `lessons.evaluation.best_scores`、`threshold_transfer` | 门控：对话模型；截断阈值：本地 |
+# | 离开本地的阈值 | `lessons.evaluation.best_scores`、`threshold_transfer` | 门控（gate）：对话模型；截断阈值：本地 |
 # | 你的文档 | `python -m lessons.evaluation.cli my_eval.toml`（`--preset packages`） | 本地；Chroma 服务和 DeepSeek 由设置决定 |
 
 # %% tags=["parameters"]
@@ -144,14 +144,14 @@ pd.DataFrame({corpus: {t("chunks"): len(v["chunks"]), t("gold questions"): len(v
 # %% [markdown] lang="zh" translates="0aa6885c6932"
 # ## 1. 问题：每个语料库一份金标准样本
 #
-# 一个 `TestItem` 是一道问题，带参考答案和它的**证据**：包含答案的那些分块的 id（金标准问题还带原文引文）。
-# `from_gold` 为每条引文找出它所在的分块。
+# 一个 `TestItem` 是一道问题，带参考答案和它的**证据**：包含答案的那些块的 id（金标准问题还带原文引文）。
+# `from_gold` 为每条引文找出它所在的块。
 #
 # 评审回答要花模型调用，所以回答只在每个语料库的一个小而均衡的样本上评审
 # （中文和英文、可回答和不可回答）；检索指标不花模型调用，在每一道金标准问题上都跑（第 6 节）。
-# 评审 QA-hybrid 流水线时，它的问答对来自 notebook 03 对课程分块的抽样（先是金标准证据所在的分块，
-# 再是干扰分块；给每个分块都生成问答对要每块一次调用）——所以课程语料库的可回答问题只从证据落在这个样本之内的问题里抽。
-# 记住这里的偏差：证据分块都有 QA 对，而大多数干扰分块没有，这对 QA-hybrid 索引有利。
+# 评审 QA-hybrid 流水线时，它的问答对来自 notebook 03 对课程块的抽样（先是金标准证据所在的块，
+# 再是干扰块；给每个块都生成问答对要每块一次调用）——所以课程语料库的可回答问题只从证据落在这个样本之内的问题里抽。
+# 记住这里的偏差：证据块都有 QA 对，而大多数干扰块没有，这对 QA-hybrid 索引有利。
 
 # %%
 from lessons.evaluation import describe, qa_chunk_selection
@@ -191,15 +191,15 @@ pd.DataFrame([{t("corpus"): corpus, "id": i.id, t("language"): i.language, t("ty
 # ## 2. 从分块生成测试集
 #
 # 手写的金标准问题集是最好的测试集，也是最贵的。在新文档上做原型时，生成的测试集能让你先跑起来：
-# 让模型**根据一个分块**出一道题和它的答案，再出一些需要来自不同页面或不同文档的**两个分块**才能回答的题
-# （搭档分块是按嵌入最相似、但位于别处的那一块）。什么都不轻信：
+# 让模型**根据一个块**出一道题和它的答案，再出一些需要来自不同页面或不同文档的**两个块**才能回答的题
+# （搭档分块是按嵌入（embedding）最相似、但位于别处的那一块）。什么都不轻信：
 #
-# - **有依据**——答案的大部分实词（中文：汉字）必须出现在它的分块里，
+# - **有依据**——答案的大部分实词（中文：汉字）必须出现在它的块里，
 #   而需要两块的问题必须各用上一个只在其中一块里出现的词；
 # - **去重**——一道题的实词与已保留的某道题重合 ≥ `80%` 就丢掉；
 # - **有记录**——每个被丢掉的问答对都连同原因列出来，一次失败的模型调用也连同原因记录下来。
 #
-# 每道保留下来的问题都连同它的证据分块 id 一起保存。词重合的算法对中文和英文一样：不分句，也没有只适用于英文的规则。
+# 每道保留下来的问题都连同它的证据块 id 一起保存。词重合的算法对中文和英文一样：不分句，也没有只适用于英文的规则。
 
 # %%
 from lessons.evaluation import generate_test_set, save_test_set
@@ -226,8 +226,8 @@ pd.DataFrame([{t("question"): r.question, t("why it was not kept"): r.reason} fo
 # ### 生成的 vs 手写的
 #
 # 生成的测试集和金标准问题集比起来怎样？看两件事：它的**形状**（语言、需要两块的问题、长度），以及它有多**容易**——
-# 看着一个分块写出来的问题往往会复用这个分块里的词，这样任何检索器都能找到它。
-# dense 基线在两个测试集上的检索指标（不用 LLM）能把这个差别显示出来。
+# 看着一个块写出来的问题往往会复用这个块里的词，这样任何检索器（retriever）都能找到它。
+# dense 基线（baseline）在两个测试集上的检索指标（不用 LLM）能把这个差别显示出来。
 
 # %%
 from lessons.evaluation import relevant_counts, retrieval_scores, words_shared_with_evidence
@@ -275,13 +275,13 @@ t_labels(comparison.round(2), ["questions", "English", "Chinese", "out-of-KB", "
 # %% [markdown] lang="zh" translates="21bd9737abb7"
 # ## 3. 不用 LLM 的检索指标
 #
-# 对一个排好序的列表和一道问题，每个分块要么*相关*要么不相关（它的 id 是证据 id，或者它包含一条证据引文）。
+# 对一个排好序的列表和一道问题，每个块要么*相关*要么不相关（它的 id 是证据 id，或者它包含一条证据引文（evidence quote））。
 # 由这些标签得到：
 #
-# - **hit@k**——前 k 个里有没有相关分块？（回答那一步最多能用上的东西）
+# - **命中率（hit@k）**——前 k 个里有没有相关块？（回答那一步最多能用上的东西）
 # - **recall@k**——前 k 个里找到的证据占多少：需要两块的问题要两块都找到
-# - **MRR**——第一个相关分块的排名的倒数：证据排得有多靠前
-# - **nDCG**——每个相关分块都算数，按 log₂(rank + 1) 打折，再除以可能达到的最好值
+# - **MRR**——第一个相关块的排名的倒数：证据排得有多靠前
+# - **nDCG**——每个相关块都算数，按 log₂(rank + 1) 打折，再除以可能达到的最好值
 #
 # 确定、瞬间完成，每次运行都一样。
 #
@@ -351,8 +351,8 @@ retrieval_scores(ranked, example, relevant_counts(chunks, [example])[example.id]
 # 每个回答问两个是/否问题，每个都是一个 Pydantic schema，通过 `invoke_structured` 填写——
 # 模型*必须*用 `"yes"` 或 `"no"` 调用一个函数，而不是写一句我们还得去解析的话：
 #
-# - **事实一致性**（`FaithfulnessVerdict.consistent`）：回答的主要论断是否出现在写这个回答所用的上下文里？
-#   这能抓住超出检索到的分块、凭空编出来的回答（幻觉）。
+# - **事实一致性**（`FaithfulnessVerdict.consistent`）：回答的主要论断（claim）是否出现在写这个回答所用的上下文里？
+#   这能抓住超出检索到的块、凭空编出来的回答（幻觉，hallucination）。
 # - **完整性**（`CompletenessVerdict.complete`）：回答是否说出了参考答案的关键事实？措辞和语言可以不同。
 #
 # **先抄，再判。** 我们最早的评审有一个 `reason` 和一个判决。Qwen2.5-1.5B 于是把每个探针回答都判为完整：
@@ -362,8 +362,8 @@ retrieval_scores(ranked, example, relevant_counts(chunks, [example])[example.id]
 # （第 7 节里有争议的判决显示出在哪里）。抄下来的文字同时就是评审的理由——去读它，
 # 对一个小模型评审给出的平均数，不要信任超出你亲自核对过的范围。
 #
-# 弃答（"不在知识库中"）不提出任何论断：它不参与一致性评审，而在可回答的问题上完整性记 0 分。
-# 在知识库之外的问题上，唯一算数的是流水线有没有弃答。
+# 拒答（abstain，"不在知识库中"）不提出任何论断：它不参与一致性评审，而在可回答的问题上完整性记 0 分。
+# 在知识库之外的问题上，唯一算数的是流水线有没有拒答。
 #
 # ### 练习 2 —— 完整性评审的 schema
 #
@@ -456,12 +456,12 @@ run_judge(ScriptedChatModel(default="Looks right to me!"), FaithfulnessVerdict, 
 #
 # 前面各个 notebook 的每条流水线都是一个适配器 `question → PipelineResult(answer, abstained,
 # retrieved, context)`。四条只做检索的流水线共用**同一个**回答步骤——notebook 04 不加门控的回答，
-# 基于它们的前 `K` 个分块，也可以说"没找到"——所以它们只在检索到什么上有区别。`hybrid+rerank`
-# 用课程的重排器（`lessons.retrieval.rerank.default_reranker`）对混合检索的候选重新排序：英文问题用交叉编码器——
+# 基于它们的前 `K` 个块，也可以说"没找到"——所以它们只在检索到什么上有区别。`hybrid+rerank`
+# 用课程的重排器（`lessons.retrieval.rerank.default_reranker`）对混合检索的候选重排：英文问题用交叉编码器——
 # 一个相关性模型，不是对话模型——中文问题用实测效果最好的路由（打包的交叉编码器是用英文训练的）。
-# 评分循环和三个智能体有自己的回答步骤；它们的检索指标按它们作答所依据的那一轮检索到的内容（`K` 个分块）计算。
-# 评分循环的阈值来自一次调用 `gate_thresholds()`：在课程全部黄金问题上校准的门控（`benchmarks/bench_gate.py`），
-# 所以它在课程语料库上的弃答率是样本内的数字；第 8 节测量阈值跨语料库的表现。
+# 评分循环和三个智能体有自己的回答步骤；它们的检索指标按它们作答所依据的那一轮检索到的内容（`K` 个块）计算。
+# 评分循环的阈值来自一次调用 `gate_thresholds()`：在课程全部金标准问题上校准的门控（`benchmarks/bench_gate.py`），
+# 所以它在课程语料库上的拒答率是样本内的数字；第 8 节测量阈值跨语料库的表现。
 
 # %%
 from lessons.evaluation import Resources, build_pipelines, gate_thresholds
@@ -490,7 +490,7 @@ print(t("{pipelines} pipelines × {corpora} corpora ready in {seconds:.0f} s", p
 #
 # dense、hybrid 和 hybrid + rerank 的排序不需要对话模型，所以在两个语料库的每一道可回答的金标准问题上测，
 # 深度为 5——即课程检索目标的深度：最好的流水线应当达到**英文 recall@5 为 `0.90`**，
-# 并且在两种语言上消除 **dense 基线一半的 recall@5 漏检**（漏检是一道问题的证据中不在前 5 名里的那部分）。
+# 并且在两种语言上消除 **dense 基线一半的 recall@5 未命中（miss）**（未命中是一道问题的证据中不在前 5 名里的那部分）。
 
 # %%
 from lessons.evaluation import GOAL_K, retrieval_goals, retrieval_rows
@@ -617,10 +617,10 @@ sample = all_rows[all_rows["question_id"].isin(disputed)][["question_id", "pipel
 # ## 8. 能迁移的阈值
 #
 # 每个经过校准的决定都是在一个语料库上调出来的。换到另一个语料库还成立吗？三个截断阈值，每个都在一个语料库上校准
-# （按语言分别取仍能拒答 `95%` 知识库外问题的最低阈值：notebook 04 的 `choose_threshold`），
+# （按语言分别取仍能拒答 `95%` 知识库外问题（out-of-KB question）的最低阈值：notebook 04 的 `choose_threshold`），
 # 并在两个语料库上测量，双向都测：
 #
-# - **门控**——评分循环对第一轮分块给出的 P(yes)（每个分块一次模型调用：在每个语料库的 `N_GATE` 道问题上测——
+# - **门控**——评分循环对第一轮的块给出的 P(yes)（每个块一次模型调用：在每个语料库的 `N_GATE` 道问题上测——
 #   就是评审样本，评分循环已经做过这些调用）；
 # - **交叉编码器的最高分**，取混合检索的前 `K` 个——不花调用，所以在每道金标准问题上测；
 # - **dense 的最高相似度**——不花调用，每道金标准问题。
@@ -749,7 +749,7 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # **来自别处的阈值：** 评分循环的门控使用在课程语料库上校准的阈值；在你的文档上，报告会用平实的话说明这一点
 # （它的 "gate thresholds" 一行）。**也可以在你的文档上校准它们：** 在配置里加上 `[gate] calibrate = 24`，
 # 问题里要有"差一点"的问题（你的文档几乎能回答、但其实回答不了的问题：在你的 `.jsonl` 里写 `"type": "out_of_kb"`，
-# 或者用预设自带的金标准问题集）。命令会给 24 道本次不评测的问题打分（其中三分之一是"差一点"的问题；门控每评一个分块
+# 或者用预设自带的金标准问题集）。命令会给 24 道本次不评测的问题打分（其中三分之一是"差一点"的问题；门控每评一个块
 # 调用一次对话模型），按语言选出仍能拒答其中 `95%` "差一点"问题的最低 P(yes)——也就是第 8 节的规则——报告会写明
 # 它是在什么上校准的、在那里拒答了多少；没有"差一点"问题的语言沿用课程的阈值，并会明说。
 #
@@ -757,7 +757,7 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 #
 # | 要迁移的 | 设置（在 `.env` 或环境变量里） |
 # |---|---|
-# | 向量库迁到 Chroma 服务（`chroma run --host 0.0.0.0 --port 8000 --path ./chroma-data`） | `AGENTIC_RAG_CHROMA_URL=http://chroma-host:8000` |
+# | 向量库（vector store）迁到 Chroma 服务（`chroma run --host 0.0.0.0 --port 8000 --path ./chroma-data`） | `AGENTIC_RAG_CHROMA_URL=http://chroma-host:8000` |
 # | 对话模型换成 DeepSeek | `DEEPSEEK_API_KEY=sk-…`（再加 `AGENTIC_RAG_MODEL=deepseek` 让它更明确） |
 #
 # 测试套件在 127.0.0.1 上启动 `chroma run`，对它运行这个命令，得到的表与用嵌入式向量库时相同

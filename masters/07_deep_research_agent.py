@@ -48,12 +48,12 @@
 # free tool calls (section 4 measures it with one probe call), so each step is a typed choice the model must fill.
 
 # %% [markdown] lang="zh" translates="ff835e071ff1"
-# # 07 · 深度研究子智能体：读整页，而不只是分块
+# # 07 · 深度研究（deep research）子智能体（sub-agent）：读整页，而不只是块（chunk）
 #
 # | | |
 # |---|---|
-# | **你将学到** | 怎样把一个聊天助手拆成与用户对话的**主智能体**和负责研究的**知识子智能体**，两者的上下文相互隔离；主智能体怎样把每一轮对话改写成一个**独立问题**；子智能体怎样循环——检索、读出一个有希望的分块所在的整**页**、再检索、作答——每一步都是一次**强制的结构化选择**，步数上限由构造本身保证；怎样读它的轨迹；为什么它的检索工具用一个**相关性模型**（交叉编码器）而不是对话模型来排序；LangChain 1.x 文档里的**工具调用智能体**（一个 `ToolNode` 循环）与强制选择的对比，以及为什么离线路径用有类型的选择来做决定；与单次混合检索的 RAG 相比，多出来的步骤换来了什么、又花了多少 |
-# | **前置条件** | notebook 00（结构化输出）、02（混合检索、邻块扩展、重排）、04（有上限的循环）、05（引用、矛盾案例）、06（完整性评审） |
+# | **你将学到** | 怎样把一个聊天助手拆成与用户对话的**主智能体（agent）**和负责研究的**知识子智能体**，两者的上下文相互隔离；主智能体怎样把每一轮对话改写成一个**独立问题**；子智能体怎样循环——检索、读出一个有希望的块所在的整**页**、再检索、作答——每一步都是一次**强制的结构化选择**，步数上限由构造本身保证；怎样读它的轨迹；为什么它的检索工具用一个**相关性模型**（交叉编码器，cross-encoder）而不是对话模型（chat model）来排序；LangChain 1.x 文档里的**工具调用智能体**（一个 `ToolNode` 循环）与强制选择的对比，以及为什么离线路径用有类型的选择来做决定；与单次混合检索（hybrid retrieval）的 RAG 相比，多出来的步骤换来了什么、又花了多少 |
+# | **前置条件** | notebook 00（结构化输出，structured output）、02（混合检索、邻块扩展、重排（reranking））、04（有上限的循环）、05（引用（citation）、矛盾案例）、06（完整性（completeness）评审（judge）） |
 # | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **8.4 分钟**（504 秒，32 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（ONNX）得出；下面的每个数字都由它上方的单元格计算 |
 #
@@ -74,8 +74,8 @@
 # `search_chunks`，然后每一步决定再检索（`search_chunks(query)`）、读页（`read_page(source, page)`），
 # 或作答；到达步数上限也去作答并给出引用。只有回答和引用回到主智能体——子智能体的草稿本留在它自己那里。）
 #
-# 一次检索交给生成器几个分块，然后指望它们包含了一切。一个多跳问题（"哪些套餐包含 Atlas Guard，**以及**它是什么时候发布的？"）
-# 需要两处信息；一张被分块器从中间切断的表格需要它所在页面的其余部分。子智能体看看自己找到了什么，
+# 一次检索交给生成器几个块，然后指望它们包含了一切。一个多跳问题（"哪些套餐包含 Atlas Guard，**以及**它是什么时候发布的？"）
+# 需要两处信息；一张被分块器（chunker）从中间切断的表格需要它所在页面的其余部分。子智能体看看自己找到了什么，
 # 指出还缺什么，然后再检索或读页。本地模型不会自由地发出工具调用（第 4 节用一次探针调用测了这一点），
 # 所以每一步都是一个模型必须填写的有类型的选择。
 
@@ -120,12 +120,12 @@ print(t("{n} chunks in the knowledge base index", n=len(chunks)))
 # address, `(source_id, page_index)`, and `locate(chunk)` tells which page a chunk sits on.
 
 # %% [markdown] lang="zh" translates="7c15f525400c"
-# ## 1. 页面，而不只是分块
+# ## 1. 页面，而不只是块
 #
-# 分块是分块器切出来的东西；**页面**是读者翻的东西。`lessons.agents.deep_research.PageStore`
+# 分块（chunking）是分块器切出来的东西；**页面**是读者翻的东西。`lessons.agents.deep_research.PageStore`
 # 把转换后的文档（与分块来源相同的 Docling 转换）按页保存：PDF 和 PPTX 用真实的页，
 # Markdown、DOCX、HTML 和纯文本则用每个标题下的小节——超过 1,800 个字符的小节会在段落或句子结束处分页。
-# 每一页都有一个地址 `(source_id, page_index)`，`locate(chunk)` 告诉你一个分块位于哪一页。
+# 每一页都有一个地址 `(source_id, page_index)`，`locate(chunk)` 告诉你一个块位于哪一页。
 
 # %%
 from lessons.agents import PageStore
@@ -166,13 +166,13 @@ print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[
 # %% [markdown] lang="zh" translates="1f06f798a34b"
 # ## 2. 子智能体的两个工具
 #
-# **`search_chunks(query)`**（`ChunkSearch`）：notebook 02 的混合检索器（BM25 + dense，RRF）
-# 返回 20 个分块；每个分块都用它的相邻分块扩展（`lessons.retrieval.context_expansion.expand_hits`；
+# **`search_chunks(query)`**（`ChunkSearch`）：notebook 02 的混合检索器（retriever，BM25 + dense，RRF）
+# 返回 20 个块；每个块都用它的相邻块扩展（`lessons.retrieval.context_expansion.expand_hits`；
 # 落在一个更好的块之内的命中会并入那个块）。然后最好的 10 个块作为完整段落由 `lessons.retrieval.rerank.default_reranker` 重排——
 # 这是一个**相关性模型**：交叉编码器 ms-marco-MiniLM-L-12-v2（用 ONNX 离线运行）把问题和一个段落放在一起读，
 # 给这个段落能多好地回答问题打分。它学的是英文，所以中文问题走课程选定的路由（notebook 02 测过各条路由）。
 # 给段落排序是相关性模型的活；对话模型负责写和做决定。对话模型*也能*重排——它对每个块给出的 P(yes)，
-# 即 `RERANKER = "llm"`——代价是每次检索 10 次模型调用；下面的表测的就是重排器改变了什么。
+# 即 `RERANKER = "llm"`——代价是每次检索 10 次模型调用；下面的表测的就是重排器（reranker）改变了什么。
 # 子智能体看到的是前四个命中，每个截到 300 个字符，**并标出它所在的页面**：做决定时想看更多，它就去读那一页。
 # 最终回答根据它读过的页面和片段背后的*完整*分块写成（`answer_context`，最多 4,000 个字符）。
 #
@@ -201,7 +201,7 @@ pd.DataFrame([{t("source"): d.metadata["source"], t("page"): d.metadata["page"],
 
 # %% [markdown] lang="zh" translates="1dee8e90076a"
 # 重排器改变了智能体看到的什么？在 `N_SEARCH` 道多跳和表格类金标准问题上（中英文各半）：
-# 第一次检索显示的四个命中（取它们的完整分块）里包含了多少比例的金标准证据引文——不用重排器，以及用 `default_reranker`——
+# 第一次检索显示的四个命中（取它们的完整的块）里包含了多少比例的金标准证据引文（evidence quote）——不用重排器，以及用 `default_reranker`——
 # 不调用模型，所以可以低成本地在比智能体实际运行的更多问题上测。`COMPARE_LLM_RERANKER = True`
 # 会再加上对话模型作为重排器。
 
@@ -314,7 +314,7 @@ for source_id, page_index in [("atlas_whitepaper.pdf", 6), ("pricing.pdf", 3), (
 # 每次观察之后，模型填写 `ResearchDecision`：先是 `reason`（问题中笔记还没有回答的部分），然后是 `action`——
 # `search`、`read_page` 或 `answer`——以及参数（`query`，或 `source_id` 和 `page_index`；所有字段都是必填的，
 # 不适用时留空：小模型会跳过可选字段）。它读的笔记给每条证据编号，并写明做过哪些检索、哪些页面可以读。
-# 提示词里需要两个示例：没有示例时，1.5B 的模型每一步都拿整个问题再检索一遍；而关于 Atlas 本身的示例
+# 提示词（prompt）里需要两个示例：没有示例时，1.5B 的模型每一步都拿整个问题再检索一遍；而关于 Atlas 本身的示例
 # 又被原样抄进了中文问题的检索词里，所以示例讲的是菜谱。
 #
 # 防护措施全部写在代码里：第一步总是用问题本身检索（不调用模型）；
@@ -561,14 +561,14 @@ for role, text in decide_mode.history:
 # ## 6. 测量：深度研究对比单次混合检索 RAG
 #
 # 同一批金标准问题分别走两种方法：多跳问题（证据分布在两个文档里）、表格问题，以及矛盾案例
-# （Q3 演示文稿说 Team 套餐每月 €54，白皮书和 FAQ 说是 €45）。基线是 notebook 06 的 `hybrid` 流水线：
-# 一次混合检索，根据前 `K` 个分块作答。对每道问题、每种方法：
+# （Q3 演示文稿说 Team 套餐每月 €54，白皮书和 FAQ 说是 €45）。基线（baseline）是 notebook 06 的 `hybrid` 流水线（pipeline）：
+# 一次混合检索，根据前 `K` 个块作答。对每道问题、每种方法：
 #
 # - **complete**（完整）——课程的完整性评审（`lessons.evaluation.judges`，notebook 05 和 06 用的也是它：
 #   抄下参考答案的关键事实，抄下回答里说了什么，再做判断）——回答是否说出了参考答案的关键事实？
-#   弃答记 0；评审失败会被计数，而不是猜一个值；
-# - **evidence recall**（证据召回率）——在方法*读过*的内容中找到的金标准证据引文的比例
-#   （子智能体的笔记，以及写回答所依据的页面和完整分块；基线的前 `K` 个分块）；
+#   拒答（abstain）记 0；评审失败会被计数，而不是猜一个值；
+# - **evidence recall**（证据召回率，recall@k）——在方法*读过*的内容中找到的金标准证据引文的比例
+#   （子智能体的笔记，以及写回答所依据的页面和完整的块；基线的前 `K` 个块）；
 # - 每道问题的 **tool calls**（工具调用）、**pages read**（读过的页数）、**LLM calls**（LLM 调用）和 **tokens**
 #   （不含评审的调用；缓存命中的回答按第一次提问时花掉的 token 计），以及秒数。
 

@@ -73,8 +73,8 @@ def test_the_explorer_speaks_the_language_of_its_notebook_folder(tmp_path, monke
     assert [s.description for s in en_sliders.children] == ["chunk size", "overlap"]
     assert en_controls.children[0].options == ("guide.pdf, page 3",)
     assert [c.description for c in controls.children] == ["文档", "策略"]
-    assert [s.description for s in sliders.children] == ["分块大小", "重叠"]
+    assert [s.description for s in sliders.children] == ["块大小", "重叠"]
     assert controls.children[0].options == ("guide.pdf，第 3 页",)
-    assert "个分块 · 中位数" in summary.value and "chunks" not in summary.value
+    assert "个块 · 中位数" in summary.value and "chunks" not in summary.value
     assert re.findall(r"\d+", summary.value) == re.findall(r"\d+", en_summary.value), "the same chunks"
     assert 'title="第 2 块：3 个字符，其中 1 个与上一块重复"' in boundaries_html(["a b", "b c"])

@@ -316,4 +316,4 @@ def test_upload_summary_in_chinese(language):
     )
     english, chinese = both(language, processed.summary)
     assert english == "2 file(s) → 0 chunks.\nSkipped slides.key: UnsupportedType"
-    assert chinese == "2 个文件 → 0 个分块。\n已跳过 slides.key：UnsupportedType"
+    assert chinese == "2 个文件 → 0 个块。\n已跳过 slides.key：UnsupportedType"

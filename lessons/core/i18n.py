@@ -175,9 +175,9 @@ ZH: dict[str, str] = {
     "{name}: {n} chunks, {mid_sentence} cut mid-sentence": "{name}：{n} 个块，{mid_sentence} 个切在句子中间",
     "jieba words:        ": "jieba 分词：        ",
     "default splitter:   ": "默认切分器：        ",
-    "blocks in the RAG technique note:": "RAG 技术笔记中的块：",
+    "blocks in the RAG technique note:": "RAG 技术笔记中的区块（block）：",
     "  {kind:5} lines {first}–{last}  {language:7} {first_line}": "  {kind:5} 第 {first}–{last} 行  {language:7} {first_line}",
-    "{name:20} {n} chunks of {lengths} characters; the {size}-character YAML block is {state}": "{name:20} {n} 个块，字符数 {lengths}；那个 {size} 字符的 YAML 块{state}",
+    "{name:20} {n} chunks of {lengths} characters; the {size}-character YAML block is {state}": "{name:20} {n} 个块，字符数 {lengths}；那个 {size} 字符的 YAML 区块{state}",
     "whole": "完整保留",
     "cut": "被切开了",
     "{name:20} {intact:5.1f}% intact, {n} chunks, {oversize} flagged oversize": "{name:20} {intact:5.1f}% 保持完整，{n} 个块，{oversize} 个标记为超长",
@@ -255,7 +255,7 @@ ZH: dict[str, str] = {
     "baseline's characters in the top 5 ({chars:,.0f} vs {base_chars:,.0f}){more_text}": "- **{technique}**：recall@5 {recall}，基线为 {base_recall}；前 5 个结果的字符数是基线的 {ratio:.1f} 倍"
     "（{chars:,.0f} vs {base_chars:,.0f}）{more_text}",
     "- **Part of that gain is depth.** The rerankers reorder a deeper fusion (each retriever's top candidates, not its top 10): in its fused order that list already gives English MRR@10 {deep} against hybrid's {base}. Over the list it actually reorders, the cross-encoder adds {relative}% relative on English questions.": "- **这份提升有一部分来自深度。** 重排器重排的是更深的融合列表（每个检索器的前若干个候选，而不是前 10 个）：按融合顺序，这个列表的英文 MRR@10 已经是 {deep}，而混合检索为 {base}。相对于它真正重排的那个列表，交叉编码器在英文问题上带来 {relative}% 的相对提升。",
-    "- **Late interaction (ColBERT)** {verb} the cross-encoder on English MRR@10 ({colbert} vs {cross_encoder}).": "- **后期交互（ColBERT）**在英文 MRR@10 上{verb}交叉编码器（{colbert} vs {cross_encoder}）。",
+    "- **Late interaction (ColBERT)** {verb} the cross-encoder on English MRR@10 ({colbert} vs {cross_encoder}).": "- **延迟交互（ColBERT）**在英文 MRR@10 上{verb}交叉编码器（{colbert} vs {cross_encoder}）。",
     "- **{name}** vs {reference} on the {n} sampled questions: recall@5 {recall}, MRR@10 {mrr} — it "
     "{verb}, at {calls:.1f} chat-model calls per question (on so few questions one question moves a "
     "mean by up to {step:.2f}).": "- **{name}** 对比 {reference}，在抽样的 {n} 个问题上：recall@5 {recall}，MRR@10 {mrr}——它{verb}，"
@@ -346,11 +346,11 @@ ZH: dict[str, str] = {
     "fewer false alarms than the checked lists": "误报比核查过的列表少",
     "a rule on `supported`/`relevant` would not have rejected fewer correct answers": "基于 `supported`/`relevant` 的规则也不会少拒绝正确的回答",
     "- **Changed figures caught: {caught}** — by the string checks {checks}, by the verifier's list "
-    "{verifier}, by the model's yes/no {yes_no}.": "- **抓到的改动数字：{caught}**——字符串检查 {checks}，核查者的列表 {verifier}，模型的 yes/no {yes_no}。",
+    "{verifier}, by the model's yes/no {yes_no}.": "- **抓到的改动数字：{caught}**——字符串检查 {checks}，验证器的列表 {verifier}，模型的 yes/no {yes_no}。",
     " A string check knows *that* a figure is in the context, not *where*: the missed ones ({ids}): "
     "the changed figure occurs elsewhere in the chunks, and the verifier's list did not name it.": "字符串检查只知道某个数字*在*上下文里，不知道*在哪里*：漏掉的那些（{ids}）里，改动后的数字出现在块的别处，"
-    "而核查者的列表也没有点出它。",
-    "- **Invented names caught: {caught}** — by the string checks {checks}, by the verifier's list {verifier}.": "- **抓到的捏造名称：{caught}**——字符串检查 {checks}，核查者的列表 {verifier}。",
+    "而验证器的列表也没有点出它。",
+    "- **Invented names caught: {caught}** — by the string checks {checks}, by the verifier's list {verifier}.": "- **抓到的捏造名称：{caught}**——字符串检查 {checks}，验证器的列表 {verifier}。",
     "- **Injected instruction: the research agent followed it in {followed} questions** ({followed_share}); "
     "verification flagged {flagged} of the obeyed drafts ({flagged_share}), {checks} by the string "
     "checks{caught}.": "- **注入的指令：研究智能体在 {followed} 个问题中照做了**（{followed_share}）；核查标记了照做的草稿中的 {flagged}"
@@ -361,7 +361,7 @@ ZH: dict[str, str] = {
     "- **Answerable: {answered} answered, {complete} complete** — the answer states the reference answer's "
     "key fact, by the course's completeness judge — the one notebooks 06 and 07 use (lenient with a small "
     "model; an abstention is not complete){failures}. {per_language}.": "- **可回答的问题：回答了 {answered}，完整 {complete}**——回答说出了参考答案的关键事实，"
-    "由课程的完整性评审判断——notebook 06 和 07 用的也是这个评审（小模型评得宽松；弃答不算完整）{failures}。{per_language}。",
+    "由课程的完整性评审判断——notebook 06 和 07 用的也是这个评审（小模型评得宽松；拒答不算完整）{failures}。{per_language}。",
     "; the judge failed on {failures}: counted, not guessed": "；评审在 {failures} 个问题上失败：照实计数，没有猜测",
     "- **Verification**: {passed} answers passed the checks; {researched} questions were re-researched.": "- **核查**：{passed} 个回答通过了检查；{researched} 个问题被重新研究。",
     "- **Out-of-KB: {abstained} abstained.**": "- **知识库外：拒答了 {abstained}。**",
@@ -423,7 +423,7 @@ ZH: dict[str, str] = {
     "corpus": "语料库",
     "type": "类型",
     "question": "问题",
-    "evidence chunks": "证据分块数",
+    "evidence chunks": "证据块数",
     "{generated} · {seconds:.0f} s": "{generated} · {seconds:.0f} 秒",
     "saved to {path}": "已保存到 {path}",
     "reference": "参考答案",
@@ -433,7 +433,7 @@ ZH: dict[str, str] = {
     "generated": "生成的",
     "question words in its evidence (mean)": "问题中出现在其证据里的词（平均）",
     "dense {metric}": "dense {metric}",
-    "relevant at ranks:": "相关分块所在的排名：",
+    "relevant at ranks:": "相关块所在的排名：",
     "the reference": "参考答案本身",
     "figures changed": "数字被改动",
     "answer": "回答",
@@ -473,7 +473,7 @@ ZH: dict[str, str] = {
     "probability": "概率",
     "P(yes), chat model": "P(yes)，对话模型",
     "cross-encoder": "交叉编码器",
-    "chat model: {llm_seconds:.1f} s for {n} judgements; cross-encoder: {ce_seconds:.2f} s": "对话模型：{n} 次评判用了 {llm_seconds:.1f} 秒；交叉编码器：{ce_seconds:.2f} 秒",
+    "chat model: {llm_seconds:.1f} s for {n} judgements; cross-encoder: {ce_seconds:.2f} s": "对话模型：{n} 次评审用了 {llm_seconds:.1f} 秒；交叉编码器：{ce_seconds:.2f} 秒",
     "On this question the chat model's P(yes) ranges from {llm_min:.2f} to {llm_max:.2f}, the cross-encoder's score from {ce_min:.2f} to {ce_max:.2f}; the candidates holding the evidence rank {llm_ranks} by P(yes) and {ce_ranks} by the cross-encoder (of {n}), at {ratio:.0f}× the time for the chat model. Section 9 measures both on the same sample of questions.": "在这个问题上，对话模型的 P(yes) 介于 {llm_min:.2f} 和 {llm_max:.2f} 之间，交叉编码器的分数介于 {ce_min:.2f} 和 "
     "{ce_max:.2f} 之间；包含证据的候选按 P(yes) 排在第 {llm_ranks} 名，按交叉编码器排在第 {ce_ranks} 名（共 {n} 个），"
     "而对话模型所用的时间是交叉编码器的 {ratio:.0f} 倍。第 9 节会在同一个问题样本上衡量这两者。",
@@ -491,9 +491,9 @@ ZH: dict[str, str] = {
     "{techniques} techniques with the chat model × {questions} questions in {seconds:.0f} s; {cached} of {calls} chat-model answers came from the cache": "{techniques} 种使用对话模型的技术 × {questions} 个问题，用时 {seconds:.0f} 秒；{calls} 个对话模型回答中有 {cached} 个来自缓存",
     "Every technique without a chat model, {n} questions, by language": "所有不用对话模型的技术，{n} 个问题，按语言分列",
     # notebook 07 (deep-research agent)
-    "{n} chunks in the knowledge base index": "知识库索引中有 {n} 个分块",
+    "{n} chunks in the knowledge base index": "知识库索引中有 {n} 个块",
     "characters per page (median)": "每页字符数（中位数）",
-    "A chunk of {chunk} characters sits on {source}, {title} ({page} characters).": "一个 {chunk} 个字符的分块位于 {source} 的 {title}（这一页 {page} 个字符）。",
+    "A chunk of {chunk} characters sits on {source}, {title} ({page} characters).": "一个 {chunk} 个字符的块位于 {source} 的 {title}（这一页 {page} 个字符）。",
     "\nThe chunk ends:   …": "\n分块的结尾：  …",
     "\nThe page goes on: …": "\n页面接着写道：…",
     "page": "页",
@@ -555,7 +555,7 @@ ZH: dict[str, str] = {
     "other": "其他",
     "total": "合计",
     "{chunks} chunks in the knowledge base; {sample} in the sample": "知识库中有 {chunks} 个块；样本中有 {sample} 个",
-    "\n--- the system prompt for this chunk ---": "\n--- 这个块的系统提示 ---",
+    "\n--- the system prompt for this chunk ---": "\n--- 这个块的系统提示词 ---",
     "QA pairs for one chunk": "一个块的问答对",
     "status {status!r}, asked for {tried} pair(s), model time when generated {seconds:.1f} s": "状态 {status!r}，要求的问答对数：{tried}，生成时的模型用时 {seconds:.1f} 秒",
     "(from the QA cache)": "（来自 QA 缓存）",
@@ -642,8 +642,8 @@ ZH: dict[str, str] = {
     "separation, cross-encoder": "区分度，交叉编码器",
     "separation, P(yes)": "区分度，P(yes)",
     "in-KB answered (calibration)": "知识库内已回答（校准）",
-    "out-of-KB abstained (calibration)": "知识库外已弃答（校准）",
-    "95% interval, abstention": "弃答率的 95% 区间",
+    "out-of-KB abstained (calibration)": "知识库外已拒答（校准）",
+    "95% interval, abstention": "拒答率的 95% 区间",
     "in-KB": "知识库内",
     "out-of-KB": "知识库外",
     "the gate lets through": "门控放行的区域",
@@ -739,7 +739,7 @@ ZH: dict[str, str] = {
     "invented name": "捏造的名称",
     "injected instruction": "注入的指令",
     "drafts": "草稿数",
-    "by the verifier's list": "由核查者的列表",
+    "by the verifier's list": "由验证器的列表",
     "by the string checks": "由字符串检查",
     "by the model's yes/no": "由模型的 yes/no",
     "research agent followed it": "研究智能体照做了",
@@ -753,10 +753,10 @@ ZH: dict[str, str] = {
     "tokens per question": "每个问题的 token 数",
     "LLM calls per question": "每个问题的 LLM 调用次数",
     # notebook 06: describe, retrieval_goals, compare, judge_failures, threshold_transfer
-    "needs 2+ chunks": "需要 2 个以上分块",
+    "needs 2+ chunks": "需要 2 个以上的块",
     "question chars (mean)": "问题字符数（平均）",
     "reference chars (mean)": "参考答案字符数（平均）",
-    "evidence chunks per question": "每道问题的证据分块数",
+    "evidence chunks per question": "每道问题的证据块数",
     "English recall@5": "英文 recall@5",
     "misses": "未命中",
     "dense's misses removed": "消除的 dense 未命中",
@@ -817,10 +817,10 @@ ZH: dict[str, str] = {
     "before the note": "上传笔记之前",
     "after the upload": "上传之后",
     "after the delete": "删除之后",
-    "abstained": "弃答",
+    "abstained": "拒答",
     "cites": "引用",
     "password in the answer": "回答里有密码",
-    "The note was indexed as {chunks} chunk(s) in {seconds:.1f} s. Before it, the service {before}; with it, the answer {cites} and {contains} the password; after the delete, a search for the question {finds} the note and the answer {still_cites}.": "这份笔记用 {seconds:.1f} 秒被索引成 {chunks} 个分块。上传它之前，服务{before}；有了它，回答{cites}，并且{contains}密码；删除之后，用这个问题检索{finds}这份笔记，回答{still_cites}。",
+    "The note was indexed as {chunks} chunk(s) in {seconds:.1f} s. Before it, the service {before}; with it, the answer {cites} and {contains} the password; after the delete, a search for the question {finds} the note and the answer {still_cites}.": "这份笔记用 {seconds:.1f} 秒被索引成 {chunks} 个块。上传它之前，服务{before}；有了它，回答{cites}，并且{contains}密码；删除之后，用这个问题检索{finds}这份笔记，回答{still_cites}。",
     "answered anyway": "照样作答了",
     "cites the note": "引用了这份笔记",
     "does not cite the note": "没有引用这份笔记",
@@ -843,12 +843,12 @@ ZH: dict[str, str] = {
     "gets no answer": "没有回应",
     "is still there": "还在",
     "is gone": "已被删除",
-    "Our run: {n} documents uploaded first, {later} between the nightly runs; the worker indexed {done} of the first {jobs} ({chunks} chunks) in {seconds:.0f} s.": "我们这次运行：先上传了 {n} 个文档，两次夜间运行之间又上传了 {later} 个；工作线程在 {seconds:.0f} 秒内索引完第一批 {jobs} 个中的 {done} 个（共 {chunks} 个分块）。",
+    "Our run: {n} documents uploaded first, {later} between the nightly runs; the worker indexed {done} of the first {jobs} ({chunks} chunks) in {seconds:.0f} s.": "我们这次运行：先上传了 {n} 个文档，两次夜间运行之间又上传了 {later} 个；工作线程在 {seconds:.0f} 秒内索引完第一批 {jobs} 个中的 {done} 个（共 {chunks} 个块）。",
     "Search (hybrid + reranker): {results}.": "检索（混合检索 + 重排器）：{results}。",
-    "{qid} found a chunk of its gold source in the top {k}": "{qid} 在前 {k} 个结果中找到了其金标准来源的分块",
-    "{qid} missed a chunk of its gold source in the top {k}": "{qid} 在前 {k} 个结果中没有找到其金标准来源的分块",
+    "{qid} found a chunk of its gold source in the top {k}": "{qid} 在前 {k} 个结果中找到了其金标准来源块",
+    "{qid} missed a chunk of its gold source in the top {k}": "{qid} 在前 {k} 个结果中没有找到其金标准来源块",
     "Ask: {results}.": "提问：{results}。",
-    "{qid} abstained": "{qid} 弃答",
+    "{qid} abstained": "{qid} 拒答",
     "{qid} answered citing {sources}": "{qid} 作答并引用了 {sources}",
     "nothing": "（无）",
     "The nightly runs: run {first_id} with {first_questions} question(s) on {first_documents} new document(s) ({recall} {first_recall}, {complete} {first_complete}); run {second_id} with {second_questions} on {second_documents} ({recall} {second_recall}, {complete} {second_complete}) — each run scores only the documents added since the one before, so the two are different questions, not a before and after.": "夜间运行：第 {first_id} 次运行在 {first_documents} 个新文档上出了 {first_questions} 道题（{recall} {first_recall}，{complete} {first_complete}）；第 {second_id} 次运行在 {second_documents} 个新文档上出了 {second_questions} 道题（{recall} {second_recall}，{complete} {second_complete}）——每次运行只给上一次以来新加的文档打分，所以两次问的是不同的问题，并不是前后对比。",
@@ -857,10 +857,10 @@ ZH: dict[str, str] = {
     "upload": "上传",
     # lessons.widgets: the chunk explorer (notebook 01), the retrieval explorer (02), the chat panel (05)
     "document": "文档",
-    "chunk size": "分块大小",
+    "chunk size": "块大小",
     "overlap": "重叠",
     "chunk {number}: {characters} characters, {overlap} repeated from the previous chunk": "第 {number} 块：{characters} 个字符，其中 {overlap} 个与上一块重复",
-    "<b>{n}</b> chunks · median <b>{median:.0f}</b> characters · longest <b>{longest}</b> · {over} over the chunk size": "<b>{n}</b> 个分块 · 中位数 <b>{median:.0f}</b> 个字符 · 最长 <b>{longest}</b> · {over} 个超过分块大小",
+    "<b>{n}</b> chunks · median <b>{median:.0f}</b> characters · longest <b>{longest}</b> · {over} over the chunk size": "<b>{n}</b> 个块 · 中位数 <b>{median:.0f}</b> 个字符 · 最长 <b>{longest}</b> · {over} 个超过块大小",
     "characters per chunk": "每块字符数",
     "Question": "问题",
     "Techniques": "技术",
@@ -890,7 +890,7 @@ ZH: dict[str, str] = {
     "Relevance checker → research agent → verification agent…": "相关性检查器 → 研究智能体 → 验证智能体…",
     "Done in {seconds:.1f} s.": "用时 {seconds:.1f} 秒完成。",
     "{kept} questions kept ({singles} from one chunk, {pairs} from two); {rejected} not kept": (
-        "保留 {kept} 道问题（{singles} 道出自单个分块，{pairs} 道出自两个分块）；{rejected} 道未保留"
+        "保留 {kept} 道问题（{singles} 道出自单个块，{pairs} 道出自两个块）；{rejected} 道未保留"
     ),
     "test questions": "测试问题",
     "pipeline × question": "流水线 × 问题",
@@ -908,7 +908,7 @@ ZH: dict[str, str] = {
     "DeepSeek API": "DeepSeek API",
     "local llama.cpp server, {endpoint}": "本地 llama.cpp 服务器，{endpoint}",
     "Chat model: {name} ({where})": "对话模型：{name}（{where}）",
-    "{files} file(s) → {chunks} chunks.": "{files} 个文件 → {chunks} 个分块。",
+    "{files} file(s) → {chunks} chunks.": "{files} 个文件 → {chunks} 个块。",
     "Skipped {name}: {reason}": "已跳过 {name}：{reason}",
     "Skipped": "已跳过",
 }
