@@ -176,8 +176,11 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
         from service.pipeline import answer, retrieve, subject_names
 
         snapshot = service.snapshot()
-        context = retrieve(service.index, snapshot, request.question, k=request.k, reranker=service.reranker)
-        return answer(service.llm, request.question, context, subject_names(service.index, snapshot)).as_json()
+
+        def search(query: str):
+            return retrieve(service.index, snapshot, query, k=request.k, reranker=service.reranker)
+
+        return answer(service.llm, request.question, search, subject_names(service.index, snapshot)).as_json()
 
     @app.get("/v1/index")
     def index_stats():

@@ -9,15 +9,15 @@ Introduced in notebook 08 (from notebook to service).
   `AGENTIC_RAG_SERVICE_RERANKER=none` turns the reranker off (the hybrid order alone, e.g. when search
   latency matters more than order: `benchmarks/bench_service.py` measures both); `AGENTIC_RAG_RERANKER`
   chooses the cross-encoder, as everywhere in the course.
-- `answer`: notebook 05's research agent (`lessons.agents.three_agents.research`) writes an answer from the
-  top chunks only and cites them; the citations name the file, the page and the chunk. A draft is served only
-  when the course's answerability check (`lessons.agents.answerability`, the grading loop's) finds that the
-  chunks state what the question asks for; otherwise the reply abstains ("not in the documents"), and
-  `answerability` in the reply says why (the judge's quote, the specifics missing).
+- `answer`: the gated pipeline notebook 06 evaluates ("grading-loop"): notebook 04's grading loop over `retrieve`,
+  graded by the calibrated relevance gate and the course's answerability check (`lessons.agents.answerability`),
+  answering from the chunks it let through and citing them (file, page, chunk) — or abstaining ("not in the
+  documents"), with `answerability` in the reply saying why (the judge's quote, the specifics missing).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -25,7 +25,8 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.language_models import BaseChatModel
 
 from lessons.agents.answering import Citation as CourseCitation
-from lessons.agents.answering import citation_of, cited_documents, not_in_documents_answer
+from lessons.agents.answering import citation_of, not_in_documents_answer
+from lessons.agents.grading import DEFAULT_MAX_ROUNDS
 from lessons.evaluation.pipelines import K, PipelineResult
 from lessons.retrieval import hybrid_retriever
 
@@ -110,29 +111,35 @@ def subject_names(index, snapshot: Snapshot) -> frozenset[str]:
     return _SUBJECTS[key]
 
 
-def answer(llm: BaseChatModel, question: str, context: list[Document], subject: frozenset[str] = frozenset()) -> Answer:
-    """An answer from `context` only, citing its chunks, when the answerability check passes; the honest "not in
-    the documents" otherwise (`subject`: `subject_names` of the served documents)."""
-    from lessons.agents.answerability import AnswerabilityCheck
-    from lessons.agents.three_agents import research
+def answer(
+    llm: BaseChatModel,
+    question: str,
+    retriever: Callable[[str], list[Document]],
+    subject: frozenset[str] = frozenset(),
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+) -> Answer:
+    """`/v1/ask`: the gated pipeline notebook 06 evaluates as "grading-loop" — notebook 04's loop over `retriever`
+    (the service's `retrieve`), graded by `lessons.agents.grading.default_gate` (the calibrated relevance gate, then
+    the answerability check; `subject`: `subject_names` of the served documents). It answers from the chunks the
+    gate let through and cites them, or says "not in the documents"; `answerability` in the reply is the check's
+    last verdict (the judge's quote, what was missing)."""
+    from lessons.agents.grading import build_grading_loop, default_gate
 
-    if not context:
-        return Answer(question, not_in_documents_answer(question), True)
-    draft = research(llm, question, context)
-    if draft.found != "yes" or not draft.answer.strip():
-        return Answer(question, not_in_documents_answer(question), True, context=context)
-    verdict = AnswerabilityCheck(llm, subject=subject)(question, context)
-    checked = {"answerable": verdict.answerable, "reason": verdict.reason, "quote": verdict.quote,
-               "missing": list(verdict.missing)}  # fmt: skip
-    if not verdict.answerable:
+    loop = build_grading_loop(llm, retriever, max_rounds, grader=default_gate(llm, subject=subject))
+    state = loop.invoke({"question": question}, config={"recursion_limit": 50})
+    context = list(state.get("documents", []))
+    verdict = next((step.check for step in reversed(state.get("trace", [])) if step.check is not None), None)
+    checked = None if verdict is None else {"answerable": verdict.answerable, "reason": verdict.reason,
+                                            "quote": verdict.quote, "missing": list(verdict.missing)}  # fmt: skip
+    if state["outcome"] != "answered":
         return Answer(question, not_in_documents_answer(question), True, context=context, answerability=checked)
     cited = [
         Citation(
             **asdict(citation_of(d)), document_id=str(d.metadata.get("document_id", "")), text=d.page_content[:300]
         )
-        for d in cited_documents(draft.cited_chunks or [1], context)
+        for d in state["relevant"]
     ]
-    return Answer(question, draft.answer.strip(), False, cited, context, checked)
+    return Answer(question, state["answer"], False, cited, context, checked)
 
 
 def as_pipeline_result(reply: dict[str, Any], retrieved: list[Document] | None = None) -> PipelineResult:
