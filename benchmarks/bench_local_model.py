@@ -1,6 +1,9 @@
 """Local chat model speed: prompt and generation tokens/s through the server vs llama.cpp in-process.
 
 Run on an otherwise idle machine: another busy process on a 2-core machine changes everything.
+`--builds` compares the runtime builds `lessons.core.runtime_build` can install on this CPU (and llama.cpp's
+default `-march=native` build, which the course never installs), each compiled once into the wheel cache and
+measured in-process from its own folder; a build that crashes is recorded with its signal.
 `--wait-policy` instead compares OpenMP's default wait policy with PASSIVE for the server, with 0, 1
 and 2 busy cores beside it (stop the course's own server first: `python -m lessons.core.local_server stop`).
 """
@@ -125,7 +128,48 @@ def wait_policies(busy_cores: int = 0) -> dict:
     return results
 
 
+def builds(repeat: int = 2) -> list[dict]:
+    """Each runtime build for this CPU, plus llama.cpp's native default for comparison: tokens/s in-process."""
+    from lessons.core import runtime_build as rb
+
+    # "native": llama.cpp's default (-march=native), the build that crashed on an AMX VM; never installed by the course
+    variants = [*rb.build_variants(), rb.BuildVariant("native", ())]
+    rows = []
+    for variant in variants:
+        wheel = rb.build(variant)
+        target = rb.cache_root() / "bench" / variant.key
+        if not (target / "llama_cpp").is_dir():
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                            str(wheel)], check=True)  # fmt: skip
+        code = (
+            f"import sys, json; sys.path.insert(0, {str(target)!r}); "
+            "from benchmarks.bench_local_model import in_process; print('RESULT', json.dumps(in_process()))"
+        )
+        runs = []
+        for _ in range(repeat):
+            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False,
+                                  cwd=Path(__file__).resolve().parent.parent)  # fmt: skip
+            if done.returncode != 0:
+                runs.append({"crashed": done.returncode, "tail": done.stderr[-400:]})
+                break
+            runs.append(json.loads(done.stdout.split("RESULT ", 1)[1]))
+        ok = [run for run in runs if "crashed" not in run]
+        row = {"build": variant.name, "cmake_args": list(variant.cmake_args), "runs": runs}
+        if ok:
+            row["prompt_tok_per_s"] = max(run["prompt_tok_per_s"] for run in ok)
+            row["generation_tok_per_s"] = max(run["generation_tok_per_s"] for run in ok)
+        rows.append(row)
+        print(variant.name, row.get("prompt_tok_per_s"), row.get("generation_tok_per_s"), flush=True)
+    return rows
+
+
 def main():
+    if "--builds" in sys.argv:
+        from lessons.core import runtime_build as rb
+
+        rows = builds()
+        save("local_model_builds", {"cpu": rb.cpu_model(), "threads": get_settings().threads, "builds": rows})
+        return
     if "--wait-policy" in sys.argv:  # the measurement behind lessons.core.local_server's wait policy
         policies = {f"{n} busy cores": wait_policies(busy_cores=n) for n in (0, 1, 2)}
         print(json.dumps(policies, indent=1))

@@ -130,3 +130,25 @@ def test_nightly_evaluates_new_documents_stores_each_run_and_reports_the_trend(l
     assert report.count("\n| ") == 4 and (tmp_path / "nightly" / "trend.png").stat().st_size > 0
     runs = client.get("/v1/eval/runs").json()
     assert [r["run_id"] for r in runs] == [r["run"] for r in rows]
+
+
+def test_a_crashed_chat_model_is_a_503_that_says_so_and_the_next_question_is_answered(live):
+    """The local server dying mid-question is named over HTTP (not a bare 500), and the service recovers by itself."""
+    from lessons.core.models import ModelError
+
+    service, _url, client = live
+    add(client, "atlas.md", "atlas-7420")
+    crashes = [ModelError("the local model server (pid 7) crashed: Segmentation fault. Fix: run `python -m ...`")]
+    healthy = service._chat_model_factory
+
+    def crashing_once():
+        model = healthy()
+        answer = model.default
+        model.default = lambda messages, tools: crashes.pop() if crashes else answer(messages, tools)
+        return model
+
+    service._chat_model_factory = crashing_once
+    first = client.post("/v1/ask", json={"question": "What is the marker of atlas?"})
+    assert first.status_code == 503 and "crashed: Segmentation fault" in first.json()["detail"]
+    second = client.post("/v1/ask", json={"question": "What is the marker of atlas?"})
+    assert second.status_code == 200 and "atlas-7420" in second.json()["answer"]
