@@ -13,7 +13,7 @@ import pytest
 from lessons.core.settings import PROJECT_ROOT
 
 GLOSSARY = PROJECT_ROOT / "docs" / "GLOSSARY.zh.md"
-CATALOGUE = PROJECT_ROOT / "lessons" / "locale" / "zh" / "LC_MESSAGES" / "course.po"
+CATALOGUE = PROJECT_ROOT / "locale" / "zh" / "LC_MESSAGES" / "course.po"
 CHINESE_NOTEBOOKS = sorted((PROJECT_ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
 WORD = r"[\u4e00-\u9fff]{0,6}"  # a compound may sit between the term and its gloss: 嵌入模型（embedding model）
 
@@ -33,8 +33,7 @@ def glossary() -> list[tuple[str, str, list[str]]]:
 def chinese_texts() -> dict[str, str]:
     """Every Chinese text a reader meets, by its path relative to the project root."""
     paths = [*CHINESE_NOTEBOOKS, PROJECT_ROOT / "README.zh.md", *sorted((PROJECT_ROOT / "docs").glob("*.zh.md"))]
-    paths += [CATALOGUE if CATALOGUE.exists() else PROJECT_ROOT / "lessons" / "core" / "i18n.py"]
-    paths += sorted((PROJECT_ROOT / "checks").glob("*.py"))
+    paths += [CATALOGUE, *sorted((PROJECT_ROOT / "checks").glob("*.py"))]
     texts = {}
     for path in paths:
         if path == GLOSSARY:
