@@ -128,9 +128,10 @@ def test_the_command_writes_json_markdown_and_a_chart(project, capsys):
 
 
 def test_the_same_config_gives_the_same_table(project):
-    main([str(project["config"]), "--no-progress"])
+    assert main([str(project["config"]), "--no-progress"]) == 0
     first = read_table(project["root"] / "out")
-    main([str(project["config"]), "--no-progress"])
+    shutil.rmtree(project["root"] / "out")  # the second table is the second run's, not the first one's file
+    assert main([str(project["config"]), "--no-progress"]) == 0
     pd.testing.assert_frame_equal(first, read_table(project["root"] / "out"))
 
 
@@ -265,7 +266,7 @@ def test_a_bad_config_is_an_error_message_not_a_traceback(project, capsys):
 
 
 def test_the_example_config_is_valid(project, capsys, monkeypatch):
-    main(["--example"])
+    assert main(["--example"]) == 0
     example = project["root"] / "example.toml"
     example.write_text(capsys.readouterr().out.replace('"data/corpus"', '"docs"'))
     config = load_config(example)
@@ -322,12 +323,13 @@ def chroma_server(tmp_path):
 def test_the_same_command_runs_against_a_chroma_server(project, chroma_server, monkeypatch):
     import chromadb
 
-    main([str(project["config"]), "--no-progress"])
+    assert main([str(project["config"]), "--no-progress"]) == 0
     embedded = read_table(project["root"] / "out")
+    shutil.rmtree(project["root"] / "out")
 
     monkeypatch.setenv("AGENTIC_RAG_CHROMA_URL", chroma_server)
     project["settings"].cache_clear()
-    main([str(project["config"]), "--no-progress"])
+    assert main([str(project["config"]), "--no-progress"]) == 0
     served = read_table(project["root"] / "out")
 
     port = int(chroma_server.rsplit(":", 1)[1])

@@ -74,14 +74,19 @@ def test_bad_files_fail_their_own_job_with_the_reason_and_good_ones_go_on(client
 
 
 def test_a_request_without_the_key_is_refused_and_stores_nothing(running, client):
+    mine = upload(client, "keyed.md", document_text("keyed", "kappa-7"))  # its own document: no test order needed
+    assert wait_for_jobs(client, [mine["job_id"]])[mine["job_id"]]["status"] == "done"
     before = client.get("/v1/documents").json()
+    assert mine["document_id"] in {d["document_id"] for d in before}
     with running.client(key=None) as anonymous, running.client(key="wrong-key") as wrong:
         for other in (anonymous, wrong):
             reply = other.post("/v1/documents", files={"file": ("sneaky.md", b"# hi\n\nthere")})
             assert reply.status_code == 401 and "X-API-Key" in reply.json()["detail"]
-            assert other.delete(f"/v1/documents/{before[0]['document_id']}").status_code == 401 if before else True
+            refused = other.delete(f"/v1/documents/{mine['document_id']}")
+            assert refused.status_code == 401 and "X-API-Key" in refused.json()["detail"]
         assert anonymous.post("/v1/search", json={"query": "hi"}).status_code == 200  # reads need no key
     assert client.get("/v1/documents").json() == before
+    assert client.get(f"/v1/documents/{mine['document_id']}").json()["state"] == "indexed"
     assert API_KEY not in running.log()  # the key is never logged
 
 
