@@ -8,12 +8,14 @@ course:
 	@scripts/setup.sh
 	@scripts/course.sh
 
-# Lint: ruff's findings (rules in pyproject.toml [tool.ruff.lint]) and files `ruff format` would change fail it.
+# Lint: ruff's findings (rules in pyproject.toml [tool.ruff.lint]), files `ruff format` would change, and an import
+# that breaks the layer contract ([tool.importlinter] in pyproject.toml: no stage imports a later one) fail it.
 # Fix formatting with `.venv/bin/ruff format .`; `.venv/bin/ruff check --fix .` fixes what it safely can.
 lint:
 	@scripts/setup.sh dev
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+	.venv/bin/lint-imports
 
 # Run the whole test suite after the lint (unit, integration with the real local model, every notebook, every check).
 test: lint

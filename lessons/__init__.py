@@ -18,7 +18,7 @@
    evaluation command (`python -m lessons.evaluation.cli`).
 9. `lessons.widgets`: The interactive explorers and the chat panel of the notebooks.
 
-A module imports only from its own stage and earlier ones (`STAGES` in `scripts/restructure.py`,
-enforced by `tests/test_package_layout.py`); tooling that no notebook imports (the notebook runner,
-pre-warm) lives in `tools/`.
+A module imports only from its own stage and earlier ones (the import-linter contract "layers" in
+`pyproject.toml`, run by `make lint`); tooling that no notebook imports (the notebook runner, pre-warm)
+lives in `tools/`.
 """

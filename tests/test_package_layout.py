@@ -1,55 +1,33 @@
-"""The layout of `lessons/` (issue 20): subpackages in data-flow order, no flat modules, no import upwards.
+"""The layout of `lessons/`: subpackages in data-flow order, no flat modules, no import upwards.
 
-The stage order is `STAGES` in `scripts/restructure.py`. Every import is read from the source (function-level
-ones too), so a lazy import that runs from an earlier stage up to a later one fails here as well.
+The layer rule itself is the import-linter contract in `pyproject.toml` (`make lint` runs `lint-imports`); these
+tests run it too, show that it catches an upward import (one inside a function as well), and check the exports
+`python -m scripts.exports` generates.
 """
 
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
+import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
-from scripts import restructure
+from scripts import exports
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
-STAGES = restructure.STAGES
-OUTSIDE = ("tools", "scripts", "checks", "service", "benchmarks", "tests")  # nothing in lessons/ imports these
-
-
-def stage_of(module: str) -> int | None:
-    """Index of the stage a dotted module belongs to (None outside lessons' stages)."""
-    parts = module.split(".")
-    if parts[0] != "lessons" or len(parts) < 2 or parts[1] not in STAGES:
-        return None
-    return STAGES.index(parts[1])
-
-
-def imports_of(path: Path) -> list[tuple[int, str]]:
-    """(line, imported dotted module) of every import in a file, at any depth."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "lessons":
-                found += [(node.lineno, f"lessons.{alias.name}") for alias in node.names]
-            else:
-                found.append((node.lineno, node.module))
-    return found
-
-
-def lesson_modules() -> list[Path]:
-    return sorted(p for p in LESSONS.rglob("*.py") if "__pycache__" not in p.parts)
+# The stages in data-flow order: each imports only from itself and the ones before it.
+STAGES = ("core", "text", "ingest", "chunking", "transforms", "retrieval", "agents", "evaluation", "widgets")
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 
 def test_no_flat_module_in_lessons():
     flat = sorted(p.name for p in LESSONS.glob("*.py") if p.name != "__init__.py")
-    assert flat == [], (
-        f"modules directly in lessons/ (put each in a stage's subpackage, table in scripts/restructure.py): {flat}"
-    )
+    assert flat == [], f"modules directly in lessons/ (put each in a stage's subpackage): {flat}"
 
 
 def test_every_subpackage_is_a_stage():
@@ -61,33 +39,56 @@ def test_every_subpackage_is_a_stage():
         assert nested == [], f"lessons/{stage}/ holds folders: {nested}"
 
 
+def test_the_contract_and_the_exports_tool_name_the_same_stages():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (layers,) = [c for c in config["contracts"] if c["type"] == "layers"]
+    assert layers["containers"] == ["lessons"] and layers["exhaustive"] is True
+    assert tuple(reversed(layers["layers"])) == STAGES == exports.STAGES
+
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=root, capture_output=True, text=True, check=False)
+
+
 def test_no_import_from_a_later_stage():
-    upward = []
-    for path in lesson_modules():
-        own = stage_of(".".join(path.relative_to(ROOT).with_suffix("").parts))
-        for line, module in imports_of(path):
-            if module.split(".")[0] in OUTSIDE:
-                upward.append(f"{path.relative_to(ROOT)}:{line} imports {module} (tooling, outside lessons/)")
-            target = stage_of(module)
-            if own is not None and target is not None and target > own:
-                upward.append(f"{path.relative_to(ROOT)}:{line} ({STAGES[own]}) imports {module} ({STAGES[target]})")
-    assert upward == []
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 2 kept, 0 broken." in result.stdout
 
 
-def test_stage_check_catches_an_upward_import(tmp_path):
-    """The check above is not vacuous: an agents module importing evaluation is reported."""
-    module = tmp_path / "probe.py"
-    module.write_text("def f():\n    from lessons.evaluation.metrics import hit_at_k\n", encoding="utf-8")
-    ((line, imported),) = imports_of(module)
-    assert (line, imported) == (2, "lessons.evaluation.metrics")
-    assert stage_of(imported) > stage_of("lessons.agents.grading")
+@pytest.mark.parametrize(
+    ("module", "code", "broken"),
+    [
+        ("agents/probe.py", "def f():\n    from lessons.evaluation.metrics import hit_at_k\n",
+         "lessons.agents is not allowed to import lessons.evaluation"),
+        ("core/probe.py", "import lessons.text.probe\n", "lessons.core is not allowed to import lessons.text"),
+        ("retrieval/probe.py", "def f():\n    import service.core\n", "lessons.retrieval.probe -> service.core"),
+    ],
+)  # fmt: skip
+def test_the_contract_catches_an_upward_import(tmp_path, module, code, broken):
+    """The contract is not vacuous: the project's own config, on a tree of empty stages plus one bad import."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    for package in ("tools", "scripts", "checks", "service"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "service" / "core.py").write_text("")
+    for stage in STAGES:
+        (tmp_path / "lessons" / stage).mkdir(parents=True)
+        (tmp_path / "lessons" / stage / "__init__.py").write_text("")
+        (tmp_path / "lessons" / stage / "probe.py").write_text("")
+    (tmp_path / "lessons" / "__init__.py").write_text("")
+    (tmp_path / "lessons" / "evaluation" / "metrics.py").write_text("def hit_at_k():\n    pass\n")
+    assert lint_imports(tmp_path).returncode == 0
+    (tmp_path / "lessons" / module).write_text(code)
+    result = lint_imports(tmp_path)
+    assert result.returncode == 1 and broken in result.stdout, result.stdout
 
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_exports_resolve(stage):
     """Each export names a module of its own stage that binds it, and no export shadows a submodule."""
-    exports = restructure.package_exports(f"lessons.{stage}")
-    for name, module in exports.items():
+    table = exports.package_exports(f"lessons.{stage}")
+    for name, module in table.items():
         assert module.startswith(f"lessons.{stage}."), (name, module)
         path = ROOT / (module.replace(".", "/") + ".py")
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -108,10 +109,9 @@ def test_exports_resolve(stage):
 @pytest.mark.parametrize("stage", STAGES)
 def test_no_export_is_defined_twice(stage):
     """`from lessons.<stage> import name` is ambiguous when two modules of the stage define `name`: the
-    package would pick one silently (CI of session 2 failed on `comparison_findings`, which notebook 01's
-    chunk evaluation and notebook 07's deep-research evaluation both defined)."""
+    package would pick one silently."""
     package = f"lessons.{stage}"
-    assert restructure.export_clashes(package, restructure.package_exports(package)) == {}
+    assert exports.export_clashes(package, exports.package_exports(package)) == {}
 
 
 def test_clash_check_catches_a_name_defined_twice(tmp_path, monkeypatch):
@@ -120,14 +120,14 @@ def test_clash_check_catches_a_name_defined_twice(tmp_path, monkeypatch):
     (stage / "one.py").write_text("def findings():\n    return 1\n", encoding="utf-8")
     (stage / "two.py").write_text("findings = None\n_private = 2\n", encoding="utf-8")
     (stage / "three.py").write_text("def _private():\n    pass\n", encoding="utf-8")
-    monkeypatch.setattr(restructure, "ROOT", tmp_path)
-    exports = {"findings": "lessons.evaluation.one", "_private": "lessons.evaluation.two"}
-    assert restructure.export_clashes("lessons.evaluation", exports) == {
+    monkeypatch.setattr(exports, "ROOT", tmp_path)
+    table = {"findings": "lessons.evaluation.one", "_private": "lessons.evaluation.two"}
+    assert exports.export_clashes("lessons.evaluation", table) == {
         "findings": ["lessons.evaluation.one", "lessons.evaluation.two"]
     }
     with pytest.raises(SystemExit, match="ambiguous"):
-        restructure.defining_module("lessons.evaluation", "findings")
-    assert restructure.defining_module("lessons.evaluation", "nothing") is None
+        exports.defining_module("lessons.evaluation", "findings")
+    assert exports.defining_module("lessons.evaluation", "nothing") is None
 
 
 def test_masters_import_only_exported_names():
@@ -135,17 +135,17 @@ def test_masters_import_only_exported_names():
 
     Except a name that is also its module's (`chunk_explorer`): exported, it would shadow the submodule."""
     missing = []
-    for module, names in restructure.master_imports().items():
+    for module, names in exports.master_imports().items():
         package = module.rsplit(".", 1)[0]
         if package.split(".")[-1] not in STAGES:
             continue
-        exports = restructure.package_exports(package)
+        table = exports.package_exports(package)
         missing += [
             f"{package}: {name} (from {module})"
             for name in sorted(names)
-            if name not in exports and not (ROOT / package.replace(".", "/") / f"{name}.py").exists()
+            if name not in table and not (ROOT / package.replace(".", "/") / f"{name}.py").exists()
         ]
-    assert missing == [], "run `python scripts/restructure.py` to export them"
+    assert missing == [], "run `python -m scripts.exports` to export them"
 
 
 def test_exported_names_import():
@@ -162,36 +162,5 @@ def test_exported_names_import():
         lessons.core.no_such_name  # noqa: B018
 
 
-def test_no_old_path_left():
-    """Every `lessons.<flat module>` import, dotted mention and `lessons/<flat>.py` path is rewritten."""
-    assert restructure.leftovers() == []
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("from lessons.i18n import t\n", "from lessons.core.i18n import t\n"),
-        (
-            "from lessons.ingest import IngestLimits, detect_language\n",
-            "from lessons.ingest.files import IngestLimits\nfrom lessons.text.language import detect_language\n",
-        ),
-        ("from lessons import evaluation\n", "from lessons.evaluation import pipelines as evaluation\n"),
-        (
-            'monkeypatch.setattr("lessons.notebook_runner.execute_notebook", f)\n',
-            'monkeypatch.setattr("lessons.notebook_runner.execute_notebook", f)\n'.replace("lessons.", "tools."),
-        ),
-        (
-            "see lessons/knowledge_base.py and `lessons.knowledge_base.BILINGUAL_SEPARATORS`\n",
-            "see lessons/retrieval/index.py and `lessons.chunking.base.BILINGUAL_SEPARATORS`\n",
-        ),
-    ],
-)
-def test_rewrite_examples(old, new):
-    """Old paths become new ones, name by name for a split module; a second pass changes nothing."""
-    assert restructure.rewrite_text(old, "tests/example.py") == new
-    assert restructure.rewrite_text(new, "tests/example.py") == new
-
-
-def test_an_escaped_path_in_a_regex_is_rewritten():
-    old = 'match=r"add it to lessons/i18n\\.py ZH"\n'
-    assert restructure.rewrite_text(old, "tests/example.py") == 'match=r"add it to lessons/core/i18n\\.py ZH"\n'
+def test_the_generated_inits_are_current():
+    assert exports.stale_inits() == [], "run `python -m scripts.exports`"
