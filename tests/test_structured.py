@@ -7,6 +7,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, Field
 
+from lessons.core import structured
 from lessons.core.fakes import ScriptedChatModel, always
 from lessons.core.models import CourseChatModel
 from lessons.core.structured import StructuredOutputError, ainvoke_structured, invoke_structured, structured_method
@@ -20,9 +21,12 @@ class Questions(BaseModel):
     questions: list[str] = Field(min_length=1, max_length=3)
 
 
-def test_deepseek_and_the_local_server_use_function_calling():
-    model = CourseChatModel(model="m", api_base="http://127.0.0.1:9/v1", api_key="x", provider="local")
-    assert structured_method(model) == "function_calling"
+def test_deepseek_and_the_local_server_use_function_calling_unless_the_grammar_is_chosen(monkeypatch):
+    local = CourseChatModel(model="m", api_base="http://127.0.0.1:9/v1", api_key="x", provider="local")
+    deepseek = CourseChatModel(model="deepseek-chat", api_key="x", provider="deepseek")
+    assert structured_method(local) == "function_calling" and structured_method(deepseek) == "function_calling"
+    monkeypatch.setattr(structured, "LOCAL_METHOD", "grammar")
+    assert structured_method(local) == "grammar" and structured_method(deepseek) == "function_calling"
     assert structured_method(ScriptedChatModel()) == "function_calling"
 
 
@@ -60,3 +64,42 @@ def test_list_bounds_in_the_schema_are_enforced():
 def test_async_variant_behaves_the_same():
     model = ScriptedChatModel(responses=[AIMessage("nothing"), {"binary_score": "yes"}])
     assert asyncio.run(ainvoke_structured(model, Grade, "q")).binary_score == "yes"
+
+
+class LocalScripted(ScriptedChatModel):
+    """A scripted model that says it is the local server, and records what each call was bound with."""
+
+    provider: str = "local"
+    bound: list = Field(default_factory=list)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.bound.append(kwargs.get("response_format"))
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+class Check(BaseModel):
+    label: Literal["CAN_ANSWER", "NO_MATCH"] = Field(description="whether the chunks answer")
+    quotes: list[str] = Field(max_length=2, description="sentences that answer")
+
+
+def test_the_local_server_gets_a_grammar_and_a_short_brief_not_the_tool_block(monkeypatch):
+    monkeypatch.setattr(structured, "LOCAL_METHOD", "grammar")
+    model = LocalScripted(responses=['{"label": "NO_MATCH", "quotes": []}'])
+    assert structured_method(model) == "grammar"
+    answer = invoke_structured(model, Check, "Do the chunks answer?")
+    assert answer == Check(label="NO_MATCH", quotes=[])
+    schema = model.bound[0]["schema"]
+    assert model.bound[0]["type"] == "json_object" and schema["properties"]["quotes"]["maxItems"] == 2
+    assert model.calls[0]["tools"] == []  # no tool block in the prompt
+    system, question = model.calls[0]["messages"]
+    assert question.content == "Do the chunks answer?"
+    brief = system.content
+    assert '"label" ("CAN_ANSWER" | "NO_MATCH"): whether the chunks answer' in brief
+    assert '"quotes" (list of string, at most 2)' in brief
+
+
+def test_a_grammar_reply_that_does_not_validate_is_retried_with_the_error(monkeypatch):
+    monkeypatch.setattr(structured, "LOCAL_METHOD", "grammar")
+    model = LocalScripted(responses=['{"label": "MAYBE", "quotes": []}', '{"label": "CAN_ANSWER", "quotes": ["x"]}'])
+    assert invoke_structured(model, Check, "Do the chunks answer?").label == "CAN_ANSWER"
+    assert "could not be used" in str(model.calls[1]["messages"][-1].content)
