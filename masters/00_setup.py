@@ -130,9 +130,9 @@ class GradeDocument(BaseModel):
     binary_score: Literal["yes", "no"] = Field(description="'yes' if the document helps answer the question")
 
 
-document = "Atlas Server listens on port 7420 by default; change it with server.port in atlas.yaml."
+document = t("Atlas Server listens on port 7420 by default; change it with server.port in atlas.yaml.")
 start = time.perf_counter()
-for question in ["Which port does Atlas Server use?", "How many days of annual leave do employees get?"]:
+for question in [t("Which port does Atlas Server use?"), t("How many days of annual leave do employees get?")]:
     grade = invoke_structured(llm, GradeDocument, f"Document: {document}\nQuestion: {question}\nIs the document relevant?")
     print(f"{question!r:55} → {grade.binary_score}")
 timings[t("two structured grades")] = time.perf_counter() - start

@@ -77,7 +77,7 @@
 # | dense（基线） | 按嵌入（embedding）找最近的块 | 0 | `Chroma` |
 # | BM25 | 关键词重合，用一个能切分中文的分词器 | 0 | `BM25Retriever` |
 # | hybrid（RRF） | 稠密检索 + BM25，按倒数排名融合 | 0 | `EnsembleRetriever` |
-# | hybrid (RRF), the rerankers' candidates | 同样的融合，但用每个检索器的前 `RERANK_CANDIDATES` 个：重排器（reranker）要重排的那个列表，保持融合顺序 | 0 | `EnsembleRetriever` |
+# | hybrid（RRF），重排器（reranker）的候选 | 同样的融合，但用每个检索器的前 `RERANK_CANDIDATES` 个：重排器（reranker）要重排的那个列表，保持融合顺序 | 0 | `EnsembleRetriever` |
 # | small-to-big | 用小片段匹配，返回它们所在的整个块 | 0 | `ParentDocumentRetriever` |
 # | hybrid + 相邻块 | 每个命中连同它周围的块一起扩大 | 0 | — |
 # | hybrid → 交叉编码器 | 一个相关性模型把问题和段落放在一起读，重排前 `RERANK_CANDIDATES` 个 | 0 | `CrossEncoderReranker` |
@@ -838,7 +838,7 @@ display(Markdown(retrieval_findings(cheap_rows, gains, baseline=BASELINE, llm_sa
 # %% [markdown] lang="zh" translates="22b06f1b705b"
 # ## 10. 动手探索：一个问题，几种技术并排比较
 #
-# 输入一个问题（任何语言），选择几种技术（按住 Ctrl/Cmd 点击可多选），按 **Search**。金标准问题的证据会用 ✅ 标出。
+# 输入一个问题（任何语言），选择几种技术（按住 Ctrl/Cmd 点击可多选），按 **检索**。金标准问题的证据会用 ✅ 标出。
 # 离线时对话模型的技术每个问题要几秒——它们的回答会被缓存，所以再问一次是瞬间的；交叉编码器只要零点几秒。
 
 # %%

@@ -130,12 +130,13 @@ print(t("{chunks} chunks indexed; {gold} gold questions: {sample} to evaluate, {
 
 # %%
 from lessons.agents import GateThresholds, GradeDocuments, RelevanceGate, grade_documents
+from lessons.ingest import in_course_language
 
 print(GradeDocuments.model_json_schema()["properties"])
 scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # reads both scores
-examples = {  # two calibration questions: section 2 reads the same scores again, from the LLM cache
-    t("in the knowledge base"): next(q for q in calibration if q.answerable and q.language == "en"),
-    t("not in the knowledge base"): next(q for q in calibration if not q.answerable and q.language == "en"),
+examples = {  # two calibration questions in the notebook's language: section 2 reads their scores again, cached
+    t("in the knowledge base"): next(q for q in in_course_language(calibration) if q.answerable),
+    t("not in the knowledge base"): next(q for q in in_course_language(calibration) if not q.answerable),
 }
 rows = []
 for label, question in examples.items():

@@ -59,18 +59,18 @@
 # notebook 04 在生成器*之前*放了一个评分器（grader）。这一次还在它*之后*放一个检查器：
 #
 # ```
-# question → document processor (hybrid retriever) → relevance checker ─ NO_MATCH → "not in these documents"
-#                                                           │ CAN_ANSWER / PARTIAL
-#                                                           ↓
-#                                               research agent ─ cannot answer → "not in these documents"
-#                                                           ↓ draft + cited chunks
-#                                               verification agent + claim checks ─ nothing stands against it → answer
-#                                                           └─ not: re-research with the verifier's feedback (capped)
+# 问题 → 文档处理器（混合检索器）→ 相关性检查器 ─ NO_MATCH → “这些文档里没有”
+#                                       │ CAN_ANSWER / PARTIAL
+#                                       ↓
+#                                   研究智能体 ─ 答不了 → “这些文档里没有”
+#                                       ↓ 草稿 + 所引用的块
+#                           验证智能体 + 论断检查 ─ 没有站得住的反对 → 回答
+#                                       └─ 否则：带着验证器的反馈重新研究（有次数上限）
 # ```
 #
 # （图中：问题先经过文档处理器（混合检索器，retriever）交给相关性检查器；判为 `NO_MATCH` 就直接回答“这些文档里没有”，判为 `CAN_ANSWER` / `PARTIAL` 则交给研究智能体。研究智能体答不了，同样回答“这些文档里没有”；否则它交出草稿和所引用的块，由验证智能体加上论断检查来审：没有站得住的反对理由就作为回答给出，否则带着验证器的反馈重新研究（有次数上限）。）
 #
-# 每一个箭头都由一个**有类型的字段**来选择——一个模型必须填写的 Pydantic `Literal` 或列表，其中的陈述还要对照上下文检查——而从不靠在模型写的文字里搜“supported”这个词。轮次计数器放在图的状态里，由研究这一步推进，而且到达上限时路由器不能再选择重新研究，所以循环按构造必然结束。
+# 每一个箭头都由一个**有类型的字段**来选择——一个模型必须填写的 Pydantic `Literal` 或列表，其中的论断还要对照上下文检查——而从不靠在模型写的文字里搜“supported”这个词。轮次计数器放在图的状态里，由研究这一步推进，而且到达上限时路由器不能再选择重新研究，所以循环按构造必然结束。
 
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)

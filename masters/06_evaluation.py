@@ -88,7 +88,7 @@ N_QA_CHUNKS = 60      # notebook 03's QA sample (used when qa-hybrid is judged):
 SEED = 6
 
 # %%
-from lessons.core import t, t_labels
+from lessons.core import t, t_labels, t_marked
 from lessons.evaluation import PIPELINES
 
 if FULL:  # the larger measurement: every pipeline, a bigger judged sample and gate sample
@@ -466,7 +466,7 @@ run_judge(ScriptedChatModel(default="Looks right to me!"), FaithfulnessVerdict, 
 # %%
 from lessons.evaluation import Resources, build_pipelines, gate_thresholds
 
-display(pd.DataFrame([{t("pipeline"): s.name, "notebook": s.notebook, t("what it does"): s.description}
+display(pd.DataFrame([{t("pipeline"): s.name, "notebook": s.notebook, t("what it does"): t_marked(s.description)}
                       for s in PIPELINES.values() if s.name in PIPELINE_NAMES + RETRIEVAL_NAMES]).set_index(t("pipeline")))
 print(t("gate thresholds:"), *gate_thresholds())
 started = time.perf_counter()
@@ -739,10 +739,10 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # 或一个 `save_test_set` 所写格式的 `.jsonl` 文件）和流水线——然后运行：
 #
 # ```bash
-# python -m lessons.evaluation.cli --example > my_eval.toml     # then edit: documents = "path/to/your/docs"
-# python -m lessons.evaluation.cli my_eval.toml                 # progress bar → results.json, report.md, comparison.png
-# python -m lessons.evaluation.cli my_eval.toml --limit 3       # a quick try first
-# python -m lessons.evaluation.cli --preset packages            # the package READMEs and their gold set
+# python -m lessons.evaluation.cli --example > my_eval.toml     # 然后编辑：documents = "path/to/your/docs"
+# python -m lessons.evaluation.cli my_eval.toml                 # 进度条 → results.json、report.md、comparison.png
+# python -m lessons.evaluation.cli my_eval.toml --limit 3       # 先快速试一下
+# python -m lessons.evaluation.cli --preset packages            # 软件包 README 及其金标准问题集
 # ```
 #
 # 配置有错时会停下来，并给出一条指明文件和修改方法的消息（未知的流水线、缺少的文件夹、键名拼错）。
@@ -766,7 +766,7 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # %%
 from lessons.evaluation import EXAMPLE_CONFIG
 
-print(EXAMPLE_CONFIG)
+print(t_marked(EXAMPLE_CONFIG))
 
 # %%
 print(t("whole notebook: {minutes:.1f} min", minutes=(time.perf_counter() - notebook_started) / 60))

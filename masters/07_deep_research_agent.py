@@ -58,15 +58,15 @@
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（ONNX）得出；下面的每个数字都由它上方的单元格计算 |
 #
 # ```
-# user turn ─→ main agent ──(mode "decide": no documents needed → reply from the conversation)
-#                  │ rewrites the turn into a standalone question        the chat history stays here
+# 用户的一轮 ─→ 主智能体 ──（"decide" 模式：不需要文档 → 根据对话回复）
+#                  │ 把这一轮改写成独立问题                   聊天历史留在这里
 #                  ↓
-#              sub-agent:  search_chunks(question) → decide ─ search ────→ search_chunks(query) ──┐
-#                                                      ↑     ├ read_page ─→ read_page(source, page) ┤
-#                                                      └─────┼──────────────────────────────────────┘
-#                                                            └ answer, or the step cap → answer + citations
-#                  ↓ only the answer and its citations come back          the scratchpad stays here
-#              main agent replies
+#              子智能体：search_chunks(问题) → 决定 ─ 检索 ─→ search_chunks(query) ───┐
+#                                                ↑    ├ 读页 ─→ read_page(source, page) ┤
+#                                                └────┼─────────────────────────────────┘
+#                                                     └ 作答，或到达步数上限 → 回答 + 引用
+#                  ↓ 只有回答和引用回到这里                   草稿本留在子智能体那里
+#              主智能体回复
 # ```
 #
 # （图中：用户的一轮对话交给主智能体；在 `"decide"` 模式下，不需要文档的轮次直接根据对话回复。

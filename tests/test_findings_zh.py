@@ -317,3 +317,33 @@ def test_upload_summary_in_chinese(language):
     english, chinese = both(language, processed.summary)
     assert english == "2 file(s) → 0 chunks.\nSkipped slides.key: UnsupportedType"
     assert chinese == "2 个文件 → 0 个块。\n已跳过 slides.key：UnsupportedType"
+
+
+def test_test_set_rejection_reasons_and_the_context_budget_warning_in_chinese(language):
+    """Notebook 06 shows why a generated question was not kept, notebook 03 warns about the context budget."""
+    import warnings
+
+    from langchain_core.documents import Document
+
+    from lessons.evaluation.testset import GeneratedQuestion, grounding
+    from lessons.transforms.qa_transform import ContextBudget, ContextBudgetWarning, warn_if_over_budget
+
+    pair = GeneratedQuestion(question="How long are audit logs kept?", answer="Seven years in the cold archive.")
+    chunk = Document(page_content="Audit logs are kept for 400 days.", metadata={"source": "policy.docx"})
+    english, chinese = both(language, lambda: grounding(pair, [chunk]))
+    assert english.startswith("not grounded: only") and chinese.startswith("没有依据: 回答里只有")
+    assert_translated(english, chinese)
+
+    budget = ContextBudget(
+        chunk_id="c-long", context_window=4096, chunk_tokens=3500, answer_tokens=400, overhead_tokens=300
+    )
+
+    def warning_text():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warn_if_over_budget([budget])
+        return str(next(w.message for w in caught if w.category is ContextBudgetWarning))
+
+    english, chinese = both(language, warning_text)
+    assert "c-long" in chinese and "AGENTIC_RAG_CTX=8192" in chinese and "回答可能被截断" in chinese
+    assert_translated(english, chinese, identifiers=("c-long", "max_pairs", "AGENTIC_RAG_CTX", "schema"))

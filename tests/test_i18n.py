@@ -2,6 +2,7 @@
 speak it; and every translated notebook has the Chinese for its printed strings and its checks' hints."""
 
 import ast
+import re
 
 import nbformat
 import pytest
@@ -29,7 +30,7 @@ TRANSLATED = sorted(
 TRANSLATED_HELPERS = sorted(
     p.relative_to(PROJECT_ROOT / "lessons").with_suffix("").as_posix()  # e.g. "agents/grading"
     for p in (PROJECT_ROOT / "lessons").rglob("*.py")
-    if p.stem != "i18n" and "from lessons.core.i18n import t" in p.read_text(encoding="utf-8")
+    if p.stem != "i18n" and re.search(r"from lessons\.core\.i18n import .*\bt\b", p.read_text(encoding="utf-8"))
 )
 
 

@@ -72,3 +72,20 @@ def test_the_update_is_idempotent(tmp_path, monkeypatch):
     monkeypatch.setattr(i18n_catalogue, "LOCALE_DIR", tmp_path)
     i18n_catalogue.update()
     assert (folder / "course.po").read_bytes() == before
+
+
+def test_the_chinese_example_config_is_the_same_config_with_chinese_comments(tmp_path, monkeypatch):
+    """Notebook 06 and `--example` print the config template marked with N_(): in Chinese only its comments change."""
+    import tomllib
+
+    from lessons.core.i18n import t_marked
+    from lessons.evaluation.cli import EXAMPLE_CONFIG
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    chinese = t_marked(EXAMPLE_CONFIG)
+    assert chinese != EXAMPLE_CONFIG and "# 相对路径都相对于这个文件。" in chinese
+    assert tomllib.loads(chinese) == tomllib.loads(EXAMPLE_CONFIG)
+    assert [line.split("#")[0] for line in chinese.splitlines()] == [
+        line.split("#")[0] for line in EXAMPLE_CONFIG.splitlines()
+    ], "the same keys and values on the same lines"

@@ -33,7 +33,7 @@ from lessons.core.settings import PROJECT_ROOT
 DOMAIN = "course"
 LOCALE_DIR = PROJECT_ROOT / "locale"
 SOURCES = ("masters", "lessons", "service")  # where t() is called
-KEYWORDS = {"t": None, "t_labels": None}  # the calls whose literal keys are msgids (extract_course)
+KEYWORDS = {"t": None, "t_labels": None, "N_": None}  # the calls whose literal keys are msgids (extract_course)
 
 
 def catalogue_path(language: str) -> Path:
@@ -42,8 +42,8 @@ def catalogue_path(language: str) -> Path:
 
 
 def extract_course(fileobj, keywords, comment_tags, options) -> Iterator[tuple[int, str, str, list[str]]]:
-    """A Babel extraction method: the literal first argument of every `t("…")` call and each literal key of every
-    `t_labels(table, ["key", …])`. Babel's own Python extractor misses a t() nested in another t()'s arguments
+    """A Babel extraction method: the literal first argument of every `t("…")` and `N_("…")` call and each literal
+    key of every `t_labels(table, ["key", …])`. Babel's own Python extractor misses a t() nested in another t()'s arguments
     (`t("{text}.", text=t("gold quotes cut in two"))`) and the keys inside a list, so this one reads the syntax tree."""
     tree = ast.parse(fileobj.read().decode(options.get("encoding", "utf-8")))
     for node in ast.walk(tree):
@@ -98,7 +98,8 @@ def problems(catalog: Catalog) -> list[str]:
             continue  # the header
         if not message.string:
             found.append(f"untranslated: {message.id!r}")
-        elif message.fuzzy:
+            continue
+        if message.fuzzy:
             found.append(f"fuzzy (check the translation, then remove the fuzzy flag): {message.id!r}")
         for checker in checkers:
             try:

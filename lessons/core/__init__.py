@@ -26,6 +26,7 @@ _EXPORTS = {
     "store_location": "lessons.core.vectorstore",
     "t": "lessons.core.i18n",
     "t_labels": "lessons.core.i18n",
+    "t_marked": "lessons.core.i18n",
 }
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "store_location",
     "t",
     "t_labels",
+    "t_marked",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

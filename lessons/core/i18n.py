@@ -101,6 +101,17 @@ def t(text: str, /, **values: object) -> str:
     return text.format(**values) if values else text
 
 
+def N_(text: str, /) -> str:  # gettext's name for the marker (gettext_noop)
+    """Mark `text` for the catalogue where it is defined and give it back unchanged: a description in a table of
+    specs, a config template. Where it is shown, `t_marked(text)` translates it. Introduced in notebook 06."""
+    return text
+
+
+def t_marked(text: str, /, **values: object) -> str:
+    """`t()` for a string marked with `N_()` where it was defined (so it is not a literal at this call)."""
+    return t(text, **values)
+
+
 def t_labels(table, keys, /):
     """`table` (a DataFrame or its Styler) showing the labels in `keys` in the course language, for display only.
 

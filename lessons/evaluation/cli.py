@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lessons.core.i18n import N_, t_marked
 from lessons.evaluation.pipelines import RANK_K, K, UnknownPipeline, check_pipeline_names
 
-EXAMPLE_CONFIG = """\
+EXAMPLE_CONFIG = N_("""\
 # Evaluate RAG pipelines on a folder of documents: python -m lessons.evaluation.cli this_file.toml
 # Relative paths are relative to this file.
 
@@ -75,7 +76,7 @@ max_rounds = 3                 # grading loop: retrieval rounds before it abstai
 # [limits]                     # size limits of the documents (defaults: 25 MiB per file, 200 MiB in all)
 # max_file_bytes = 27262976    # 26 MiB
 # max_total_bytes = 209715200  # 200 MiB
-"""
+""")
 
 SECTIONS: dict[str, dict[str, type]] = {
     "": {"documents": str, "questions": str, "pipelines": list, "output": str, "collection": str, "corpus": str},
@@ -498,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
     args = parser.parse_args(argv)
     if args.example:
-        print(EXAMPLE_CONFIG, end="")
+        print(t_marked(EXAMPLE_CONFIG), end="")
         return 0
     if not args.config and not args.preset:
         parser.error("give a config file, --preset packages, or --example to print one")

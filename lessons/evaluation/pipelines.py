@@ -40,7 +40,7 @@ import pandas as pd
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
-from lessons.core.i18n import t
+from lessons.core.i18n import N_, t
 from lessons.core.usage import metered
 from lessons.evaluation.judges import Judgement, answer_completeness, judge_faithfulness
 from lessons.evaluation.metrics import relevance, retrieval_scores
@@ -340,16 +340,16 @@ class PipelineSpec:
 
 
 PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
-    PipelineSpec("dense", "01", "nearest chunks by embedding (the baseline), shared answer step", build_dense,
+    PipelineSpec("dense", "01", N_("nearest chunks by embedding (the baseline), shared answer step"), build_dense,
                  dense_retrieval),
-    PipelineSpec("hybrid", "02", "dense + BM25 fused by reciprocal rank fusion, shared answer step", build_hybrid,
+    PipelineSpec("hybrid", "02", N_("dense + BM25 fused by reciprocal rank fusion, shared answer step"), build_hybrid,
                  hybrid_retrieval),
-    PipelineSpec("hybrid+rerank", "02", ("hybrid candidates reranked by the course's reranker (cross-encoder for "
+    PipelineSpec("hybrid+rerank", "02", N_("hybrid candidates reranked by the course's reranker (cross-encoder for "
                  "English; default_reranker's route for Chinese), shared answer step"), build_hybrid_rerank, rerank_retrieval),
-    PipelineSpec("qa-hybrid", "03", "chunks and generated questions in one index, hits mapped to chunks", build_qa_hybrid),
-    PipelineSpec("grading-loop", "04", "hybrid top k graded by calibrated P(yes), rewrite up to a cap, answer from relevant chunks or abstain",
+    PipelineSpec("qa-hybrid", "03", N_("chunks and generated questions in one index, hits mapped to chunks"), build_qa_hybrid),
+    PipelineSpec("grading-loop", "04", N_("hybrid top k graded by calibrated P(yes), rewrite up to a cap, answer from relevant chunks or abstain"),
                  build_grading_loop_pipeline),
-    PipelineSpec("three-agents", "05", "relevance checker, research agent, verification agent (re-research capped)", build_three_agents),
+    PipelineSpec("three-agents", "05", N_("relevance checker, research agent, verification agent (re-research capped)"), build_three_agents),
 ]}  # fmt: skip
 
 

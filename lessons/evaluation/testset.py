@@ -300,13 +300,13 @@ def grounding(pair: GeneratedQuestion, chunks: Sequence[Document]) -> str | None
     text = " ".join(c.page_content for c in chunks)
     share = quote_overlap(pair.answer, text)
     if share < MIN_ANSWER_GROUNDING:
-        return f"not grounded: only {share:.0%} of the answer's words are in the text"
+        return t("not grounded: only {share:.0%} of the answer's words are in the text", share=share)
     if len(chunks) > 1:
         asked = content_tokens(f"{pair.question} {pair.answer}")
         for i, chunk in enumerate(chunks):
             others = set().union(*(content_tokens(c.page_content) for j, c in enumerate(chunks) if j != i))
             if not (asked & (content_tokens(chunk.page_content) - others)):
-                return f"not grounded: nothing in the question or answer comes from text {'AB'[i]} alone"
+                return t("not grounded: nothing in the question or answer comes from text {which} alone", which="AB"[i])
     return None
 
 
@@ -402,13 +402,14 @@ def generate_test_set(
         try:
             pair = _ask(model, group)
         except Exception as error:  # noqa: BLE001 - one failed request must not stop the set, and is reported
-            report.rejected.append(Rejected(ids, "", f"model failed: {type(error).__name__}: {str(error)[:200]}"))
+            failure = f"{type(error).__name__}: {str(error)[:200]}"
+            report.rejected.append(Rejected(ids, "", t("model failed: {error}", error=failure)))
             continue
         pair = GeneratedQuestion(question=pair.question.strip(), answer=pair.answer.strip())
         problem = grounding(pair, group)
         duplicate = find_duplicate(pair.question, [i.question for i in report.items])
         if problem is None and duplicate is not None:
-            problem = f"duplicate: repeats {duplicate!r}"
+            problem = t("duplicate: repeats {question!r}", question=duplicate)
         if problem is not None:
             report.rejected.append(Rejected(ids, pair.question, problem))
             continue

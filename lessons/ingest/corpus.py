@@ -68,6 +68,25 @@ def load_gold(folder: Path = GOLD_DIR, corpus: str = "course") -> list[GoldQuest
     return questions
 
 
+def in_course_language(questions: list[GoldQuestion], language: str | None = None) -> list[GoldQuestion]:
+    """The questions in the notebook's language (`lessons.core.i18n.course_language()`, or `language`), in order.
+
+    Introduced in notebook 04 (grading loop): one way for every notebook to pick its running examples and demo
+    questions, so the Chinese copy runs Chinese gold questions where the English copy runs English ones. An empty
+    result is an error naming the language: a notebook never falls back to the other language's examples.
+    """
+    from lessons.core.i18n import course_language
+
+    language = language or course_language()
+    chosen = [q for q in questions if q.language == language]
+    if not chosen:
+        raise ValueError(
+            f"none of these {len(questions)} questions is in {language!r}: "
+            "sample the examples from questions of both languages (data/eval/gold_*.jsonl)"
+        )
+    return chosen
+
+
 def load_corpus(
     folder: Path = CORPUS_DIR, progress: bool = False, limits: IngestLimits = DEFAULT_LIMITS
 ) -> IngestResult:

@@ -401,12 +401,20 @@ def warn_if_over_budget(budgets: Sequence[ContextBudget]) -> list[ContextBudget]
         worst = max(over, key=lambda budget: budget.total)
         warnings.warn(
             ContextBudgetWarning(
-                f"{len(over)} chunk(s) need more than {CONTEXT_BUDGET_SHARE:.0%} of the {worst.context_window}-token "
-                f"context window; the largest, chunk {worst.chunk_id}, needs ≈{worst.total} tokens "
-                f"({worst.chunk_tokens} chunk + {worst.answer_tokens} answer + "
-                f"{worst.overhead_tokens} prompt and schema). "
-                "Answers may be cut off. Fix: split such chunks smaller, ask for fewer pairs (max_pairs), "
-                "or serve the local model with a larger window (AGENTIC_RAG_CTX=8192)."
+                t(
+                    "{n} chunk(s) need more than {share:.0%} of the {window}-token context window; the largest, "
+                    "chunk {chunk_id}, needs ≈{total} tokens ({chunk} chunk + {answer} answer + {overhead} prompt "
+                    "and schema). Answers may be cut off. Fix: split such chunks smaller, ask for fewer pairs "
+                    "(max_pairs), or serve the local model with a larger window (AGENTIC_RAG_CTX=8192).",
+                    n=len(over),
+                    share=CONTEXT_BUDGET_SHARE,
+                    window=worst.context_window,
+                    chunk_id=worst.chunk_id,
+                    total=worst.total,
+                    chunk=worst.chunk_tokens,
+                    answer=worst.answer_tokens,
+                    overhead=worst.overhead_tokens,
+                )
             ),
             stacklevel=3,
         )

@@ -1,0 +1,26 @@
+"""lessons.ingest.corpus.in_course_language: the notebooks' running examples and demo questions come from the gold
+questions in the notebook's language, so the Chinese copy runs Chinese examples (one mechanism for every notebook)."""
+
+import pytest
+
+from lessons.ingest.corpus import in_course_language, load_gold
+
+
+def test_the_chinese_copy_gets_the_chinese_gold_questions_in_order(tmp_path, monkeypatch):
+    gold = load_gold()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    chinese = in_course_language(gold)
+    assert [q.id for q in chinese] == [q.id for q in gold if q.language == "zh"] and len(chinese) == 48
+    assert next(q for q in chinese if not q.answerable).id.startswith("zh-")
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    assert {q.language for q in in_course_language(gold)} == {"en"}
+    assert [q.id for q in in_course_language(gold, "zh")] == [q.id for q in chinese], "an explicit language wins"
+
+
+def test_no_question_in_the_language_is_an_error_not_the_other_language(tmp_path, monkeypatch):
+    english = [q for q in load_gold() if q.language == "en"][:3]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    with pytest.raises(ValueError, match=r"none of these 3 questions is in 'zh': sample the examples from questions"):
+        in_course_language(english)
