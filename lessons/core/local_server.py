@@ -139,8 +139,8 @@ def _check_runtime_installed() -> None:
         import llama_cpp.server  # noqa: F401
     except ImportError as error:
         raise ServerError(
-            f"the local model runtime is not installed ({error}). Install the 'local' extra: "
-            "pip install -e '.[local]' (llama-cpp-python builds from source, ~7 minutes on 2 cores), "
+            f"the local model runtime is not installed ({error}). Run scripts/setup.sh (or `make course`): it "
+            "compiles llama-cpp-python for this CPU (3-7 minutes on 2 cores, once) and checks that it runs; "
             "or set DEEPSEEK_API_KEY in .env to use DeepSeek instead."
         ) from None
 
