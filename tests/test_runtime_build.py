@@ -203,5 +203,27 @@ def test_a_chat_call_to_a_crashed_server_says_so(fresh_settings, monkeypatch):
         model="local", api_base=f"http://127.0.0.1:{local_server.free_port()}/v1", api_key="x",
         provider="local", max_retries=0, cache=False, timeout=5,
     )  # fmt: skip
-    with pytest.raises(models.ModelError, match="crashed: Illegal"):
+    with pytest.raises(models.LocalServerCrashed, match="crashed: Illegal"):
         llm.invoke("hello")
+
+
+def test_an_evaluation_stops_at_a_crashed_server_but_records_other_errors():
+    """One failing question is a row; a dead local server ends the run with its cause (every later row would fail)."""
+    from lessons.core.fakes import ScriptedChatModel
+    from lessons.core.models import LocalServerCrashed
+    from lessons.evaluation.pipelines import evaluate_item
+    from lessons.evaluation.testset import TestItem
+
+    item = TestItem(id="q-out", question="Who is the CFO?", language="en", type="out_of_kb", origin="gold")
+
+    def broken(question):
+        raise ValueError("a bug in this pipeline")
+
+    row = evaluate_item("broken", broken, item, ScriptedChatModel(), None)
+    assert row["error"] == "ValueError: a bug in this pipeline" and row["correct_abstention"] is None
+
+    def crashed(question):
+        raise LocalServerCrashed("the local model server (pid 7) crashed: Segmentation fault")
+
+    with pytest.raises(LocalServerCrashed, match="Segmentation fault"):
+        evaluate_item("crashed", crashed, item, ScriptedChatModel(), None)

@@ -36,6 +36,10 @@ class ModelError(RuntimeError):
     """A chat model could not be used; the message names the cause and the fix."""
 
 
+class LocalServerCrashed(ModelError):
+    """The local llama.cpp server died (a crash, or killed); nothing later in a run can be measured until it is fixed."""
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     provider: str  # "deepseek" or "local"
@@ -73,14 +77,14 @@ class CourseChatModel(ChatDeepSeek):
         except openai.APIConnectionError as error:
             crash = self._server_crash()  # read before a restart replaces the dead server's record
             if not self._server_restarted():
-                raise (ModelError(crash) if crash else self._explain(error)) from error
+                raise (LocalServerCrashed(crash) if crash else self._explain(error)) from error
         except openai.OpenAIError as error:
             raise self._explain(error) from error
         try:  # once more on the new server: a crash that happens again is named, a one-off is survived
             return super()._generate(*args, **kwargs)
         except openai.APIConnectionError as error:
             crash = self._server_crash() or crash
-            raise (ModelError(crash) if crash else self._explain(error)) from error
+            raise (LocalServerCrashed(crash) if crash else self._explain(error)) from error
         except openai.OpenAIError as error:
             raise self._explain(error) from error
 
@@ -108,7 +112,7 @@ class CourseChatModel(ChatDeepSeek):
             return await super()._agenerate(*args, **kwargs)
         except openai.APIConnectionError as error:
             if crash := self._server_crash():
-                raise ModelError(crash) from error
+                raise LocalServerCrashed(crash) from error
             raise self._explain(error) from error
         except openai.OpenAIError as error:
             raise self._explain(error) from error

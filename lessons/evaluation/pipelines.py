@@ -41,6 +41,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from lessons.core.i18n import N_, t
+from lessons.core.models import LocalServerCrashed
 from lessons.core.usage import metered
 from lessons.evaluation.judges import Judgement, answer_completeness, judge_faithfulness
 from lessons.evaluation.metrics import relevance, retrieval_scores
@@ -406,6 +407,8 @@ def evaluate_item(
         started = time.perf_counter()
         try:
             result = pipeline(item.question)
+        except LocalServerCrashed:
+            raise  # not this question's failure: every later question would fail the same way — stop and say why
         except Exception as exc:  # noqa: BLE001 - one failing question must not lose the run; it is recorded
             result, error = PipelineResult("", False, [], []), f"{type(exc).__name__}: {str(exc)[:300]}"
         seconds = time.perf_counter() - started
