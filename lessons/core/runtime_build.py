@@ -57,12 +57,18 @@ X86_OPTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 AVX2_TIER = ("SSE42", "AVX", "F16C", "FMA", "BMI2", "AVX2")
 NEVER = ("AMX_TILE", "AMX_INT8", "AMX_BF16")  # crash with a general protection fault on some VMs that report AMX
 
-SELF_TEST_PROMPT = (
-    "You are a careful assistant. Read the passage and answer in one word.\n"
-    "Passage: The Berlin office opened in March 2024 with twelve engineers; the Lisbon office followed in "
-    "October 2025 and now hosts the support team. Both offices report to the operations director.\n"
-    "Question: Which office hosts the support team?\nAnswer:"
-)
+# About 230 tokens: long enough that llama.cpp evaluates it in batched matrix kernels, where a build's vector
+# extensions (and, in the build that crashed, AMX) do their work; a few seconds on 2 cores.
+SELF_TEST_PROMPT = "You are a careful assistant. Read the passages and answer in one word.\n" + "\n".join(
+    f"Passage {i}: The {city} office opened in {month} {year} with {n} engineers; it hosts the {team} team and "
+    "reports to the operations director, who reviews its budget every quarter."
+    for i, (city, month, year, n, team) in enumerate(
+        [("Berlin", "March", 2024, 12, "platform"), ("Lisbon", "October", 2025, 9, "support"),
+         ("Osaka", "May", 2023, 15, "data"), ("Austin", "June", 2022, 21, "sales"),
+         ("Nairobi", "April", 2026, 7, "security"), ("Krakow", "July", 2021, 18, "billing")],
+        start=1,
+    )
+) + "\nQuestion: Which office hosts the support team?\nAnswer:"  # fmt: skip
 
 
 class RuntimeBuildError(RuntimeError):
