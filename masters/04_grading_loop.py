@@ -78,15 +78,13 @@ import time
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
-from langchain_classic.retrievers import ContextualCompressionRetriever
 
 from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
 from lessons.ingest import balanced_sample, load_gold
 from lessons.retrieval import (
     build_index,
     chunk_knowledge_base,
-    default_reranker,
-    hybrid_over,
+    reranked_hybrid,
 )
 
 pd.set_option("display.max_colwidth", 80)
@@ -94,9 +92,7 @@ print(model_banner())
 llm = get_chat_model()
 chunks = chunk_knowledge_base()
 store = build_index(chunks)
-search = ContextualCompressionRetriever(  # notebook 02's best: hybrid top 20, reranked by language, the top K kept
-    base_retriever=hybrid_over(chunks, store, k=CANDIDATES, candidates=CANDIDATES),
-    base_compressor=default_reranker(top_n=K))
+search = reranked_hybrid(chunks, store, k=K, candidates=CANDIDATES)  # notebook 02's best: hybrid top N, reranked, top K
 
 
 def retrieve(query):

@@ -29,9 +29,8 @@ from lessons.agents.answering import citation_of, not_in_documents_answer
 from lessons.agents.grading import DEFAULT_MAX_ROUNDS
 from lessons.evaluation.pipelines import K, PipelineResult
 from lessons.retrieval import hybrid_retriever
+from lessons.retrieval.document_processor import CANDIDATES, RERANK_CANDIDATES
 
-CANDIDATES = 10  # each first-stage list before fusion, without a reranker (as lessons.retrieval.document_processor)
-RERANK_CANDIDATES = 20  # the fused list the reranker reads (lessons.retrieval.document_processor.RERANK_CANDIDATES)
 MAX_K = 50  # the most chunks a request may ask for (service.api)
 
 
@@ -44,13 +43,11 @@ class Snapshot:
 
 def service_reranker(name: str = "default") -> BaseDocumentCompressor | None:
     """The reranker a setting names: "default" → `lessons.retrieval.rerank.default_reranker` (keeping up to `MAX_K`), "none" → None."""
-    if name == "none":
-        return None
-    if name != "default":
+    if name not in ("default", "none"):
         raise ValueError(f"reranker {name!r}: use 'default' (the course's reranker) or 'none' (the hybrid order)")
-    from lessons.retrieval.rerank import default_reranker
+    from lessons.retrieval.rerank import reranker_by_name
 
-    return default_reranker(top_n=MAX_K)
+    return reranker_by_name(name, top_n=MAX_K)
 
 
 def retrieve(index, snapshot: Snapshot, question: str, k: int = K, candidates: int | None = None,

@@ -187,3 +187,37 @@ def test_a_cross_encoder_reads_the_context_header_only_when_asked():
     cross_encoder_reranker(top_n=2, model=recorder, with_header=False).compress_documents(candidates, "q")
     assert recorder.read == ["plain text", "other text"]
     assert llm_reranker(judge_by_passage({}), top_n=1).with_header is False  # the chat model's prompt stays as it was
+
+
+def test_a_fused_reranker_keeps_the_models_own_score_for_the_gate():
+    llm = judge_by_passage({"a": 0.1, "b": 0.2, "c": 0.9})
+    blended = llm_reranker(llm, top_n=3, first_stage_weight=0.5).compress_documents(docs("a", "b", "c"), "question")
+    from lessons.retrieval.rerank import RELEVANCE_SCORE
+
+    assert {d.page_content: d.metadata[RELEVANCE_SCORE] for d in blended} == pytest.approx(
+        {"a": 0.1, "b": 0.2, "c": 0.9}
+    )
+
+
+def test_the_reranker_chooser_names_every_choice_and_rejects_others():
+    from lessons.retrieval.rerank import LanguageRoutedReranker, reranker_by_name
+
+    assert reranker_by_name("none") is None
+    assert isinstance(reranker_by_name("default", top_n=3), LanguageRoutedReranker)
+    with pytest.raises(ValueError, match="needs the chat model"):
+        reranker_by_name("llm")
+    with pytest.raises(ValueError, match="use one of default, cross_encoder, llm, none"):
+        reranker_by_name("colbert-ish")
+
+
+def test_the_default_reranker_fuses_the_cross_encoder_with_the_first_stage():
+    from lessons.retrieval.rerank import DEFAULT_FIRST_STAGE_WEIGHT, default_reranker
+
+    english = default_reranker(top_n=3).routes["en"]
+    assert english.first_stage_weight == DEFAULT_FIRST_STAGE_WEIGHT > 0
+
+
+def test_plain_hybrid_order_comes_first_then_what_the_deeper_fusion_adds():
+    from lessons.retrieval.document_processor import plain_first
+
+    assert [d.page_content for d in plain_first(docs("b", "a"), docs("a", "c", "b", "d"))] == ["b", "a", "c", "d"]

@@ -66,9 +66,11 @@ def test_the_course_reranker_reads_the_hybrid_top_20_and_lifts_the_english_answe
     reranker = service_reranker("default")
     ranked = retrieve(index, SNAPSHOT, ENGLISH, k=3, reranker=reranker)
     assert index.sizes == [RERANK_CANDIDATES]
-    assert ranked[0].page_content == ANSWER
-    scores = [d.metadata["score"] for d in ranked]
-    assert scores == sorted(scores, reverse=True) and 0.0 < scores[-1] <= scores[0] < 1.0  # cross-encoder probabilities
+    assert ANSWER in [d.page_content for d in ranked]  # the hybrid top 3 misses it (test above)
+    scores = [d.metadata["score"] for d in ranked]  # the cross-encoder's rank fused with the first stage's
+    assert scores == sorted(scores, reverse=True)
+    relevance = {d.page_content: d.metadata["relevance_score"] for d in ranked}  # the model's own probabilities
+    assert relevance[ANSWER] == max(relevance.values()) and all(0.0 < p <= 1.0 for p in relevance.values())
     # a larger k than the reranker's candidates still returns k chunks
     assert len(retrieve(FakeIndex(CHUNKS), SNAPSHOT, ENGLISH, k=25, reranker=reranker)) == 25
 

@@ -301,18 +301,10 @@ def search_reranker(name: str, llm: BaseChatModel | None = None, top_n: int = 10
       comparison — `top_n` model calls per search;
     - "none": no reranker (the first stage's order).
     """
-    if name == "default":
-        from lessons.retrieval.rerank import default_reranker
+    if name in RERANKERS:
+        from lessons.retrieval.rerank import reranker_by_name
 
-        return default_reranker(top_n, llm=llm)
-    if name == "llm":
-        if llm is None:
-            raise ValueError("search_reranker('llm') needs the chat model: pass llm=get_chat_model()")
-        from lessons.retrieval.rerank import BLEND_WEIGHT, llm_reranker
-
-        return llm_reranker(llm, top_n=top_n, max_chars=600, first_stage_weight=BLEND_WEIGHT)
-    if name == "none":
-        return None
+        return reranker_by_name(name, top_n=top_n, llm=llm)
     raise ValueError(
         f"unknown reranker {name!r}: use one of {', '.join(map(repr, RERANKERS))} "
         "(the RERANKER parameter of notebook 07)"

@@ -118,14 +118,9 @@ def hybrid_retrieval(r: Resources) -> Callable[[str], list[Document]]:
 
 
 def _reranked(r: Resources, top_n: int) -> Callable[[str], list[Document]]:
-    from langchain_classic.retrievers import ContextualCompressionRetriever
+    from lessons.retrieval.document_processor import reranked_hybrid
 
-    from lessons.retrieval.rerank import default_reranker
-
-    candidates = _hybrid(r, max(r.rerank_candidates, top_n))
-    return ContextualCompressionRetriever(
-        base_retriever=candidates, base_compressor=default_reranker(top_n=top_n)
-    ).invoke
+    return reranked_hybrid(r.chunks, r.store, k=top_n, candidates=r.rerank_candidates).invoke
 
 
 def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:

@@ -18,7 +18,6 @@ from typing import Any
 
 import pandas as pd
 from langchain_chroma import Chroma
-from langchain_classic.retrievers import ContextualCompressionRetriever
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
@@ -28,7 +27,7 @@ from lessons.core.usage import UsageMeter
 from lessons.evaluation.metrics import relevance_labels, retrieval_scores
 from lessons.ingest.corpus import GoldQuestion
 from lessons.retrieval.context_expansion import MAX_BLOCK_CHARS, ChunkNeighbours, ContextExpansionRetriever
-from lessons.retrieval.document_processor import hybrid_over
+from lessons.retrieval.document_processor import hybrid_over, reranked_hybrid
 from lessons.retrieval.query_transform import hyde_retriever, multi_query_retriever, step_back_retriever
 from lessons.retrieval.rerank import llm_reranker
 from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, small_to_big_retriever
@@ -89,8 +88,8 @@ def build_techniques(
     def hybrid(size: int):
         return hybrid_over(chunks, store, k=size, candidates=size)
 
-    def reranked(size: int, compressor) -> ContextualCompressionRetriever:
-        return ContextualCompressionRetriever(base_retriever=hybrid(size), base_compressor=compressor)
+    def reranked(size: int, compressor):
+        return reranked_hybrid(chunks, store, k=k, candidates=size, reranker=compressor)
 
     neighbours = ChunkNeighbours(chunks)
     model = OnnxCrossEncoder()

@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.runnables import RunnableLambda
 
-from lessons.chunking.base import number_chunks
-from lessons.chunking.strategies import default_chunker
 from lessons.core.i18n import t
-from lessons.ingest.files import IngestError, IngestLimits, Skipped, ingest, split_sections, to_documents
-from lessons.retrieval.index import build_index
+from lessons.ingest.files import IngestError, IngestLimits, Skipped, ingest
+from lessons.retrieval.index import build_index, chunk_converted
 from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, hybrid_retriever
 
 DEFAULT_K = 4
@@ -75,14 +74,57 @@ def hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K, candidate
     return hybrid_retriever(dense_retriever(store, candidates), bm25_retriever(chunks, candidates), k=k)
 
 
+def plain_first(plain: Sequence[Document], deep: Sequence[Document]) -> list[Document]:
+    """`plain` (the hybrid of each retriever's top `CANDIDATES`), then the chunks only the deeper fusion `deep` found.
+
+    Fusing deeper lists reorders the top: a chunk both retrievers rank 12th can pass one only BM25 ranks 1st. The
+    reranker reads the deeper candidates, but the order it is fused with — and the one a route without a reranker
+    keeps — is plain hybrid's (notebook 02 measures both orders).
+    """
+    seen = {d.page_content for d in plain}
+    return [*plain, *(d for d in deep if d.page_content not in seen)]
+
+
 def reranked_hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K, candidates: int = RERANK_CANDIDATES):
-    """The hybrid first stage a reranker reads: each retriever's top `candidates`, fused, the best `candidates` (notebook 05)."""
-    return hybrid_over(chunks, store, k=max(k, candidates), candidates=max(k, candidates))
+    """The hybrid first stage a reranker reads (notebook 05): plain hybrid's order (each retriever's top
+    `CANDIDATES`, fused), then what each retriever's top `candidates`, fused, adds — `max(k, candidates)` chunks."""
+    size = max(k, candidates)
+    plain = hybrid_over(chunks, store, k=min(size, CANDIDATES), candidates=CANDIDATES)
+    deep = hybrid_over(chunks, store, k=size, candidates=size)
+    return RunnableLambda(lambda query: plain_first(plain.invoke(query), deep.invoke(query))[:size], name="hybrid")
+
+
+def reranked_hybrid(
+    chunks: Sequence[Document],
+    store,
+    k: int = DEFAULT_K,
+    candidates: int = RERANK_CANDIDATES,
+    reranker: BaseDocumentCompressor | None | str = "default",
+):
+    """The course's one "hybrid top `candidates`, reranked, top `k`" retriever (notebook 02; notebooks 04-07, the
+    evaluation's pipelines and techniques and the document processor build it here).
+
+    `reranker`: a name for `lessons.retrieval.rerank.reranker_by_name` ("default": the cross-encoder fused with the
+    hybrid order, per language), any LangChain document compressor, or None / "none" for the hybrid top `k` alone.
+    Each reranked passage carries the relevance model's own score in `metadata["relevance_score"]`
+    (`lessons.retrieval.rerank.RELEVANCE_SCORE`) for a later step to read instead of scoring it again.
+    """
+    if isinstance(reranker, str):
+        from lessons.retrieval.rerank import reranker_by_name
+
+        reranker = reranker_by_name(reranker, top_n=k)
+    if reranker is None:
+        return hybrid_over(chunks, store, k=k)
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+
+    return ContextualCompressionRetriever(
+        base_retriever=reranked_hybrid_over(chunks, store, k, candidates), base_compressor=reranker
+    )
 
 
 def chunk_files(converted) -> list[Document]:
     """Markdown header chunks (size-capped, numbered, de-duplicated) of converted files (introduced in notebook 05)."""
-    return number_chunks(default_chunker()(split_sections(to_documents(converted))))
+    return chunk_converted(converted)
 
 
 def process_documents(
@@ -102,11 +144,9 @@ def process_documents(
     pass any LangChain document compressor instead, or None for the hybrid order alone.
     """
     if isinstance(reranker, str):
-        if reranker != "default":
-            raise ValueError(f'reranker={reranker!r}: pass "default", None or a LangChain BaseDocumentCompressor')
-        from lessons.retrieval.rerank import default_reranker
+        from lessons.retrieval.rerank import reranker_by_name
 
-        reranker = default_reranker(top_n=k)
+        reranker = reranker_by_name(reranker, top_n=k)
     result = ingest(paths_or_folder, limits=limits, progress=progress)
     if not result.documents:
         reasons = "; ".join(f"{Path(s.path).name}: {s.reason}" for s in result.skipped) or "no files given"

@@ -159,8 +159,23 @@ def score_pairs(model: BaseCrossEncoder, text_pairs: list[tuple[str, str]], call
     return [float(score) for score in model.score(text_pairs)]
 
 
+RELEVANCE_SCORE = "relevance_score"  # metadata key: the relevance model's own score of the passage, before any fusion
+
+
+def with_relevance(document: Document, score: float) -> Document:
+    """A copy of `document` whose `metadata[RELEVANCE_SCORE]` holds the relevance model's score of it."""
+    return Document(
+        page_content=document.page_content,
+        metadata={**document.metadata, RELEVANCE_SCORE: float(score)},
+        id=document.id,
+    )
+
+
 class ScoredCrossEncoderReranker(CrossEncoderReranker):
     """LangChain's `CrossEncoderReranker` whose results keep their relevance score in metadata.
+
+    Every returned passage carries the model's own score in `metadata["relevance_score"]` (`RELEVANCE_SCORE`),
+    whatever the final order, so a later step (the grading gate) reads it instead of scoring the passage again.
 
     With `first_stage_weight` > 0 the final order is a reciprocal rank fusion of the incoming order
     (that weight) and the reranker's order (the rest), and `score` holds the fused score: a weak
@@ -183,11 +198,17 @@ class ScoredCrossEncoderReranker(CrossEncoderReranker):
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         scores = score_pairs(self.model, [(query, text) for text in self.texts_to_score(documents)], callbacks)
-        ranked = [with_score(d, s) for d, s in sorted(zip(documents, scores), key=lambda pair: pair[1], reverse=True)]
+        incoming = [with_score(with_relevance(d, s), s) for d, s in zip(documents, scores)]
+        ranked = sorted(incoming, key=lambda document: document.metadata[RELEVANCE_SCORE], reverse=True)
         if self.first_stage_weight > 0:
             weights = [self.first_stage_weight, 1 - self.first_stage_weight]
-            ranked = reciprocal_rank_fusion([list(documents), ranked], weights, id_key=None)
+            ranked = reciprocal_rank_fusion([incoming, ranked], weights, id_key=None)
         return ranked[: self.top_n]
+
+
+# The default reranked pipeline's weight on the first stage's rank when it is fused (RRF) with the cross-encoder's:
+# chosen by `benchmarks/bench_rerank_fusion.py` on both corpora (notebook 02 explains why a reranker needs it).
+DEFAULT_FIRST_STAGE_WEIGHT = 0.2
 
 
 def llm_reranker(
@@ -289,13 +310,17 @@ class LanguageRoutedReranker(BaseDocumentCompressor):
 
 
 def default_reranker(
-    top_n: int = 10, llm: BaseChatModel | None = None, chinese: str = "first_stage"
+    top_n: int = 10,
+    llm: BaseChatModel | None = None,
+    chinese: str = "first_stage",
+    first_stage_weight: float = DEFAULT_FIRST_STAGE_WEIGHT,
 ) -> LanguageRoutedReranker:
-    """The course's reranker: the configured cross-encoder for the languages it knows; for Chinese with the
-    packaged English model, `chinese` decides — "first_stage" (keep the fused order: measured best in
+    """The course's reranker: the configured cross-encoder for the languages it knows, its rank fused (RRF) with the
+    first stage's at `first_stage_weight` so it adjusts the first stage instead of overruling it (notebook 02);
+    for Chinese with the packaged English model, `chinese` decides — "first_stage" (keep the fused order: measured best in
     notebook 02), "cross_encoder", or "llm" (the chat model's P(yes) asked in Chinese; needs `llm`)."""
     model = get_cross_encoder()
-    ce = cross_encoder_reranker(top_n, model)
+    ce = cross_encoder_reranker(top_n, model, first_stage_weight=first_stage_weight)
     routes: dict[str, BaseDocumentCompressor] = {language: ce for language in cross_encoder_languages(model)}
     if "zh" not in routes:
         if chinese == "cross_encoder":
@@ -309,6 +334,34 @@ def default_reranker(
         elif chinese != "first_stage":
             raise ValueError(f"chinese={chinese!r}: use 'first_stage', 'cross_encoder' or 'llm'")
     return LanguageRoutedReranker(routes=routes, top_n=top_n)
+
+
+RERANKERS = ("default", "cross_encoder", "llm", "none")
+
+
+def reranker_by_name(
+    name: str = "default", *, top_n: int = 10, llm: BaseChatModel | None = None, chinese: str = "first_stage"
+) -> BaseDocumentCompressor | None:
+    """The course's one reranker chooser (notebook 02; the service, the search tool and the document processor use it).
+
+    - "default": `default_reranker(top_n, llm, chinese)` — the cross-encoder fused with the first stage's order for
+      the languages it knows, the routed choice for the others;
+    - "cross_encoder": the configured cross-encoder alone (its order overrules the first stage's), every language;
+    - "llm": the chat model's P(yes) blended with the first stage (`top_n` model calls per question; needs `llm`);
+    - "none": None — keep the first stage's order.
+    Each reranked passage carries the relevance model's score in `metadata["relevance_score"]`.
+    """
+    if name == "default":
+        return default_reranker(top_n, llm=llm, chinese=chinese)
+    if name == "cross_encoder":
+        return cross_encoder_reranker(top_n)
+    if name == "llm":
+        if llm is None:
+            raise ValueError("reranker 'llm' needs the chat model: pass llm=get_chat_model()")
+        return llm_reranker(llm, top_n=top_n, max_chars=600, first_stage_weight=BLEND_WEIGHT)
+    if name == "none":
+        return None
+    raise ValueError(f"reranker {name!r}: use one of {', '.join(RERANKERS)}")
 
 
 def neighbour_context(document: Document, neighbours, max_chars: int = 1500) -> str:
