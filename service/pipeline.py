@@ -29,7 +29,7 @@ from lessons.agents.answering import citation_of, not_in_documents_answer
 from lessons.agents.grading import DEFAULT_MAX_ROUNDS
 from lessons.evaluation.pipelines import K, PipelineResult
 from lessons.retrieval import hybrid_retriever
-from lessons.retrieval.document_processor import CANDIDATES, RERANK_CANDIDATES
+from lessons.retrieval.document_processor import CANDIDATES, RERANK_CANDIDATES, plain_first
 
 MAX_K = 50  # the most chunks a request may ask for (service.api)
 
@@ -65,6 +65,10 @@ def retrieve(index, snapshot: Snapshot, question: str, k: int = K, candidates: i
     dense = index.dense(snapshot.generations, size)
     first_stage = dense if keyword is None else hybrid_retriever(dense, keyword, k=size)
     ranked = first_stage.invoke(question)[:size]
+    if reranker is not None and keyword is not None and size > CANDIDATES:  # plain hybrid's order first (notebook 02)
+        plain = hybrid_retriever(index.dense(snapshot.generations, CANDIDATES),
+                                 index.keyword_index(snapshot.generations, CANDIDATES), k=CANDIDATES)  # fmt: skip
+        ranked = plain_first(plain.invoke(question), ranked)[:size]
     if reranker is not None:
         ranked = list(reranker.compress_documents(ranked, question))
     return ranked[:k]
