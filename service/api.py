@@ -57,6 +57,9 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         stop = None
+        repaired = service.repair_uploads()
+        if repaired:
+            logger.warning("%d upload(s) interrupted by a stop were failed; upload them again", repaired)
         if workers > 0:
             from service.worker import start_threads
 
@@ -83,7 +86,7 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
         if expected is None:
             raise HTTPException(503, f"writes are disabled: no API key is configured — set {API_KEY_VARIABLE}=… in .env "
                                      "and restart the service")  # fmt: skip
-        if not x_api_key or not hmac.compare_digest(x_api_key.encode(), expected.encode()):
+        if not x_api_key or not hmac.compare_digest(x_api_key.encode(), expected.get_secret_value().encode()):
             raise HTTPException(
                 401,
                 "missing or wrong API key — send it in the X-API-Key header",

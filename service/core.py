@@ -17,13 +17,16 @@ from service.db import (
     CANCELLED,
     FAILED,
     PENDING,
+    UPLOADING,
     Database,
     Document,
     Job,
     RetiredChunks,
     active_generations,
+    deleted_name,
     new_id,
     open_database,
+    shown_name,
 )
 from service.filestore import open_file_store
 from service.settings import ServiceSettings, load_service_settings
@@ -75,14 +78,19 @@ class Service:
         stored_name = safe_name(name)
         now = time.time()
         with self.db.write() as session:
+            self.db.lock_name(session, stored_name)  # uploads of one name, even a new one, one at a time
             document = session.execute(
                 self.db.locked(select(Document).where(Document.name == stored_name))
             ).scalar_one_or_none()
+            if document is not None and document.deleted_at is not None:
+                # A deleted document is never revived: it keeps its old jobs (which can then only be cancelled)
+                # under a name of its own, and the upload starts a new document.
+                document.name = deleted_name(document.id, stored_name)
+                session.flush()
+                document = None
             if document is None:
                 document = Document(id=new_id(), name=stored_name, created_at=now, updated_at=now, chunk_count=0)
                 session.add(document)
-            elif document.deleted_at is not None:  # the name comes back: the same document, live again
-                document.deleted_at, document.updated_at = None, now
             job = Job(document_id=document.id, status="uploading", file_name=stored_name, created_at=now,
                       max_attempts=self.settings.max_attempts, not_before=0.0)  # fmt: skip
             session.add(job)
@@ -101,6 +109,29 @@ class Service:
                 job.status, job.stored_path, job.sha256 = PENDING, stored.relative_path, stored.sha256
         return {"document_id": document_id, "job_id": job_id, "name": stored_name, "renamed": stored_name != name,
                 "status": FAILED if stored.truncated else PENDING}  # fmt: skip
+
+    def repair_uploads(self, older_than: float = 60.0) -> int:
+        """Fail the jobs left in `uploading` by a process that stopped while saving; remove their `.part` files.
+
+        Called when the API starts; an upload is in that state only while its file is renamed into place.
+        """
+        cutoff = time.time() - older_than
+        with self.db.write() as session:
+            stuck = (
+                session.execute(
+                    self.db.locked(select(Job).where((Job.status == UPLOADING) & (Job.created_at < cutoff)))
+                )
+                .scalars()
+                .all()
+            )
+            for job in stuck:
+                job.status, job.finished_at = FAILED, time.time()
+                job.error = (f"InterruptedUpload: the service stopped while it was receiving '{job.file_name}' — "
+                             "upload the file again")  # fmt: skip
+            found = [(job.document_id, job.id) for job in stuck]
+        for document_id, job_id in found:
+            self.files.remove_partial(document_id, job_id)
+        return len(found)
 
     def delete(self, document_id: str) -> bool:
         """Hide a document from searches at once; its chunks are removed by the worker, its files now."""
@@ -145,7 +176,7 @@ def document_record(document: Document, last_job: Job | None = None) -> dict:
         state = "indexed"
     else:
         state = "failed"
-    return {"document_id": document.id, "name": document.name, "state": state, "chunks": document.chunk_count,
+    return {"document_id": document.id, "name": shown_name(document.name), "state": state, "chunks": document.chunk_count,
             "active_job_id": document.active_job_id, "sha256": document.active_sha256,
             "created_at": document.created_at, "indexed_at": document.indexed_at,
             "last_job": job_record(last_job) if last_job is not None else None}  # fmt: skip

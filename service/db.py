@@ -45,6 +45,20 @@ PENDING, RUNNING, DONE, FAILED, SUPERSEDED, CANCELLED = (
     "cancelled",
 )
 FINAL_STATES = (DONE, FAILED, SUPERSEDED, CANCELLED)
+UPLOADING = "uploading"  # the job's row exists, its file is being moved into place
+_DELETED_PREFIX = "deleted:"
+
+
+def deleted_name(document_id: str, name: str) -> str:
+    """The name a deleted document keeps, so that its name is free for a new document (never the deleted one)."""
+    return f"{_DELETED_PREFIX}{document_id}:{name}"[:255]
+
+
+def shown_name(stored: str) -> str:
+    """The name a document was uploaded under (a deleted document's without its prefix)."""
+    if stored.startswith(_DELETED_PREFIX):
+        return stored.split(":", 2)[-1]
+    return stored
 
 
 class Base(DeclarativeBase):
@@ -168,6 +182,17 @@ class Database:
         """A transaction that commits at the end (SQLite: BEGIN IMMEDIATE, so read-then-write never deadlocks)."""
         with self._write.begin() as session:
             yield session
+
+    def lock_name(self, session: Session, name: str) -> None:
+        """Serialise the transactions that look up or create the document of `name`, until this one ends.
+
+        PostgreSQL: a transaction-scoped advisory lock on the name (FOR UPDATE locks nothing while the row
+        does not exist yet); SQLite: BEGIN IMMEDIATE already serialises every write.
+        """
+        if self.dialect == "postgresql":
+            from sqlalchemy import text
+
+            session.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:name, 0))"), {"name": name})
 
     def locked(self, statement):
         """`statement` with FOR UPDATE where the database has row locks (PostgreSQL); SQLite locks the whole file."""

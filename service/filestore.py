@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\:*?\"<>|]")
 MAX_NAME_CHARS = 200
+MAX_NAME_BYTES = 200  # file systems allow 255 bytes per name; UTF-8 Chinese takes 3 bytes a character
 CHUNK_BYTES = 1 << 20
 
 
@@ -40,9 +41,12 @@ def safe_name(name: str) -> str:
         raise BadFileName(
             f"the upload name {name!r} has no file name in it — send the file with a name such as 'report.pdf'"
         )
-    if len(cleaned) > MAX_NAME_CHARS:
+    if len(cleaned) > MAX_NAME_CHARS or len(cleaned.encode("utf-8")) > MAX_NAME_BYTES:
         stem, suffix = os.path.splitext(cleaned)
-        cleaned = stem[: MAX_NAME_CHARS - len(suffix)] + suffix
+        stem = stem[: MAX_NAME_CHARS - len(suffix)]
+        room = MAX_NAME_BYTES - len(suffix.encode("utf-8"))
+        stem = stem.encode("utf-8")[:room].decode("utf-8", errors="ignore")
+        cleaned = stem + suffix
     return cleaned
 
 
@@ -94,6 +98,12 @@ class FolderStore:
             return StoredFile(relative, size, "", True)
         os.replace(handle.name, target)
         return StoredFile(relative, size, digest.hexdigest(), False)
+
+    def remove_partial(self, document_id: str, job_id: int) -> None:
+        """Remove what an interrupted save left of one upload (its `.part` files)."""
+        folder = self._inside(f"{document_id}/{job_id}")
+        for part in folder.glob("*.part") if folder.is_dir() else []:
+            part.unlink(missing_ok=True)
 
     def delete_document(self, document_id: str) -> None:
         """Remove every stored version of a document."""

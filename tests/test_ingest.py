@@ -695,3 +695,63 @@ def test_cache_dir_follows_settings(tmp_path, samples, monkeypatch):
     convert_file(samples["csv"])
     assert len(list((other / "docling").glob("*.json"))) == 1
     assert os.environ["AGENTIC_RAG_CACHE_DIR"] == str(other)
+
+
+# --- the doors: the bytes converted are the bytes cached --------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["docx", "xlsx", "csv"])
+def test_a_file_replaced_during_conversion_never_poisons_the_cache(tmp_path, samples, monkeypatch, kind):
+    """The conversion reads the file once and converts those bytes: a replacement mid-way changes nothing."""
+    original = tmp_path / f"original.{kind}"
+    original.write_bytes(samples[kind].read_bytes())
+    if kind == "docx":
+        import docx
+
+        document = docx.Document()
+        document.add_paragraph("Quince harvest: 7 kg.")
+        document.save(tmp_path / "other.docx")
+    elif kind == "xlsx":
+        import openpyxl
+
+        workbook = openpyxl.Workbook()
+        workbook.active.append(["Quince", 7])
+        workbook.save(tmp_path / "other.xlsx")
+    else:
+        write(tmp_path / "other.csv", "fruit,kg\nQuince,7\n")
+    replacement_bytes = (tmp_path / f"other.{kind}").read_bytes()
+    real_converter = ingest._docling_converter
+
+    class ReplacingConverter:
+        """Docling's converter, with the file on disk replaced just before it reads."""
+
+        def __init__(self, inner):
+            self.inner = inner
+
+        def convert(self, source, *args, **kwargs):
+            original.write_bytes(replacement_bytes)
+            return self.inner.convert(source, *args, **kwargs)
+
+    monkeypatch.setattr(ingest, "_docling_converter", lambda *a: ReplacingConverter(real_converter(*a)))
+    expected = {"docx": "annual_leave", "xlsx": "Business", "csv": "Business"}[kind]
+    first = convert_file(original)
+    assert expected in first.markdown and "Quince" not in first.markdown
+    monkeypatch.setattr(ingest, "_docling_converter", real_converter)
+    restored = tmp_path / f"restored.{kind}"
+    restored.write_bytes(samples[kind].read_bytes())
+    again = convert_file(restored)
+    assert again.from_cache and expected in again.markdown and "Quince" not in again.markdown
+
+
+def test_a_text_file_changing_while_it_is_read_is_refused(tmp_path, monkeypatch):
+    path = write(tmp_path / "notes.md", "# Notes\n\nFirst version.\n")
+    real_read = ingest._read_bytes
+
+    def read_then_rewrite(file):
+        data = real_read(file)
+        file.write_text("# Notes\n\nA much longer second version of the notes.\n", encoding="utf-8")
+        return data
+
+    monkeypatch.setattr(ingest, "_read_bytes", read_then_rewrite)
+    with pytest.raises(IngestError, match="changed while it was being read"):
+        convert_file(path)

@@ -183,6 +183,10 @@ class DanglingLink(IngestError):
     """A symbolic link in the folder leads nowhere."""
 
 
+class FileChanged(IngestError):
+    """The file was rewritten while it was being read."""
+
+
 class DuplicateContent(IngestError):
     """The file has the same bytes as a file ingested before it."""
 
@@ -193,11 +197,20 @@ def validate_file(path: str | Path, limits: IngestLimits = IngestLimits()) -> No
     Introduced in notebook 01 (chunking).
     """
     path = Path(path)
+    _check_path(path, limits)
+    _check_bytes(path, _read_bytes(path), limits)
+
+
+def _check_path(path: Path, limits: IngestLimits) -> None:
+    """Raise `IngestError` for a missing file, an unsupported suffix or a size over the limit (before reading it)."""
     if not path.exists():
         kind = "dangling symbolic link" if path.is_symlink() else "file"
         raise PathNotFound(f"'{path.name}' does not exist at {path} ({kind}) — check the path")
     _check_suffix(path)
-    size = _file_size(path)
+    _check_size(path, _file_size(path), limits)
+
+
+def _check_size(path: Path, size: int, limits: IngestLimits) -> None:
     if size == 0:
         raise EmptyFile(f"'{path.name}' is empty (0 bytes) — add content to it or remove it from the folder")
     if size > limits.max_file_bytes:
@@ -206,13 +219,38 @@ def validate_file(path: str | Path, limits: IngestLimits = IngestLimits()) -> No
             f"'{path.name}' is {shown}, over the per-file limit of {limit} — split the file, or raise the "
             f"limit: IngestLimits(max_file_bytes={_suggested_limit(size)})"
         )
+
+
+def _check_bytes(path: Path, data: bytes, limits: IngestLimits) -> None:
+    """The checks of `validate_file` on the bytes that will be converted (read once)."""
+    _check_size(path, len(data), limits)
     suffix = path.suffix.lower()
     if suffix in TEXT_SUFFIXES:
-        _check_text(path, _read_bytes(path))
+        _check_text(path, data)
     elif suffix in OFFICE_SUFFIXES:
-        _check_office_package(path)
+        _check_office_package(path, data)
     elif suffix == ".pdf":
-        _check_pdf_header(path)
+        _check_pdf_header(path, data)
+
+
+def _read_once(path: Path) -> bytes:
+    """The file's bytes, read once; `FileChanged` when the file was rewritten while it was read."""
+    before = _stamp(path)
+    data = _read_bytes(path)
+    if _stamp(path) != before or len(data) != before[0]:
+        raise FileChanged(
+            f"'{path.name}' changed while it was being read (another program is writing it) — wait until it is "
+            "saved, then ingest it again"
+        )
+    return data
+
+
+def _stamp(path: Path) -> tuple[int, int, int]:
+    try:
+        status = path.stat()
+    except OSError as error:
+        raise IngestError(f"'{path.name}' cannot be read ({error}) — check its permissions") from error
+    return status.st_size, status.st_mtime_ns, status.st_ino
 
 
 def convert_file(
@@ -227,8 +265,9 @@ def convert_file(
     Introduced in notebook 01 (chunking).
     """
     path = Path(path).resolve()
-    validate_file(path, limits)
-    data = _read_bytes(path)
+    _check_path(path, limits)
+    data = _read_once(path)  # validated, hashed and converted: these bytes, never the path again
+    _check_bytes(path, data, limits)
     file_format = format_of(path)
     settings = _converter_settings(file_format)
     cache_file = _cache_file(data, settings) if cache else None
@@ -526,11 +565,11 @@ def _decode(path: Path, data: bytes) -> DecodedText:
         raise NotUtf8(f"'{path.name}': {error} — {resave}, or convert it: {how}") from None
 
 
-def _check_office_package(path: Path) -> None:
+def _check_office_package(path: Path, data: bytes) -> None:
     """Raise `CorruptFile` unless the file is an Office Open XML (ZIP) package."""
     fix = f"open it in its application and save it again as {path.suffix.lower()}, or remove it"
     try:
-        with zipfile.ZipFile(path) as package:
+        with zipfile.ZipFile(BytesIO(data)) as package:
             names = set(package.namelist())
     except (zipfile.BadZipFile, OSError) as error:
         raise CorruptFile(f"'{path.name}' is not a valid {format_of(path).upper()} file ({error}) — {fix}") from error
@@ -540,11 +579,9 @@ def _check_office_package(path: Path) -> None:
         )
 
 
-def _check_pdf_header(path: Path) -> None:
+def _check_pdf_header(path: Path, data: bytes) -> None:
     """Raise `CorruptFile` unless the file starts with a PDF header."""
-    with path.open("rb") as handle:
-        head = handle.read(1024)
-    if b"%PDF-" not in head:
+    if b"%PDF-" not in data[:1024]:
         raise CorruptFile(
             f"'{path.name}' is not a PDF (no %PDF- header in its first 1024 bytes) — export it again as PDF, or remove it"
         )
@@ -636,12 +673,12 @@ def _convert(path: Path, data: bytes, file_format: str, settings: dict) -> tuple
         return [(1, _plain_text(_decode(path, data).text))], PASSTHROUGH[file_format]
     try:
         if file_format == "pdf":
-            return _convert_pdf(path, settings)
+            return _convert_pdf(path, data, settings)
         if file_format == "html":
             return [(1, _convert_html(path, _decode(path, data).text))], settings["converter"]
         if file_format == "csv":
             return [(1, _convert_csv(path, _decode(path, data)))], settings["converter"]
-        pages = _convert_with_docling(path, file_format)
+        pages = _convert_with_docling(path, data, file_format)
         return pages, settings["converter"]
     except IngestError:
         raise
@@ -657,12 +694,19 @@ def _plain_text(text: str) -> str:
     return text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").strip()
 
 
-def _convert_pdf(path: Path, settings: dict) -> tuple[list[tuple[int, str]], str]:
+def _stream(path: Path, data: bytes, suffix: str | None = None):
+    """The bytes read once, as the stream Docling converts (it never opens the path itself)."""
+    from docling.datamodel.base_models import DocumentStream
+
+    return DocumentStream(name=f"{path.stem}{suffix or path.suffix.lower()}", stream=BytesIO(data))
+
+
+def _convert_pdf(path: Path, data: bytes, settings: dict) -> tuple[list[tuple[int, str]], str]:
     """A PDF's pages: with the layout model when its weights are on disk, else natively with font headings."""
     artifacts = settings["artifacts_path"]
     if artifacts and artifacts not in _FAILED_LAYOUT_ARTIFACTS:
         try:
-            document = _docling_converter("standard-pdf", artifacts).convert(path).document
+            document = _docling_converter("standard-pdf", artifacts).convert(_stream(path, data)).document
             return _docling_pages(document), settings["converter"]
         except (ImportError, FileNotFoundError) as error:
             _FAILED_LAYOUT_ARTIFACTS.add(artifacts)
@@ -678,33 +722,26 @@ def _convert_pdf(path: Path, settings: dict) -> tuple[list[tuple[int, str]], str
                 type(error).__name__,
                 error,
             )
-    document = _docling_converter("native-pdf", None).convert(path).document
-    return pdf_pages_markdown(document, path), _docling_label("pdf", None)
+    document = _docling_converter("native-pdf", None).convert(_stream(path, data)).document
+    return pdf_pages_markdown(document, data), _docling_label("pdf", None)
 
 
 def _convert_html(path: Path, text: str) -> str:
     """An HTML page's Markdown, site chrome stripped first."""
-    from docling.datamodel.base_models import DocumentStream
-
     html = strip_html_chrome(text.lstrip("\ufeff"))
-    stream = DocumentStream(name=f"{path.stem}.html", stream=BytesIO(html.encode("utf-8")))
-    document = _docling_converter("standard", None).convert(stream).document
+    document = _docling_converter("standard", None).convert(_stream(path, html.encode("utf-8"), ".html")).document
     return _export_markdown(document)
 
 
 def _convert_csv(path: Path, decoded: DecodedText) -> str:
     """A CSV file's Markdown table; a file in another encoding reaches Docling as UTF-8."""
-    from docling.datamodel.base_models import DocumentStream
-
-    if not decoded.detected:
-        return _export_markdown(_docling_converter("standard", None).convert(path).document)
-    stream = DocumentStream(name=f"{path.stem}.csv", stream=BytesIO(decoded.text.lstrip("\ufeff").encode("utf-8")))
+    stream = _stream(path, decoded.text.lstrip("\ufeff").encode("utf-8"), ".csv")
     return _export_markdown(_docling_converter("standard", None).convert(stream).document)
 
 
-def _convert_with_docling(path: Path, file_format: str) -> list[tuple[int, str]]:
-    """Pages of a DOCX, PPTX, XLSX, CSV or Markdown file (PPTX: one per slide; others: one)."""
-    document = _docling_converter("standard", None).convert(path).document
+def _convert_with_docling(path: Path, data: bytes, file_format: str) -> list[tuple[int, str]]:
+    """Pages of a DOCX, PPTX or XLSX file (PPTX: one per slide; others: one), converted from its bytes."""
+    document = _docling_converter("standard", None).convert(_stream(path, data)).document
     if file_format == "pptx":
         return _demote_slide_titles(_docling_pages(document))
     return [(1, _export_markdown(document))]

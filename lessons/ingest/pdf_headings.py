@@ -138,7 +138,7 @@ class _Block:
         return self.rows[-1][0]
 
 
-def pdf_pages_markdown(document: DoclingDocument, pdf_path: Path) -> list[tuple[int, str]]:
+def pdf_pages_markdown(document: DoclingDocument, pdf_path: Path | bytes) -> list[tuple[int, str]]:
     """Markdown of every page of a natively converted PDF, with headings recovered from fonts.
 
     Introduced in notebook 01 (chunking).
@@ -152,14 +152,14 @@ def pdf_pages_markdown(document: DoclingDocument, pdf_path: Path) -> list[tuple[
     return [(page_no, render_page(page_lines, style)) for page_no, page_lines in sorted(by_page.items())]
 
 
-def read_lines(document: DoclingDocument, pdf_path: Path) -> list[PdfLine]:
+def read_lines(document: DoclingDocument, pdf_path: Path | bytes) -> list[PdfLine]:
     """The document's text lines in Docling's order, each with the font pypdfium2 reports for it.
 
     Introduced in notebook 01 (chunking). A Docling line that bridges a wide gap (two table cells
     side by side) is split there.
     """
     lines: list[PdfLine] = []
-    pdf = pdfium.PdfDocument(str(pdf_path))
+    pdf = pdfium.PdfDocument(pdf_path if isinstance(pdf_path, bytes) else str(pdf_path))
     try:
         for page_no, page_items in _text_items_by_page(document).items():
             page = pdf[page_no - 1]
