@@ -182,3 +182,12 @@ def test_hybrid_can_keep_only_the_best_k():
     keyword = FixedRetriever(documents=[CHUNKS[2], CHUNKS[3]])
     results = hybrid_retriever(dense, keyword, k=2).invoke("anything")
     assert [d.page_content for d in results] == [CHUNKS[2].page_content, CHUNKS[0].page_content]
+
+
+def test_full_width_characters_are_the_same_bm25_tokens_as_ascii():
+    """The keyword side folds ２０２６, ＡＰＩ and Ｅ５０２０ with the normalisation quote matching uses (NFKC)."""
+    from lessons.retrieval.retrievers import tokenize_bilingual
+
+    assert tokenize_bilingual("错误码 Ｅ５０２０ 于 ２０２６ 年 ＡＰＩ ｖ２．１４．０") == tokenize_bilingual(
+        "错误码 E5020 于 2026 年 API v2.14.0"
+    )

@@ -36,6 +36,7 @@ from lessons.chunking.base import BILINGUAL_SEPARATORS
 from lessons.core.search_text import search_text
 from lessons.core.vectorstore import index_documents, open_store
 from lessons.text.cjk import CJK_IDEOGRAPHS
+from lessons.text.normalise import fold_width
 
 SCORE = "score"
 ID_KEY = "chunk_id"
@@ -61,6 +62,7 @@ def tokenize_bilingual(text: str) -> list[str]:
     split at its dots, a question about release 2.14.0 shares only "14" and "0" with its section, like every
     other 2.x.0 release (issue 24, measured in `benchmarks/bench_packages_retrieval.py`).
     """
+    text = fold_width(text)  # ２０２６ → 2026, ＡＰＩ → api: the normalisation quote matching uses
     return tokenize_words_bigrams(text) + [match.group(1) for match in _VERSION.finditer(text)]
 
 

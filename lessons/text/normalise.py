@@ -27,6 +27,15 @@ _TABLE_RULE = re.compile(r"^[ \t|:+-]*-{3,}[ \t|:+-]*$", re.MULTILINE)
 _HEADING_MARKER = re.compile(r"^\s{0,3}#{1,6}\s+", re.MULTILINE)
 
 
+def fold_width(text: str) -> str:
+    """Unicode NFKC: full-width letters and digits (`ＡＰＩ`, `２０２６`), ligatures and non-breaking spaces as plain ones.
+
+    Introduced in notebook 01 (chunking); the one normalisation quote matching (`normalise_for_match`) and the
+    BM25 tokens of notebook 02 (`lessons.retrieval.retrievers.tokenize_bilingual`) share.
+    """
+    return unicodedata.normalize("NFKC", text)
+
+
 def normalise_for_match(text: str) -> str:
     """Text reduced to what a reader sees, so a gold quote can be found in converted Markdown.
 
@@ -42,7 +51,7 @@ def normalise_for_match(text: str) -> str:
     5. table rules (`|---|---|`) and heading markers (`## `) are removed, table pipes become spaces;
     6. runs of whitespace (line breaks too) collapse to one space, and the ends are stripped.
     """
-    text = unicodedata.normalize("NFKC", text)
+    text = fold_width(text)
     text = _IMAGE_OR_LINK.sub(r"\1", text)
     text = _ESCAPED_PUNCTUATION.sub(lambda match: chr(_ESCAPE_SHIFT + ord(match.group(1))), text)
     for pattern in (_STRONG_STAR, _STRONG_UNDERSCORE, _STRIKETHROUGH, _EMPHASIS_STAR, _EMPHASIS_UNDERSCORE):
