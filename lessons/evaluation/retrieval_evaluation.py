@@ -36,8 +36,9 @@ HIT_K = 5
 RANK_K = 10
 METRICS = [f"hit@{HIT_K}", f"recall@{HIT_K}", f"MRR@{RANK_K}", f"nDCG@{RANK_K}"]
 BASELINE = "dense (baseline)"
-# Hybrid fused from each retriever's top `candidates`, the list every reranker of notebook 02 reorders: its fused order
-# is what the Chinese route keeps, and what a reranker's own gain is measured against (hybrid's top 10 fuse fewer).
+# Hybrid fused from each retriever's top `candidates`: the candidates every reranker of notebook 02 reads, in the deep
+# fusion's own order (the rerankers read them with plain hybrid's order first, `document_processor.plain_first`,
+# which is also what the Chinese route keeps: the deep order ranks worse on the package READMEs).
 DEEP_HYBRID = "hybrid (RRF), the rerankers' candidates"
 
 
