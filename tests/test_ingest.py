@@ -755,3 +755,13 @@ def test_a_text_file_changing_while_it_is_read_is_refused(tmp_path, monkeypatch)
     monkeypatch.setattr(ingest, "_read_bytes", read_then_rewrite)
     with pytest.raises(IngestError, match="changed while it was being read"):
         convert_file(path)
+
+
+def test_a_one_line_heading_of_2_mb_is_capped_with_a_warning_and_its_text_kept(tmp_path, caplog):
+    path = write(tmp_path / "wall.md", "# " + "endless heading words " * 95_000)
+    with caplog.at_level(logging.WARNING, logger="lessons.ingest"):
+        document = convert_file(path, cache=False)
+    sections = split_sections(to_documents([document]))
+    assert all(len(s.metadata.get("section", "")) <= ingest.MAX_HEADING_CHARS for s in sections)
+    assert sum(len(s.page_content) for s in sections) > 2_000_000  # the text is kept, as body text
+    assert "wall.md" in caplog.text and "heading" in caplog.text

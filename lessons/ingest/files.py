@@ -79,6 +79,7 @@ HTML_CHROME_SELECTORS = (
     "[id*=breadcrumb]",
 )
 
+MAX_HEADING_CHARS = 200  # a longer "heading" line is text: its start is the heading, the whole line the body
 _LINE_GUARD = "\u241f"
 _FAILED_LAYOUT_ARTIFACTS: set[str] = set()
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,4}(?:[ \t]|$)")
@@ -277,6 +278,7 @@ def convert_file(
     started = time.perf_counter()
     pages, converter = _convert(path, data, file_format, settings)
     seconds = time.perf_counter() - started
+    pages = _cap_headings(path, pages)
     markdown = "\n\n".join(text for _page, text in pages if text.strip())
     if not markdown.strip():
         raise EmptyFile(_no_text_message(path, file_format))
@@ -687,6 +689,29 @@ def _convert(path: Path, data: bytes, file_format: str, settings: dict) -> tuple
             f"'{path.name}' could not be converted ({type(error).__name__}: {error}) — open it in its application "
             "and save it again, or remove it"
         ) from error
+
+
+_LONG_HEADING = re.compile(rf"^( {{0,3}}#{{1,6}}[ \t]+)(.{{{MAX_HEADING_CHARS + 1},}})$", re.MULTILINE)
+
+
+def _cap_headings(path: Path, pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Headings cut to `MAX_HEADING_CHARS` (with "…"), the whole line kept below as body text; a warning names them.
+
+    A heading is copied into every chunk of its section: a 2 MB one-line heading would be copied into each.
+    """
+    capped: list[tuple[int, str]] = []
+    long_lines = 0
+    for page_no, text in pages:
+        if len(text) > MAX_HEADING_CHARS:
+            text, count = _LONG_HEADING.subn(
+                lambda m: f"{m[1]}{m[2][: MAX_HEADING_CHARS - 1].rstrip()}…\n\n{m[2]}", text
+            )
+            long_lines += count
+        capped.append((page_no, text))
+    if long_lines:
+        logger.warning("'%s': %d heading(s) longer than %d characters were cut to that length (the full line is kept "
+                       "as text) — check the file's headings", path.name, long_lines, MAX_HEADING_CHARS)  # fmt: skip
+    return capped
 
 
 def _plain_text(text: str) -> str:
