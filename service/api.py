@@ -24,7 +24,8 @@ import hmac
 import logging
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI, File, Header, HTTPException, Request, UploadFile
+from fastapi import Depends, FastAPI, Header, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from sqlalchemy import func, select
@@ -47,6 +48,60 @@ class SearchRequest(BaseModel):
 class AskRequest(BaseModel):
     question: str = Field(min_length=1, max_length=2000)
     k: int = Field(default=3, ge=1, le=10)
+
+
+TOO_LARGE = ("'{name}' is over the upload limit of {limit:,} bytes — split the file, or raise "
+             "AGENTIC_RAG_SERVICE_MAX_UPLOAD_BYTES (now {limit})")  # fmt: skip
+
+
+async def receive_file(request: Request, limit: int):
+    """(name, spooled file) of the multipart field `file`, streamed; 413 as soon as it passes `limit` bytes."""
+    import tempfile
+
+    from python_multipart.multipart import MultipartParser, parse_options_header
+
+    kind, options = parse_options_header(request.headers.get("content-type", ""))
+    if kind != b"multipart/form-data" or b"boundary" not in options:
+        raise HTTPException(422, "send the file as multipart/form-data in a field named 'file'")
+    declared = int(request.headers.get("content-length") or 0)
+    if declared > limit + (1 << 16):  # more than the file plus its multipart framing: refused unread
+        raise HTTPException(413, TOO_LARGE.format(name="the upload", limit=limit))
+    body = tempfile.SpooledTemporaryFile(max_size=1 << 20)  # noqa: SIM115 - the caller closes it
+    state = {"field": b"", "value": b"", "disposition": b"", "name": None, "size": 0, "in_file": False}
+
+    def header_end():
+        if state["field"].lower() == b"content-disposition":
+            _kind, params = parse_options_header(state["value"])
+            state["in_file"] = params.get(b"name") == b"file"
+            if state["in_file"]:
+                state["name"] = params.get(b"filename", b"").decode("utf-8", "replace")
+        state["field"] = state["value"] = b""
+
+    def data(chunk, start, end):
+        if state["in_file"]:
+            state["size"] += end - start
+            if state["size"] <= limit:
+                body.write(chunk[start:end])
+
+    callbacks = {
+        "on_part_begin": lambda: state.update(in_file=False),
+        "on_header_field": lambda c, s, e: state.update(field=state["field"] + c[s:e]),
+        "on_header_value": lambda c, s, e: state.update(value=state["value"] + c[s:e]),
+        "on_header_end": header_end,
+        "on_part_data": data,
+    }
+    parser = MultipartParser(options[b"boundary"], callbacks)
+    async for chunk in request.stream():
+        parser.write(chunk)
+        if state["size"] > limit:
+            body.close()
+            raise HTTPException(413, TOO_LARGE.format(name=state["name"], limit=limit))
+    parser.finalize()
+    if state["name"] is None:
+        body.close()
+        raise HTTPException(422, "no field named 'file' in the upload — send the file as multipart/form-data 'file'")
+    body.seek(0)
+    return state["name"], body
 
 
 def create_app(service: Service | None = None, workers: int | None = None) -> FastAPI:
@@ -103,11 +158,15 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
         }
 
     @app.post("/v1/documents", status_code=202, dependencies=[Depends(require_key)])
-    def upload(file: UploadFile = File(...)):  # noqa: B008 - FastAPI's way to declare a form file
+    async def upload(request: Request):
+        # The key is checked (the dependency) before a byte of the body is read; the body is streamed, refused at the limit.
+        name, body = await receive_file(request, service.settings.max_upload_bytes)
         try:
-            return service.upload(file.filename or "", file.file)
+            return await run_in_threadpool(service.upload, name, body)
         except BadFileName as error:
             raise HTTPException(400, str(error)) from None
+        finally:
+            body.close()
 
     @app.get("/v1/documents")
     def list_documents(include_deleted: bool = False):

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from service_support import Postgres, document_text, postgres_binaries, service_env
+from service_support import API_KEY, Postgres, document_text, postgres_binaries, service_env
 
 
 def make_service(tmp_path: Path, monkeypatch, database_url: str | None = None, **extra: str):
@@ -80,6 +80,39 @@ def test_an_upload_interrupted_by_a_kill_is_failed_on_restart_not_stuck(tmp_path
         assert job["status"] == "failed" and "half.md" in job["error"] and "upload" in job["error"], job
         assert client.get(f"/v1/documents/{document_id}").json()["state"] == "failed"
     assert not part.exists()
+
+
+def test_an_upload_is_refused_before_its_body_is_read_without_a_key_and_at_the_limit_with_413(tmp_path, monkeypatch):
+    """No key: 401 before a byte of the body is read; over the limit: 413 at the limit, and no document made."""
+    from fastapi.testclient import TestClient
+
+    from service.api import create_app
+
+    service = make_service(tmp_path, monkeypatch, AGENTIC_RAG_SERVICE_MAX_UPLOAD_BYTES="50000")
+    read = []
+
+    def body():
+        for _ in range(256):  # 256 MiB, in 1 MiB blocks, counted as the server pulls them
+            read.append(1)
+            yield b"x" * (1 << 20)
+
+    headers = {"Content-Type": "multipart/form-data; boundary=b"}
+    with TestClient(create_app(service, workers=0)) as client:
+        anonymous = client.post("/v1/documents", content=body(), headers=headers)
+        assert anonymous.status_code == 401 and len(read) <= 1, (anonymous.status_code, len(read))
+        read.clear()
+
+        def framed():
+            yield b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.md"\r\n\r\n'
+            yield from body()
+
+        too_big = client.post("/v1/documents", content=framed(), headers={**headers, "X-API-Key": API_KEY})
+        assert too_big.status_code == 413 and "big.md" in too_big.json()["detail"], too_big.text
+        assert "AGENTIC_RAG_SERVICE_MAX_UPLOAD_BYTES" in too_big.json()["detail"]
+        fits = client.post("/v1/documents", files={"file": ("fits.md", document_text("fits", "ok"))},
+                           headers={"X-API-Key": API_KEY})  # fmt: skip
+        assert fits.status_code == 202 and fits.json()["name"] == "fits.md", fits.text
+        assert [d["name"] for d in client.get("/v1/documents?include_deleted=true").json()] == ["fits.md"]
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------------------------
