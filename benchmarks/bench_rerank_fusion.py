@@ -5,7 +5,9 @@ scored ONCE by the packaged cross-encoder (scores persist in the cache folder's 
 then ordered many ways: the cross-encoder alone over the top N, and the reciprocal rank fusion of the
 cross-encoder's rank with the first stage's rank at several first-stage weights and depths N. English
 questions take the cross-encoder route, Chinese ones keep the first stage (the course's per-language routes).
-Plain hybrid (each retriever's top 10, fused) and dense are the references.
+Plain hybrid (each retriever's top 10, fused) and dense are the references. The packaged ColBERT
+(answerai-colbert-small-v1, English) is measured as a reranker fused with the first stage, and as a third
+ranked list beside the first stage and the cross-encoder.
 
 The script ends with a loud FAILED block when the course's default reranked pipeline
 (`lessons.retrieval.rerank.DEFAULT_FIRST_STAGE_WEIGHT`, `RERANK_CANDIDATES`) scores below plain hybrid on
@@ -24,7 +26,7 @@ from benchmarks.common import save
 from lessons.core.search_text import search_text
 from lessons.evaluation.metrics import retrieval_scores
 from lessons.ingest.corpus import load_gold
-from lessons.retrieval.cross_encoder import OnnxCrossEncoder
+from lessons.retrieval.cross_encoder import ColbertScorer, OnnxCrossEncoder
 from lessons.retrieval.document_processor import RERANK_CANDIDATES, hybrid_over, plain_first
 from lessons.retrieval.index import load_knowledge_base
 from lessons.retrieval.rerank import DEFAULT_FIRST_STAGE_WEIGHT
@@ -46,7 +48,7 @@ def fused(first: list, scores: dict[str, float], weight: float, depth: int) -> l
     return reciprocal_rank_fusion([top, by_model], [weight, 1 - weight], id_key=None)[:K]
 
 
-def pipelines(question, chunks, store, model) -> dict[str, list]:
+def pipelines(question, chunks, store, model, colbert) -> dict[str, list]:
     deep = hybrid_over(chunks, store, k=max(DEPTHS), candidates=max(DEPTHS)).invoke(question.question)
     plain = hybrid_over(chunks, store, k=K, candidates=K).invoke(question.question)
     out = {"dense": dense_retriever(store, K).invoke(question.question), "hybrid (plain)": plain}
@@ -65,16 +67,29 @@ def pipelines(question, chunks, store, model) -> dict[str, list]:
             scores = {d.page_content: s for d, s in zip(top, raw)}
             for weight in WEIGHTS:
                 out[f"{order}: top {depth} → CE, w={weight}"] = fused(first, scores, weight, depth)
+    first, depth = orders["plain first"], RERANK_CANDIDATES
+    top = first[:depth]
+    if not english:
+        out["plain first: top 20 → ColBERT, w=0.2"] = out["plain first: top 20 → CE + ColBERT + first stage"] = top[:K]
+        return out
+    late = colbert.score([(question.question, search_text(d, d.page_content)) for d in top])
+    by_colbert = [d for _, d in sorted(zip(late, top), key=lambda pair: pair[0], reverse=True)]
+    raw = model.score([(question.question, search_text(d, d.page_content)) for d in top])
+    by_model = [d for _, d in sorted(zip(raw, top), key=lambda pair: pair[0], reverse=True)]
+    out["plain first: top 20 → ColBERT, w=0.2"] = reciprocal_rank_fusion([top, by_colbert], [0.2, 0.8], id_key=None)[:K]
+    out["plain first: top 20 → CE + ColBERT + first stage"] = reciprocal_rank_fusion(
+        [top, by_model, by_colbert], [0.2, 0.5, 0.3], id_key=None
+    )[:K]
     return out
 
 
 def main():
-    model = OnnxCrossEncoder()
+    model, colbert = OnnxCrossEncoder(), ColbertScorer()
     rows = []
     for corpus in ("course", "packages"):
         chunks, store = load_knowledge_base(corpus)
         for question in [q for q in load_gold(corpus=corpus) if q.answerable]:
-            for name, documents in pipelines(question, chunks, store, model).items():
+            for name, documents in pipelines(question, chunks, store, model, colbert).items():
                 rows.append({"corpus": corpus, "language": question.language, "pipeline": name,
                              **retrieval_scores(documents, question, None, k=5, rank_k=K)})  # fmt: skip
     frame = pd.DataFrame(rows)
