@@ -240,3 +240,12 @@ def test_the_service_serves_the_gated_loop_and_abstains_on_a_near_miss():
                   frozenset({"tidewell"}), max_rounds=1)  # fmt: skip
     assert not good.abstained and good.answer == "The margin was 71%." and good.answerability["reason"] == "answerable"
     assert [c.source for c in good.citations] == ["q3_2026_business_review.pptx"]
+
+
+def test_a_chinese_term_is_not_asked_of_english_evidence_but_a_figure_is():
+    readme = Document("LangChain Core provides modular abstractions. Version 0.3 added streaming.")
+    check, _ = check_with("LangChain Core provides modular abstractions.", subject=())
+    verdict = check("LangChain Core 的“模块化”具体指什么？", [readme])
+    assert verdict.answerable and "模块化" in verdict.specifics and verdict.missing == ()
+    check, _ = check_with("LangChain Core provides modular abstractions.", subject=())
+    assert check("LangChain Core 0.4 的“模块化”具体指什么？", [readme]).missing == ("0.4",)

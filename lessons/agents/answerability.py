@@ -387,8 +387,10 @@ def verify_evidence(
     window = _window(documents[match.document], match)
     everywhere = " ".join(_haystack(d.page_content) + " " + _haystack(str(d.metadata.get(CONTEXT_HEADER) or ""))
                           for d in documents)  # fmt: skip
+    # A Chinese term cannot be looked for in English evidence (a Chinese question about an English README).
+    checkable = [s for s in specifics if _CJK_CHAR.search(window) or not all(_CJK_CHAR.search(f) for f in s.forms)]
     missing = [
-        s for s in specifics if not occurs(s, everywhere if s.kind == "name" and not names_near_quote else window)
+        s for s in checkable if not occurs(s, everywhere if s.kind == "name" and not names_near_quote else window)
     ]
     terms = content_tokens(question)
     coverage = sum(term in window for term in terms) / len(terms) if terms else None
