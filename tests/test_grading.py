@@ -476,3 +476,22 @@ def test_the_default_gate_is_the_one_bench_gate_calibrated_and_holds_on_its_ques
         point = gate_operating_point(in_kb, out_of_kb, DEFAULT_GATE[language])
         assert point == pytest.approx(result["by_language"][language]["top_3"]["both_signals"]["in_sample"])
         assert point["abstention"] >= result["min_abstention"]
+
+
+def test_the_gate_reads_the_score_the_reranker_recorded_and_scores_only_the_rest():
+    from lessons.agents.grading import RelevanceGate
+    from lessons.retrieval.rerank import RELEVANCE_SCORE
+
+    class CountingCrossEncoder:
+        def __init__(self):
+            self.pairs = []
+
+        def score(self, pairs):
+            self.pairs += pairs
+            return [0.5 for _ in pairs]
+
+    model = CountingCrossEncoder()
+    gate = RelevanceGate(judged_by_passage({"a": 0.9, "b": 0.9}), 0.5, cross_encoder=model)
+    reranked = Document("a", metadata={RELEVANCE_SCORE: 0.93})
+    assert gate.cross_encoder_scores("q", [reranked, Document("b")]) == [0.93, 0.5]
+    assert [text for _, text in model.pairs] == ["b"]  # the reranked passage was not scored again

@@ -39,10 +39,11 @@ from lessons.agents.claim_check import content_tokens, figures
 from lessons.core.prompt_safety import DATA_RULE
 from lessons.core.search_text import CONTEXT_HEADER
 from lessons.core.structured import invoke_structured
+from lessons.retrieval.rerank import RELEVANCE_SCORE
 from lessons.text.language import detect_language
 from lessons.text.normalise import normalise_for_match
 
-CROSS_ENCODER_KEY = "cross_encoder_score"  # metadata key: the reranker's cross-encoder score for the passage
+CROSS_ENCODER_KEY = RELEVANCE_SCORE  # metadata key: the reranker's cross-encoder score for the passage
 MIN_QUOTE_COVERAGE = 0.9  # share of the quote's characters that must match the chunk, in order
 MIN_MATCH_BLOCK = 4  # shorter common runs are chance, not copying
 MIN_QUOTE_CHARS = 8  # a shorter "quote" ("No", "Yes") states nothing a reader could check

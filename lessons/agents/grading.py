@@ -42,7 +42,7 @@ from lessons.core.i18n import t
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.search_text import search_text
 from lessons.core.structured import invoke_structured
-from lessons.retrieval.rerank import RELEVANCE_PROMPTS, LLMRelevanceScorer, get_cross_encoder
+from lessons.retrieval.rerank import RELEVANCE_PROMPTS, RELEVANCE_SCORE, LLMRelevanceScorer, get_cross_encoder
 from lessons.text.language import detect_language
 
 Retriever = Callable[[str], Sequence[Document]]
@@ -198,8 +198,12 @@ class RelevanceGate:
         }
 
     def cross_encoder_scores(self, question: str, documents: Sequence[Document]) -> list[float]:
-        """The cross-encoder's score for each document, read as the reranker reads it (context header + text)."""
-        return [float(s) for s in self.cross_encoder.score([(question, search_text(d)) for d in documents])]
+        """The cross-encoder's score for each document: the one the reranker recorded (`metadata[RELEVANCE_SCORE]`),
+        else scored here as the reranker reads it (context header + text)."""
+        missing = [d for d in documents if d.metadata.get(RELEVANCE_SCORE) is None]
+        fresh = iter(self.cross_encoder.score([(question, search_text(d)) for d in missing]) if missing else [])
+        return [float(d.metadata[RELEVANCE_SCORE] if d.metadata.get(RELEVANCE_SCORE) is not None else next(fresh))
+                for d in documents]  # fmt: skip
 
     def p_yes(self, question: str, documents: Sequence[Document]) -> list[float]:
         """The chat model's P(yes) for each document, asked in the question's language (one call each)."""
