@@ -60,6 +60,17 @@ def test_an_amx_cpu_gets_its_avx512_kernels_but_never_amx_nor_native():
         assert not [flag for flag in variant.requires if "amx" in flag]
 
 
+def test_every_x86_option_is_set_explicitly_in_every_variant():
+    """llama.cpp turns AVX/AVX2/FMA/F16C/BMI2 on by default when NATIVE is off: a variant must say OFF itself."""
+    for flags in (SAPPHIRE_RAPIDS, AVX2_LAPTOP, OLD_CPU):
+        for variant in rb.build_variants(flags, "x86_64", "Linux"):
+            for option, _ in rb.X86_OPTIONS:
+                settings = [a for a in variant.cmake_args if a.startswith(f"-DGGML_{option}=")]
+                assert len(settings) == 1, (variant.name, option, settings)
+    baseline = rb.build_variants(OLD_CPU, "x86_64", "Linux")[0].cmake_args
+    assert "-DGGML_AVX=OFF" in baseline and "-DGGML_AVX2=OFF" in baseline and "-DGGML_FMA=OFF" in baseline
+
+
 def test_each_variant_requires_only_what_it_compiles_in():
     avx512, avx2, baseline = rb.build_variants(SAPPHIRE_RAPIDS, "x86_64", "Linux")
     assert {"avx512f", "avx512bw", "avx512_bf16"} <= set(avx512.requires)
@@ -72,7 +83,7 @@ def test_a_cpu_without_avx512_starts_at_avx2_and_an_old_one_at_the_baseline():
     assert [v.name for v in rb.build_variants(AVX2_LAPTOP, "x86_64", "Linux")] == ["avx2", "x86-64"]
     assert [v.name for v in rb.build_variants(OLD_CPU, "x86_64", "Linux")] == ["x86-64"]
     stray = frozenset({"avx512_vnni", *AVX2_LAPTOP})  # an extension without AVX-512 itself is not used
-    assert not [a for a in rb.build_variants(stray, "x86_64", "Linux")[0].cmake_args if "AVX512" in a]
+    assert not [a for a in rb.build_variants(stray, "x86_64", "Linux")[0].cmake_args if "AVX512" in a and "=ON" in a]
 
 
 def test_arm_builds():

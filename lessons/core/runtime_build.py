@@ -127,7 +127,11 @@ def _run_quiet(command: list[str]) -> str:
 
 
 def _x86_variant(name: str, options: tuple[str, ...]) -> BuildVariant:
-    args = ["-DGGML_NATIVE=OFF"] + [f"-DGGML_{option}=ON" for option in options]
+    # Every option is set, ON or OFF: with GGML_NATIVE=OFF llama.cpp turns AVX, AVX2, FMA, F16C and BMI2 on by default,
+    # so a "baseline" build that only lists what it wants is an AVX2 build (measured: the first x86-64 build was).
+    args = ["-DGGML_NATIVE=OFF"] + [
+        f"-DGGML_{option}={'ON' if option in options else 'OFF'}" for option, _ in X86_OPTIONS
+    ]
     args += [f"-DGGML_{option}=OFF" for option in NEVER]
     requires = sorted({flag for option, flags in X86_OPTIONS if option in options for flag in flags})
     return BuildVariant(name, tuple(args), tuple(requires))
