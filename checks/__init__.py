@@ -15,11 +15,11 @@ every hint and its exercise name a `zh=` twin; tests/test_i18n.py fails on one w
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 
 from lessons.core.i18n import ENGLISH, course_language
+from lessons.core.settings import get_settings
 
 # The lines a check prints, per language.
 MESSAGES = {
@@ -58,7 +58,7 @@ def expect(condition: bool, hint: str, *, zh: str | None = None) -> None:
 
 
 def _log(exercise: str, passed: bool, message: str) -> None:
-    path = os.environ.get("AGENTIC_RAG_CHECK_LOG")
+    path = get_settings().check_log
     if path:
         with open(path, "a") as handle:
             handle.write(json.dumps({"exercise": exercise, "passed": passed, "message": message}) + "\n")

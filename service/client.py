@@ -317,15 +317,15 @@ class RunningService:
 
     def settings(self):
         """The service's settings as the server process has them (for jobs that run beside it, e.g. the nightly run)."""
-        import dataclasses
+        from pydantic import SecretStr
 
         from service.settings import load_service_settings
 
-        return dataclasses.replace(
-            load_service_settings(), api_key=self.api_key, data_dir=self.data_dir,
+        return load_service_settings().model_copy(update=dict(
+            api_key=SecretStr(self.api_key) if self.api_key else None, data_dir=self.data_dir,
             database_url=self.env["AGENTIC_RAG_SERVICE_DATABASE_URL"], file_store=self.data_dir / "files",
             collection=self.env["AGENTIC_RAG_SERVICE_COLLECTION"], url=self.url,
-            reranker=self.env.get("AGENTIC_RAG_SERVICE_RERANKER", "default"))  # fmt: skip
+            reranker=self.env.get("AGENTIC_RAG_SERVICE_RERANKER", "default")))  # fmt: skip
 
     def nightly(self, llm, questions: int = 6, seed: int = 0, progress: bool = True) -> dict[str, Any]:
         """One nightly evaluation of this service (`service.nightly.run_nightly`), run in this process with `llm`:

@@ -23,55 +23,89 @@ Introduced in notebook 08 (from notebook to service). Each storage is a setting,
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from lessons.core.settings import SettingsError, _int, get_settings
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
+from pydantic_settings import SettingsConfigDict
+
+from lessons.core.settings import EnvModel, get_settings, read_settings
 from lessons.ingest.files import IngestLimits
 
 API_KEY_VARIABLE = "AGENTIC_RAG_SERVICE_API_KEY"
 RERANKERS = ("default", "none")  # AGENTIC_RAG_SERVICE_RERANKER: service.pipeline.service_reranker
 
 
-def _float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r} is not a number — set e.g. {name}={default}") from None
-    if value < 0:
-        raise SettingsError(f"{name}={raw!r} must not be negative — set e.g. {name}={default}")
-    return value
+class ServiceSettings(EnvModel):
+    """The service's settings (the table above); `load_service_settings()` reads them. The key is a `SecretStr`:
+    never in a log line, a repr or a traceback."""
 
+    model_config = SettingsConfigDict(env_prefix="AGENTIC_RAG_SERVICE_")
 
-@dataclass(frozen=True)
-class ServiceSettings:
-    api_key: str | None
-    data_dir: Path
-    database_url: str
-    file_store: Path
-    chroma_url: str | None
-    collection: str
-    max_upload_bytes: int
-    max_attempts: int
-    lease_seconds: float
-    retire_seconds: float
-    poll_seconds: float
-    host: str
-    port: int
+    api_key: SecretStr | None = None
+    data_dir: Path | None = None  # default: <course cache_dir>/service
+    database_url: str | None = None  # default: SQLite in the data folder
+    file_store: Path | None = None  # default: <data_dir>/files
+    chroma_url: str | None = Field(None, exclude=True)  # the course's AGENTIC_RAG_CHROMA_URL, passed in
+    collection: str = "service-docs"
+    max_upload_bytes: int = Field(default_factory=lambda: IngestLimits().max_file_bytes)
+    max_attempts: int = 3
+    lease_seconds: float = 60.0
+    retire_seconds: float = 10.0
+    poll_seconds: float = 0.5
+    host: str = "127.0.0.1"
+    port: int = 8008
     workers: int = 1
-    url: str = "http://127.0.0.1:8008"
+    url: str | None = None  # default: http://127.0.0.1:<port>
     reranker: str = "default"
 
-    def __repr__(self) -> str:  # the key never appears in a log line or a traceback
-        fields = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "api_key"}
-        shown = ", ".join(f"{name}={value!r}" for name, value in fields.items())
-        return f"ServiceSettings(api_key={'<set>' if self.api_key else None}, {shown})"
+    @field_validator("max_upload_bytes", "max_attempts", "port", mode="before")
+    @classmethod
+    def _positive(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls._whole(value, info)
 
-    __str__ = __repr__
+    @field_validator("lease_seconds", "retire_seconds", "poll_seconds", mode="before")
+    @classmethod
+    def _seconds(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls._number(value, info)
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _workers(cls, value: Any, info: ValidationInfo) -> Any:
+        return int(cls._number(value, info))
+
+    @field_validator("reranker", mode="before")
+    @classmethod
+    def _reranker(cls, value: Any, info: ValidationInfo) -> Any:
+        value = str(value).strip().lower()
+        if value not in RERANKERS:
+            raise ValueError(f"AGENTIC_RAG_SERVICE_RERANKER={value!r} — use 'default' (hybrid, then the course's "
+                             "reranker) or 'none' (the hybrid order alone)")  # fmt: skip
+        return value
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        if value is not None and "://" not in value:
+            raise ValueError(
+                f"AGENTIC_RAG_SERVICE_DATABASE_URL={_redact_url(value)!r} is not a database URL — use e.g. "
+                "sqlite:///path/service.sqlite or postgresql+psycopg://user:password@127.0.0.1:5432/service"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _derived(self) -> ServiceSettings:
+        """The defaults that follow from other settings (frozen model: set once, here)."""
+        data_dir = (self.data_dir or get_settings().cache_dir / "service").expanduser()
+        derived = {
+            "data_dir": data_dir,
+            "database_url": self.database_url or f"sqlite:///{data_dir / 'service.sqlite'}",
+            "file_store": (self.file_store or data_dir / "files").expanduser(),
+            "url": (self.url or f"http://127.0.0.1:{self.port}").rstrip("/"),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
+        return self
 
     @property
     def limits(self) -> IngestLimits:
@@ -105,37 +139,8 @@ def _redact_url(url: str) -> str:
 
 
 def load_service_settings() -> ServiceSettings:
-    """The service's settings from the environment (`.env` loaded first by the course settings)."""
-    course = get_settings()  # loads .env; the service reuses its cache folder and Chroma URL
-    data_dir = Path(os.environ.get("AGENTIC_RAG_SERVICE_DATA_DIR", "") or course.cache_dir / "service").expanduser()
-    database_url = (
-        os.environ.get("AGENTIC_RAG_SERVICE_DATABASE_URL", "").strip() or f"sqlite:///{data_dir / 'service.sqlite'}"
-    )
-    if "://" not in database_url:
-        raise SettingsError(
-            f"AGENTIC_RAG_SERVICE_DATABASE_URL={_redact_url(database_url)!r} is not a database URL — use e.g. "
-            "sqlite:///path/service.sqlite or postgresql+psycopg://user:password@127.0.0.1:5432/service"
-        )
-    port = _int("AGENTIC_RAG_SERVICE_PORT", 8008)
-    reranker = os.environ.get("AGENTIC_RAG_SERVICE_RERANKER", "").strip().lower() or "default"
-    if reranker not in RERANKERS:
-        raise SettingsError(f"AGENTIC_RAG_SERVICE_RERANKER={reranker!r} — use 'default' (hybrid, then the course's "
-                            "reranker) or 'none' (the hybrid order alone)")  # fmt: skip
-    return ServiceSettings(
-        api_key=os.environ.get(API_KEY_VARIABLE, "").strip() or None,
-        data_dir=data_dir,
-        database_url=database_url,
-        file_store=Path(os.environ.get("AGENTIC_RAG_SERVICE_FILE_STORE", "") or data_dir / "files").expanduser(),
-        chroma_url=course.chroma_url,
-        collection=os.environ.get("AGENTIC_RAG_SERVICE_COLLECTION", "").strip() or "service-docs",
-        max_upload_bytes=_int("AGENTIC_RAG_SERVICE_MAX_UPLOAD_BYTES", IngestLimits().max_file_bytes),
-        max_attempts=_int("AGENTIC_RAG_SERVICE_MAX_ATTEMPTS", 3),
-        lease_seconds=_float("AGENTIC_RAG_SERVICE_LEASE_SECONDS", 60.0),
-        retire_seconds=_float("AGENTIC_RAG_SERVICE_RETIRE_SECONDS", 10.0),
-        poll_seconds=_float("AGENTIC_RAG_SERVICE_POLL_SECONDS", 0.5),
-        host=os.environ.get("AGENTIC_RAG_SERVICE_HOST", "").strip() or "127.0.0.1",
-        port=port,
-        workers=int(_float("AGENTIC_RAG_SERVICE_WORKERS", 1)),
-        url=(os.environ.get("AGENTIC_RAG_SERVICE_URL", "").strip() or f"http://127.0.0.1:{port}").rstrip("/"),
-        reranker=reranker,
-    )
+    """The service's settings from the environment and `.env`, with the course's Chroma server and cache folder."""
+    course = get_settings()  # the service reuses its cache folder and Chroma URL
+    from lessons.core import settings
+
+    return read_settings(ServiceSettings, settings.PROJECT_ROOT / ".env", chroma_url=course.chroma_url)

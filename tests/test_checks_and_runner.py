@@ -35,7 +35,7 @@ def test_learner_copy_has_no_outputs_and_no_answers():
     assert "answer = 42" in master.cells[0].source  # the master is untouched
 
 
-def test_run_check_reports_hints_and_errors_and_logs_them(tmp_path, monkeypatch, capsys):
+def test_run_check_reports_hints_and_errors_and_logs_them(tmp_path, monkeypatch, fresh_settings, capsys):
     log = tmp_path / "checks.jsonl"
     monkeypatch.setenv("AGENTIC_RAG_CHECK_LOG", str(log))
     assert run_check("ok", lambda: expect(True, "unused"))

@@ -1,7 +1,6 @@
 """The evaluation module with scripted models: metrics, typed judges that fail loudly, the run and its report."""
 
 import json
-import sys
 
 import pandas as pd
 import pytest
@@ -12,8 +11,6 @@ from lessons.core.usage import deepseek_cost_usd, metered
 from lessons.evaluation import (
     PIPELINES,
     FaithfulnessVerdict,
-    Resources,
-    build_pipelines,
     compare,
     evaluate,
     judge_failures,
@@ -25,7 +22,6 @@ from lessons.evaluation.judges import CompletenessVerdict, Judgement
 from lessons.evaluation.metrics import chunk_recall_at_k
 from lessons.evaluation.pipelines import (
     PipelineResult,
-    PipelineUnavailable,
     UnknownPipeline,
     answer_from,
     check_pipeline_names,
@@ -93,7 +89,7 @@ def test_metered_counts_calls_inside_the_block_only_also_from_threads():
     assert meter.totals.input_tokens == 5 and meter.totals.output_tokens == 3
 
 
-def test_deepseek_cost_uses_the_list_price(monkeypatch):
+def test_deepseek_cost_uses_the_list_price(monkeypatch, fresh_settings):
     monkeypatch.setenv("DEEPSEEK_PRICE_INPUT", "1.0")
     monkeypatch.setenv("DEEPSEEK_PRICE_OUTPUT", "2.0")
     assert deepseek_cost_usd(1_000_000, 500_000) == pytest.approx(2.0)
@@ -235,10 +231,3 @@ def test_unknown_pipeline_names_list_the_known_ones():
 
 def test_the_registry_covers_the_earlier_notebooks():
     assert list(PIPELINES) == ["dense", "hybrid", "hybrid+rerank", "qa-hybrid", "grading-loop", "three-agents"]
-
-
-def test_three_agents_without_its_module_is_a_clear_error(monkeypatch):
-    monkeypatch.setitem(sys.modules, "lessons.agents.three_agents", None)  # makes the import fail
-    resources = Resources(chunks=CHUNKS, store=None, llm=judge_model())
-    with pytest.raises(PipelineUnavailable, match="lessons/agents/three_agents.py"):
-        build_pipelines(["three-agents"], resources)

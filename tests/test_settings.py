@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from lessons.core.settings import SettingsError
@@ -12,12 +14,13 @@ def test_defaults_are_offline(fresh_settings):
     assert settings.n_ctx == 4096
 
 
-def test_key_in_dotenv_switches_auto_to_deepseek(fresh_settings, tmp_path, monkeypatch):
+def test_key_in_dotenv_switches_auto_to_deepseek(fresh_settings, tmp_path):
     (tmp_path / ".env").write_text("DEEPSEEK_API_KEY=sk-test-123\n")
     settings = fresh_settings()
-    assert settings.deepseek_api_key == "sk-test-123"
+    assert settings.deepseek_api_key.get_secret_value() == "sk-test-123"
     assert settings.uses_deepseek is True
-    monkeypatch.delenv("DEEPSEEK_API_KEY")  # load_dotenv exported it; keep other tests clean
+    assert "sk-test-123" not in repr(settings) and "sk-test-123" not in str(settings)  # a secret, never shown
+    os.environ.pop("DEEPSEEK_API_KEY")  # load_dotenv exported it (monkeypatch.delenv would restore it afterwards)
 
 
 def test_forcing_local_ignores_the_key(fresh_settings, monkeypatch):
@@ -34,6 +37,8 @@ def test_forcing_local_ignores_the_key(fresh_settings, monkeypatch):
         ("AGENTIC_RAG_THREADS", "0", "must be positive"),
         ("AGENTIC_RAG_LLM_CACHE", "maybe", "use 1 or 0"),
         ("AGENTIC_RAG_EMBEDDER", "bert", "e5, use"),
+        ("AGENTIC_RAG_CHROMA_URL", "localhost", "use http://HOST:PORT"),
+        ("DEEPSEEK_PRICE_INPUT", "cheap", "not a number"),
     ],
 )
 def test_bad_values_name_the_variable_and_the_fix(fresh_settings, monkeypatch, name, value, fragment):
@@ -41,3 +46,40 @@ def test_bad_values_name_the_variable_and_the_fix(fresh_settings, monkeypatch, n
     with pytest.raises(SettingsError) as error:
         fresh_settings()
     assert name in str(error.value) and fragment in str(error.value)
+
+
+def test_the_environment_wins_over_dotenv_and_empty_means_the_default(fresh_settings, tmp_path, monkeypatch):
+    (tmp_path / ".env").write_text("AGENTIC_RAG_CTX=2048\nAGENTIC_RAG_EMBEDDER=use\nAGENTIC_RAG_THREADS=3\n")
+    monkeypatch.setenv("AGENTIC_RAG_CTX", "8192")
+    monkeypatch.setenv("AGENTIC_RAG_RERANKER", "")
+    settings = fresh_settings()
+    assert (settings.n_ctx, settings.embedder, settings.threads, settings.reranker) == (8192, "use", 3, "packaged")
+    for name in ("AGENTIC_RAG_EMBEDDER", "AGENTIC_RAG_THREADS"):
+        os.environ.pop(name)  # load_dotenv exported them; keep other tests clean
+
+
+def test_a_bad_value_in_dotenv_is_named_too(fresh_settings, tmp_path):
+    (tmp_path / ".env").write_text("AGENTIC_RAG_LLM_CACHE=sometimes\n")
+    with pytest.raises(SettingsError, match="AGENTIC_RAG_LLM_CACHE='sometimes' is not a switch — use 1 or 0"):
+        fresh_settings()
+    os.environ.pop("AGENTIC_RAG_LLM_CACHE")
+
+
+def test_the_service_key_is_a_secret_and_a_bad_number_is_named(fresh_settings, monkeypatch):
+    from service.settings import load_service_settings
+
+    monkeypatch.setenv("AGENTIC_RAG_SERVICE_API_KEY", "key-123")
+    monkeypatch.setenv("AGENTIC_RAG_SERVICE_PORT", "9001")
+    settings = load_service_settings()
+    assert settings.api_key.get_secret_value() == "key-123" and "key-123" not in repr(settings)
+    assert settings.url == "http://127.0.0.1:9001" and settings.data_dir == fresh_settings().cache_dir / "service"
+    monkeypatch.setenv("AGENTIC_RAG_SERVICE_LEASE_SECONDS", "-1")
+    with pytest.raises(SettingsError, match=r"AGENTIC_RAG_SERVICE_LEASE_SECONDS='-1' must not be negative"):
+        load_service_settings()
+    monkeypatch.setenv("AGENTIC_RAG_SERVICE_LEASE_SECONDS", "60")
+    monkeypatch.setenv("AGENTIC_RAG_SERVICE_MAX_ATTEMPTS", "many")
+    with pytest.raises(
+        SettingsError,
+        match=r"AGENTIC_RAG_SERVICE_MAX_ATTEMPTS='many' is not a whole number — set e\.g\. AGENTIC_RAG_SERVICE_MAX_ATTEMPTS=3",
+    ):
+        load_service_settings()

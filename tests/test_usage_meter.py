@@ -91,7 +91,7 @@ def test_cached_answers_are_counted_apart_from_fresh_calls(tmp_path):
     assert totals.by_model == {"scripted-fake": 1}
 
 
-def test_cost_is_one_formula_charged_for_fresh_deepseek_calls_only(tmp_path, monkeypatch):
+def test_cost_is_one_formula_charged_for_fresh_deepseek_calls_only(tmp_path, monkeypatch, fresh_settings):
     monkeypatch.setenv("DEEPSEEK_PRICE_INPUT", "1.0")
     monkeypatch.setenv("DEEPSEEK_PRICE_OUTPUT", "2.0")
     assert deepseek_cost_usd(1_000_000, 500_000) == pytest.approx(2.0)

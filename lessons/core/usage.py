@@ -34,6 +34,7 @@ from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
 from lessons.core.i18n import t
+from lessons.core.settings import get_settings
 
 # US$ per million tokens for deepseek-chat (cache-miss input, output), from DeepSeek's price page,
 # September 2025. Override with DEEPSEEK_PRICE_INPUT / DEEPSEEK_PRICE_OUTPUT when prices change.
@@ -41,8 +42,8 @@ DEEPSEEK_PRICE_PER_MTOK = {"input": 0.28, "output": 0.42}
 
 
 def _price(kind: str) -> float:
-    raw = os.environ.get(f"DEEPSEEK_PRICE_{kind.upper()}", "").strip()
-    return float(raw) if raw else DEEPSEEK_PRICE_PER_MTOK[kind]
+    price = getattr(get_settings(), f"deepseek_price_{kind}")
+    return DEEPSEEK_PRICE_PER_MTOK[kind] if price is None else price
 
 
 def deepseek_cost_usd(input_tokens: int, output_tokens: int) -> float:

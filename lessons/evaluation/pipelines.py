@@ -296,14 +296,8 @@ def build_grading_loop_pipeline(r: Resources) -> Pipeline:
 
 
 def build_three_agents(r: Resources) -> Pipeline:
-    try:
-        from lessons.agents.three_agents import run_three_agents
-    except ImportError as error:
-        raise PipelineUnavailable(
-            "the three-agent pipeline needs lessons/agents/three_agents.py (notebook 05), which this checkout does not "
-            f'have yet ({error}); leave "three-agents" out of the pipelines for now'
-        ) from error
     from lessons.agents.answerability import AnswerabilityCheck, common_names
+    from lessons.agents.three_agents import run_three_agents
 
     retriever = _hybrid(r, r.k).invoke  # the same first stage as the hybrid pipeline, top k
     check = AnswerabilityCheck(r.llm, subject=common_names(r.chunks))  # the grading loop's answerability check
@@ -314,10 +308,6 @@ def build_three_agents(r: Resources) -> Pipeline:
         return PipelineResult(result.answer, bool(result.abstained), context, [] if result.abstained else context)
 
     return run
-
-
-class PipelineUnavailable(RuntimeError):
-    """A pipeline that cannot be built in this checkout; the message says why and what to do."""
 
 
 class UnknownPipeline(ValueError):
@@ -537,15 +527,16 @@ def _fmt(value: Any) -> str:
 
 
 def markdown_table(table: pd.DataFrame) -> str:
-    """A pipe table of `compare`'s output, pipelines as rows."""
-    header = ["pipeline", *table.columns]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    """A pipe table of `compare`'s output, pipelines as rows (`DataFrame.to_markdown`, cells shown as `_fmt` does).
+
+    Introduced in notebook 06 (evaluation)."""
     counts = {"questions", "judged answers", "judge failures", "pipeline errors"}
-    for name, values in table.iterrows():
-        cells = [str(int(v)) if column in counts and v is not None and not pd.isna(v) else _fmt(v)
-                 for column, v in values.items()]  # fmt: skip
-        lines.append("| " + " | ".join([str(name), *cells]) + " |")
-    return "\n".join(lines)
+    shown = table.astype(object).apply(
+        lambda column: column.map(
+            lambda v: str(int(v)) if column.name in counts and v is not None and not pd.isna(v) else _fmt(v)
+        )
+    )
+    return shown.rename_axis("pipeline").to_markdown(tablefmt="pipe", disable_numparse=True)
 
 
 def report_markdown(rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[TestItem], meta: Mapping[str, Any]) -> str:
@@ -554,8 +545,8 @@ def report_markdown(rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[Tes
 
     lines = ["# RAG evaluation report", ""]
     lines += [f"- **{key}**: {value}" for key, value in meta.items()]
-    lines += ["", "## Test set", "", "| " + " | ".join(describe(items)) + " |", "|" + "---|" * len(describe(items)),
-              "| " + " | ".join(_fmt(v) for v in describe(items).values()) + " |", ""]  # fmt: skip
+    test_set = pd.DataFrame([{key: _fmt(value) for key, value in describe(items).items()}])
+    lines += ["", "## Test set", "", test_set.to_markdown(index=False, tablefmt="pipe", disable_numparse=True), ""]
     lines += ["## Pipelines compared", "", markdown_table(table), "",
               ("Retrieval metrics and completeness: answerable questions. Factual consistency: answers that were "
                "judged (abstentions make no claim). Abstained: out-of-KB questions. Cost columns count the pipeline's "
