@@ -84,7 +84,11 @@ def test_hybrid_rerank_uses_the_course_reranker_not_the_chat_model(monkeypatch):
         return rerank.KeepOrder(top_n=top_n)
 
     monkeypatch.setattr(rerank, "default_reranker", fake_default)
-    monkeypatch.setattr(evaluation, "_hybrid", lambda r, size: _FixedRetriever(docs=[LEAVE, PORT][:size]))
+    from lessons.retrieval import document_processor
+
+    monkeypatch.setattr(
+        document_processor, "reranked_hybrid_over", lambda chunks, store, k, candidates: _FixedRetriever(docs=[LEAVE, PORT])
+    )
     model = ScriptedChatModel(default="unused")
     retrieve = PIPELINES["hybrid+rerank"].retrieval(Resources(chunks=[PORT, LEAVE], store=None, llm=model, rank_k=2))
     assert retrieve("Which port?") == [LEAVE, PORT]
