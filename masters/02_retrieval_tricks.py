@@ -116,7 +116,7 @@ from IPython.display import HTML, Markdown, display
 
 from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
 from lessons.evaluation import relevant_chunk_counts
-from lessons.ingest import balanced_sample, load_gold
+from lessons.ingest import balanced_sample, course_example, load_gold
 from lessons.retrieval import build_index, chunk_knowledge_base
 from lessons.widgets import side_by_side_html
 
@@ -130,7 +130,7 @@ gold = load_gold()
 by_id = {q.id: q for q in gold}
 answerable = [q for q in gold if q.answerable]
 relevant = relevant_chunk_counts(chunks, answerable)
-EXAMPLE = "en-041"  # the running example, always in the sample so its LLM answers are reused
+EXAMPLE = course_example(gold, en="en-041", zh="zh-021").id  # the running example, always in the sample
 sample = balanced_sample(answerable, N_LLM_QUESTIONS, SAMPLE_SEED, by_type=True, include=[EXAMPLE])
 cheap_questions = answerable if ALL_QUESTIONS else sample
 llm = get_chat_model()
@@ -155,7 +155,7 @@ print(t("LLM sample: {n} questions — ", n=len(sample)) + ", ".join(f"{q.id} ({
 # ## 1. 基线：稠密检索
 #
 # 把问题嵌入，取回最近的 10 个块，每个块带着它的余弦相似度作为 `score`。我们贯穿始终的例子是一个*改述*问题：
-# 它问的是混合检索，却没有用白皮书里描述它的任何词。✅ 标出包含金标准证据的块。
+# 它问的是混合检索，却没有用技术笔记里描述它的词（BM25、向量检索、倒数排名融合）。✅ 标出包含金标准证据的块。
 #
 # 索引把每个块连同一个标题行一起嵌入，标题行写明它所在的文档和章节路径
 # （`metadata["context_header"]`，由 `chunk_knowledge_base` 设置），下面的 BM25 也读同一个标题行：
@@ -340,7 +340,7 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 # 因此 LangChain 自己的 `CrossEncoderReranker` 和 `ContextualCompressionRetriever` 可以原样使用它。
 # 它的输入上限是 512 个 token（问题和段落合计）；更长的段落会被截断。它读每个候选的方式和第一阶段检索时一样：
 # 先是标题行（"<文档> > <章节路径>"），再是块的正文（`cross_encoder_reranker(with_header=True)`，默认如此）——
-# 模型不知道是哪份更新日志时，"What's Changed" 几乎说明不了什么。
+# 模型不知道是哪份更新日志时，"What's Changed" 几乎说明不了什么。这个模型只学过英文，所以下面先在一个英文问题上看它。
 
 # %%
 from lessons.evaluation import relevance_labels
@@ -367,8 +367,9 @@ def rerank_table(question, reranker, score_name):
 
 
 ce_reranker = cross_encoder_reranker(top_n=10, model=cross_encoder)
-print(example.question)
-rerank_table(example, ce_reranker, t("cross-encoder score"))
+english_example = by_id["en-041"]  # the packaged cross-encoder learned English: first an English question
+print(english_example.question)
+rerank_table(english_example, ce_reranker, t("cross-encoder score"))
 
 # %% [markdown]
 # The scores are probabilities (the sigmoid of the model's logit): a relevant passage scores near 1,
@@ -648,7 +649,7 @@ print(t("step-back:"), step_back_question(llm).invoke({"question": example.quest
 # %% [markdown] lang="zh" translates="739a1caf1e16"
 # ## 8. 上下文重排：连同相邻块一起评审一个块
 #
-# 分块（chunking）会切断上下文。下面白皮书的这个块以 "The two are complementary" 开头——单独评审时，谁也说不清"the two"指什么。
+# 分块（chunking）会切断上下文。下面白皮书的这个块以 `The two are complementary`（两者互补）开头——单独评审时，谁也说不清 `the two`（两者）指什么。
 # 本课程参照的深度智能体（deep agent）设计会**结合相邻块**来重排候选：按文档顺序排开，连同查询一起评审。
 # 用这里的模型有两种接近它的方法：
 #
@@ -657,7 +658,7 @@ print(t("step-back:"), step_back_question(llm).invoke({"question": example.quest
 # - **一次读完**（`ContextualListwiseReranker`）：对话模型一次读入所有候选，它们按文档顺序排好，相邻块挨在一起，
 #   模型点出有用的那些——每个问题一次调用，而不是每个段落一次。
 #
-# 先看这个块单独打分和带上相邻块打分，由交叉编码器评分（grading）：
+# 先看这个块单独打分和带上相邻块打分，由交叉编码器评分（grading）；块和模型都是英文的，所以问的是第 5 节那个英文问题：
 
 # %%
 from lessons.retrieval import ChunkNeighbours, neighbour_budget, neighbour_context
@@ -665,7 +666,8 @@ from lessons.retrieval import ChunkNeighbours, neighbour_budget, neighbour_conte
 neighbours = ChunkNeighbours(chunks)
 lone = next(c for c in chunks if c.page_content.startswith("The two are complementary"))
 in_context = neighbour_context(lone, neighbours, max_chars=MAX_BLOCK_CHARS)
-alone_score, context_score = cross_encoder.score([(example.question, lone.page_content), (example.question, in_context)])
+alone_score, context_score = cross_encoder.score([(english_example.question, lone.page_content),
+                                                  (english_example.question, in_context)])
 print(t("chunk {index} alone ({characters} characters): score {score:.3f}", index=lone.metadata['chunk_index'],
         characters=len(lone.page_content), score=alone_score))
 print(t("with its neighbours ({characters} characters): score {score:.3f}", characters=len(in_context), score=context_score))

@@ -54,9 +54,9 @@
 # | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **8.0 分钟**（478 秒，34 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）和 multilingual-e5-small（4 bit）得出 |
 #
-# 用户问*"How long do I have to use my leftover holidays in Lisbon?"*（在里斯本，剩下的假期要在多久之内用完？）；
-# 员工手册写的是*"Up to 5 unused days may be carried over until 30 April of the following year"*（最多 5 天未用的假期可以顺延到次年 4 月 30 日）。
-# 两者几乎没有相同的词。**QA 转换**在建索引时让语言模型（只一次）说出每个块能回答哪些问题，并把这些问题也编入索引：
+# 用户问*“同事辞职走人以后，他的各种系统账号最晚什么时候会被停掉？”*；
+# 数据安全制度写的是*“员工离职时，IT 部门须在离职当天、最迟 24 小时内收回其全部账号和权限”*。
+# 两者几乎没有相同的词（辞职和离职、停掉和收回）。**QA 转换**在建索引时让语言模型（只一次）说出每个块能回答哪些问题，并把这些问题也编入索引：
 # 于是用户的问题是在和*问题*作比较。
 #
 # LangChain 过去以 `DoctranQATransformer` 提供这一功能。LangChain 1.x 里它已经没有了，而它封装的 `doctran` 包
@@ -157,11 +157,13 @@ import json
 
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from lessons.core import course_language
 from lessons.transforms import qa_messages, qa_pair_list_schema
 
 print(json.dumps(convert_to_openai_tool(qa_pair_list_schema(MAX_PAIRS))["function"]["parameters"]["properties"]["pairs"], indent=1)[:700])
 print(t("\n--- the system prompt for this chunk ---"))
-example = next(c for c in sample if c.metadata["chunk_id"] in holds_evidence)
+# a chunk in the notebook's language, one that holds gold evidence when the sample has one
+example = min(sample, key=lambda c: (c.metadata["language"] != course_language(), c.metadata["chunk_id"] not in holds_evidence))
 for message in qa_messages(example, MAX_PAIRS):
     print(f"[{message.type}]\n{message.content}\n")
 
@@ -312,7 +314,7 @@ for warning in caught:
 # `await qa.agenerate(sample)` 在一个 `asyncio.Semaphore` 下处理这些块：本地服务最多同时 2 个请求
 # （它的两个核多了也没用），DeepSeek 上 8 个。已缓存的块不用排队。在 notebook 里要 `await` 它：内核已经在运行一个事件循环，
 # 而 `ChatDeepSeek` 背后的异步 HTTP 客户端会绑定在它第一次运行的那个循环上，所以第二次 `asyncio.run(...)`
-# 会以 "Event loop is closed" 失败。`qa.transform_documents(...)` 用线程做同样的工作，适合脚本使用。
+# 会以 `Event loop is closed` 失败。`qa.transform_documents(...)` 用线程做同样的工作，适合脚本使用。
 
 # %%
 start = time.perf_counter()

@@ -99,7 +99,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
-from lessons.ingest import load_documents, load_gold
+from lessons.ingest import course_example, for_course_language, load_documents, load_gold
 from lessons.retrieval import build_index, chunk_knowledge_base
 
 pd.set_option("display.max_colwidth", 100)
@@ -187,7 +187,7 @@ first_stage = hybrid_over(chunks, store, k=20, candidates=20)
 reranker = search_reranker(RERANKER, llm, top_n=10)
 search = ChunkSearch(first_stage, chunks, pages, reranker=reranker)
 print(f"RERANKER = {RERANKER!r}: {type(reranker).__name__}", getattr(reranker, "routes", ""))
-observation = search("Atlas Guard release")
+observation = search(for_course_language(en="Atlas Guard release", zh="Atlas Guard 严格模式"))
 print(observation.header)
 pd.DataFrame([{t("source"): d.metadata["source"], t("page"): d.metadata["page"], t("snippet"): d.page_content[:120]}
               for d in observation.evidence])
@@ -345,7 +345,8 @@ def show_research(result):
         print(t("   cites {source}", source=citation.source) + ("" if citation.page is None else t(", page {page}", page=citation.page)))
 
 
-demo = next(q for q in gold if q.id == "en-056")  # two documents: the white paper and the release notes
+# two documents: the white paper and the release notes (in Chinese: a customer case and the technical note)
+demo = course_example(gold, en="en-056", zh="zh-031")
 print(demo.question, t("\nreference:"), demo.answer)
 demo_result = researcher.research(demo.question)
 show_research(demo_result)
@@ -428,11 +429,17 @@ if not probe.emits_tool_calls:
 # %%
 from lessons.agents import scripted_researcher
 
+planned_calls = for_course_language(
+    en=[("search_chunks", {"query": "Atlas Guard subscription tiers"}),
+        ("read_page", {"source_id": "atlas_whitepaper.pdf", "page_index": 4}),
+        ("search_chunks", {"query": "Atlas Guard first release"}),
+        ("search_chunks", {"query": "Atlas 4.2 release date"})],
+    zh=[("search_chunks", {"query": "明湖银行 网点员工 Atlas Guard 模式"}),
+        ("read_page", {"source_id": "customer_cases_zh.docx", "page_index": 7}),
+        ("search_chunks", {"query": "Atlas Guard 严格模式 无依据的陈述"}),
+        ("search_chunks", {"query": "Atlas Guard 支持度 默认阈值"})])
 script = scripted_researcher(
-    [("search_chunks", {"query": "Atlas Guard subscription tiers"}),
-     ("read_page", {"source_id": "atlas_whitepaper.pdf", "page_index": 4}),
-     ("search_chunks", {"query": "Atlas Guard first release"}),
-     ("search_chunks", {"query": "Atlas 4.2 release date"})],
+    planned_calls,
     t("[SCRIPTED — not a model's answer] A tool-calling model would now answer from the tool results above."))
 tool_agent = build_tool_agent(script, tools, max_steps=MAX_STEPS)
 display(Markdown("```mermaid\n" + tool_agent.get_graph().draw_mermaid() + "\n```"))
@@ -527,13 +534,15 @@ def show_turns(agent):
 
 
 always = MainAgent(llm, researcher, mode="always")
-for turn in ["Which subscription tiers include Atlas Guard?", "And when was it first released?"]:
+for turn in for_course_language(en=["Which subscription tiers include Atlas Guard?", "And when was it first released?"],
+                                zh=["明湖银行给网点员工用的是 Atlas Guard 的哪种模式？", "这种模式遇到没有依据的句子会怎么处理？"]):
     always.ask(turn)
 show_turns(always)
 
 # %%
 decide_mode = MainAgent(llm, researcher, mode="decide")
-for turn in ["Which subscription tiers include Atlas Guard?", "Thanks, that is all I needed."]:
+for turn in for_course_language(en=["Which subscription tiers include Atlas Guard?", "Thanks, that is all I needed."],
+                                zh=["明湖银行给网点员工用的是 Atlas Guard 的哪种模式？", "谢谢，我要的就是这些。"]):
     decide_mode.ask(turn)
 show_turns(decide_mode)
 print(t("The main agent's history (all it will ever see of the research):"))

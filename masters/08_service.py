@@ -277,10 +277,10 @@ for question in asked:
 
 # %%
 NOTE_NAME = "office_network_note.md"
-NOTE = ("# Lisbon office guest network\n\nVisitors to the Lisbon office use the guest Wi-Fi network "
-        "'Tidewell-Guest'. Its password is 'harbour-lights-2026', changed on the first of every month by the "
-        "office manager, Marta Sousa.\n")
-NEW_QUESTION = "What is the password of the guest Wi-Fi network in the Lisbon office?"
+NOTE = t("# Lisbon office guest network\n\nVisitors to the Lisbon office use the guest Wi-Fi network "
+         "'Tidewell-Guest'. Its password is 'harbour-lights-2026', changed on the first of every month by the "
+         "office manager, Marta Sousa.\n")
+NEW_QUESTION = t("What is the password of the guest Wi-Fi network in the Lisbon office?")
 
 
 def cited_sources(reply):

@@ -24,3 +24,22 @@ def test_no_question_in_the_language_is_an_error_not_the_other_language(tmp_path
     monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
     with pytest.raises(ValueError, match=r"none of these 3 questions is in 'zh': sample the examples from questions"):
         in_course_language(english)
+
+
+def test_the_running_example_is_the_one_given_for_the_course_language(tmp_path, monkeypatch):
+    from lessons.ingest.corpus import course_example, for_course_language
+
+    gold = load_gold()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    assert course_example(gold, en="en-052", zh="zh-034").id == "en-052", "the English copy keeps its example"
+    assert for_course_language(en="What?", zh="什么？") == "What?"
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    assert course_example(gold, en="en-052", zh="zh-034").id == "zh-034"
+    assert for_course_language(en="What?", zh="什么？") == "什么？"
+    with pytest.raises(ValueError, match=r"no value for the course language 'zh' \(given: \['en'\]\): add zh=…"):
+        course_example(gold, en="en-052")
+    with pytest.raises(ValueError, match=r"'en-052' is in 'en', given as zh=: pick a zh question"):
+        course_example(gold, en="en-052", zh="en-052")
+    with pytest.raises(ValueError, match=r"'zh-999' is not among these 123 questions"):
+        course_example(gold, en="en-052", zh="zh-999")

@@ -17,6 +17,7 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
+from typing import TypeVar
 
 from langchain_core.documents import Document
 
@@ -37,6 +38,7 @@ DEFAULT_LIMITS = IngestLimits()  # lessons.ingest's per-file and total size limi
 
 # The gold set's questions are the course's one question model (`lessons.ingest.questions.Question`).
 GoldQuestion = Question
+T = TypeVar("T")
 
 
 def corpus_folder(corpus: str = "course") -> Path:
@@ -85,6 +87,46 @@ def in_course_language(questions: list[GoldQuestion], language: str | None = Non
             "sample the examples from questions of both languages (data/eval/gold_*.jsonl)"
         )
     return chosen
+
+
+def for_course_language(**choices: T) -> T:
+    """The value given for the notebook's language (`lessons.core.i18n.course_language()`): `en=…, zh=…`.
+
+    Introduced in notebook 07 (deep research agent): a demo that is not a gold question (a probe, a scripted
+    tool call) picks its text by language with the same rule as `course_example`. A language without a value is
+    an error naming it, never the other language's value.
+    """
+    from lessons.core.i18n import course_language
+
+    language = course_language()
+    if language not in choices:
+        raise ValueError(
+            f"no value for the course language {language!r} (given: {sorted(choices)}): add {language}=… to the call"
+        )
+    return choices[language]
+
+
+def course_example(questions: list[GoldQuestion], **ids: str) -> GoldQuestion:
+    """The gold question the notebook runs as its example in its language: `course_example(gold, en="en-052", zh="zh-034")`.
+
+    Introduced in notebook 02 (retrieval tricks): one running example per language, so the Chinese copy
+    runs a Chinese gold question where the English copy runs its English one. An id missing from `questions`, or
+    one that is not in the language it is given for, is an error naming it.
+    """
+    from lessons.core.i18n import course_language
+
+    wanted = for_course_language(**ids)
+    found = next((q for q in questions if q.id == wanted), None)
+    if found is None:
+        raise ValueError(
+            f"the example {wanted!r} is not among these {len(questions)} questions: check the id in the notebook"
+        )
+    language = course_language()
+    if found.language != language:
+        raise ValueError(
+            f"the example {wanted!r} is in {found.language!r}, given as {language}=: pick a {language} question"
+        )
+    return found
 
 
 def load_corpus(

@@ -1,0 +1,83 @@
+"""The Chinese copies speak Chinese: no English sentence in the Markdown of `notebooks/zh/*.ipynb` (code, inline code,
+link targets and the glossary's English terms aside), and `python -m tools.zh_outputs` lists the English sentences in
+an executed Chinese notebook's outputs."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lessons.core.settings import PROJECT_ROOT
+from tools.zh_outputs import english_runs, main, notebook_findings
+
+CHINESE_NOTEBOOKS = sorted((PROJECT_ROOT / "notebooks" / "zh").glob("*.ipynb"))
+
+
+def test_a_planted_english_sentence_is_found_and_code_links_and_terms_are_not():
+    text = (
+        "这一节用 `hybrid_retriever(dense, bm25, weights=(0.5, 0.5))` 和 [LangChain 的文档](https://python.langchain.com/docs/how_to/)。\n"
+        "```python\nprint('this code block is not prose at all')\n```\n"
+        "倒数排名融合（reciprocal rank fusion / RRF）见 $1/(k + rank)$。<b>加粗</b>\n"
+        "The reranker keeps the fused order for Chinese questions.\n"
+    )
+    assert english_runs(text) == ["The reranker keeps the fused order for Chinese questions"]
+    assert english_runs("倒数排名融合（reciprocal rank fusion）与 Atlas Server 的端口。") == [], (
+        "a glossary term or a name"
+    )
+    assert english_runs("*research agent followed it*（研究智能体照做了）") == ["research agent followed it"]
+
+
+@pytest.mark.parametrize("notebook", CHINESE_NOTEBOOKS, ids=lambda path: path.name)
+def test_no_english_sentence_in_a_chinese_notebooks_markdown(notebook: Path):
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    found = [
+        f"cell {number}: {run!r}"
+        for number, cell in enumerate(cells, 1)
+        if cell["cell_type"] == "markdown"
+        for run in english_runs("".join(cell["source"]))
+    ]
+    assert not found, (
+        f"{notebook.relative_to(PROJECT_ROOT)} has English sentences in its Markdown — translate them in the master's "
+        f'lang="zh" twins (masters/{notebook.stem}.py; code or a quoted identifier goes in backticks), then '
+        "`python -m scripts.notebooks`:\n  " + "\n  ".join(found)
+    )
+
+
+def executed(tmp_path: Path, outputs: list[dict]) -> Path:
+    path = tmp_path / "05_executed.ipynb"
+    cells = [{"cell_type": "code", "source": "x", "outputs": outputs, "metadata": {}, "execution_count": 1}]
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
+    return path
+
+
+def test_the_outputs_command_lists_english_sentences_in_an_executed_notebook(tmp_path, capsys):
+    path = executed(
+        tmp_path,
+        [
+            {
+                "output_type": "stream",
+                "name": "stdout",
+                "text": ["3 个块\n", "no documents in this folder: add a file\n"],
+            },
+            {"output_type": "display_data", "data": {"text/markdown": "检索器在中文问题上保留融合后的顺序。"}},
+            {
+                "output_type": "execute_result",
+                "data": {
+                    "text/html": "<p>The gate let two chunks through</p>",
+                    "text/plain": "<IPython.core.display.HTML object>",
+                },
+            },
+        ],
+    )
+    assert notebook_findings(path) == [
+        (1, "stream", "no documents in this folder"),
+        (1, "text/html", "The gate let two chunks through"),
+    ]
+    assert main([str(path)]) == 1
+    printed = capsys.readouterr().out
+    assert "2 English run(s)" in printed and "cell 1 [stream]: no documents in this folder" in printed
+    assert main([str(executed(tmp_path, [{"output_type": "stream", "name": "stdout", "text": "全部是中文。"}]))]) == 0
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text("{not json", encoding="utf-8")
+    assert main([str(broken)]) == 2
+    assert "broken.ipynb: not a readable notebook" in capsys.readouterr().err
