@@ -49,5 +49,5 @@ notebooks:
 learner-notebooks: notebooks
 
 clean-cache:
-	.venv/bin/python -m lessons.core.local_server stop || true
+	.venv/bin/python -m lessons.core.local_server_cli stop || true
 	rm -rf .cache

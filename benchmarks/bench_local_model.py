@@ -5,7 +5,7 @@ Run on an otherwise idle machine: another busy process on a 2-core machine chang
 default `-march=native` build, which the course never installs), each compiled once into the wheel cache and
 measured in-process from its own folder; a build that crashes is recorded with its signal.
 `--wait-policy` instead compares OpenMP's default wait policy with PASSIVE for the server, with 0, 1
-and 2 busy cores beside it (stop the course's own server first: `python -m lessons.core.local_server stop`).
+and 2 busy cores beside it (stop the course's own server first: `python -m lessons.core.local_server_cli stop`).
 """
 
 import json

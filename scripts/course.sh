@@ -18,7 +18,7 @@ if [ "$folder" != notebooks ]; then
   open_at="/lab/tree/${folder#notebooks/}"
 fi
 echo "JupyterLab opens $folder/"
-.venv/bin/python -m lessons.core.local_server prepare
-trap '.venv/bin/python -m lessons.core.local_server stop' EXIT
+.venv/bin/python -m lessons.core.local_server_cli prepare
+trap '.venv/bin/python -m lessons.core.local_server_cli stop' EXIT
 # shellcheck disable=SC2086
 .venv/bin/jupyter lab --notebook-dir=notebooks ${open_at:+--LabApp.default_url="$open_at"} ${JUPYTER_ARGS:-}

@@ -28,11 +28,9 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select
 
 from lessons.core.models import ModelError
-from service.core import Service, document_record, job_record
-from service.db import Document, EvalRun, Job, job_counts
+from service.core import Service
 from service.filestore import BadFileName
 from service.pipeline import MAX_K
 from service.settings import API_KEY_VARIABLE
@@ -153,7 +151,7 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
         return {
             "status": "ok",
             "stores": service.settings.describe(),
-            "jobs": job_counts(service.db),
+            "jobs": service.job_counts(),
             "workers": workers,
         }
 
@@ -170,26 +168,13 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
 
     @app.get("/v1/documents")
     def list_documents(include_deleted: bool = False):
-        with service.db.read() as session:
-            query = select(Document).order_by(Document.created_at)
-            if not include_deleted:
-                query = query.where(Document.deleted_at.is_(None))
-            documents = session.execute(query).scalars().all()
-            last = dict(session.execute(select(Job.document_id, func.max(Job.id)).group_by(Job.document_id)).all())
-            jobs = {
-                j.id: j for j in session.execute(select(Job).where(Job.id.in_(list(last.values()) or [-1]))).scalars()
-            }
-            return [document_record(d, jobs.get(last.get(d.id))) for d in documents]
+        return service.documents(include_deleted)
 
     def _document(document_id: str) -> dict:
-        with service.db.read() as session:
-            document = session.get(Document, document_id)
-            if document is None:
-                raise HTTPException(404, f"no document {document_id!r} — list them with GET /v1/documents")
-            last = session.execute(
-                select(Job).where(Job.document_id == document_id).order_by(Job.id.desc()).limit(1)
-            ).scalar()
-            return document_record(document, last)
+        document = service.document(document_id)
+        if document is None:
+            raise HTTPException(404, f"no document {document_id!r} — list them with GET /v1/documents")
+        return document
 
     @app.get("/v1/documents/{document_id}")
     def get_document(document_id: str):
@@ -198,11 +183,7 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
     @app.get("/v1/documents/{document_id}/chunks")
     def document_chunks(document_id: str):
         _document(document_id)
-        snapshot = service.snapshot().generations
-        if document_id not in snapshot:
-            return []
-        chunks = service.index.chunks({document_id: snapshot[document_id]})
-        return [{"text": c.page_content, "metadata": c.metadata} for c in chunks]
+        return service.document_chunks(document_id)
 
     @app.delete("/v1/documents/{document_id}", dependencies=[Depends(require_key)])
     def delete_document(document_id: str):
@@ -212,50 +193,29 @@ def create_app(service: Service | None = None, workers: int | None = None) -> Fa
 
     @app.get("/v1/jobs/{job_id}")
     def get_job(job_id: int):
-        with service.db.read() as session:
-            job = session.get(Job, job_id)
-            if job is None:
-                raise HTTPException(404, f"no job {job_id} — the upload's reply gives its job_id")
-            return job_record(job)
+        job = service.job(job_id)
+        if job is None:
+            raise HTTPException(404, f"no job {job_id} — the upload's reply gives its job_id")
+        return job
 
     @app.get("/v1/jobs")
     def list_jobs(status: str | None = None, limit: int = 100):
-        with service.db.read() as session:
-            query = select(Job).order_by(Job.id.desc()).limit(max(1, min(limit, 1000)))
-            if status:
-                query = query.where(Job.status == status)
-            return [job_record(j) for j in session.execute(query).scalars()]
+        return service.jobs(status, limit)
 
     @app.post("/v1/search")
     def search(request: SearchRequest):
-        from service.pipeline import retrieve
-
-        ranked = retrieve(service.index, service.snapshot(), request.query, k=request.k, reranker=service.reranker)
-        return {"query": request.query, "results": [{"text": d.page_content, "metadata": d.metadata} for d in ranked]}
+        return {"query": request.query, "results": service.search(request.query, request.k)}
 
     @app.post("/v1/ask")
     def ask(request: AskRequest):
-        from service.pipeline import answer, retrieve, subject_names
-
-        snapshot = service.snapshot()
-
-        def search(query: str):
-            return retrieve(service.index, snapshot, query, k=request.k, reranker=service.reranker)
-
-        return answer(service.llm, request.question, search, subject_names(service.index, snapshot)).as_json()
+        return service.ask(request.question, request.k)
 
     @app.get("/v1/index")
     def index_stats():
-        stats = service.index.stats()
-        stats["active"] = {d: f"{d}:{j}" for d, j in service.snapshot().generations.items()}
-        return stats
+        return service.index_stats()
 
     @app.get("/v1/eval/runs")
     def eval_runs():
-        with service.db.read() as session:
-            runs = session.execute(select(EvalRun).order_by(EvalRun.id)).scalars().all()
-            return [{"run_id": r.id, "started_at": r.started_at, "finished_at": r.finished_at, "status": r.status,
-                     "documents": r.documents, "questions": r.questions, "pipeline": r.pipeline, "model": r.model,
-                     "metrics": r.metrics, "error": r.error} for r in runs]  # fmt: skip
+        return service.eval_runs()
 
     return app

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import BinaryIO
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from service.db import (
     CANCELLED,
@@ -20,10 +20,12 @@ from service.db import (
     UPLOADING,
     Database,
     Document,
+    EvalRun,
     Job,
     RetiredChunks,
     active_generations,
     deleted_name,
+    job_counts,
     new_id,
     open_database,
     shown_name,
@@ -158,6 +160,88 @@ class Service:
         from service.pipeline import Snapshot
 
         return Snapshot(active_generations(self.db))
+
+    def job_counts(self) -> dict:
+        """Jobs per status (`/v1/health`)."""
+        return job_counts(self.db)
+
+    def documents(self, include_deleted: bool = False) -> list[dict]:
+        """Every document (oldest first) with its last job; deleted ones only when asked."""
+        with self.db.read() as session:
+            query = select(Document).order_by(Document.created_at)
+            if not include_deleted:
+                query = query.where(Document.deleted_at.is_(None))
+            documents = session.execute(query).scalars().all()
+            last = dict(session.execute(select(Job.document_id, func.max(Job.id)).group_by(Job.document_id)).all())
+            jobs = {
+                j.id: j for j in session.execute(select(Job).where(Job.id.in_(list(last.values()) or [-1]))).scalars()
+            }
+            return [document_record(d, jobs.get(last.get(d.id))) for d in documents]
+
+    def document(self, document_id: str) -> dict | None:
+        """One document with its last job; None when there is no such document."""
+        with self.db.read() as session:
+            document = session.get(Document, document_id)
+            if document is None:
+                return None
+            last = session.execute(
+                select(Job).where(Job.document_id == document_id).order_by(Job.id.desc()).limit(1)
+            ).scalar()
+            return document_record(document, last)
+
+    def document_chunks(self, document_id: str) -> list[dict]:
+        """The searchable chunks of a document's active generation ([] when it has none)."""
+        snapshot = self.snapshot().generations
+        if document_id not in snapshot:
+            return []
+        chunks = self.index.chunks({document_id: snapshot[document_id]})
+        return [{"text": c.page_content, "metadata": c.metadata} for c in chunks]
+
+    def job(self, job_id: int) -> dict | None:
+        """One job; None when there is no such job."""
+        with self.db.read() as session:
+            job = session.get(Job, job_id)
+            return None if job is None else job_record(job)
+
+    def jobs(self, status: str | None = None, limit: int = 100) -> list[dict]:
+        """The most recent jobs (newest first, at most `limit`, 1 to 1000), of one status when given."""
+        with self.db.read() as session:
+            query = select(Job).order_by(Job.id.desc()).limit(max(1, min(limit, 1000)))
+            if status:
+                query = query.where(Job.status == status)
+            return [job_record(j) for j in session.execute(query).scalars()]
+
+    def search(self, query: str, k: int) -> list[dict]:
+        """`/v1/search`: the best `k` chunks (`service.pipeline.retrieve` with the settings' reranker)."""
+        from service.pipeline import retrieve
+
+        ranked = retrieve(self.index, self.snapshot(), query, k=k, reranker=self.reranker)
+        return [{"text": d.page_content, "metadata": d.metadata} for d in ranked]
+
+    def ask(self, question: str, k: int) -> dict:
+        """`/v1/ask`: the served pipeline's answer (`service.pipeline.answer`) over one snapshot of the index."""
+        from service.pipeline import answer, retrieve, subject_names
+
+        snapshot = self.snapshot()
+
+        def search(query: str):
+            return retrieve(self.index, snapshot, query, k=k, reranker=self.reranker)
+
+        return answer(self.llm, question, search, subject_names(self.index, snapshot)).as_json()
+
+    def index_stats(self) -> dict:
+        """Chunks per generation and duplicate ids (`service.index.LiveIndex.stats`), with the active generations."""
+        stats = self.index.stats()
+        stats["active"] = {d: f"{d}:{j}" for d, j in self.snapshot().generations.items()}
+        return stats
+
+    def eval_runs(self) -> list[dict]:
+        """The nightly evaluations, oldest first."""
+        with self.db.read() as session:
+            runs = session.execute(select(EvalRun).order_by(EvalRun.id)).scalars().all()
+            return [{"run_id": r.id, "started_at": r.started_at, "finished_at": r.finished_at, "status": r.status,
+                     "documents": r.documents, "questions": r.questions, "pipeline": r.pipeline, "model": r.model,
+                     "metrics": r.metrics, "error": r.error} for r in runs]  # fmt: skip
 
 
 def job_record(job: Job) -> dict:

@@ -24,8 +24,8 @@ import httpx
 from langchain_core.documents import Document
 from sqlalchemy import select
 
-from lessons.evaluation import compare, evaluate
-from lessons.evaluation.pipelines import K
+from lessons.agents.pipelines import K
+from lessons.evaluation.pipelines import compare, evaluate, json_ready
 from service.db import DONE, FAILED, EvalResult, EvalRun
 from service.db import Document as DocumentRecord
 from service.pipeline import as_pipeline_result
@@ -108,14 +108,14 @@ def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, ou
             record = session.get(EvalRun, run_id)
             record.status, record.finished_at = DONE, time.time()
             record.documents, record.questions = len(documents), len(items)
-            record.metrics_json = json.dumps(_plain(metrics), ensure_ascii=False)
+            record.metrics_json = json.dumps(json_ready(metrics), ensure_ascii=False)
             if rows is not None:
                 for row in rows.to_dict(orient="records"):
                     item = next(i for i in items if i.id == row["question_id"])
                     session.add(EvalResult(run_id=run_id, question_id=item.id, question=item.question, reference=item.reference,
                                            answer=row["answer"], recall=_num(row.get(f"recall@{K}")),
                                            faithful=_int(row.get("faithful")), complete=_int(row.get("complete")),
-                                           row_json=json.dumps(_plain(row), ensure_ascii=False, default=str)))  # fmt: skip
+                                           row_json=json.dumps(json_ready(row), ensure_ascii=False, default=str)))  # fmt: skip
     except Exception as error:
         with db.write() as session:
             record = session.get(EvalRun, run_id)
@@ -143,12 +143,6 @@ def _num(value) -> float | None:
 
 def _int(value) -> int | None:
     return None if value is None or _is_nan(value) else int(value)
-
-
-def _plain(value):
-    from lessons.evaluation.pipelines import _plain as plain
-
-    return plain(value)
 
 
 def trend(db) -> list[dict[str, Any]]:

@@ -9,7 +9,8 @@ Introduced in notebook 08 (from notebook to service).
   `AGENTIC_RAG_SERVICE_RERANKER=none` turns the reranker off (the hybrid order alone, e.g. when search
   latency matters more than order: `benchmarks/bench_service.py` measures both); `AGENTIC_RAG_RERANKER`
   chooses the cross-encoder, as everywhere in the course.
-- `answer`: the gated pipeline notebook 06 evaluates ("grading-loop"): notebook 04's grading loop over `retrieve`,
+- `answer`: the registry's served pipeline (`lessons.agents.pipelines.SERVED`, "grading-loop", the gated one
+  notebook 06 evaluates), built by its `over` over `retrieve`: notebook 04's grading loop,
   graded by the calibrated relevance gate and the course's answerability check (`lessons.agents.answerability`),
   answering from the chunks it let through and citing them (file, page, chunk) — or abstaining ("not in the
   documents"), with `answerability` in the reply saying why (the judge's quote, the specifics missing).
@@ -27,7 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from lessons.agents.answering import Citation as CourseCitation
 from lessons.agents.answering import citation_of, not_in_documents_answer
 from lessons.agents.grading import DEFAULT_MAX_ROUNDS
-from lessons.evaluation.pipelines import K, PipelineResult
+from lessons.agents.pipelines import PIPELINES, SERVED, K, PipelineResult
 from lessons.retrieval import hybrid_retriever
 from lessons.retrieval.document_processor import CANDIDATES, RERANK_CANDIDATES, plain_first
 
@@ -119,28 +120,26 @@ def answer(
     subject: frozenset[str] = frozenset(),
     max_rounds: int = DEFAULT_MAX_ROUNDS,
 ) -> Answer:
-    """`/v1/ask`: the gated pipeline notebook 06 evaluates as "grading-loop" — notebook 04's loop over `retriever`
-    (the service's `retrieve`), graded by `lessons.agents.grading.default_gate` (the calibrated relevance gate, then
-    the answerability check; `subject`: `subject_names` of the served documents). It answers from the chunks the
-    gate let through and cites them, or says "not in the documents"; `answerability` in the reply is the check's
-    last verdict (the judge's quote, what was missing)."""
-    from lessons.agents.grading import build_grading_loop, default_gate
-
-    loop = build_grading_loop(llm, retriever, max_rounds, grader=default_gate(llm, subject=subject))
-    state = loop.invoke({"question": question}, config={"recursion_limit": 50})
-    context = list(state.get("documents", []))
-    verdict = next((step.check for step in reversed(state.get("trace", [])) if step.check is not None), None)
+    """`/v1/ask`: the registry's served pipeline (`lessons.agents.pipelines.SERVED`, "grading-loop": the gated
+    pipeline notebook 06 evaluates) over `retriever` (the service's `retrieve`) — notebook 04's loop graded by the
+    calibrated relevance gate, then the answerability check (`subject`: `subject_names` of the served documents).
+    It answers from the chunks the gate let through and cites them, or says "not in the documents";
+    `answerability` in the reply is the check's last verdict (the judge's quote, what was missing)."""
+    pipeline = PIPELINES[SERVED].over(llm, retriever, subject=subject, max_rounds=max_rounds)
+    result = pipeline(question)
+    verdict = result.details.get("check")
     checked = None if verdict is None else {"answerable": verdict.answerable, "reason": verdict.reason,
                                             "quote": verdict.quote, "missing": list(verdict.missing)}  # fmt: skip
-    if state["outcome"] != "answered":
-        return Answer(question, not_in_documents_answer(question), True, context=context, answerability=checked)
+    if result.abstained:
+        return Answer(question, not_in_documents_answer(question), True, context=result.retrieved,
+                      answerability=checked)  # fmt: skip
     cited = [
         Citation(
             **asdict(citation_of(d)), document_id=str(d.metadata.get("document_id", "")), text=d.page_content[:300]
         )
-        for d in state["relevant"]
+        for d in result.context
     ]
-    return Answer(question, state["answer"], False, cited, context, checked)
+    return Answer(question, result.answer, False, cited, result.retrieved, checked)
 
 
 def as_pipeline_result(reply: dict[str, Any], retrieved: list[Document] | None = None) -> PipelineResult:

@@ -7,6 +7,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
+from lessons.agents import pipelines as registry
 from lessons.core.fakes import ScriptedChatModel
 from lessons.core.prompt_safety import DATA_RULE
 from lessons.evaluation import (
@@ -104,7 +105,7 @@ class _FixedRetriever(BaseRetriever):
 
 def test_retrieval_rows_measure_only_pipelines_without_a_chat_model(monkeypatch):
     assert retrieval_only_names(list(PIPELINES)) == ["dense", "hybrid", "hybrid+rerank"]
-    monkeypatch.setattr(evaluation, "_hybrid", lambda r, size: _FixedRetriever(docs=[PORT, LEAVE]))
+    monkeypatch.setattr(registry, "_hybrid", lambda r, size: _FixedRetriever(docs=[PORT, LEAVE]))
     resources = Resources(chunks=[PORT, LEAVE], store=None, llm=ScriptedChatModel(default="x"), rank_k=2)
     rows = retrieval_rows(["hybrid", "grading-loop"], resources, ITEMS, k=1, corpus="toy", progress=False)
     assert list(rows["pipeline"].unique()) == ["hybrid"]
@@ -179,7 +180,7 @@ def test_the_gate_has_one_threshold_source_and_reports_say_where_it_comes_from(m
     assert "NOT calibrated on my-docs" in threshold_note("my-docs") and "[gate] calibrate" in threshold_note("my-docs")
     at_home = threshold_note("data/corpus", at_home=True)
     assert source in at_home and "in-sample" in at_home and "NOT" not in at_home
-    monkeypatch.setattr(evaluation, "gate_thresholds", lambda: ({"en": 0.1, "zh": 0.2}, "elsewhere"))
+    monkeypatch.setattr(registry, "gate_thresholds", lambda: ({"en": 0.1, "zh": 0.2}, "elsewhere"))
     from lessons.agents.grading import AnswerabilityGate, GateThresholds
 
     gate = evaluation.gate_grader(ScriptedChatModel(default="x"))  # bare numbers: P(yes)-only gates

@@ -108,5 +108,5 @@ def test_an_unreachable_local_server_says_how_to_restart_it(fresh_settings, monk
     monkeypatch.setenv("AGENTIC_RAG_SERVER_URL", dead)  # so the automatic restart cannot succeed either
     fresh_settings()
     model = CourseChatModel(model="m", api_base=f"{dead}/v1", api_key="x", provider="local", max_retries=0, cache=False)
-    with pytest.raises(ModelError, match="python -m lessons.core.local_server start"):
+    with pytest.raises(ModelError, match="python -m lessons.core.local_server_cli start"):
         model.invoke("hi")

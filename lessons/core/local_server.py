@@ -3,7 +3,7 @@
 Introduced in notebook 00 (setup). `ensure_server()` starts `python -m llama_cpp.server` on
 127.0.0.1 the first time a chat model is needed, waits until it answers, and records it in a small
 JSON state file; every later kernel or test process finds it there and reuses it. `stop_server()`
-(or `python -m lessons.core.local_server stop`) ends it. `AGENTIC_RAG_SERVER_URL` points the course at a
+(or `python -m lessons.core.local_server_cli stop`) ends it. `AGENTIC_RAG_SERVER_URL` points the course at a
 server someone else runs (a workshop's shared machine) instead.
 
 The server runs with OpenMP's own wait policy (it inherits your environment). Measured on a 2-core
@@ -12,7 +12,7 @@ idle machine the default generated 30–60 % faster than `OMP_WAIT_POLICY=PASSIV
 differed by less than call-to-call noise (±15 %, either way); with one core busy the two were alike;
 with both cores busy PASSIVE generated 3–4× faster (7.8 against 2.2 tokens/s). A notebook's chat-model
 calls run while its kernel waits, so the course keeps the default; export `OMP_WAIT_POLICY=PASSIVE` before the server starts on a machine that is
-busy with other work (`python -m lessons.core.local_server stop` first: a running server keeps its policy).
+busy with other work (`python -m lessons.core.local_server_cli stop` first: a running server keeps its policy).
 """
 
 from __future__ import annotations
@@ -322,7 +322,7 @@ def _wait_healthy(process: subprocess.Popen, info: ServerInfo, log_path: Path, t
         f"the local model server did not become healthy within {timeout:.0f} s (pid {process.pid}, {info.url}); "
         f"it was stopped. Last lines of {log_path}:\n{_tail(log_path)}\n"
         "On a busy or slow machine, try again; to see the error yourself run: "
-        "python -m lessons.core.local_server start"
+        "python -m lessons.core.local_server_cli start"
     )
 
 
@@ -415,32 +415,3 @@ def server_status() -> str:
         return "no local server running"
     health = "healthy" if served_models(state.url) is not None else "NOT answering"
     return f"local server pid {state.pid} at {state.url}, model {state.alias}: {health}"
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m lessons.core.local_server start|stop|status|prepare` (prepare: start only if the local model is active)."""
-    args = argv if argv is not None else sys.argv[1:]
-    command = args[0] if args else "status"
-    if command == "prepare":
-        from lessons.core.models import active_model_info
-
-        info = active_model_info()
-        print(info.banner())
-        if info.provider == "local":
-            server = ensure_server()
-            print(f"local model server ready at {server.url} (pid {server.pid})")
-    elif command == "start":
-        info = ensure_server()
-        print(f"local model server ready at {info.url} (model {info.alias}, pid {info.pid})")
-    elif command == "stop":
-        print("stopped the local model server" if stop_server() else "no local server was running")
-    elif command == "status":
-        print(server_status())
-    else:
-        print("usage: python -m lessons.core.local_server start|stop|status|prepare", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

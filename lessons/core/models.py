@@ -133,7 +133,7 @@ class CourseChatModel(ChatDeepSeek):
             fix = (
                 "check your internet connection or proxy, or set AGENTIC_RAG_MODEL=local to work offline"
                 if self.provider == "deepseek"
-                else "the server may have stopped: run `python -m lessons.core.local_server start` and try again"
+                else "the server may have stopped: run `python -m lessons.core.local_server_cli start` and try again"
             )
             return ModelError(f"could not reach {where}: {error}. Fix: {fix}.")
         if isinstance(error, openai.APIStatusError):

@@ -4,9 +4,8 @@ Introduced in notebook 06 (evaluation). The pieces:
 
 - A **pipeline** is a function `question -> PipelineResult` (answer, abstained, the chunks it
   retrieved, the chunks it answered from). `PIPELINES` names the pipelines of the earlier notebooks;
-  `build_pipelines(names, resources)` makes them. The retrieval-only ones (dense, hybrid, hybrid +
-  rerank, QA-hybrid) share ONE answer step — notebook 04's ungated answer (`answer_without_grading`)
-  over their top `k` chunks — so they differ only in what they retrieve.
+  `build_pipelines(names, resources)` makes them. The registry is `lessons.agents.pipelines` (one stage down, so
+  the service serves its gated pipeline without this harness); its names are importable from here too.
 - **Retrieval metrics** are deterministic (no LLM): hit@k, recall@k, MRR and nDCG from
   `lessons.evaluation.metrics`, where a chunk is relevant when it is one of the item's evidence chunks or
   contains one of its evidence quotes.
@@ -32,7 +31,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,8 @@ import pandas as pd
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
-from lessons.core.i18n import N_, t
+from lessons.agents import pipelines as _registry
+from lessons.core.i18n import t
 from lessons.core.models import LocalServerCrashed
 from lessons.core.usage import metered
 from lessons.evaluation.judges import Judgement, answer_completeness, judge_faithfulness
@@ -48,137 +48,30 @@ from lessons.evaluation.metrics import relevance, retrieval_scores
 from lessons.evaluation.testset import TestItem
 from lessons.transforms.qa_transform import chunk_id_of
 
-K = 3  # chunks an answer step reads; hit@k and recall@k are measured at this depth
-RANK_K = 10  # depth of MRR and nDCG
+# The pipeline registry lives one stage down, in `lessons.agents.pipelines` (the service serves it without this
+# harness); notebooks 06 and 07 import its names from here.
+K = _registry.K
+RANK_K = _registry.RANK_K
+PipelineResult = _registry.PipelineResult
+Pipeline = _registry.Pipeline
+Resources = _registry.Resources
+PipelineSpec = _registry.PipelineSpec
+PIPELINES = _registry.PIPELINES
+UnknownPipeline = _registry.UnknownPipeline
+check_pipeline_names = _registry.check_pipeline_names
+build_pipelines = _registry.build_pipelines
+build_dense = _registry.build_dense
+build_hybrid = _registry.build_hybrid
+build_hybrid_rerank = _registry.build_hybrid_rerank
+build_qa_hybrid = _registry.build_qa_hybrid
+build_grading_loop_pipeline = _registry.build_grading_loop_pipeline
+build_three_agents = _registry.build_three_agents
+answer_from = _registry.answer_from
+gate_thresholds = _registry.gate_thresholds
+gate_grader = _registry.gate_grader
+gate_retrieval = _registry.gate_retrieval
 
-# --- pipelines ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class PipelineResult:
-    """What one pipeline did with one question."""
-
-    answer: str
-    abstained: bool
-    retrieved: list[Document]  # the ranked chunks retrieval metrics are computed on
-    context: list[Document]  # the chunks the answer was written from (what faithfulness is judged against)
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-Pipeline = Callable[[str], PipelineResult]
-
-
-@dataclass
-class Resources:
-    """What pipelines are built from: the chunks, their Chroma store, the chat model, and sizes."""
-
-    chunks: list[Document]
-    store: Any  # a langchain_chroma.Chroma holding `chunks`
-    llm: BaseChatModel
-    k: int = K
-    rank_k: int = RANK_K
-    rerank_candidates: int = 20  # hybrid candidates the reranker reads (a cross-encoder: no model calls)
-    max_rounds: int = 3
-    gate_thresholds: Mapping[str, Any] | None = (
-        None  # the grading loop's GateThresholds per language; None = `gate_thresholds()`
-    )
-    qa_chunks: Sequence[Document] | None = None  # chunks that get QA pairs (default: all of them)
-    qa_max_pairs: int = 3
-    qa_store_name: str = "eval-qa-hybrid"
-    progress: bool = True
-
-
-def answer_from(llm: BaseChatModel, question: str, ranked: Sequence[Document], k: int) -> PipelineResult:
-    """The shared answer step of the retrieval-only pipelines: notebook 04's ungated answer over the top `k`."""
-    from lessons.agents.grading import answer_without_grading
-
-    state = answer_without_grading(llm, lambda _query: list(ranked[:k]), question)
-    abstained = state["outcome"] == "not_in_kb"
-    return PipelineResult(state["answer"], abstained, list(ranked), [] if abstained else list(state["documents"]))
-
-
-def _retrieval_pipeline(retrieve: Callable[[str], list[Document]], r: Resources) -> Pipeline:
-    return lambda question: answer_from(r.llm, question, retrieve(question), r.k)
-
-
-def _hybrid(r: Resources, size: int):
-    from lessons.retrieval.document_processor import hybrid_over
-
-    return hybrid_over(r.chunks, r.store, k=size, candidates=size)
-
-
-def dense_retrieval(r: Resources) -> Callable[[str], list[Document]]:
-    from lessons.retrieval.retrievers import dense_retriever
-
-    return dense_retriever(r.store, r.rank_k).invoke
-
-
-def hybrid_retrieval(r: Resources) -> Callable[[str], list[Document]]:
-    return _hybrid(r, r.rank_k).invoke
-
-
-def _reranked(r: Resources, top_n: int) -> Callable[[str], list[Document]]:
-    from lessons.retrieval.document_processor import reranked_hybrid
-
-    return reranked_hybrid(r.chunks, r.store, k=top_n, candidates=r.rerank_candidates).invoke
-
-
-def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:
-    """Hybrid candidates reordered by the course's reranker (`lessons.retrieval.rerank.default_reranker`: the
-    cross-encoder for English, the route the lead measured best for Chinese) — no chat-model calls."""
-    return _reranked(r, r.rank_k)
-
-
-def build_dense(r: Resources) -> Pipeline:
-    return _retrieval_pipeline(dense_retrieval(r), r)
-
-
-def build_hybrid(r: Resources) -> Pipeline:
-    return _retrieval_pipeline(hybrid_retrieval(r), r)
-
-
-def build_hybrid_rerank(r: Resources) -> Pipeline:
-    return _retrieval_pipeline(rerank_retrieval(r), r)
-
-
-def build_qa_hybrid(r: Resources) -> Pipeline:
-    from lessons.chunking.strategies import cached_embeddings
-    from lessons.core.vectorstore import index_documents, open_store
-    from lessons.transforms.qa_transform import DOC_TYPE_CHUNK, QATransformer, mark_doc_type, search_source_chunks
-
-    qa_chunks = list(r.qa_chunks if r.qa_chunks is not None else r.chunks)
-    qa_docs = QATransformer(r.llm, max_pairs=r.qa_max_pairs, progress=r.progress).transform_documents(qa_chunks)
-    chunk_docs = mark_doc_type(r.chunks, DOC_TYPE_CHUNK)
-    chunks_by_id = {c.metadata["chunk_id"]: c for c in chunk_docs}
-    embeddings = cached_embeddings()  # chunk vectors the main index already computed are reused
-    store = open_store(r.qa_store_name, embeddings)
-    index_documents(store, chunk_docs + qa_docs, prune=True)
-
-    def retrieve(question: str) -> list[Document]:
-        vector = embeddings.embed_query(question)
-        return search_source_chunks(store, vector, "hybrid", chunks_by_id, k=r.rank_k, fetch_k=4 * r.rank_k)
-
-    return _retrieval_pipeline(retrieve, r)
-
-
-def gate_thresholds() -> tuple[dict[str, Any], str]:
-    """The grading loop's gate thresholds (`GateThresholds` per language) and where they come from — the ONE
-    place the evaluation reads them.
-
-    Today: `lessons.agents.grading.DEFAULT_GATE` (its comment says where it was calibrated). On any other documents
-    these are thresholds from elsewhere, and reports say so (`threshold_note`)."""
-    from lessons.agents.grading import DEFAULT_GATE, DEFAULT_GATE_SOURCE
-
-    return dict(DEFAULT_GATE), DEFAULT_GATE_SOURCE
-
-
-def gate_grader(llm: BaseChatModel, thresholds: Mapping[str, Any] | None = None, subject: Sequence[str] = ()):
-    """The grading loop's gate: notebook 04's `RelevanceGate` (the cross-encoder, then the chat model's P(yes)
-    for the documents it lets through) with `thresholds` (default `gate_thresholds()`), then the answerability
-    check (`lessons.agents.answerability`; `subject`: the knowledge base's `common_names`)."""
-    from lessons.agents.grading import default_gate
-
-    return default_gate(llm, dict(thresholds) if thresholds is not None else gate_thresholds()[0], subject=subject)
+# --- the gate's thresholds in reports, and calibrated on the documents evaluated ---------------------
 
 
 def _describe(threshold: Any) -> str:
@@ -192,7 +85,7 @@ def threshold_note(documents: str, at_home: bool = False) -> str:
     """One plain sentence for a report: which thresholds the gate used on `documents`, and from where.
 
     `at_home`: `documents` is the corpus the thresholds were calibrated on (the course corpus)."""
-    thresholds, source = gate_thresholds()
+    thresholds, source = _registry.gate_thresholds()
     values = "; ".join(f"{language} {_describe(value)}" for language, value in sorted(thresholds.items()))
     if at_home:
         return (
@@ -220,7 +113,7 @@ class GateCalibration:
 
     def note(self, documents: str) -> str:
         """One plain sentence for the report: which thresholds, calibrated on what, and what they refuse there."""
-        _, source = gate_thresholds()
+        _, source = _registry.gate_thresholds()
         where = (
             "the evaluated questions themselves (in-sample: the abstention measured on them is optimistic — "
             "leave questions outside [sample] to calibrate on others)"
@@ -266,92 +159,9 @@ def calibrate_gate_on(
                          desc=t("gate calibration"))  # fmt: skip
     chosen = {language: value for language, value in calibrate_cut_offs(scores, min_abstention).items()
               if value is not None}  # fmt: skip
-    defaults, _ = gate_thresholds()
+    defaults, _ = _registry.gate_thresholds()
     thresholds = {**defaults, **{language: GateThresholds(0.0, value) for language, value in chosen.items()}}
     return GateCalibration(thresholds, chosen, scores, in_sample)
-
-
-def gate_retrieval(r: Resources) -> Callable[[str], list[Document]]:
-    """What the grading loop retrieves in a round — notebook 04's: the hybrid top `rerank_candidates`,
-    reranked by the course's reranker, the top k kept: the chunks its gate grades."""
-    return _reranked(r, r.k)
-
-
-def build_grading_loop_pipeline(r: Resources) -> Pipeline:
-    from lessons.agents.answerability import common_names
-    from lessons.agents.grading import build_grading_loop
-
-    # notebook 04's loop as it ends: hybrid top 20 reranked, the top k graded by the two-signal gate (gate_thresholds)
-    subject = sorted(common_names(r.chunks))  # the knowledge base's subject: no chunk need repeat it
-    loop = build_grading_loop(r.llm, gate_retrieval(r), max_rounds=r.max_rounds,
-                              grader=gate_grader(r.llm, r.gate_thresholds, subject))  # fmt: skip
-
-    def run(question: str) -> PipelineResult:
-        state = loop.invoke({"question": question}, config={"recursion_limit": 50})
-        abstained = state["outcome"] == "not_in_kb"
-        return PipelineResult(state["answer"], abstained, list(state.get("documents", [])),
-                              [] if abstained else list(state.get("relevant", [])), {"rounds": state.get("round")})  # fmt: skip
-
-    return run
-
-
-def build_three_agents(r: Resources) -> Pipeline:
-    from lessons.agents.answerability import AnswerabilityCheck, common_names
-    from lessons.agents.three_agents import run_three_agents
-
-    retriever = _hybrid(r, r.k).invoke  # the same first stage as the hybrid pipeline, top k
-    check = AnswerabilityCheck(r.llm, subject=common_names(r.chunks))  # the grading loop's answerability check
-
-    def run(question: str) -> PipelineResult:
-        result = run_three_agents(question, retriever=retriever, llm=r.llm, answerability=check)
-        context = list(result.context)
-        return PipelineResult(result.answer, bool(result.abstained), context, [] if result.abstained else context)
-
-    return run
-
-
-class UnknownPipeline(ValueError):
-    """A pipeline name that is not in `PIPELINES`; the message lists the names."""
-
-
-@dataclass(frozen=True)
-class PipelineSpec:
-    name: str
-    notebook: str
-    description: str
-    build: Callable[[Resources], Pipeline]
-    retrieval: Callable[[Resources], Callable[[str], list[Document]]] | None = (
-        None  # its ranking, if it needs no chat model
-    )
-
-
-PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
-    PipelineSpec("dense", "01", N_("nearest chunks by embedding (the baseline), shared answer step"), build_dense,
-                 dense_retrieval),
-    PipelineSpec("hybrid", "02", N_("dense + BM25 fused by reciprocal rank fusion, shared answer step"), build_hybrid,
-                 hybrid_retrieval),
-    PipelineSpec("hybrid+rerank", "02", N_("hybrid candidates reranked by the course's reranker (cross-encoder for "
-                 "English; default_reranker's route for Chinese), shared answer step"), build_hybrid_rerank, rerank_retrieval),
-    PipelineSpec("qa-hybrid", "03", N_("chunks and generated questions in one index, hits mapped to chunks"), build_qa_hybrid),
-    PipelineSpec("grading-loop", "04", N_("hybrid top k graded by calibrated P(yes), rewrite up to a cap, answer from relevant chunks or abstain"),
-                 build_grading_loop_pipeline),
-    PipelineSpec("three-agents", "05", N_("relevance checker, research agent, verification agent (re-research capped)"), build_three_agents),
-]}  # fmt: skip
-
-
-def check_pipeline_names(names: Sequence[str], where: str = "pipelines") -> list[str]:
-    """`names` if every one is known, else an error that lists the known names."""
-    unknown = [n for n in names if n not in PIPELINES]
-    if unknown:
-        raise UnknownPipeline(f"unknown pipeline(s) {unknown} in {where} — choose from: {', '.join(PIPELINES)}")
-    if not names:
-        raise UnknownPipeline(f"no pipelines in {where} — choose from: {', '.join(PIPELINES)}")
-    return list(names)
-
-
-def build_pipelines(names: Sequence[str], resources: Resources) -> dict[str, Pipeline]:
-    """The named pipelines, in the order given."""
-    return {name: PIPELINES[name].build(resources) for name in check_pipeline_names(names)}
 
 
 # --- retrieval metrics (the bundle of one ranked list: lessons.evaluation.metrics.retrieval_scores) ---
@@ -495,22 +305,22 @@ def judge_failures(rows: pd.DataFrame) -> pd.DataFrame:
 # --- saving ------------------------------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
-    """JSON-ready: NaN becomes null (explicit), numpy scalars become Python numbers."""
+def json_ready(value: Any) -> Any:
+    """Results as JSON can hold them (`results_json`, the nightly job's rows): NaN becomes null (explicit), numpy scalars become Python numbers."""
     if isinstance(value, float) and math.isnan(value):
         return None
     if hasattr(value, "item") and not isinstance(value, (list, dict, str)):
-        return _plain(value.item())
+        return json_ready(value.item())
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [json_ready(v) for v in value]
     return value
 
 
 def results_json(rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[TestItem], meta: Mapping[str, Any]) -> dict:
     """Everything a report needs, JSON-ready: settings, test set, per-question rows, the table."""
-    return _plain({
+    return json_ready({
         "meta": dict(meta),
         "test_set": [i.test_set_line() for i in items],
         "table": [{"pipeline": name, **values} for name, values in table.to_dict(orient="index").items()],

@@ -1,0 +1,264 @@
+"""The course's RAG pipelines by name: what notebook 06 evaluates and the service (notebook 08) serves.
+
+Introduced in notebook 06 (evaluation). A **pipeline** is a function `question -> PipelineResult` (answer,
+abstained, the chunks it retrieved, the chunks it answered from). `PIPELINES` names the pipelines of the earlier
+notebooks; `build_pipelines(names, resources)` makes them from `Resources` (chunks, their store, the chat model,
+sizes). The retrieval-only ones (dense, hybrid, hybrid + rerank, QA-hybrid) share ONE answer step — notebook 04's
+ungated answer (`answer_without_grading`) over their top `k` chunks — so they differ only in what they retrieve.
+`SERVED` ("grading-loop", the gated pipeline) is the one the service answers with, built over its own retriever by
+the registry entry's `over` (`grading_loop`). The gate's thresholds come from ONE call, `gate_thresholds()`.
+
+The evaluation harness (`lessons.evaluation.pipelines`: metrics, judges, tables) runs these pipelines; this
+module needs neither it nor pandas, so the service can serve a pipeline without loading them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+
+from lessons.agents.grading import DEFAULT_MAX_ROUNDS
+from lessons.core.i18n import N_
+
+K = 3  # chunks an answer step reads; hit@k and recall@k are measured at this depth
+RANK_K = 10  # depth of MRR and nDCG
+
+# --- pipelines ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class PipelineResult:
+    """What one pipeline did with one question."""
+
+    answer: str
+    abstained: bool
+    retrieved: list[Document]  # the ranked chunks retrieval metrics are computed on
+    context: list[Document]  # the chunks the answer was written from (what faithfulness is judged against)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+Pipeline = Callable[[str], PipelineResult]
+
+
+@dataclass
+class Resources:
+    """What pipelines are built from: the chunks, their Chroma store, the chat model, and sizes."""
+
+    chunks: list[Document]
+    store: Any  # a langchain_chroma.Chroma holding `chunks`
+    llm: BaseChatModel
+    k: int = K
+    rank_k: int = RANK_K
+    rerank_candidates: int = 20  # hybrid candidates the reranker reads (a cross-encoder: no model calls)
+    max_rounds: int = 3
+    gate_thresholds: Mapping[str, Any] | None = (
+        None  # the grading loop's GateThresholds per language; None = `gate_thresholds()`
+    )
+    qa_chunks: Sequence[Document] | None = None  # chunks that get QA pairs (default: all of them)
+    qa_max_pairs: int = 3
+    qa_store_name: str = "eval-qa-hybrid"
+    progress: bool = True
+
+
+def answer_from(llm: BaseChatModel, question: str, ranked: Sequence[Document], k: int) -> PipelineResult:
+    """The shared answer step of the retrieval-only pipelines: notebook 04's ungated answer over the top `k`."""
+    from lessons.agents.grading import answer_without_grading
+
+    state = answer_without_grading(llm, lambda _query: list(ranked[:k]), question)
+    abstained = state["outcome"] == "not_in_kb"
+    return PipelineResult(state["answer"], abstained, list(ranked), [] if abstained else list(state["documents"]))
+
+
+def _retrieval_pipeline(retrieve: Callable[[str], list[Document]], r: Resources) -> Pipeline:
+    return lambda question: answer_from(r.llm, question, retrieve(question), r.k)
+
+
+def _hybrid(r: Resources, size: int):
+    from lessons.retrieval.document_processor import hybrid_over
+
+    return hybrid_over(r.chunks, r.store, k=size, candidates=size)
+
+
+def dense_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    from lessons.retrieval.retrievers import dense_retriever
+
+    return dense_retriever(r.store, r.rank_k).invoke
+
+
+def hybrid_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    return _hybrid(r, r.rank_k).invoke
+
+
+def _reranked(r: Resources, top_n: int) -> Callable[[str], list[Document]]:
+    from lessons.retrieval.document_processor import reranked_hybrid
+
+    return reranked_hybrid(r.chunks, r.store, k=top_n, candidates=r.rerank_candidates).invoke
+
+
+def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """Hybrid candidates reordered by the course's reranker (`lessons.retrieval.rerank.default_reranker`: the
+    cross-encoder for English, the route the lead measured best for Chinese) — no chat-model calls."""
+    return _reranked(r, r.rank_k)
+
+
+def build_dense(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(dense_retrieval(r), r)
+
+
+def build_hybrid(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(hybrid_retrieval(r), r)
+
+
+def build_hybrid_rerank(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(rerank_retrieval(r), r)
+
+
+def build_qa_hybrid(r: Resources) -> Pipeline:
+    from lessons.chunking.strategies import cached_embeddings
+    from lessons.core.vectorstore import index_documents, open_store
+    from lessons.transforms.qa_transform import DOC_TYPE_CHUNK, QATransformer, mark_doc_type, search_source_chunks
+
+    qa_chunks = list(r.qa_chunks if r.qa_chunks is not None else r.chunks)
+    qa_docs = QATransformer(r.llm, max_pairs=r.qa_max_pairs, progress=r.progress).transform_documents(qa_chunks)
+    chunk_docs = mark_doc_type(r.chunks, DOC_TYPE_CHUNK)
+    chunks_by_id = {c.metadata["chunk_id"]: c for c in chunk_docs}
+    embeddings = cached_embeddings()  # chunk vectors the main index already computed are reused
+    store = open_store(r.qa_store_name, embeddings)
+    index_documents(store, chunk_docs + qa_docs, prune=True)
+
+    def retrieve(question: str) -> list[Document]:
+        vector = embeddings.embed_query(question)
+        return search_source_chunks(store, vector, "hybrid", chunks_by_id, k=r.rank_k, fetch_k=4 * r.rank_k)
+
+    return _retrieval_pipeline(retrieve, r)
+
+
+def gate_thresholds() -> tuple[dict[str, Any], str]:
+    """The grading loop's gate thresholds (`GateThresholds` per language) and where they come from — the ONE
+    place the evaluation reads them.
+
+    Today: `lessons.agents.grading.DEFAULT_GATE` (its comment says where it was calibrated). On any other documents
+    these are thresholds from elsewhere, and reports say so (`threshold_note`)."""
+    from lessons.agents.grading import DEFAULT_GATE, DEFAULT_GATE_SOURCE
+
+    return dict(DEFAULT_GATE), DEFAULT_GATE_SOURCE
+
+
+def gate_grader(llm: BaseChatModel, thresholds: Mapping[str, Any] | None = None, subject: Collection[str] = ()):
+    """The grading loop's gate: notebook 04's `RelevanceGate` (the cross-encoder, then the chat model's P(yes)
+    for the documents it lets through) with `thresholds` (default `gate_thresholds()`), then the answerability
+    check (`lessons.agents.answerability`; `subject`: the knowledge base's `common_names`)."""
+    from lessons.agents.grading import default_gate
+
+    return default_gate(llm, dict(thresholds) if thresholds is not None else gate_thresholds()[0], subject=subject)
+
+
+def gate_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """What the grading loop retrieves in a round — notebook 04's: the hybrid top `rerank_candidates`,
+    reranked by the course's reranker, the top k kept: the chunks its gate grades."""
+    return _reranked(r, r.k)
+
+
+def grading_loop(
+    llm: BaseChatModel,
+    retrieve: Callable[[str], list[Document]],
+    *,
+    subject: Collection[str] = (),
+    thresholds: Mapping[str, Any] | None = None,
+    max_rounds: int = DEFAULT_MAX_ROUNDS,
+) -> Pipeline:
+    """The "grading-loop" pipeline over any retriever: notebook 04's loop as it ends — each round's chunks graded
+    by `gate_grader` (the calibrated relevance gate, then the answerability check; `subject`: the knowledge base's
+    `common_names`), answering from the chunks it let through or abstaining. Notebook 06 evaluates it over
+    `gate_retrieval`; the service (notebook 08) serves it over its live index. `details` holds the rounds and the
+    answerability check's last verdict (None when it did not run)."""
+    from lessons.agents.grading import build_grading_loop
+
+    loop = build_grading_loop(llm, retrieve, max_rounds=max_rounds, grader=gate_grader(llm, thresholds, subject))
+
+    def run(question: str) -> PipelineResult:
+        state = loop.invoke({"question": question}, config={"recursion_limit": 50})
+        abstained = state["outcome"] == "not_in_kb"
+        verdict = next((step.check for step in reversed(state.get("trace", [])) if step.check is not None), None)
+        return PipelineResult(state["answer"], abstained, list(state.get("documents", [])),
+                              [] if abstained else list(state.get("relevant", [])),
+                              {"rounds": state.get("round"), "check": verdict})  # fmt: skip
+
+    return run
+
+
+def build_grading_loop_pipeline(r: Resources) -> Pipeline:
+    """`grading_loop` over `gate_retrieval(r)` (hybrid top `rerank_candidates`, reranked, top k) with
+    `r.gate_thresholds`."""
+    from lessons.agents.answerability import common_names
+
+    subject = sorted(common_names(r.chunks))  # the knowledge base's subject: no chunk need repeat it
+    return grading_loop(r.llm, gate_retrieval(r), subject=subject, thresholds=r.gate_thresholds,
+                        max_rounds=r.max_rounds)  # fmt: skip
+
+
+def build_three_agents(r: Resources) -> Pipeline:
+    from lessons.agents.answerability import AnswerabilityCheck, common_names
+    from lessons.agents.three_agents import run_three_agents
+
+    retriever = _hybrid(r, r.k).invoke  # the same first stage as the hybrid pipeline, top k
+    check = AnswerabilityCheck(r.llm, subject=common_names(r.chunks))  # the grading loop's answerability check
+
+    def run(question: str) -> PipelineResult:
+        result = run_three_agents(question, retriever=retriever, llm=r.llm, answerability=check)
+        context = list(result.context)
+        return PipelineResult(result.answer, bool(result.abstained), context, [] if result.abstained else context)
+
+    return run
+
+
+class UnknownPipeline(ValueError):
+    """A pipeline name that is not in `PIPELINES`; the message lists the names."""
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    name: str
+    notebook: str
+    description: str
+    build: Callable[[Resources], Pipeline]
+    retrieval: Callable[[Resources], Callable[[str], list[Document]]] | None = (
+        None  # its ranking, if it needs no chat model
+    )
+    over: Callable[..., Pipeline] | None = None  # the same pipeline over any retriever (what the service serves)
+
+
+PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
+    PipelineSpec("dense", "01", N_("nearest chunks by embedding (the baseline), shared answer step"), build_dense,
+                 dense_retrieval),
+    PipelineSpec("hybrid", "02", N_("dense + BM25 fused by reciprocal rank fusion, shared answer step"), build_hybrid,
+                 hybrid_retrieval),
+    PipelineSpec("hybrid+rerank", "02", N_("hybrid candidates reranked by the course's reranker (cross-encoder for "
+                 "English; default_reranker's route for Chinese), shared answer step"), build_hybrid_rerank, rerank_retrieval),
+    PipelineSpec("qa-hybrid", "03", N_("chunks and generated questions in one index, hits mapped to chunks"), build_qa_hybrid),
+    PipelineSpec("grading-loop", "04", N_("hybrid top k graded by calibrated P(yes), rewrite up to a cap, answer from relevant chunks or abstain"),
+                 build_grading_loop_pipeline, over=grading_loop),
+    PipelineSpec("three-agents", "05", N_("relevance checker, research agent, verification agent (re-research capped)"), build_three_agents),
+]}  # fmt: skip
+
+
+def check_pipeline_names(names: Sequence[str], where: str = "pipelines") -> list[str]:
+    """`names` if every one is known, else an error that lists the known names."""
+    unknown = [n for n in names if n not in PIPELINES]
+    if unknown:
+        raise UnknownPipeline(f"unknown pipeline(s) {unknown} in {where} — choose from: {', '.join(PIPELINES)}")
+    if not names:
+        raise UnknownPipeline(f"no pipelines in {where} — choose from: {', '.join(PIPELINES)}")
+    return list(names)
+
+
+SERVED = "grading-loop"  # the pipeline the service answers with (notebook 08); notebook 06 measures it
+
+
+def build_pipelines(names: Sequence[str], resources: Resources) -> dict[str, Pipeline]:
+    """The named pipelines, in the order given."""
+    return {name: PIPELINES[name].build(resources) for name in check_pipeline_names(names)}
