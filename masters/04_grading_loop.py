@@ -79,7 +79,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
+from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels, t_marked
 from lessons.ingest import balanced_sample, load_gold
 from lessons.retrieval import (
     build_index,
@@ -314,7 +314,7 @@ def show_trace(state):
                            "P(yes)": " ".join("—" if p is None else f"{p:.2f}" for p in s.p_yes), t("decision"): s.decision}
                           for s in state["trace"]])
     display(trace)
-    print(f"→ {state['outcome']}: {state['answer']}")
+    print(f"→ {t_marked(state['outcome'])}: {state['answer']}")
 
 
 for question in examples.values():
@@ -416,7 +416,7 @@ plt.show()
 rows = []
 for r in results:
     if r.gated_outcome != r.ungated_outcome:
-        rows.append({"id": r.id, t("in KB"): r.answerable, t("gated"): r.gated_outcome, t("ungated"): r.ungated_outcome,
+        rows.append({"id": r.id, t("in KB"): r.answerable, t("gated"): t_marked(r.gated_outcome), t("ungated"): t_marked(r.ungated_outcome),
                      t("ungated answer"): r.ungated_answer[:120], t("queries tried"): " | ".join(s.query for s in r.trace)})
 pd.DataFrame(rows) if rows else print(t("The two pipelines agreed on every question of this sample."))
 

@@ -93,7 +93,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
+from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels, t_marked
 from lessons.ingest import CORPUS_DIR, balanced_sample, course_example, in_course_language, load_gold
 
 pd.set_option("display.max_colwidth", 90)
@@ -416,7 +416,7 @@ display(Markdown("```mermaid\n" + graph.get_graph().draw_mermaid() + "\n```"))
 def show(result):
     display(pd.DataFrame([{t("step"): s.step, t("round"): s.round, t("decision"): s.decision, t("detail"): s.detail[:140],
                            t("seconds"): round(s.seconds, 1)} for s in result.trace]))
-    print(f"→ {result.outcome}: {result.answer}")
+    print(f"→ {t_marked(result.outcome)}: {result.answer}")
     for c in result.citations:
         print(t("   cites {source}", source=c.source) + ("" if c.page is None else t(", page {page}", page=c.page)) + f" [{c.chunk_id}]")
 
@@ -548,7 +548,7 @@ t_labels(summary.loc[["en", "zh"], metrics].T,
 ax.set_xlim(0, 1.05)
 ax.set_xlabel(t("share of questions"))
 ax.set_title(t("Three agents on the gold sample, by language"))
-pd.DataFrame({t("seconds"): [r.seconds for r in runs], t("outcome"): [r.outcome for r in runs]}).boxplot(
+pd.DataFrame({t("seconds"): [r.seconds for r in runs], t("outcome"): [t_marked(r.outcome) for r in runs]}).boxplot(
     column=t("seconds"), by=t("outcome"), ax=ax_time, rot=20)
 ax_time.set_title(t("Latency per question"))
 fig.suptitle("")
@@ -556,7 +556,7 @@ plt.tight_layout()
 plt.show()
 
 # %%
-pd.DataFrame([{"id": r.id, t("type"): r.type, t("outcome"): r.outcome, t("complete"): r.complete, t("supported"): r.supported,
+pd.DataFrame([{"id": r.id, t("type"): r.type, t("outcome"): t_marked(r.outcome), t("complete"): r.complete, t("supported"): r.supported,
                t("rounds"): r.research_rounds, t("answer"): r.answer[:110]} for r in runs])
 
 # %% [markdown]

@@ -93,7 +93,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
+from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels, t_marked
 from lessons.ingest import CORPUS_DIR, load_gold
 from service.client import running_service
 from service.nightly import TREND_METRICS
@@ -151,10 +151,11 @@ paths = [CORPUS_DIR / name for name in DOCUMENTS]
 uploads = client.upload_files(paths)
 jobs, timeline = client.watch([u.job_id for u in uploads], timeout=JOB_TIMEOUT, every=1.0)
 states = pd.DataFrame(timeline).fillna(0).set_index("seconds").astype(int)
-t_labels(states.iloc[sorted({0, len(states) // 3, 2 * len(states) // 3, len(states) - 1})], ["seconds"])
+t_labels(states.iloc[sorted({0, len(states) // 3, 2 * len(states) // 3, len(states) - 1})],
+         ["seconds", "uploading", "pending", "running", "done", "failed", "superseded", "cancelled"])
 
 # %%
-job_table = pd.DataFrame([{"file": j.file_name, "status": j.status, "chunks": j.chunks, "attempts": j.attempts,
+job_table = pd.DataFrame([{"file": j.file_name, "status": t_marked(j.status), "chunks": j.chunks, "attempts": j.attempts,
                            "seconds": round(j.seconds or 0, 1), "error": j.error} for j in jobs.values()])
 t_labels(job_table, ["file", "status", "chunks", "attempts", "seconds", "error"])
 

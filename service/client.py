@@ -115,8 +115,9 @@ def wait_for_jobs(get_job: Callable[[int], Job | dict], job_ids: Iterable[int], 
         if pending:
             if time.monotonic() >= deadline:
                 open_jobs = ", ".join(f"{j} ({s})" for j, s in list(pending.items())[:10])
-                raise JobTimeout(f"{len(pending)} job(s) not finished after {timeout:g} s: {open_jobs} — look at "
-                                 "GET /v1/jobs/{id} and the service's log; a slow machine needs a larger timeout")  # fmt: skip
+                raise JobTimeout(t("{n} job(s) not finished after {timeout:g} s: {open_jobs} — look at "
+                                   "GET /v1/jobs/{{id}} and the service's log; a slow machine needs a larger timeout",
+                                   n=len(pending), timeout=timeout, open_jobs=open_jobs))  # fmt: skip
             time.sleep(max(0.0, min(every, deadline - time.monotonic())))
     return jobs
 
@@ -229,7 +230,13 @@ class ServiceClient:
                 return jobs, timeline
             if time.monotonic() - started >= timeout:
                 still = ", ".join(f"{j.job_id} ({j.status})" for j in jobs.values() if not j.final)
-                raise JobTimeout(f"jobs not finished after {timeout:g} s: {still} — look at the service's log")
+                raise JobTimeout(
+                    t(
+                        "jobs not finished after {timeout:g} s: {still} — look at the service's log",
+                        timeout=timeout,
+                        still=still,
+                    )
+                )
             time.sleep(every)
 
 
@@ -294,7 +301,7 @@ class ServiceProcess(Running):
                 pass
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"the service did not start: {self.log()}")
+                raise RuntimeError(t("the service did not start: {log}", log=self.log()))
             time.sleep(0.2)
 
 

@@ -36,16 +36,18 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
-PENDING, RUNNING, DONE, FAILED, SUPERSEDED, CANCELLED = (
-    "pending",
-    "running",
-    "done",
-    "failed",
-    "superseded",
-    "cancelled",
+from lessons.core.i18n import N_
+
+PENDING, RUNNING, DONE, FAILED, SUPERSEDED, CANCELLED = (  # job states: notebook 08 shows them with t_marked
+    N_("pending"),
+    N_("running"),
+    N_("done"),
+    N_("failed"),
+    N_("superseded"),
+    N_("cancelled"),
 )
 FINAL_STATES = (DONE, FAILED, SUPERSEDED, CANCELLED)
-UPLOADING = "uploading"  # the job's row exists, its file is being moved into place
+UPLOADING = N_("uploading")  # the job's row exists, its file is being moved into place
 _DELETED_PREFIX = "deleted:"
 
 

@@ -38,7 +38,7 @@ from pydantic import BaseModel, Field
 
 from lessons.agents.answerability import AnswerabilityCheck, AnswerabilityVerdict
 from lessons.agents.answering import ANSWER_PROMPT, format_context, not_in_kb_answer
-from lessons.core.i18n import t
+from lessons.core.i18n import N_, t
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.search_text import search_text
 from lessons.core.structured import invoke_structured
@@ -530,11 +530,11 @@ def build_grading_loop(
         )
         draft = invoke_structured(model, DraftAnswer, prompt)
         if draft.found == "no" or not draft.answer.strip():
-            return {"outcome": "not_in_kb", "answer": not_in_kb_answer(state["question"])}
-        return {"outcome": "answered", "answer": draft.answer.strip()}
+            return {"outcome": N_("not_in_kb"), "answer": not_in_kb_answer(state["question"])}
+        return {"outcome": N_("answered"), "answer": draft.answer.strip()}
 
     def not_in_kb(state: LoopState) -> dict[str, Any]:
-        return {"outcome": "not_in_kb", "answer": not_in_kb_answer(state["question"])}
+        return {"outcome": N_("not_in_kb"), "answer": not_in_kb_answer(state["question"])}
 
     graph = StateGraph(LoopState)
     for name, step in [
@@ -566,7 +566,7 @@ def answer_without_grading(model: BaseChatModel, retriever: Retriever, question:
     return {
         "question": question,
         "documents": documents,
-        "outcome": "answered" if answered else "not_in_kb",
+        "outcome": N_("answered") if answered else N_("not_in_kb"),
         "answer": draft.answer.strip() if answered else not_in_kb_answer(question),
         "round": 1,
         "trace": [],

@@ -52,6 +52,7 @@ from lessons.agents.claim_check import (
     unsupported_figures,
     unsupported_sentences,
 )
+from lessons.core.i18n import N_
 from lessons.core.prompt_safety import DATA_RULE
 from lessons.core.structured import invoke_structured
 from lessons.text.language import detect_language
@@ -513,7 +514,7 @@ def build_three_agent_graph(
     def finish(state):
         passed = state["trace"][-1].decision == "accept"  # the routing rule's verdict, whichever rule it was
         draft = state["draft"]
-        outcome = "answered" if passed else "unverified"
+        outcome = N_("answered") if passed else N_("unverified")  # shown with t_marked (notebook 05)
         update = {
             "outcome": outcome,
             "answer": draft.answer.strip(),
@@ -523,7 +524,7 @@ def build_three_agent_graph(
 
     @timed
     def not_in_documents(state):
-        outcome = "not_in_documents" if state.get("relevance") == "NO_MATCH" else "cannot_answer"
+        outcome = N_("not_in_documents") if state.get("relevance") == "NO_MATCH" else N_("cannot_answer")
         update = {"outcome": outcome, "answer": not_in_documents_answer(state["question"]), "citations": []}
         return update, TraceStep("not_in_documents", state.get("research_round", 0), outcome)
 

@@ -40,6 +40,7 @@ import docling
 from langchain_core.documents import Document
 from langchain_text_splitters import MarkdownHeaderTextSplitter
 
+from lessons.core.i18n import t
 from lessons.core.settings import get_settings
 from lessons.ingest.pdf_headings import pdf_pages_markdown
 from lessons.text.language import detect_language
@@ -205,20 +206,30 @@ def validate_file(path: str | Path, limits: IngestLimits = IngestLimits()) -> No
 def _check_path(path: Path, limits: IngestLimits) -> None:
     """Raise `IngestError` for a missing file, an unsupported suffix or a size over the limit (before reading it)."""
     if not path.exists():
-        kind = "dangling symbolic link" if path.is_symlink() else "file"
-        raise PathNotFound(f"'{path.name}' does not exist at {path} ({kind}) — check the path")
+        kind = t("dangling symbolic link") if path.is_symlink() else t("file")
+        raise PathNotFound(
+            t("'{name}' does not exist at {path} ({kind}) — check the path", name=path.name, path=path, kind=kind)
+        )
     _check_suffix(path)
     _check_size(path, _file_size(path), limits)
 
 
 def _check_size(path: Path, size: int, limits: IngestLimits) -> None:
     if size == 0:
-        raise EmptyFile(f"'{path.name}' is empty (0 bytes) — add content to it or remove it from the folder")
+        raise EmptyFile(
+            t("'{name}' is empty (0 bytes) — add content to it or remove it from the folder", name=path.name)
+        )
     if size > limits.max_file_bytes:
         shown, limit = _sizes(size, limits.max_file_bytes)
         raise FileTooLarge(
-            f"'{path.name}' is {shown}, over the per-file limit of {limit} — split the file, or raise the "
-            f"limit: IngestLimits(max_file_bytes={_suggested_limit(size)})"
+            t(
+                "'{name}' is {shown}, over the per-file limit of {limit} — split the file, or raise the "
+                "limit: IngestLimits(max_file_bytes={suggested})",
+                name=path.name,
+                shown=shown,
+                limit=limit,
+                suggested=_suggested_limit(size),
+            )
         )
 
 
@@ -519,7 +530,11 @@ def _check_suffix(path: Path) -> None:
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
         supported = " ".join(suffix for suffix in SUPPORTED_SUFFIXES if suffix != ".htm")
         raise UnsupportedFileType(
-            f"'{path.name}' — supported: {supported}; save or export it in one of these formats, or remove it"
+            t(
+                "'{name}' — supported: {supported}; save or export it in one of these formats, or remove it",
+                name=path.name,
+                supported=supported,
+            )
         )
 
 
@@ -545,7 +560,9 @@ def _check_text(path: Path, data: bytes) -> None:
     """Raise `NotText`, `NotUtf8` or `EmptyFile` unless a text-format file decodes to some text."""
     text = _decode(path, data).text
     if not text.strip():
-        raise EmptyFile(f"'{path.name}' contains only whitespace — add content to it or remove it from the folder")
+        raise EmptyFile(
+            t("'{name}' contains only whitespace — add content to it or remove it from the folder", name=path.name)
+        )
 
 
 def _decode(path: Path, data: bytes) -> DecodedText:
@@ -594,8 +611,13 @@ def _check_not_duplicate(path: Path, digest: str, first_by_hash: dict[str, Path]
     original = first_by_hash.get(digest)
     if original is not None:
         raise DuplicateContent(
-            f"'{path.name}' has the same content as '{original.name}' (sha256 {digest[:12]}…) — kept "
-            f"'{original.name}'; delete one of the two copies"
+            t(
+                "'{name}' has the same content as '{original}' (sha256 {digest}…) — kept '{original}'; delete one "
+                "of the two copies",
+                name=path.name,
+                original=original.name,
+                digest=digest[:12],
+            )
         )
 
 
@@ -641,7 +663,7 @@ def _no_text_message(path: Path, file_format: str) -> str:
             f"'{path.name}' has no extractable text (a scanned PDF?) — run OCR on it first "
             "(e.g. `ocrmypdf in.pdf out.pdf`) or export it again with a text layer"
         )
-    return f"'{path.name}' converted to no text — check that it has visible content, or remove it"
+    return t("'{name}' converted to no text — check that it has visible content, or remove it", name=path.name)
 
 
 def _converter_settings(file_format: str) -> dict:

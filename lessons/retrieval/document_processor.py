@@ -149,8 +149,10 @@ def process_documents(
         reranker = reranker_by_name(reranker, top_n=k)
     result = ingest(paths_or_folder, limits=limits, progress=progress)
     if not result.documents:
-        reasons = "; ".join(f"{Path(s.path).name}: {s.reason}" for s in result.skipped) or "no files given"
-        raise NoDocumentsError(f"no document could be read ({reasons}) — upload a supported, non-empty file")
+        reasons = "; ".join(f"{Path(s.path).name}: {s.reason}" for s in result.skipped) or t("no files given")
+        raise NoDocumentsError(
+            t("no document could be read ({reasons}) — upload a supported, non-empty file", reasons=reasons)
+        )
     chunks = chunk_files(result.documents)
     store = build_index(chunks, name=index_name)
     return ProcessedDocuments(

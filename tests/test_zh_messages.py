@@ -1,0 +1,59 @@
+"""The errors a notebook shows speak the reader's language: in the Chinese copy the reasons a folder gives no
+document (notebook 05), the service client's timeouts and the job states (notebook 08) and the grading loop's and
+three agents' outcomes (notebooks 04, 05) are Chinese; in English they are exactly what they were."""
+
+import pytest
+
+from lessons.core.i18n import t_marked
+from lessons.retrieval.document_processor import NoDocumentsError, process_documents
+from service.client import JobTimeout, wait_for_jobs
+from service.db import CANCELLED, DONE, FAILED, PENDING, RUNNING, SUPERSEDED, UPLOADING
+
+OUTCOMES = ["answered", "not_in_kb", "unverified", "not_in_documents", "cannot_answer"]
+
+
+def bad_folder(tmp_path):
+    folder = tmp_path / "uploads"
+    folder.mkdir()
+    (folder / "notes.rtf").write_text("{\\rtf1 hello}")
+    (folder / "empty.txt").write_text("")
+    return folder
+
+
+def test_the_reasons_no_document_was_read_are_in_the_course_language(tmp_path, monkeypatch):
+    folder = bad_folder(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    with pytest.raises(NoDocumentsError) as chinese:
+        process_documents(folder)
+    assert str(chinese.value).startswith("没有一个文档可以读取（")
+    assert "'empty.txt' 是空文件（0 字节）" in str(chinese.value)
+    assert "'notes.rtf' 的类型不受支持——支持的类型：" in str(chinese.value)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    with pytest.raises(NoDocumentsError, match=r"^no document could be read \(") as english:
+        process_documents(folder)
+    assert "empty.txt: EmptyFile: 'empty.txt' is empty (0 bytes) — add content to it or remove it" in str(english.value)
+    assert "notes.rtf: UnsupportedFileType: 'notes.rtf' — supported: " in str(english.value)
+
+
+def test_the_service_clients_timeout_is_in_the_course_language(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    with pytest.raises(JobTimeout, match=r"^1 个作业在 0.05 秒后仍未完成：7 \(running\)——请查看 GET /v1/jobs/\{id\}"):
+        wait_for_jobs(lambda job_id: {"status": "running"}, [7], timeout=0.05, every=0.01)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    with pytest.raises(
+        JobTimeout, match=r"^1 job\(s\) not finished after 0.05 s: 7 \(running\) — look at GET /v1/jobs/\{id\}"
+    ):
+        wait_for_jobs(lambda job_id: {"status": "running"}, [7], timeout=0.05, every=0.01)
+
+
+def test_job_states_and_outcomes_are_shown_in_the_course_language(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    states = [UPLOADING, PENDING, RUNNING, DONE, FAILED, SUPERSEDED, CANCELLED]
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    assert [t_marked(s) for s in states + OUTCOMES] == states + OUTCOMES
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    shown = [t_marked(s) for s in states + OUTCOMES]
+    assert shown[:3] == ["上传中", "等待中", "运行中"] and t_marked("not_in_kb") == "知识库中没有"
+    assert all(not label.isascii() for label in shown), shown
