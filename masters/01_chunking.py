@@ -87,7 +87,7 @@ from tqdm.auto import tqdm
 
 from lessons.core import USAGE, t, t_labels
 from lessons.evaluation import findable_quotes
-from lessons.ingest import load_documents, load_gold, load_sections
+from lessons.ingest import in_course_language, load_documents, load_gold, load_sections
 
 timings = {}
 start = time.perf_counter()
@@ -709,7 +709,7 @@ docstore = InMemoryStore()
 docstore.mset(list(parents_by_id.items()))
 retriever = MultiVectorRetriever(vectorstore=children_store, docstore=docstore, id_key="parent_id",
                                  search_kwargs={"k": 4 * TOP_K})
-question = questions[0]
+question = in_course_language(questions)[0]  # the first gold question in the notebook's language
 from_langchain = retriever.invoke(question.question)[:TOP_K]
 ours = parents_of(children_store.similarity_search(question.question, k=4 * TOP_K), parents_by_id, TOP_K)
 print(t("{question}\nMultiVectorRetriever and parents_of return the same parents: {same}", question=question.question,
