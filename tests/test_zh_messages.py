@@ -57,3 +57,13 @@ def test_job_states_and_outcomes_are_shown_in_the_course_language(tmp_path, monk
     shown = [t_marked(s) for s in states + OUTCOMES]
     assert shown[:3] == ["上传中", "等待中", "运行中"] and t_marked("not_in_kb") == "知识库中没有"
     assert all(not label.isascii() for label in shown), shown
+
+
+def test_the_judges_no_log_probabilities_warning_is_in_the_course_language(tmp_path, monkeypatch):
+    from lessons.core.fakes import ScriptedChatModel
+    from lessons.retrieval.rerank import LLMRelevanceScorer
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    with pytest.warns(UserWarning, match=r"^对话模型没有返回对数概率"):
+        assert LLMRelevanceScorer(ScriptedChatModel(default="yes")).score([("问题", "段落")]) == [1.0]

@@ -33,6 +33,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
+from lessons.core.i18n import t
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.search_text import search_text
 from lessons.core.structured import invoke_structured
@@ -145,8 +146,10 @@ class LLMRelevanceScorer(BaseCrossEncoder):
         if alternatives is None and not self.used_text_fallback:
             self.used_text_fallback = True
             warnings.warn(
-                "the chat model returned no log-probabilities: relevance scores fall back to 1.0 (yes) or "
-                "0.0 (no) read from the reply, so ties are broken by the first-stage order",
+                t(
+                    "the chat model returned no log-probabilities: relevance scores fall back to 1.0 (yes) or "
+                    "0.0 (no) read from the reply, so ties are broken by the first-stage order"
+                ),
                 stacklevel=3,
             )
         return _score_from_text(message)
