@@ -2,7 +2,8 @@
 
 Introduced in notebook 08 (from notebook to service). Write endpoints (upload, delete) need the key
 of `AGENTIC_RAG_SERVICE_API_KEY` in an `X-API-Key` header; reads do not. The key is compared in
-constant time and never logged (uvicorn's access log has no headers).
+constant time and never logged: uvicorn's access log has no headers, and a key sent in the query string
+by mistake (`?api_key=…`) is written there as `***` (`RedactSecrets`).
 
     POST   /v1/documents            multipart `file` → 202 {document_id, job_id, name, status}
     GET    /v1/documents            every document with its last job
@@ -22,7 +23,9 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 from contextlib import asynccontextmanager
+from urllib.parse import quote, quote_plus, unquote_plus
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
@@ -102,10 +105,51 @@ async def receive_file(request: Request, limit: int):
     return state["name"], body
 
 
+SECRET_PARAMETER = re.compile(r"(?i)^(?:x[-_]?)?(?:api[-_]?key|key|token|access[-_]?token|secret|password)$")
+
+
+class RedactSecrets(logging.Filter):
+    """Writes `***` in uvicorn's access log for the values of key-like query parameters (`?api_key=…`,
+    `?token=…`) and for the service's key wherever it appears in the requested path."""
+
+    def __init__(self, key: str | None = None):
+        super().__init__("service.redact")
+        self.key = key or None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            record.args = (*args[:2], self.redact(args[2]), *args[3:])
+        return True
+
+    def redact(self, path: str) -> str:
+        if self.key:
+            for form in {self.key, quote(self.key, safe=""), quote_plus(self.key)}:
+                path = path.replace(form, "***")
+        base, question_mark, query = path.partition("?")
+        if not question_mark:
+            return path
+        parts = []
+        for part in query.split("&"):
+            name, equals, _value = part.partition("=")
+            parts.append(f"{name}=***" if equals and SECRET_PARAMETER.match(unquote_plus(name)) else part)
+        return f"{base}?{'&'.join(parts)}"
+
+
+def redact_access_log(key: str | None) -> None:
+    """Install `RedactSecrets` on uvicorn's access logger (once: a new app replaces the filter of the last)."""
+    access = logging.getLogger("uvicorn.access")
+    for old in [f for f in access.filters if isinstance(f, RedactSecrets)]:
+        access.removeFilter(old)
+    access.addFilter(RedactSecrets(key))
+
+
 def create_app(service: Service | None = None, workers: int | None = None) -> FastAPI:
     """The app; with `workers` > 0 (default: the setting) ingestion worker threads run inside it."""
     service = service or Service()
     workers = service.settings.workers if workers is None else workers
+    api_key = service.settings.api_key
+    redact_access_log(api_key.get_secret_value() if api_key is not None else None)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):

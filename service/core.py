@@ -151,8 +151,28 @@ class Service:
             document.chunk_count = 0
             session.execute(update(Job).where((Job.document_id == document_id) & (Job.status == PENDING))
                             .values(status=CANCELLED, finished_at=now, error="document deleted before it was processed"))  # fmt: skip
+        self.forget_conversions(document_id)
         self.files.delete_document(document_id)
         return True
+
+    def forget_conversions(self, document_id: str) -> int:
+        """Remove a deleted document's text from the conversion cache (`lessons.ingest.files.forget_conversion`),
+        except for bytes a live document also has; returns how many cache entries were removed."""
+        from lessons.ingest.files import forget_conversion
+
+        with self.db.read() as session:
+            mine = session.execute(
+                select(Job.sha256, Job.file_name).where((Job.document_id == document_id) & Job.sha256.is_not(None))
+            ).all()
+            digests = sorted({sha256 for sha256, _name in mine})
+            shared = set(
+                session.execute(
+                    select(Job.sha256)
+                    .join(Document, Document.id == Job.document_id)
+                    .where(Document.deleted_at.is_(None) & (Document.id != document_id) & Job.sha256.in_(digests))
+                ).scalars()
+            ) if digests else set()  # fmt: skip
+        return sum(forget_conversion(sha256, name) for sha256, name in set(mine) if sha256 not in shared)
 
     # --- reading ---
 

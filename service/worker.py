@@ -25,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from service.db import (
+    CANCELLED,
     DONE,
     Claim,
     Document,
@@ -103,6 +104,8 @@ class Worker:
             except (DuplicateDocument, IntegrityError) as error:
                 twin = str(error) if isinstance(error, DuplicateDocument) else "another document"
                 raise PermanentError(_duplicate_message(claim.file_name, twin)) from None
+            if status == CANCELLED:  # deleted while it ran: what it just converted leaves the cache too
+                self.service.forget_conversions(claim.document_id)
             logger.info("job %s (%s): %s, %d chunks", claim.job_id, claim.file_name, status, count)
             return status
         except PermanentError as error:

@@ -765,3 +765,109 @@ def test_a_one_line_heading_of_2_mb_is_capped_with_a_warning_and_its_text_kept(t
     assert all(len(s.metadata.get("section", "")) <= ingest.MAX_HEADING_CHARS for s in sections)
     assert sum(len(s.page_content) for s in sections) > 2_000_000  # the text is kept, as body text
     assert "wall.md" in caplog.text and "heading" in caplog.text
+
+
+def make_pdf_with_an_image_page(path: Path) -> Path:
+    """A three-page PDF: text, a page that is only an image (a scanned page), text."""
+    from fpdf import FPDF
+    from PIL import Image, ImageDraw
+
+    scan = path.with_suffix(".png")
+    image = Image.new("RGB", (600, 800), "white")
+    ImageDraw.Draw(image).text((40, 40), "The Team tier costs 45 euros per user per month.", fill="black")
+    image.save(scan)
+    pdf = FPDF(format="A4")
+    for page in (1, 2, 3):
+        pdf.add_page()
+        if page == 2:
+            pdf.image(str(scan), x=10, y=10, w=190)
+            continue
+        pdf.set_font("Helvetica", "", 11)
+        pdf.multi_cell(0, 6, f"Page {page} text. " + LONG_PARAGRAPH, new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(path))
+    return path
+
+
+def test_an_image_only_page_inside_a_text_pdf_is_named_in_a_warning(tmp_path, caplog):
+    path = make_pdf_with_an_image_page(tmp_path / "mixed.pdf")
+    with caplog.at_level(logging.WARNING, logger="lessons.ingest"):
+        document = convert_file(path)
+    assert [page for page, text in document.pages if not text.strip()] == [2]
+    (warning,) = document.warnings
+    assert "'mixed.pdf'" in warning and "page(s) 2 " in warning and "1 of 3" in warning and "ocrmypdf" in warning
+    assert warning in caplog.text
+    again = convert_file(path)  # from the cache: still said
+    assert again.from_cache and again.warnings == [warning]
+    summary = ingest.ingest([path], progress=False).summary()
+    assert "1 warning(s):" in summary and warning in summary
+    assert convert_file(make_pdf(tmp_path / "text_only.pdf"), cache=False).warnings == []
+
+
+def make_docx_with_a_tracked_move(path: Path) -> Path:
+    """A DOCX where Word tracked a move: a sentence moved from the first paragraph to the last (w:moveFrom/w:moveTo)."""
+    import docx
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    document = docx.Document()
+    first = document.add_paragraph("Opening paragraph.")
+    document.add_paragraph("Middle paragraph about the licence server.")
+    last = document.add_paragraph("Closing paragraph.")
+    for number, (paragraph, kind) in enumerate(((first, "w:moveFrom"), (last, "w:moveTo"))):
+        wrapper = OxmlElement(kind)
+        for name, value in (("w:id", str(number + 10)), ("w:author", "Editor"), ("w:date", "2026-11-30T10:00:00Z")):
+            wrapper.set(qn(name), value)
+        run = paragraph.add_run(" The moved sentence names port 7420.")
+        run._r.addprevious(wrapper)
+        wrapper.append(run._r)
+    document.save(path)
+    return path
+
+
+def test_docx_moved_text_appears_once_at_its_new_place(tmp_path):
+    path = make_docx_with_a_tracked_move(tmp_path / "moved.docx")
+    markdown = convert_file(path, cache=False).markdown
+    assert markdown.count("The moved sentence names port 7420.") == 1, markdown
+    assert markdown.index("Middle paragraph") < markdown.index("The moved sentence") > markdown.index("Closing")
+    assert "Opening paragraph." in markdown and "Closing paragraph." in markdown
+
+
+def make_zip_bomb_docx(path: Path, inflated_bytes: int) -> Path:
+    """A valid DOCX whose document.xml is `inflated_bytes` of one repeated paragraph (it deflates to almost nothing)."""
+    import zipfile
+
+    make_docx(path)
+    paragraph = b"<w:p><w:r><w:t>Repeated words of the same paragraph.</w:t></w:r></w:p>"
+    with zipfile.ZipFile(path) as package:
+        parts = {info.filename: package.read(info) for info in package.infolist()}
+    head, tail = parts["word/document.xml"].split(b"<w:body>")
+    parts["word/document.xml"] = head + b"<w:body>" + paragraph * (inflated_bytes // len(paragraph)) + tail
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as package:
+        for name, data in parts.items():
+            package.writestr(name, data)
+    return path
+
+
+def test_a_docx_that_inflates_far_beyond_its_size_is_refused_before_it_is_inflated(tmp_path, monkeypatch):
+    import zipfile
+
+    path = make_zip_bomb_docx(tmp_path / "bomb.docx", 42 * 10**6)
+
+    def never(*args, **kwargs):
+        raise AssertionError("Docling was asked to read the zip bomb")
+
+    monkeypatch.setattr(ingest, "_docling_converter", never)
+    with pytest.raises(ingest.InflatesTooMuch) as error:
+        convert_file(path, cache=False)
+    message = str(error.value)
+    size = path.stat().st_size
+    with zipfile.ZipFile(path) as package:
+        inflated = sum(info.file_size for info in package.infolist())
+    assert size < 2**20 and inflated > 42 * 10**6 - 100, (size, inflated)  # a small file that inflates to 42 MB
+    assert f"'bomb.docx' is {size / 1024:,.0f} KiB but its XML inflates to {inflated / 2**20:.1f} MiB" in message
+    assert f"{inflated / size:,.0f} times its size (the limit is 100 times)" in message
+    assert f"IngestLimits(max_inflation_ratio={int(inflated / size) + 1})" in message
+    with pytest.raises(ingest.InflatesTooMuch, match="max_inflated_bytes"):
+        validate_file(path, IngestLimits(max_inflated_bytes=10 * 2**20))
+    skipped = ingest.ingest([path], progress=False).skipped
+    assert [Path(item.path).name for item in skipped] == ["bomb.docx"] and "InflatesTooMuch" in skipped[0].reason

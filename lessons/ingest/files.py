@@ -31,7 +31,7 @@ import time
 import unicodedata
 import zipfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from io import BytesIO
 from pathlib import Path
@@ -92,6 +92,10 @@ class IngestLimits:
 
     max_file_bytes: int = 25 * 2**20
     max_total_bytes: int = 200 * 2**20
+    # DOCX, PPTX and XLSX are ZIP packages: what their parts inflate to is read from the ZIP directory and refused
+    # before anything is inflated (a "zip bomb" of repeated XML would otherwise fill memory).
+    max_inflated_bytes: int = 200 * 2**20
+    max_inflation_ratio: int = 100  # inflated size / file size, checked once a package inflates past 16 MiB
 
 
 @dataclass
@@ -109,6 +113,7 @@ class ConvertedDocument:
     seconds: float
     from_cache: bool
     encoding: str = "utf-8"  # what a text file was read as, when it was not UTF-8 (`lessons.text.text_encoding`)
+    warnings: list[str] = field(default_factory=list)  # what was converted but cannot be searched (pages with no text)
 
 
 @dataclass
@@ -135,6 +140,10 @@ class IngestResult:
         if decoded:
             lines.append(f"Read {len(decoded)} file(s) that are not UTF-8 in their detected encoding:")
             lines.extend(f"  - {document.source}: {encoding_label(document.encoding)}" for document in decoded)
+        warned = [warning for document in self.documents for warning in document.warnings]
+        if warned:
+            lines.append(t("{n} warning(s):", n=len(warned)))
+            lines.extend(f"  - {warning}" for warning in warned)
         if self.skipped:
             lines.append(f"Skipped {len(self.skipped)} file(s):")
             lines.extend(f"  - {Path(item.path).name}: {item.reason}" for item in self.skipped)
@@ -189,6 +198,10 @@ class FileChanged(IngestError):
     """The file was rewritten while it was being read."""
 
 
+class InflatesTooMuch(IngestError):
+    """A DOCX, PPTX or XLSX whose parts inflate far beyond its size (`IngestLimits.max_inflated_bytes`, `max_inflation_ratio`)."""
+
+
 class DuplicateContent(IngestError):
     """The file has the same bytes as a file ingested before it."""
 
@@ -240,7 +253,7 @@ def _check_bytes(path: Path, data: bytes, limits: IngestLimits) -> None:
     if suffix in TEXT_SUFFIXES:
         _check_text(path, data)
     elif suffix in OFFICE_SUFFIXES:
-        _check_office_package(path, data)
+        _check_office_package(path, data, limits)
     elif suffix == ".pdf":
         _check_pdf_header(path, data)
 
@@ -299,6 +312,22 @@ def convert_file(
     if cache_file:
         _store_cache_entry(cache_file, entry)
     return _document_from(path, data, entry, seconds=seconds, from_cache=False)
+
+
+def forget_conversion(sha256: str, name: str | Path) -> bool:
+    """Remove the cached conversion of the bytes with this SHA-256 (a file called `name`, for its format, with
+    today's converter settings); True if there was one.
+
+    Introduced in notebook 08 (from notebook to service): the service calls it when a document is deleted, so
+    the deleted text does not stay in the cache. The cache is keyed by bytes, not names: a caller that keeps
+    another file with the same bytes must not forget them.
+    """
+    cache_file = _cache_file_of(sha256, _converter_settings(format_of(name)))
+    try:
+        cache_file.unlink()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def ingest(
@@ -584,18 +613,47 @@ def _decode(path: Path, data: bytes) -> DecodedText:
         raise NotUtf8(f"'{path.name}': {error} — {resave}, or convert it: {how}") from None
 
 
-def _check_office_package(path: Path, data: bytes) -> None:
-    """Raise `CorruptFile` unless the file is an Office Open XML (ZIP) package."""
+def _check_office_package(path: Path, data: bytes, limits: IngestLimits) -> None:
+    """Raise `CorruptFile` unless the file is an Office Open XML (ZIP) package; `InflatesTooMuch` for a zip bomb."""
     fix = f"open it in its application and save it again as {path.suffix.lower()}, or remove it"
     try:
         with zipfile.ZipFile(BytesIO(data)) as package:
-            names = set(package.namelist())
+            infos = package.infolist()
     except (zipfile.BadZipFile, OSError) as error:
         raise CorruptFile(f"'{path.name}' is not a valid {format_of(path).upper()} file ({error}) — {fix}") from error
-    if "[Content_Types].xml" not in names:
+    if "[Content_Types].xml" not in {info.filename for info in infos}:
         raise CorruptFile(
             f"'{path.name}' is a ZIP archive but not an Office Open XML document (no [Content_Types].xml) — {fix}"
         )
+    _check_inflated_size(path, len(data), sum(info.file_size for info in infos), limits)
+
+
+INFLATION_RATIO_FLOOR = 16 * 2**20  # a package that inflates to less than this is never refused for its ratio
+
+
+def _check_inflated_size(path: Path, size: int, inflated: int, limits: IngestLimits) -> None:
+    """Raise `InflatesTooMuch` when a ZIP package's parts would inflate past the limits (read from its directory).
+
+    Python's `zipfile` never inflates a part past the size its directory declares, so the declared sizes bound
+    what Docling can read.
+    """
+    ratio = inflated / max(size, 1)
+    if inflated > limits.max_inflated_bytes:
+        raise InflatesTooMuch(t(
+            "'{name}' is {size} but its XML inflates to {inflated}, over the limit of {limit} — a file this "
+            "size should not hold that much (a \"zip bomb\"?): open it in its application and save it again, "
+            "or raise the limit: IngestLimits(max_inflated_bytes={suggested})",
+            name=path.name, size=_kib(size), inflated=_mib(inflated), limit=_mib(limits.max_inflated_bytes),
+            suggested=_suggested_limit(inflated),
+        ))  # fmt: skip
+    if inflated > INFLATION_RATIO_FLOOR and ratio > limits.max_inflation_ratio:
+        raise InflatesTooMuch(t(
+            "'{name}' is {size} but its XML inflates to {inflated}, {ratio:,.0f} times its size (the limit is "
+            "{limit} times) — a file this size should not hold that much (a \"zip bomb\"?): open it in its "
+            "application and save it again, or raise the limit: IngestLimits(max_inflation_ratio={suggested})",
+            name=path.name, size=_kib(size), inflated=_mib(inflated), ratio=ratio, limit=limits.max_inflation_ratio,
+            suggested=int(ratio) + 1,
+        ))  # fmt: skip
 
 
 def _check_pdf_header(path: Path, data: bytes) -> None:
@@ -639,6 +697,11 @@ def _mib(size: int) -> str:
     return f"{size / 2**20:.1f} MiB"
 
 
+def _kib(size: int) -> str:
+    """A byte count in KiB (MiB from 1 MiB on), for messages."""
+    return f"{size / 2**10:,.0f} KiB" if size < 2**20 else _mib(size)
+
+
 def _sizes(size: int, limit: int) -> tuple[str, str]:
     """A size and a limit for a message, in MiB — and in bytes when the MiB figures would read the same."""
     if _mib(size) != _mib(limit):
@@ -664,6 +727,19 @@ def _no_text_message(path: Path, file_format: str) -> str:
             "(e.g. `ocrmypdf in.pdf out.pdf`) or export it again with a text layer"
         )
     return t("'{name}' converted to no text — check that it has visible content, or remove it", name=path.name)
+
+
+def _pages_without_text_message(path: Path, empty: Sequence[int], total: int) -> str:
+    """Which pages of a PDF have no text (scanned images?), and what to do: the OCR hint of `_no_text_message`."""
+    return t(
+        "'{name}': {n} of {total} page(s) have no extractable text, so nothing on them can be found — page(s) "
+        "{pages} (scanned images?): run OCR on the file (e.g. `ocrmypdf --skip-text in.pdf out.pdf`, which leaves the "
+        "pages with text alone) or export it again with a text layer",
+        name=path.name,
+        n=len(empty),
+        total=total,
+        pages=", ".join(map(str, empty)),
+    )
 
 
 def _converter_settings(file_format: str) -> dict:
@@ -788,10 +864,66 @@ def _convert_csv(path: Path, decoded: DecodedText) -> str:
 
 def _convert_with_docling(path: Path, data: bytes, file_format: str) -> list[tuple[int, str]]:
     """Pages of a DOCX, PPTX or XLSX file (PPTX: one per slide; others: one), converted from its bytes."""
+    if file_format == "docx":
+        data = _moves_accepted(data)
     document = _docling_converter("standard", None).convert(_stream(path, data)).document
     if file_format == "pptx":
         return _demote_slide_titles(_docling_pages(document))
     return [(1, _export_markdown(document))]
+
+
+_WORD_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def _moves_accepted(data: bytes) -> bytes:
+    """A DOCX's bytes with Word's tracked moves accepted: moved text once, at its new place.
+
+    Word records a move as the text inside `w:moveFrom` (where it was) and again inside `w:moveTo`
+    (where it is now); Docling reads the runs of neither, so moved text was lost from both places.
+    The `w:moveFrom` copies are removed and the `w:moveTo` wrappers replaced by the runs they hold.
+    A document without tracked moves is returned unchanged.
+    """
+    from lxml import etree
+
+    with zipfile.ZipFile(BytesIO(data)) as package:
+        parts = {info.filename: package.read(info) for info in package.infolist()}
+        infos = package.infolist()
+    moved = [name for name, xml in parts.items() if name.startswith("word/") and name.endswith(".xml")
+             and (b"moveFrom" in xml or b"moveTo" in xml)]  # fmt: skip
+    if not moved:
+        return data
+    for name in moved:
+        root = etree.fromstring(parts[name])
+        for element in list(root.iter(f"{{{_WORD_NS}}}moveFrom")):
+            _drop_keeping_tail(element)
+        for element in list(root.iter(f"{{{_WORD_NS}}}moveTo")):
+            parent = element.getparent()
+            if parent is None:
+                continue
+            position = parent.index(element)
+            for offset, child in enumerate(list(element)):
+                parent.insert(position + offset, child)
+            _drop_keeping_tail(element)
+        parts[name] = etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True)
+    output = BytesIO()
+    with zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as package:
+        for info in infos:
+            package.writestr(info, parts[info.filename])
+    return output.getvalue()
+
+
+def _drop_keeping_tail(element) -> None:
+    """Remove an XML element; text that followed it stays where it was."""
+    parent = element.getparent()
+    if parent is None:
+        return
+    if element.tail:
+        previous = element.getprevious()
+        if previous is not None:
+            previous.tail = (previous.tail or "") + element.tail
+        else:
+            parent.text = (parent.text or "") + element.tail
+    parent.remove(element)
 
 
 def _docling_pages(document) -> list[tuple[int, str]]:
@@ -865,7 +997,12 @@ def _layout_pipeline_options(artifacts_path: str):
 
 def _cache_file(data: bytes, settings: dict) -> Path:
     """Where the cached conversion of these bytes with these settings lives."""
-    digest = hashlib.sha256(data)
+    return _cache_file_of(_sha256(data), settings)
+
+
+def _cache_file_of(sha256: str, settings: dict) -> Path:
+    """Where the cached conversion of the bytes with this SHA-256 lives (so it can be found, and removed, by digest)."""
+    digest = hashlib.sha256(sha256.encode("ascii"))
     digest.update(json.dumps(settings, sort_keys=True).encode("utf-8"))
     return get_settings().cache_dir / "docling" / f"{digest.hexdigest()}.json"
 
@@ -918,7 +1055,10 @@ def _store_cache_entry(cache_file: Path, entry: dict) -> None:
 
 
 def _document_from(path: Path, data: bytes, entry: dict, *, seconds: float, from_cache: bool) -> ConvertedDocument:
-    """A `ConvertedDocument` from a conversion (fresh or cached) of the file at `path`."""
+    """A `ConvertedDocument` from a conversion (fresh or cached) of the file at `path`, with its warnings logged."""
+    warnings = _conversion_warnings(path, entry["pages"])
+    for warning in warnings:
+        logger.warning("%s", warning)
     return ConvertedDocument(
         source=path.name,
         path=str(path),
@@ -931,7 +1071,22 @@ def _document_from(path: Path, data: bytes, entry: dict, *, seconds: float, from
         seconds=seconds,
         from_cache=from_cache,
         encoding=_encoding_name(entry.get("encoding", "utf-8")),
+        warnings=warnings,
     )
+
+
+def _conversion_warnings(path: Path, pages: Sequence[tuple[int, str]]) -> list[str]:
+    """What a reader must know about a conversion that succeeded: the pages of a PDF with no text on them.
+
+    A PDF with no text at all is refused (`EmptyFile`, with the OCR hint); one with some pages that are
+    only images (a scanned page inside a text PDF) converts, and those pages are named.
+    """
+    if format_of(path) != "pdf":
+        return []
+    empty = [page for page, text in pages if not text.strip()]
+    if not empty:
+        return []
+    return [_pages_without_text_message(path, empty, len(pages))]
 
 
 def _encoding_name(encoding: object) -> str:
