@@ -14,9 +14,12 @@ import pandas as pd
 import pytest
 from langchain_core.messages import AIMessage
 
+from lessons.core import models
 from lessons.core.fakes import ScriptedChatModel
 from lessons.core.settings import SettingsError
 from lessons.evaluation.cli import ConfigError, load_config, main
+
+REAL_GET_CHAT_MODEL = models.get_chat_model  # the project fixture replaces it with a scripted fake
 
 DOCS = {
     "atlas.md": "# Atlas Server\n\nAtlas Server exposes its REST API on port 7420 by default. "
@@ -488,3 +491,74 @@ def test_calibrating_on_a_generated_test_set_is_refused_before_anything_runs(pro
     path.write_text(BASE + "[gate]\ncalibrate = -1\n")
     with pytest.raises(ConfigError, match=r"\[gate\] calibrate = -1 is out of range"):
         load_config(path)
+
+
+def _count_ingests(monkeypatch) -> list:
+    """Record every call of `lessons.ingest.files.ingest` (the folder read of the evaluation command)."""
+    from lessons.ingest import files
+
+    calls, real = [], files.ingest
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(files, "ingest", counted)
+    return calls
+
+
+def test_a_bad_questions_line_is_reported_before_anything_is_ingested(project, capsys, monkeypatch):
+    ingests = _count_ingests(monkeypatch)
+    lines = [json.dumps(QUESTIONS[0]), json.dumps({"id": "q2", "question": "How long?", "refrence": "27 days"})]
+    (project["root"] / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    assert main([str(project["config"]), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "questions.jsonl, line 2: unknown key 'refrence'" in err
+    assert ingests == [] and project["models"] == [], "nothing ingested, no chat model made"
+
+
+def test_a_question_over_the_length_limit_is_refused_with_its_line(project, capsys, monkeypatch):
+    from lessons.evaluation.testset import TestSetError
+
+    MAX_QUESTION_CHARS = 2000  # the limit the command names
+
+    ingests = _count_ingests(monkeypatch)
+    long = {"id": "q9", "question": "Which port? " + "x" * MAX_QUESTION_CHARS, "type": "out_of_kb"}
+    (project["root"] / "questions.jsonl").write_text(
+        "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in [*QUESTIONS[:2], long])
+    )
+    with pytest.raises(TestSetError) as error:
+        load_config(project["config"])
+    message = str(error.value)
+    assert f"questions.jsonl, line 3: the question is {len(long['question']):,} characters long" in message
+    assert f"over the limit of {MAX_QUESTION_CHARS:,}" in message
+    assert main([str(project["config"]), "--no-progress"]) == 2 and "line 3" in capsys.readouterr().err
+    assert ingests == []
+
+
+def test_a_wrong_server_url_is_an_error_line_with_exit_2_before_anything_is_ingested(project, capsys, monkeypatch):
+    from lessons.core import local_server
+
+    monkeypatch.setattr("lessons.core.models.get_chat_model", REAL_GET_CHAT_MODEL)  # the real one, not the fake
+    monkeypatch.setenv("AGENTIC_RAG_SERVER_URL", f"http://127.0.0.1:{local_server.free_port()}")  # nothing listens
+    project["settings"].cache_clear()
+    ingests = _count_ingests(monkeypatch)
+    assert main([str(project["config"]), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: AGENTIC_RAG_SERVER_URL=http://127.0.0.1:") and "does not answer" in err, err
+    assert ingests == []
+
+
+def test_documents_may_be_one_file_and_a_file_that_is_not_a_document_is_named_as_a_file(project, capsys):
+    root = project["root"]
+    (root / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in (QUESTIONS[0], QUESTIONS[2])))
+    config = root / "one.toml"
+    config.write_text(project["config"].read_text().replace('documents = "docs"', 'documents = "docs/atlas.md"'))
+    assert load_config(config).documents == (root / "docs" / "atlas.md").resolve()
+    assert main([str(config), "--no-progress"]) == 0
+    table = read_table(root / "out")
+    assert (table["hit@2"] == 1.0).all(), "the one document was evaluated"
+    config.write_text(project["config"].read_text().replace('documents = "docs"', 'documents = "questions.jsonl"'))
+    with pytest.raises(ConfigError) as error:
+        load_config(config)
+    assert "questions.jsonl is a file, not a folder" in str(error.value) and ".pdf .docx" in str(error.value)

@@ -7,9 +7,11 @@ Introduced in notebook 06 (evaluation).
     python -m lessons.evaluation.cli my_eval.toml --limit 4       # a quick try on the first 4 questions
     python -m lessons.evaluation.cli --preset packages            # the second knowledge base (package READMEs), its gold set
 
-The config (TOML or JSON) names the documents folder, the questions ("gold" — the course's gold set,
-"generate" — made from your chunks, or a .jsonl file) and the pipelines. Relative paths are relative
-to the config file. Every setting is checked before anything runs (names, types, bounds); files of
+The config (TOML or JSON) names the documents folder (or one document), the questions ("gold" — the course's
+gold set, "generate" — made from your chunks, or a .jsonl file) and the pipelines. Relative paths are relative
+to the config file. Every setting is checked before anything runs (names, types, bounds), and so is a questions
+file, line by line (a question over `MAX_QUESTION_CHARS` is refused with its line); a local model server at
+`AGENTIC_RAG_SERVER_URL` must answer before the documents are read; files of
 the folder that cannot be read are listed with the reason and the rest is evaluated; a folder with
 no readable file stops the run before any model call. The run writes `results.json`, `report.md`, `comparison.png` and the test set it
 used into the output folder (and `gate_calibration.json` when it calibrates the gate). Which model and which vector store are used is decided by settings
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lessons.core.i18n import N_, t_marked
+from lessons.core.i18n import N_, t, t_marked
 from lessons.evaluation.pipelines import RANK_K, K, UnknownPipeline, check_pipeline_names
 
 EXAMPLE_CONFIG = N_("""\
@@ -95,6 +97,9 @@ BOUNDS: dict[str, dict[str, tuple[int, int]]] = {
     "gate": {"calibrate": (0, 100_000), "seed": (0, 2**32 - 1)},
     "limits": {"max_file_bytes": (1, 2**40), "max_total_bytes": (1, 2**40)},
 }  # fmt: skip
+
+
+MAX_QUESTION_CHARS = 2000  # a question file's questions; the service's /v1/ask takes no longer one either
 
 
 class ConfigError(ValueError):
@@ -240,9 +245,7 @@ def load_config(path: str | Path) -> EvalConfig:
             raise ConfigError(f"{path}: missing {required!r} — see `python -m lessons.evaluation.cli --example`")
     base = path.resolve().parent
     documents = (base / raw["documents"]).resolve()
-    if not documents.is_dir():
-        raise ConfigError(f"{path}: documents folder {documents} does not exist — set documents to a folder of "
-                          ".pdf .docx .pptx .html .md .txt files")  # fmt: skip
+    _check_documents(path, documents)
     try:
         check_pipeline_names(raw["pipelines"], where=str(path))
     except UnknownPipeline as error:
@@ -254,6 +257,7 @@ def load_config(path: str | Path) -> EvalConfig:
             raise ConfigError(
                 f'{path}: questions file {file} does not exist — give a .jsonl file, "gold" or "generate"'
             )
+        check_questions_file(file)
         questions = str(file)
     return EvalConfig(
         path=path, documents=documents, questions=questions, pipelines=list(raw["pipelines"]),
@@ -262,6 +266,58 @@ def load_config(path: str | Path) -> EvalConfig:
         sample=dict(raw.get("sample", {})), retrieval=dict(raw.get("retrieval", {})), gate=dict(raw.get("gate", {})),
         limits=dict(raw.get("limits", {})),
     )  # fmt: skip
+
+
+def _check_documents(path: Path, documents: Path) -> None:
+    """`documents` is a folder, or one document (a file of a supported type); anything else is a `ConfigError`."""
+    from lessons.ingest.files import SUPPORTED_SUFFIXES
+
+    if documents.is_dir():
+        return
+    if documents.is_file():
+        if documents.suffix.lower() in SUPPORTED_SUFFIXES:
+            return  # one document: it is evaluated alone
+        raise ConfigError(t(
+            "{config}: documents = {documents} is a file, not a folder, and not a document the course reads "
+            "(supported: {supported}) — set documents to a folder of documents, or to one document",
+            config=path, documents=documents, supported=" ".join(SUPPORTED_SUFFIXES),
+        ))  # fmt: skip
+    raise ConfigError(f"{path}: documents folder {documents} does not exist — set documents to a folder of "
+                      ".pdf .docx .pptx .html .md .txt files")  # fmt: skip
+
+
+def check_questions_file(file: Path) -> None:
+    """Read and check a questions file before anything is ingested or asked (`lessons.evaluation.testset`).
+
+    Introduced in notebook 06 (evaluation). Raises `TestSetError` naming the line: a line the test-set reader
+    refuses, or a question longer than `MAX_QUESTION_CHARS`. Evidence quotes are checked later, against the chunks.
+    """
+    from lessons.evaluation.testset import TestSetError, load_test_set
+
+    load_test_set(file)
+    for number, line in enumerate(file.read_text(encoding="utf-8-sig").splitlines(), 1):
+        question = json.loads(line).get("question", "") if line.strip() else ""
+        if isinstance(question, str) and len(question.strip()) > MAX_QUESTION_CHARS:
+            raise TestSetError(t(
+                "{file}, line {line}: the question is {n:,} characters long, over the limit of {limit:,} — "
+                "a question that long is more than the embedder and the chat model read: shorten it, or split it",
+                file=file, line=number, n=len(question.strip()), limit=MAX_QUESTION_CHARS,
+            ))  # fmt: skip
+
+
+def check_chat_model_reachable() -> None:
+    """A local chat model at `AGENTIC_RAG_SERVER_URL` must answer before the run ingests anything.
+
+    Raises `lessons.core.local_server.ServerError` (naming the address) when it does not; a local server
+    the course starts itself, and DeepSeek, are not contacted here.
+    """
+    from lessons.core.models import active_model_info
+    from lessons.core.settings import get_settings
+
+    if get_settings().server_url and active_model_info().provider == "local":
+        from lessons.core.local_server import ensure_server
+
+        ensure_server()
 
 
 PRESETS = {
@@ -417,6 +473,7 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     started = time.perf_counter()
     print(model_banner())
     print(f"vector store: {store_location()}")
+    check_chat_model_reachable()
     if config.corpus is not None:  # a knowledge base of the course: read through its manifest, its own collection
         from lessons.ingest.files import IngestResult
         from lessons.retrieval.index import INDEX_NAMES, chunk_knowledge_base
@@ -507,6 +564,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give a config file or --preset, not both")
     import matplotlib
 
+    from lessons.core.local_server import ServerError
     from lessons.core.models import ModelError
     from lessons.core.settings import SettingsError
     from lessons.evaluation.testset import TestSetError
@@ -515,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = preset_config(args.preset) if args.preset else load_config(args.config)
         result = run(config, limit=args.limit, progress=not args.no_progress)
-    except (ConfigError, TestSetError, SettingsError, ModelError, ConnectionError) as error:
+    except (ConfigError, TestSetError, SettingsError, ModelError, ServerError, ConnectionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print()
