@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from lessons.core.i18n import N_, t, t_marked
 from lessons.evaluation.pipelines import RANK_K, K, UnknownPipeline, check_pipeline_names
 
@@ -80,15 +82,7 @@ max_rounds = 3                 # grading loop: retrieval rounds before it abstai
 # max_total_bytes = 209715200  # 200 MiB
 """)
 
-SECTIONS: dict[str, dict[str, type]] = {
-    "": {"documents": str, "questions": str, "pipelines": list, "output": str, "collection": str, "corpus": str},
-    "generate": {"single": int, "multi": int, "seed": int},
-    "sample": {"in_kb": int, "out_of_kb": int, "seed": int},
-    "retrieval": {"k": int, "rank_k": int, "rerank_candidates": int, "qa_chunks": int, "max_rounds": int},
-    "gate": {"calibrate": int, "seed": int},
-    "limits": {"max_file_bytes": int, "max_total_bytes": int},
-}
-# (lowest, highest) allowed value of every numeric setting, by section and key
+# (lowest, highest) allowed value of every numeric setting, by section and key: the bounds of the models below
 BOUNDS: dict[str, dict[str, tuple[int, int]]] = {
     "generate": {"single": (0, 1000), "multi": (0, 1000), "seed": (0, 2**32 - 1)},
     "sample": {"in_kb": (0, 100_000), "out_of_kb": (0, 100_000), "seed": (0, 2**32 - 1)},
@@ -97,6 +91,76 @@ BOUNDS: dict[str, dict[str, tuple[int, int]]] = {
     "gate": {"calibrate": (0, 100_000), "seed": (0, 2**32 - 1)},
     "limits": {"max_file_bytes": (1, 2**40), "max_total_bytes": (1, 2**40)},
 }  # fmt: skip
+
+
+def _bounded(section: str, key: str):
+    """A whole-number setting bounded as `BOUNDS` says. Left out, it is None (the run's default applies); a null
+    written in a JSON config is not a whole number and is refused (pydantic does not validate a default)."""
+    low, high = BOUNDS[section][key]
+    return Field(None, ge=low, le=high)
+
+
+class _Section(BaseModel):
+    """A [section] of the config: only its own keys, whole numbers only (no floats, no true/false)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class GenerateSection(_Section):
+    single: int = _bounded("generate", "single")
+    multi: int = _bounded("generate", "multi")
+    seed: int = _bounded("generate", "seed")
+
+
+class SampleSection(_Section):
+    in_kb: int = _bounded("sample", "in_kb")
+    out_of_kb: int = _bounded("sample", "out_of_kb")
+    seed: int = _bounded("sample", "seed")
+
+
+class RetrievalSection(_Section):
+    k: int = _bounded("retrieval", "k")
+    rank_k: int = _bounded("retrieval", "rank_k")
+    rerank_candidates: int = _bounded("retrieval", "rerank_candidates")
+    qa_chunks: int = _bounded("retrieval", "qa_chunks")
+    max_rounds: int = _bounded("retrieval", "max_rounds")
+
+
+class GateSection(_Section):
+    calibrate: int = _bounded("gate", "calibrate")
+    seed: int = _bounded("gate", "seed")
+
+
+class LimitsSection(_Section):
+    max_file_bytes: int = _bounded("limits", "max_file_bytes")
+    max_total_bytes: int = _bounded("limits", "max_total_bytes")
+
+
+class ConfigFile(_Section):
+    """The config file as written (`load_config` checks it with this model, then the settings that go together).
+
+    Introduced in notebook 06 (evaluation). A key left out is None; a null written in JSON is refused.
+    """
+
+    documents: str = None
+    questions: str = None
+    pipelines: list[str] = None
+    output: str = None
+    collection: str = None
+    corpus: str = None
+    generate: GenerateSection = None
+    sample: SampleSection = None
+    retrieval: RetrievalSection = None
+    gate: GateSection = None
+    limits: LimitsSection = None
+
+
+SECTION_MODELS: dict[str, type[_Section]] = {
+    "generate": GenerateSection, "sample": SampleSection, "retrieval": RetrievalSection, "gate": GateSection,
+    "limits": LimitsSection,
+}  # fmt: skip
+TOP_LEVEL_TYPES = {"documents": "str", "questions": "str", "pipelines": "list", "output": "str", "collection": "str",
+                   "corpus": "str"}  # fmt: skip
 
 
 MAX_QUESTION_CHARS = 2000  # a question file's questions; the service's /v1/ask takes no longer one either
@@ -160,29 +224,35 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def _check_keys(path: Path, raw: dict[str, Any]) -> None:
-    for key, value in raw.items():
-        if key in SECTIONS and key:
-            if not isinstance(value, dict):
-                first = next(iter(SECTIONS[key]))
-                raise ConfigError(f"{path}: {key} = {value!r} — [{key}] is a section of settings, not a value: "
-                                  f"write it as\n[{key}]\n{first} = …\n(allowed: {', '.join(SECTIONS[key])})")  # fmt: skip
-            allowed = SECTIONS[key]
-            for inner, inner_value in value.items():
-                if inner not in allowed:
-                    raise ConfigError(f"{path}: unknown key {inner!r} in [{key}] — allowed: {', '.join(allowed)}")
-                if not isinstance(inner_value, allowed[inner]) or isinstance(inner_value, bool):
-                    raise ConfigError(f"{path}: [{key}] {inner} = {inner_value!r} must be a whole number")
-                low, high = BOUNDS[key][inner]
-                if not low <= inner_value <= high:
-                    raise ConfigError(f"{path}: [{key}] {inner} = {inner_value} is out of range — use a whole number "
-                                      f"from {low} to {high}")  # fmt: skip
-        elif key not in SECTIONS[""]:
-            raise ConfigError(
-                f"{path}: unknown key {key!r} — allowed: {', '.join([*SECTIONS[''], *list(SECTIONS)[1:]])}"
-            )
-        elif not isinstance(value, SECTIONS[""][key]):
-            raise ConfigError(f"{path}: {key} must be a {SECTIONS[''][key].__name__}, got {value!r}")
+    """Validate the file against `ConfigFile`; its first problem becomes a `ConfigError` naming the key and the fix."""
+    try:
+        ConfigFile.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(_config_problem(path, raw, error.errors()[0])) from None
     _check_together(path, raw)
+
+
+def _config_problem(path: Path, raw: dict[str, Any], problem: dict) -> str:
+    """The message of one pydantic error on the config, in the words of the config (sections, keys, bounds)."""
+    where, kind, value = problem["loc"], problem["type"], problem.get("input")
+    key = str(where[0])
+    if len(where) == 1:
+        if kind == "extra_forbidden":
+            return f"{path}: unknown key {key!r} — allowed: {', '.join([*TOP_LEVEL_TYPES, *SECTION_MODELS])}"
+        if key in SECTION_MODELS:
+            allowed = list(SECTION_MODELS[key].model_fields)
+            return (f"{path}: {key} = {value!r} — [{key}] is a section of settings, not a value: write it as\n"
+                    f"[{key}]\n{allowed[0]} = …\n(allowed: {', '.join(allowed)})")  # fmt: skip
+        return f"{path}: {key} must be a {TOP_LEVEL_TYPES[key]}, got {value!r}"
+    if key == "pipelines":
+        return f"{path}: pipelines must be a list of names, got {raw.get('pipelines')!r}"
+    inner = str(where[1])
+    if kind == "extra_forbidden":
+        return f"{path}: unknown key {inner!r} in [{key}] — allowed: {', '.join(SECTION_MODELS[key].model_fields)}"
+    if kind in ("greater_than_equal", "less_than_equal"):
+        low, high = BOUNDS[key][inner]
+        return f"{path}: [{key}] {inner} = {value} is out of range — use a whole number from {low} to {high}"
+    return f"{path}: [{key}] {inner} = {value!r} must be a whole number"
 
 
 def _check_together(path: Path, raw: dict[str, Any]) -> None:
@@ -210,8 +280,6 @@ def _check_together(path: Path, raw: dict[str, Any]) -> None:
                           "the per-file limit")  # fmt: skip
     pipelines = raw.get("pipelines")
     if isinstance(pipelines, list):
-        if not all(isinstance(name, str) for name in pipelines):
-            raise ConfigError(f"{path}: pipelines must be a list of names, got {pipelines!r}")
         repeated = sorted({name for name in pipelines if pipelines.count(name) > 1})
         if repeated:
             raise ConfigError(f"{path}: pipelines {repeated} are listed more than once — list each pipeline once")
