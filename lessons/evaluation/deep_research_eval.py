@@ -10,17 +10,15 @@ asked) and seconds. The judge's own calls are not counted.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import pandas as pd
 from langchain_core.language_models import BaseChatModel
 
 from lessons.agents.deep_research import FULL_TEXT, DeepResearchAgent, Observation
 from lessons.core.i18n import t
-from lessons.core.usage import metered
+from lessons.evaluation.harness import measure
 from lessons.evaluation.judges import answer_completeness
 from lessons.evaluation.metrics import quotes_found
 from lessons.evaluation.pipelines import Pipeline
@@ -82,10 +80,9 @@ def _judged(judge: BaseChatModel, question: GoldQuestion, answer: str, answered:
 
 
 def _run(question: GoldQuestion, method: str, work, judge: BaseChatModel) -> MethodRun:
-    with metered() as meter:
-        started = time.perf_counter()
-        answer, answered, texts, tool_calls, pages_read, *at_cap = work(question.question)
-        seconds = time.perf_counter() - started
+    measured = measure(lambda: work(question.question))
+    answer, answered, texts, tool_calls, pages_read, *at_cap = measured.value
+    meter, seconds = measured.meter, measured.seconds
     complete, status = _judged(judge, question, answer, answered)
     return MethodRun(
         id=question.id,
@@ -158,11 +155,6 @@ def compare_methods(runs: Sequence[MethodRun], by: str | None = None) -> pd.Data
     return summary
 
 
-def summary_rows(runs: Sequence[MethodRun]) -> list[dict[str, Any]]:
-    """`compare_methods` as plain rows (for a test or a report). Introduced in notebook 07 (deep-research agent)."""
-    return compare_methods(runs).reset_index().to_dict("records")
-
-
 def search_recall(
     questions: Sequence[GoldQuestion], searches: Mapping[str, Callable[[str], Observation]]
 ) -> pd.DataFrame:
@@ -175,9 +167,8 @@ def search_recall(
     rows = []
     for question in questions:
         for label, search in searches.items():
-            started = time.perf_counter()
-            observation = search(question.question)
-            seconds = time.perf_counter() - started
+            measured = measure(lambda search=search, question=question: search(question.question))
+            observation, seconds = measured.value, measured.seconds
             if observation.error:
                 raise ValueError(f"search {label!r} failed on {question.id}: {observation.error}")
             texts = [d.metadata.get(FULL_TEXT, d.page_content) for d in observation.evidence]

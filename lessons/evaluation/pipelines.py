@@ -41,8 +41,8 @@ from langchain_core.language_models import BaseChatModel
 
 from lessons.agents import pipelines as _registry
 from lessons.core.i18n import t
-from lessons.core.models import LocalServerCrashed
-from lessons.core.usage import metered
+from lessons.core.reports import mean_present
+from lessons.evaluation.harness import measure
 from lessons.evaluation.judges import Judgement, answer_completeness, judge_faithfulness
 from lessons.evaluation.metrics import relevance, retrieval_scores
 from lessons.evaluation.testset import TestItem
@@ -197,16 +197,10 @@ def evaluate_item(
     """One row: the pipeline's answer, retrieval metrics, the two judgements, time, calls, tokens, cost."""
     row: dict[str, Any] = {"pipeline": name, "question_id": item.id, "language": item.language, "type": item.type,
                            "origin": item.origin, "answerable": item.answerable}  # fmt: skip
-    error = None
-    with metered() as meter:
-        started = time.perf_counter()
-        try:
-            result = pipeline(item.question)
-        except LocalServerCrashed:
-            raise  # not this question's failure: every later question would fail the same way — stop and say why
-        except Exception as exc:  # noqa: BLE001 - one failing question must not lose the run; it is recorded
-            result, error = PipelineResult("", False, [], []), f"{type(exc).__name__}: {str(exc)[:300]}"
-        seconds = time.perf_counter() - started
+    # one failing question must not lose the run (its error is recorded); a crashed local server stops it
+    measured = measure(lambda: pipeline(item.question), catch=True)
+    error, seconds, meter = measured.error, measured.seconds, measured.meter
+    result = measured.value if error is None else PipelineResult("", False, [], [])
     row.update({"answer": result.answer, "abstained": result.abstained if error is None else None,
                 "retrieved_ids": [chunk_id_of(d) for d in result.retrieved],
                 "context_ids": [chunk_id_of(d) for d in result.context], "error": error})  # fmt: skip
@@ -256,9 +250,7 @@ def evaluate(
     return pd.DataFrame(rows)
 
 
-def _mean(series: pd.Series) -> float | None:
-    values = series.dropna()
-    return float(values.astype(float).mean()) if len(values) else None
+_mean = mean_present  # the mean of a column's present values (`lessons.core.reports`)
 
 
 def compare(rows: pd.DataFrame, k: int = K, rank_k: int = RANK_K, timing: bool = True) -> pd.DataFrame:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +41,7 @@ from lessons.agents.three_agents import (
     standing_claims,
 )
 from lessons.core.i18n import t
+from lessons.core.reports import mean_or_none, percent_or_na, share_where
 from lessons.evaluation.judges import answer_completeness
 from lessons.ingest.corpus import GoldQuestion, find_evidence
 from lessons.text.language import detect_language
@@ -244,18 +244,11 @@ def evaluate_question(
 
     `relevance` picks the relevance checker, as in `lessons.agents.three_agents.relevance_checker`.
     """
-    from lessons.core.usage import metered
+    from lessons.evaluation.harness import measure
 
-    with metered() as meter:
-        started = time.perf_counter()
-        result = run_three_agents(
-            question.question,
-            retriever=retriever,
-            llm=llm,
-            max_research_rounds=max_research_rounds,
-            relevance=relevance,
-        )
-        seconds = time.perf_counter() - started
+    measured = measure(lambda: run_three_agents(question.question, retriever=retriever, llm=llm,
+                                                max_research_rounds=max_research_rounds, relevance=relevance))  # fmt: skip
+    result, seconds, meter = measured.value, measured.seconds, measured.meter
     complete, judge_status = None, "not_applicable"
     if question.answerable:
         judgement = answer_completeness(
@@ -323,12 +316,7 @@ def contradiction_handling(answer: str) -> str:
     return t("gives neither price")
 
 
-def _share(items: Sequence[Any], predicate: Callable[[Any], Any]) -> float | None:
-    return sum(bool(predicate(item)) for item in items) / len(items) if items else None
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+_share, _mean = share_where, mean_or_none  # one way each (`lessons.core.reports`)
 
 
 # ---------------------------------------------------------------- the relevance checker, measured
@@ -419,8 +407,7 @@ def better_relevance_checker(summary: Sequence[dict[str, Any]]) -> str:
 # ---------------------------------------------------------------- findings, rendered from the run
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.0%}"
+_pct = percent_or_na
 
 
 def _count(items: Sequence[Any], predicate: Callable[[Any], Any]) -> str:
