@@ -14,8 +14,8 @@ check no model is needed for:
   whose content words are all there too (one may be missing: a paraphrase) is not unsupported.
 - `unsupported_sentences(draft, documents)` — a sentence of the draft that shares almost nothing with
   the context (three quarters of its words or character pairs missing) was not taken from it: an
-  added sentence crediting an invented person, say. Paraphrases of the context stay far below that
-  (measured in notebook 05: at most 55% missing on correct Chinese drafts, which rephrase the most).
+  added sentence crediting an invented person, say. Paraphrases of the context stay well below that
+  (notebook 05 measures it on correct drafts, Chinese ones rephrasing the most).
 
 Words are English words of three letters or more outside a short stop list, with a light suffix
 stem; Chinese text is compared as character pairs (bigrams), as notebook 02's BM25 does. Each missing

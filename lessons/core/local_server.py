@@ -6,13 +6,10 @@ JSON state file; every later kernel or test process finds it there and reuses it
 (or `python -m lessons.core.local_server_cli stop`) ends it. `AGENTIC_RAG_SERVER_URL` points the course at a
 server someone else runs (a workshop's shared machine) instead.
 
-The server runs with OpenMP's own wait policy (it inherits your environment). Measured on a 2-core
-machine (`benchmarks/bench_local_model.py --wait-policy`, 1 Dec 2026, three idle runs): on an otherwise
-idle machine the default generated 30–60 % faster than `OMP_WAIT_POLICY=PASSIVE`, and prompt speed
-differed by less than call-to-call noise (±15 %, either way); with one core busy the two were alike;
-with both cores busy PASSIVE generated 3–4× faster (7.8 against 2.2 tokens/s). A notebook's chat-model
-calls run while its kernel waits, so the course keeps the default; export `OMP_WAIT_POLICY=PASSIVE` before the server starts on a machine that is
-busy with other work (`python -m lessons.core.local_server_cli stop` first: a running server keeps its policy).
+The server runs with OpenMP's own wait policy (it inherits your environment): the faster choice on an idle
+machine, where a notebook's chat-model calls run while its kernel waits. On a machine busy with other work, export
+`OMP_WAIT_POLICY=PASSIVE` before the server starts (`python -m lessons.core.local_server_cli stop` first: a running
+server keeps its policy); `benchmarks/bench_local_model.py --wait-policy` measures both on your machine.
 """
 
 from __future__ import annotations

@@ -146,8 +146,8 @@ def calibrate_gate_on(
     """Calibrate the grading loop's gate on `items` (questions from the documents of `r`, some out-of-KB):
     each item's best P(yes) over the chunks the loop grades in round one (`gate_retrieval`: one chat-model
     call per chunk), then per language the lowest threshold that still refuses `min_abstention` of its
-    out-of-KB items (`calibrate_cut_offs`, as notebook 06's section 8). P(yes) only: measured on every course
-    gold question, the gate that ignores the cross-encoder is the best one (benchmarks/bench_gate.py)."""
+    out-of-KB items (`calibrate_cut_offs`, as notebook 06's section 8). P(yes) only, as the course's own
+    gate (`lessons.agents.grading.DEFAULT_GATE`, calibrated by benchmarks/bench_gate.py)."""
     from lessons.agents.grading import GateThresholds
 
     if not any(not item.answerable for item in items):

