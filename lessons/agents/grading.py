@@ -40,6 +40,7 @@ from lessons.agents.answerability import AnswerabilityCheck, AnswerabilityVerdic
 from lessons.agents.answering import ANSWER_PROMPT, format_context, not_in_kb_answer
 from lessons.core.i18n import N_, t
 from lessons.core.prompt_safety import DATA_RULE, as_data
+from lessons.core.reports import mean_or_none, share_where
 from lessons.core.search_text import search_text
 from lessons.core.structured import invoke_structured
 from lessons.retrieval.rerank import RELEVANCE_PROMPTS, RELEVANCE_SCORE, LLMRelevanceScorer, get_cross_encoder
@@ -643,12 +644,7 @@ def summarise(results: Sequence[LoopResult]) -> list[dict[str, Any]]:
     return rows
 
 
-def _share(items: Sequence[Any], predicate: Callable[[Any], bool]) -> float | None:
-    return sum(map(predicate, items)) / len(items) if items else None
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+_share, _mean = share_where, mean_or_none  # one way each (`lessons.core.reports`)
 
 
 def goal_table(
