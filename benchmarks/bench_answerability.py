@@ -120,6 +120,8 @@ VARIANTS = {  # the code check's settings compared at analysis time (the judge's
     "check": {},
     "names_near_quote": {"names_near_quote": True},
     "any_coverage": {"min_coverage": 0.0},
+    "answer": {"check_answer": True},  # the judge's short answer must be new to the question and stated
+    "answer_locates": {"check_answer": True, "answer_locates": True},  # …and may stand in for a paraphrased quote
 }
 
 
@@ -163,7 +165,8 @@ def _pairs(row: dict, signal: str) -> list[tuple[float, float]]:
             and not v["missing"]
             else []
         )
-    variant = row["variants"]["names_near_quote" if signal.startswith("check(names near)") else "check"]
+    prefix = signal.split("+", 1)[0]
+    variant = row["variants"][{"check(names near)": "names_near_quote", "check(answer)": "answer"}.get(prefix, "check")]
     if variant["reason"] != "answerable":
         return []
     second = signal.split("+", 1)[1] if "+" in signal else ""
@@ -184,6 +187,8 @@ SIGNALS = (
     "coverage+p_yes",
     "check+cross_encoder",
     "check+terms+p_yes",
+    "check(answer)",
+    "check(answer)+p_yes",
 )
 
 
@@ -218,6 +223,7 @@ def analyse(rows: list[dict]) -> dict:
                     "cross_encoder": auc(inside, outside, lambda r: max(r["cross_encoder"])),
                     "check": auc(inside, outside, ok),
                     "check(names near)": auc(inside, outside, lambda r: ok(r, "names_near_quote")),
+                    "check(answer)": auc(inside, outside, lambda r: ok(r, "answer")),
                     "check*p_yes": auc(inside, outside, lambda r: ok(r) * max(r["p_yes"])),
                     "quote_coverage": auc(inside, outside, lambda r: r["quote_coverage"]),
                     "term_coverage": auc(inside, outside, lambda r: r["term_coverage"] or 0.0),

@@ -249,3 +249,23 @@ def test_a_chinese_term_is_not_asked_of_english_evidence_but_a_figure_is():
     assert verdict.answerable and "模块化" in verdict.specifics and verdict.missing == ()
     check, _ = check_with("LangChain Core provides modular abstractions.", subject=())
     assert check("LangChain Core 0.4 的“模块化”具体指什么？", [readme]).missing == ("0.4",)
+
+
+def test_the_answer_check_refuses_an_answer_that_repeats_the_question_or_is_not_stated():
+    """A verbatim, on-topic quote with an answer that only repeats the question ("Profiling API" for "Which version
+    introduced the Profiling API?"), or states a figure no chunk has, passes the quote check; the answer check
+    (`check_answer`, measured in benchmarks/bench_answerability.py) refuses both and keeps a stated answer."""
+    from lessons.agents.answerability import answer_problem, verify_evidence
+
+    profiling = Document("In docling-core, the Profiling API extracts statistics from documents.", metadata={})
+    question = "Which version of docling-core introduced the Profiling API?"
+    repeated = Evidence(quote="the Profiling API extracts statistics from documents", answer="Profiling API")
+    assert verify_evidence(question, repeated, [profiling])[0] == "answerable"  # the quote check alone
+    assert verify_evidence(question, repeated, [profiling], check_answer=True)[0] == "answer repeats the question"
+    invented = Evidence(quote="Employees in the Rotterdam office receive sixteen weeks", answer="24 weeks")
+    leave = "How many weeks of parental leave do Rotterdam employees get?"
+    assert verify_evidence(leave, invented, [HANDBOOK])[0] == "answerable"
+    assert verify_evidence(leave, invented, [HANDBOOK], check_answer=True)[0] == "answer not in the documents"
+    stated = Evidence(quote="Employees in the Rotterdam office receive sixteen weeks", answer="sixteen weeks")
+    assert verify_evidence(leave, stated, [HANDBOOK], check_answer=True)[0] == "answerable"
+    assert answer_problem(leave, "", [HANDBOOK]) == "no answer"

@@ -35,7 +35,7 @@ from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, Field
 
 from lessons.agents.answering import format_context
-from lessons.agents.claim_check import content_tokens, figures
+from lessons.agents.claim_check import claim_is_grounded, content_tokens, figures
 from lessons.core.prompt_safety import DATA_RULE
 from lessons.core.search_text import CONTEXT_HEADER
 from lessons.core.structured import invoke_structured
@@ -371,6 +371,8 @@ def verify_evidence(
     *,
     min_coverage: float = MIN_QUOTE_COVERAGE,
     names_near_quote: bool = False,
+    check_answer: bool = False,
+    answer_locates: bool = False,
 ) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
     """The code half of the check: (reason, where the quote is, the specifics, those missing, term coverage).
 
@@ -378,26 +380,74 @@ def verify_evidence(
     around it (figures, dates, quoted terms; names too with `names_near_quote`) or in the retrieved chunks (names).
     Names in `subject` (`common_names` of the knowledge base) are not asked for. The specifics and the share of
     the question's content words around the quote are measured for any located quote, even one below
-    `min_coverage` (benchmarks vary the cut-off). Introduced in notebook 04."""
+    `min_coverage` (benchmarks vary the cut-off). Introduced in notebook 04.
+
+    `check_answer` also checks the judge's short answer (`answer_problem`): it must say something the question
+    does not, and the chunks must state it. `answer_locates` (with `check_answer`): a quote the judge paraphrased
+    is replaced by the first chunk that states the answer, and the specifics are looked for in that chunk.
+    (Both are off by default: measured in benchmarks/bench_answerability.py before they are used.)"""
     specifics = [s for s in question_specifics(question) if not (s.kind == "name" and s.forms[0] in subject)]
+    if check_answer:
+        problem = answer_problem(question, evidence.answer, documents)
+        if problem:
+            return problem, None, specifics, [], None
+        if (
+            answer_locates
+            and (locate_quote(evidence.quote, documents) or QuoteMatch(0, 0.0, 0, 0)).coverage < min_coverage
+        ):
+            return _answer_in_chunk(question, evidence.answer, documents, specifics, subject, names_near_quote)
     if len(_normal(_TAG.sub(" ", evidence.quote)).strip(" .。…\"“”'")) < MIN_QUOTE_CHARS:
         return "no quote", None, specifics, [], None
     match = locate_quote(evidence.quote, documents)
     if match is None:
         return "quote not in the documents", None, specifics, [], None
     window = _window(documents[match.document], match)
-    everywhere = " ".join(_haystack(d.page_content) + " " + _haystack(str(d.metadata.get(CONTEXT_HEADER) or ""))
-                          for d in documents)  # fmt: skip
-    # A Chinese term cannot be looked for in English evidence (a Chinese question about an English README).
-    checkable = [s for s in specifics if _CJK_CHAR.search(window) or not all(_CJK_CHAR.search(f) for f in s.forms)]
-    missing = [
-        s for s in checkable if not occurs(s, everywhere if s.kind == "name" and not names_near_quote else window)
-    ]
+    missing = _missing(specifics, window, documents, names_near_quote)
     terms = content_tokens(question)
     coverage = sum(term in window for term in terms) / len(terms) if terms else None
     if match.coverage < min_coverage:
         return "quote not in the documents", match, specifics, missing, coverage
     return ("specifics missing" if missing else "answerable"), match, specifics, missing, coverage
+
+
+def answer_problem(question: str, answer: str, documents: Sequence[Document]) -> str | None:
+    """Why the judge's short answer is no answer, or None: "no answer" (empty), "answer repeats the question" (no
+    word or figure the question lacks: "ROCm" for "Which AMD cards does the ROCm wheel support?"), "answer not in
+    the documents" (`claim_is_grounded` fails: a figure or words the chunks do not state). Introduced in notebook 04."""
+    if not answer.strip():
+        return "no answer"
+    asked, asked_figures = set(content_tokens(question)), set(figures(question))
+    novel = [t for t in content_tokens(answer) if t not in asked] + [
+        f for f in figures(answer) if f not in asked_figures
+    ]
+    if not novel:
+        return "answer repeats the question"
+    if not claim_is_grounded(answer, documents, question):
+        return "answer not in the documents"
+    return None
+
+
+def _missing(
+    specifics: Sequence[Specific], window: str, documents: Sequence[Document], names_near_quote: bool
+) -> list[Specific]:
+    """The specifics absent from the evidence: figures, dates and quoted terms from `window`, names (unless
+    `names_near_quote`) from every retrieved chunk."""
+    everywhere = " ".join(_haystack(d.page_content) + " " + _haystack(str(d.metadata.get(CONTEXT_HEADER) or ""))
+                          for d in documents)  # fmt: skip
+    # A Chinese term cannot be looked for in English evidence (a Chinese question about an English README).
+    checkable = [s for s in specifics if _CJK_CHAR.search(window) or not all(_CJK_CHAR.search(f) for f in s.forms)]
+    return [s for s in checkable if not occurs(s, everywhere if s.kind == "name" and not names_near_quote else window)]
+
+
+def _answer_in_chunk(question, answer, documents, specifics, subject, names_near_quote):
+    """`verify_evidence` for a paraphrased quote: the specifics are looked for in the first chunk that states the
+    answer (its header and text)."""
+    for index, document in enumerate(documents):
+        if claim_is_grounded(answer, [document], question):
+            match = QuoteMatch(index, 0.0, 0, len(_normal(document.page_content)))
+            missing = _missing(specifics, _window(document, match), documents, names_near_quote)
+            return ("specifics missing" if missing else "answerable"), match, specifics, missing, None
+    return "answer not in the documents", None, specifics, [], None
 
 
 def common_names(chunks: Sequence[Document], min_share: float = 0.3) -> frozenset[str]:
