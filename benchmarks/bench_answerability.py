@@ -121,7 +121,6 @@ VARIANTS = {  # the code check's settings compared at analysis time (the judge's
     "names_near_quote": {"names_near_quote": True},
     "any_coverage": {"min_coverage": 0.0},
     "answer": {"check_answer": True},  # the judge's short answer must be new to the question and stated
-    "answer_locates": {"check_answer": True, "answer_locates": True},  # …and may stand in for a paraphrased quote
 }
 
 

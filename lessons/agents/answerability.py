@@ -372,7 +372,6 @@ def verify_evidence(
     min_coverage: float = MIN_QUOTE_COVERAGE,
     names_near_quote: bool = False,
     check_answer: bool = False,
-    answer_locates: bool = False,
 ) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
     """The code half of the check: (reason, where the quote is, the specifics, those missing, term coverage).
 
@@ -383,19 +382,12 @@ def verify_evidence(
     `min_coverage` (benchmarks vary the cut-off). Introduced in notebook 04.
 
     `check_answer` also checks the judge's short answer (`answer_problem`): it must say something the question
-    does not, and the chunks must state it. `answer_locates` (with `check_answer`): a quote the judge paraphrased
-    is replaced by the first chunk that states the answer, and the specifics are looked for in that chunk.
-    (Both are off by default: measured in benchmarks/bench_answerability.py before they are used.)"""
+    does not, and the chunks must state it (off by default: measured in benchmarks/bench_answerability.py first)."""
     specifics = [s for s in question_specifics(question) if not (s.kind == "name" and s.forms[0] in subject)]
     if check_answer:
         problem = answer_problem(question, evidence.answer, documents)
         if problem:
             return problem, None, specifics, [], None
-        if (
-            answer_locates
-            and (locate_quote(evidence.quote, documents) or QuoteMatch(0, 0.0, 0, 0)).coverage < min_coverage
-        ):
-            return _answer_in_chunk(question, evidence.answer, documents, specifics, subject, names_near_quote)
     if len(_normal(_TAG.sub(" ", evidence.quote)).strip(" .。…\"“”'")) < MIN_QUOTE_CHARS:
         return "no quote", None, specifics, [], None
     match = locate_quote(evidence.quote, documents)
@@ -437,17 +429,6 @@ def _missing(
     # A Chinese term cannot be looked for in English evidence (a Chinese question about an English README).
     checkable = [s for s in specifics if _CJK_CHAR.search(window) or not all(_CJK_CHAR.search(f) for f in s.forms)]
     return [s for s in checkable if not occurs(s, everywhere if s.kind == "name" and not names_near_quote else window)]
-
-
-def _answer_in_chunk(question, answer, documents, specifics, subject, names_near_quote):
-    """`verify_evidence` for a paraphrased quote: the specifics are looked for in the first chunk that states the
-    answer (its header and text)."""
-    for index, document in enumerate(documents):
-        if claim_is_grounded(answer, [document], question):
-            match = QuoteMatch(index, 0.0, 0, len(_normal(document.page_content)))
-            missing = _missing(specifics, _window(document, match), documents, names_near_quote)
-            return ("specifics missing" if missing else "answerable"), match, specifics, missing, None
-    return "answer not in the documents", None, specifics, [], None
 
 
 def common_names(chunks: Sequence[Document], min_share: float = 0.3) -> frozenset[str]:
