@@ -391,10 +391,10 @@ def generate_test_set(
 
     groups: list[tuple[Document, ...]] = [(c,) for c in pick_chunks(chunks, n_single, seed=seed)]
     if n_multi:
-        if embeddings is None:
-            from lessons.core.embeddings import get_embeddings
+        if embeddings is None:  # the disk-cached course embedder: a re-run (or another copy) embeds nothing again
+            from lessons.chunking import cached_embeddings
 
-            embeddings = get_embeddings()
+            embeddings = cached_embeddings()
         groups += pair_chunks(chunks, n_multi, embeddings, seed=seed)
     report = GenerationReport()
     for group in tqdm(groups, desc=t("test questions"), disable=not progress):
