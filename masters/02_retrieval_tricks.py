@@ -130,8 +130,9 @@ gold = load_gold()
 by_id = {q.id: q for q in gold}
 answerable = [q for q in gold if q.answerable]
 relevant = relevant_chunk_counts(chunks, answerable)
-EXAMPLE = course_example(gold, en="en-041", zh="zh-021").id  # the running example, always in the sample
-sample = balanced_sample(answerable, N_LLM_QUESTIONS, SAMPLE_SEED, by_type=True, include=[EXAMPLE])
+EXAMPLES = {"en": "en-041", "zh": "zh-021"}  # the running example of the English and of the Chinese copy
+EXAMPLE = course_example(gold, **EXAMPLES).id  # this copy's; both are in the sample, so both copies measure the same
+sample = balanced_sample(answerable, N_LLM_QUESTIONS, SAMPLE_SEED, by_type=True, include=list(EXAMPLES.values()))
 cheap_questions = answerable if ALL_QUESTIONS else sample
 llm = get_chat_model()
 print(t("{chunks} chunks; {answerable} answerable gold questions ({english} English, {chinese} Chinese)",
