@@ -2,6 +2,7 @@
 # jupyter:
 #   agentic_rag:
 #     quick_parameters:
+#       K: 2
 #       N_GEN_MULTI: 1
 #       N_GEN_SINGLE: 1
 #       N_IN_KB: 1

@@ -2,6 +2,7 @@
 # jupyter:
 #   agentic_rag:
 #     quick_parameters:
+#       K: 2
 #       MAX_STEPS: 2
 #       N_MULTI_HOP: 1
 #       N_SEARCH: 4

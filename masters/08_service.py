@@ -5,6 +5,7 @@
 #       DOCUMENTS:
 #       - release_notes.md
 #       - faq_zh.html
+#       K: 2
 #       LATER:
 #       - support_faq.html
 #       NIGHTLY_QUESTIONS: 1
