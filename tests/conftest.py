@@ -36,3 +36,23 @@ def stop_local_server_we_started():
     yield
     if not running_before:
         release_server()
+
+
+def pytest_configure(config):
+    config.notebook_runs = []  # tests/test_notebooks.py appends each NotebookRun; printed at the end
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Each notebook run's seconds and chat-model calls (new and from the LLM cache): where a slow run's time went."""
+    runs = getattr(config, "notebook_runs", [])
+    if not runs:
+        return
+    terminalreporter.section("notebook runs (quick)")
+    terminalreporter.write_line(f"{'notebook':55} {'s':>7} {'calls':>6} {'cached':>6} {'tokens in':>9}")
+    for run in runs:
+        terminalreporter.write_line(
+            f"{run.notebook:55} {run.seconds:7.1f} {run.llm_calls:6d} {run.cached_calls:6d} {run.input_tokens:9d}"
+        )
+    total = sum(run.seconds for run in runs)
+    calls = sum(run.llm_calls for run in runs)
+    terminalreporter.write_line(f"{'all':55} {total:7.1f} {calls:6d}")

@@ -28,9 +28,10 @@ def test_there_are_notebooks():
     [*SOLUTIONS, *[PROJECT_ROOT / "notebooks" / p.name for p in SOLUTIONS], *CHINESE],
     ids=lambda p: str(p.relative_to(PROJECT_ROOT)),
 )
-def test_notebook_runs_and_its_checks_behave(path: Path):
+def test_notebook_runs_and_its_checks_behave(path: Path, request):
     exercises = count_exercises(nbformat.read(path, as_version=4))
     run = execute_notebook(path, quick=True)
+    request.config.notebook_runs.append(run)
     assert run.passed, f"{run.notebook} failed:\n{run.error}"
     assert len(run.checks) == exercises, f"expected {exercises} check results, got {run.checks}"
     if path.parent.name == "solutions":
