@@ -67,3 +67,29 @@ def test_the_judges_no_log_probabilities_warning_is_in_the_course_language(tmp_p
     monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
     with pytest.warns(UserWarning, match=r"^对话模型没有返回对数概率"):
         assert LLMRelevanceScorer(ScriptedChatModel(default="yes")).score([("问题", "段落")]) == [1.0]
+
+
+def test_the_model_banner_every_notebook_prints_first_is_in_the_course_language(fresh_settings, monkeypatch):
+    from lessons.core import model_banner
+
+    monkeypatch.setenv("AGENTIC_RAG_MODEL", "local")
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    fresh_settings()
+    chinese = model_banner()
+    assert "首次使用时启动" in chinese and "started on first use" not in chinese
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    fresh_settings()
+    assert model_banner().endswith("(local llama.cpp server, 127.0.0.1 (started on first use))")
+
+
+def test_importing_the_course_does_not_advise_installing_pytorch():
+    """Docling's chunker imports transformers, which printed 'PyTorch was not found…' (in English) in every notebook."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRANSFORMERS_")}
+    code = "import lessons.chunking.strategies"
+    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "PyTorch was not found" not in done.stderr + done.stdout

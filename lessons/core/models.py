@@ -166,7 +166,7 @@ def active_model_info() -> ModelInfo:
     from lessons.core.local_model import QWEN_CODER_1_5B
 
     name = settings.gguf_path.stem if settings.gguf_path else QWEN_CODER_1_5B.alias
-    return ModelInfo("local", name, settings.server_url or "127.0.0.1 (started on first use)")
+    return ModelInfo("local", name, settings.server_url or t("127.0.0.1 (started on first use)"))
 
 
 def get_chat_model(temperature: float = 0.0, max_tokens: int | None = 1024, **kwargs: Any) -> CourseChatModel:
