@@ -63,6 +63,12 @@ A module imports only from its own stage and earlier ones (the import-linter con
 `pyproject.toml`, run by `make lint`); tooling that no notebook imports (the notebook runner, pre-warm)
 lives in `tools/`.
 """
+
+import os
+
+# Docling's chunker imports transformers (for its tokenizers only), which then advises, in English, in every
+# notebook's first output, that PyTorch was not found. The course runs no PyTorch on purpose: silence the advice.
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 '''
 
 
