@@ -30,7 +30,7 @@ from lessons.agents.answering import citation_of, not_in_documents_answer
 from lessons.agents.grading import DEFAULT_MAX_ROUNDS
 from lessons.agents.pipelines import PIPELINES, SERVED, K, PipelineResult
 from lessons.retrieval import hybrid_retriever
-from lessons.retrieval.document_processor import CANDIDATES, RERANK_CANDIDATES, plain_first
+from lessons.retrieval.document_processor import CANDIDATES, RERANK_CANDIDATES, reranker_candidates
 
 MAX_K = 50  # the most chunks a request may ask for (service.api)
 
@@ -62,14 +62,16 @@ def retrieve(index, snapshot: Snapshot, question: str, k: int = K, candidates: i
     if not snapshot.generations:
         return []
     size = max(k, candidates or (RERANK_CANDIDATES if reranker is not None else CANDIDATES))
-    keyword = index.keyword_index(snapshot.generations, size)
-    dense = index.dense(snapshot.generations, size)
-    first_stage = dense if keyword is None else hybrid_retriever(dense, keyword, k=size)
+    generations = snapshot.generations
+    keyword = index.keyword_index(generations, size)
+    if keyword is None:  # no keyword index yet: dense search alone
+        first_stage = index.dense(generations, size)
+    elif reranker is not None:  # the course's reranker input (notebook 02): plain hybrid's order first
+        first_stage = reranker_candidates(lambda n: index.dense(generations, n),
+                                          lambda n: index.keyword_index(generations, n), size)  # fmt: skip
+    else:
+        first_stage = hybrid_retriever(index.dense(generations, size), keyword, k=size)
     ranked = first_stage.invoke(question)[:size]
-    if reranker is not None and keyword is not None and size > CANDIDATES:  # plain hybrid's order first (notebook 02)
-        plain = hybrid_retriever(index.dense(snapshot.generations, CANDIDATES),
-                                 index.keyword_index(snapshot.generations, CANDIDATES), k=CANDIDATES)  # fmt: skip
-        ranked = plain_first(plain.invoke(question), ranked)[:size]
     if reranker is not None:
         ranked = list(reranker.compress_documents(ranked, question))
     return ranked[:k]

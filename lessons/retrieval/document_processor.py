@@ -15,7 +15,7 @@ any set of files (the course knowledge base, or files a learner uploads in the c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,13 +85,24 @@ def plain_first(plain: Sequence[Document], deep: Sequence[Document]) -> list[Doc
     return [*plain, *(d for d in deep if d.page_content not in seen)]
 
 
-def reranked_hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K, candidates: int = RERANK_CANDIDATES):
-    """The hybrid first stage a reranker reads (notebook 05): plain hybrid's order (each retriever's top
-    `CANDIDATES`, fused), then what each retriever's top `candidates`, fused, adds — `max(k, candidates)` chunks."""
-    size = max(k, candidates)
-    plain = hybrid_over(chunks, store, k=min(size, CANDIDATES), candidates=CANDIDATES)
-    deep = hybrid_over(chunks, store, k=size, candidates=size)
+def reranker_candidates(dense_of: Callable[[int], object], keyword_of: Callable[[int], object], size: int):
+    """The fused list a reranker reads, `size` chunks: plain hybrid's order (each retriever's top `CANDIDATES`,
+    fused), then what each retriever's top `size`, fused, adds (`plain_first`).
+
+    `dense_of(n)` and `keyword_of(n)` build a retriever that returns `n` chunks: over a chunk list and its store
+    (`reranked_hybrid_over`), or over the service's live index (`service.pipeline.retrieve`).
+    """
+    plain = hybrid_retriever(dense_of(CANDIDATES), keyword_of(CANDIDATES), k=min(size, CANDIDATES))
+    deep = hybrid_retriever(dense_of(size), keyword_of(size), k=size)
     return RunnableLambda(lambda query: plain_first(plain.invoke(query), deep.invoke(query))[:size], name="hybrid")
+
+
+def reranked_hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K, candidates: int = RERANK_CANDIDATES):
+    """The hybrid first stage a reranker reads (notebook 05) over `chunks` and their `store`: `reranker_candidates`
+    with Chroma's dense search and BM25 — `max(k, candidates)` chunks."""
+    return reranker_candidates(
+        lambda n: dense_retriever(store, n), lambda n: bm25_retriever(chunks, n), max(k, candidates)
+    )
 
 
 def reranked_hybrid(
