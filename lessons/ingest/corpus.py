@@ -92,7 +92,7 @@ def in_course_language(questions: list[GoldQuestion], language: str | None = Non
 def for_course_language(**choices: T) -> T:
     """The value given for the notebook's language (`lessons.core.i18n.course_language()`): `en=…, zh=…`.
 
-    Introduced in notebook 07 (deep research agent): a demo that is not a gold question (a probe, a scripted
+    Introduced in notebook 02 (retrieval tricks): a demo that is not a gold question (a probe, a scripted
     tool call) picks its text by language with the same rule as `course_example`. A language without a value is
     an error naming it, never the other language's value.
     """
