@@ -8,7 +8,6 @@
 #       N_IN_KB: 1
 #       N_OUT_OF_KB: 1
 #       PIPELINE_NAMES:
-#       - dense
 #       - grading-loop
 #       RETRIEVAL_QUESTIONS: 10
 #   jupytext:

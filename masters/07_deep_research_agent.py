@@ -4,7 +4,7 @@
 #     quick_parameters:
 #       K: 2
 #       MAX_STEPS: 2
-#       N_MULTI_HOP: 1
+#       N_MULTI_HOP: 0
 #       N_SEARCH: 4
 #       N_TABLE: 0
 #   jupytext:
