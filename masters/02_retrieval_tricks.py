@@ -124,6 +124,7 @@ pd.set_option("display.precision", 3)
 pd.set_option("display.width", 200)
 print(model_banner())
 
+# %%
 chunks = chunk_knowledge_base()
 store = build_index(chunks)
 gold = load_gold()
