@@ -444,13 +444,14 @@ rerank_table(chinese_example, routed, t("score"))
 # %%
 from lessons.core import as_data
 from lessons.ingest import for_course_language
-from lessons.retrieval import RELEVANCE_PROMPT
+from lessons.retrieval import RELEVANCE_PROMPTS
 
 judge = llm.bind(max_tokens=1, logprobs=True, top_logprobs=5)
 probe = course_example(gold, en="en-001", zh="zh-001")  # a question, and below a chunk that answers it
 words = for_course_language(en=["7420", "gRPC"], zh=["jieba", "4.0"])
 passage = next(c.page_content for c in chunks if all(w in c.page_content for w in words))
-reply = judge.invoke(RELEVANCE_PROMPT.invoke({"question": probe.question, "passage": as_data(passage)}))
+prompt = RELEVANCE_PROMPTS[probe.language]  # the judge asks a Chinese question in Chinese (notebook 04)
+reply = judge.invoke(prompt.invoke({"question": probe.question, "passage": as_data(passage)}))
 logprobs = (reply.response_metadata.get("logprobs") or {}).get("content") or []
 print(t("reply: {reply!r}; log-probabilities returned: {returned}", reply=reply.content, returned=bool(logprobs)))
 if logprobs:

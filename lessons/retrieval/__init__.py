@@ -12,6 +12,7 @@ from lessons.core.exports import lazy_exports
 _EXPORTS = {
     "HYDE_PROMPT": "lessons.retrieval.query_transform",
     "RELEVANCE_PROMPT": "lessons.retrieval.rerank",
+    "RELEVANCE_PROMPTS": "lessons.retrieval.rerank",
     "TOKENIZERS": "lessons.retrieval.retrievers",
     "ChunkNeighbours": "lessons.retrieval.context_expansion",
     "ContextExpansionRetriever": "lessons.retrieval.context_expansion",
@@ -46,6 +47,7 @@ _EXPORTS = {
 __all__ = [
     "HYDE_PROMPT",
     "RELEVANCE_PROMPT",
+    "RELEVANCE_PROMPTS",
     "TOKENIZERS",
     "ChunkNeighbours",
     "ContextExpansionRetriever",
