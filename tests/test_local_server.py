@@ -165,3 +165,18 @@ def test_a_silent_server_that_keeps_working_is_not_replaced(fake_model, monkeypa
     monkeypatch.setattr(local_server, "BUSY_GRACE_SECONDS", 1.5)
     again = ensure_server(timeout=20)
     assert again.pid == first.pid and local_server._pid_alive(first.pid)
+
+
+def test_the_server_keeps_a_prompt_prefix_cache_of_the_size_set(fresh_settings, monkeypatch, tmp_path):
+    monkeypatch.setenv("AGENTIC_RAG_PROMPT_CACHE_MB", "256")
+    fresh_settings()
+    command = local_server.server_command(tmp_path / "m.gguf", "local", 8000)
+    assert command[command.index("-m") + 1] == "lessons.core.llama_server"
+    assert command[command.index("--cache_size") + 1] == str(256 << 20)
+    monkeypatch.setenv("AGENTIC_RAG_PROMPT_CACHE_MB", "0")
+    fresh_settings.cache_clear()
+    assert "--cache" not in local_server.server_command(tmp_path / "m.gguf", "local", 8000)
+    monkeypatch.setenv("AGENTIC_RAG_PROMPT_CACHE_MB", "-1")
+    fresh_settings.cache_clear()
+    with pytest.raises(Exception, match="AGENTIC_RAG_PROMPT_CACHE_MB='-1' must be 0 or more"):
+        fresh_settings()

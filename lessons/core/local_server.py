@@ -1,7 +1,7 @@
 """One local OpenAI-compatible llama.cpp server, shared by every notebook and test session.
 
-Introduced in notebook 00 (setup). `ensure_server()` starts `python -m llama_cpp.server` on
-127.0.0.1 the first time a chat model is needed, waits until it answers, and records it in a small
+Introduced in notebook 00 (setup). `ensure_server()` starts llama-cpp-python's server (through
+`lessons.core.llama_server`) on 127.0.0.1 the first time a chat model is needed, waits until it answers, and records it in a small
 JSON state file; every later kernel or test process finds it there and reuses it. `stop_server()`
 (or `python -m lessons.core.local_server_cli stop`) ends it. `AGENTIC_RAG_SERVER_URL` points the course at a
 server someone else runs (a workshop's shared machine) instead.
@@ -117,18 +117,21 @@ def port_in_use(port: int) -> bool:
 
 
 def server_command(model_path: Path, alias: str, port: int) -> list[str]:
-    """The command line that starts llama.cpp's OpenAI-compatible server."""
+    """The command line that starts llama.cpp's OpenAI-compatible server, with the course's two changes
+    (`lessons.core.llama_server`: logits of the last prompt token only, a prompt-prefix cache across calls)."""
     settings = get_settings()
     return [
         # faulthandler: a crash in llama.cpp (a signal) leaves "Fatal Python error: <signal>" in the log (crash_report)
-        sys.executable, "-X", "faulthandler", "-m", "llama_cpp.server",
+        sys.executable, "-X", "faulthandler", "-m", "lessons.core.llama_server",
         "--model", str(model_path),
         "--model_alias", alias,
         "--host", HOST,
         "--port", str(port),
         "--n_threads", str(settings.threads),
         "--n_ctx", str(settings.n_ctx),
-    ]  # fmt: skip
+    ] + ([  # keep model states to reuse prompt prefixes across calls of different kinds (lessons.core.llama_server)
+        "--cache", "true", "--cache_type", "ram", "--cache_size", str(settings.prompt_cache_mb << 20),
+    ] if settings.prompt_cache_mb else [])  # fmt: skip
 
 
 def _check_runtime_installed() -> None:

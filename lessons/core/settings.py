@@ -11,6 +11,7 @@ environment variable (or a line in `.env` at the project root):
 | `AGENTIC_RAG_GGUF` | path of any chat GGUF to serve instead of the packaged Qwen model | unset |
 | `AGENTIC_RAG_SERVER_URL` | an OpenAI-compatible server that is already running (e.g. the workshop's) | unset |
 | `AGENTIC_RAG_CTX` | context window of the local server, tokens | `4096` |
+| `AGENTIC_RAG_PROMPT_CACHE_MB` | memory the local server may keep model states in, to reuse prompt prefixes across calls (`lessons.core.llama_server`); `0` turns it off | `1024` |
 | `AGENTIC_RAG_THREADS` | CPU threads for the local model and the embedder | cores, at most 4 |
 | `AGENTIC_RAG_LLM_CACHE` | `1` caches LLM answers in SQLite, `0` turns the cache off | `1` |
 | `AGENTIC_RAG_LLM_CACHE_FILE` | the SQLite file of the LLM answer cache (an empty file measures a first run) | `<cache dir>/llm-cache.sqlite` |
@@ -72,7 +73,9 @@ class EnvModel(BaseSettings):
             except ValueError:
                 raise ValueError(f"{name}={value!r} is not a whole number — set e.g. {name}={default}") from None
             if value < minimum:
-                raise ValueError(f"{name}={str(value)!r} must be positive — set e.g. {name}={default}")
+                raise ValueError(
+                    f"{name}={str(value)!r} must be {'positive' if minimum else '0 or more'} — set e.g. {name}={default}"
+                )
         return value
 
     @classmethod
@@ -122,6 +125,7 @@ class Settings(EnvModel):
     server_url: str | None = Field(None, validation_alias="AGENTIC_RAG_SERVER_URL")
     n_ctx: int = Field(4096, validation_alias="AGENTIC_RAG_CTX")
     threads: int = Field(default_factory=_default_threads, validation_alias="AGENTIC_RAG_THREADS")
+    prompt_cache_mb: int = Field(1024, validation_alias="AGENTIC_RAG_PROMPT_CACHE_MB")
     llm_cache: bool = Field(True, validation_alias="AGENTIC_RAG_LLM_CACHE")
     embedder: str = Field("e5", validation_alias="AGENTIC_RAG_EMBEDDER")
     cache_dir: Path = Field(default_factory=lambda: PROJECT_ROOT / ".cache", validation_alias="AGENTIC_RAG_CACHE_DIR")
@@ -155,6 +159,11 @@ class Settings(EnvModel):
     @classmethod
     def _positive(cls, value: Any, info: ValidationInfo) -> Any:
         return cls._whole(value, info)
+
+    @field_validator("prompt_cache_mb", mode="before")
+    @classmethod
+    def _megabytes(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls._whole(value, info, minimum=0)
 
     @field_validator("deepseek_price_input", "deepseek_price_output", mode="before")
     @classmethod
