@@ -565,12 +565,16 @@ pd.DataFrame([{"id": r.id, t("type"): r.type, t("outcome"): t_marked(r.outcome),
 #
 # Two sources disagree on a price. An acceptable answer states the conflict or follows the sources
 # that agree with each other (€45); an answer that quotes only the Q3 deck's €54 is wrong.
-# `contradiction_handling` reads which of these the answer did.
+# `contradiction_handling` reads which of these the answer did. The gold set asks this one in English only
+# (`en-052`): the deck that disagrees is an English document and the Chinese FAQ agrees with the others (€45),
+# so the Chinese copy runs the English question here too.
 
-# %% [markdown] lang="zh" translates="98430bfed2bb"
+# %% [markdown] lang="zh" translates="51f6c8444239"
 # ### 矛盾案例
 #
 # 两个来源对一个价格各执一词。可以接受的回答要么指出这个冲突，要么采用彼此一致的那些来源（€45）；只引用 Q3 演示文稿的 €54 的回答是错的。`contradiction_handling` 判断回答属于哪一种。
+# 金标准问题集里这道题只有英文版（`en-052`）：与其他来源矛盾的 Q3 演示文稿是英文文档，中文 FAQ 的价格和其他来源一致（€45），
+# 所以中文版在这里用的也是这道英文问题。
 
 # %%
 from lessons.evaluation import contradiction_handling, run_findings

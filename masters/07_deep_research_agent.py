@@ -274,19 +274,21 @@ check_read_page(my_read_page)
 # The course's version is `lessons.agents.deep_research.read_page`; it also accepts a source id copied with
 # the notes' decoration, `"(faq_zh.html, page 3)"`, which the small model writes. What the agent sees for
 # a good page and for the two kinds of mistake a small model makes (a source name it invented, a page
-# that does not exist):
+# that does not exist). The model reads these messages in English, the language of its prompts, whatever the
+# course language; the notebook shows you the same message in yours (`error_for_reader`):
 
-# %% [markdown] lang="zh" translates="4ba9654e3ee8"
+# %% [markdown] lang="zh" translates="7a7e124ea24e"
 # 课程的版本是 `lessons.agents.deep_research.read_page`；它还接受带着笔记里那种修饰抄过来的来源 id，
 # 比如 `"(faq_zh.html, page 3)"`——小模型就会这么写。下面是智能体在读一个正常页面时看到的内容，
-# 以及小模型会犯的两类错误（编造出来的来源名、不存在的页面）时看到的内容：
+# 以及小模型会犯的两类错误（编造出来的来源名、不存在的页面）时看到的内容。不论课程用哪种语言，模型读到的这些消息都是英文，
+# 和它读到的其他输入一样；notebook 给你看的是同一条消息的中文（`error_for_reader`）：
 
 # %%
 from lessons.agents import read_page
 
 for source_id, page_index in [("atlas_whitepaper.pdf", 6), ("pricing.pdf", 3), ("faq_zh.html", 99)]:
     seen = read_page(pages, source_id, page_index)
-    print(seen.header, "→", (t("ERROR: ") + seen.error) if seen.error else seen.evidence[0].page_content[:150].replace("\n", " ") + " …")
+    print(seen.header, "→", (t("ERROR: ") + seen.error_for_reader) if seen.error else seen.evidence[0].page_content[:150].replace("\n", " ") + " …")
 
 # %% [markdown]
 # ## 3. The sub-agent's loop: one typed decision per step
@@ -650,13 +652,15 @@ for qid, rows in disagree.groupby("id", sort=False):
 # ### The contradiction case
 #
 # An acceptable answer states the conflict or follows the sources that agree with each other (€45);
-# quoting only the Q3 deck's €54 is wrong. `contradiction_handling` (notebook 05) reads which of these
-# each method's answer did:
+# quoting only the Q3 deck's €54 is wrong. As in notebook 05, the question is the gold set's English one (`en-052`)
+# in both copies: the one document that disagrees is English. `contradiction_handling` (notebook 05) reads which
+# of these each method's answer did:
 
-# %% [markdown] lang="zh" translates="d62e2e5f4dc4"
+# %% [markdown] lang="zh" translates="fd6b4b30df3c"
 # ### 矛盾案例
 #
 # 一个可以接受的回答要么指出冲突，要么采信彼此一致的那些来源（€45）；只引用 Q3 演示文稿的 €54 是错的。
+# 和 notebook 05 一样，两个版本问的都是同一道英文题（`en-052`）：唯一与其他来源矛盾的文档是英文的。
 # `contradiction_handling`（notebook 05）判断每种方法的回答属于哪一种：
 
 # %%

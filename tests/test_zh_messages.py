@@ -1,9 +1,21 @@
 """The errors a notebook shows speak the reader's language: in the Chinese copy the reasons a folder gives no
 document (notebook 05), the service client's timeouts and the job states (notebook 08) and the grading loop's and
-three agents' outcomes (notebooks 04, 05) are Chinese; in English they are exactly what they were."""
+three agents' outcomes (notebooks 04, 05) are Chinese, and so are the deep-research tools' errors notebook 07 shows
+(while its model still reads them in English); in English they are exactly what they were."""
 
 import pytest
+from langchain_core.documents import Document
 
+from lessons.agents.deep_research import (
+    DeepResearchAgent,
+    Observation,
+    Page,
+    PageNotFound,
+    PageStore,
+    read_page,
+    trace_rows,
+)
+from lessons.core.fakes import ScriptedChatModel
 from lessons.core.i18n import t_marked
 from lessons.retrieval.document_processor import NoDocumentsError, process_documents
 from service.client import JobTimeout, wait_for_jobs
@@ -60,7 +72,6 @@ def test_job_states_and_outcomes_are_shown_in_the_course_language(tmp_path, monk
 
 
 def test_the_judges_no_log_probabilities_warning_is_in_the_course_language(tmp_path, monkeypatch):
-    from lessons.core.fakes import ScriptedChatModel
     from lessons.retrieval.rerank import LLMRelevanceScorer
 
     monkeypatch.chdir(tmp_path)
@@ -93,3 +104,73 @@ def test_importing_the_course_does_not_advise_installing_pytorch():
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert "PyTorch was not found" not in done.stderr + done.stdout
+
+
+# ---------------------------------------------------------------- notebook 07: the deep-research tools' errors
+# They reach the model in English, the language of every prompt, and the reader in the course language: the
+# observation carries both; the trace and the notebook show the reader's.
+
+PAGES = PageStore(
+    [
+        Page("handbook.docx", 1, "Leave", "Lisbon staff get 25 days of annual leave."),
+        Page("handbook.docx", 2, "Expenses", "Hotels up to €140 per night."),
+    ]
+)
+
+
+def test_a_bad_page_is_english_for_the_model_and_chinese_for_the_reader(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    seen = read_page(PAGES, "handbook.docx", 9)
+    assert seen.error == "handbook.docx has no page 9: its pages are 1–2"
+    assert seen.error_for_reader == "handbook.docx 没有第 9 页：它的页码是 1–2"
+    unknown = read_page(PAGES, "pricing.pdf", 3)
+    assert unknown.error.startswith("unknown source_id 'pricing.pdf': use a source name exactly")
+    assert (
+        unknown.error_for_reader.startswith("未知的来源 'pricing.pdf'") and "handbook.docx" in unknown.error_for_reader
+    )
+    try:
+        PAGES.read("handbook.docx", "two")
+    except PageNotFound as error:
+        assert (
+            str(error).endswith("its pages are 1–2") and error.shown == "handbook.docx 没有第 'two' 页：它的页码是 1–2"
+        )
+
+
+def test_in_english_the_reader_sees_what_the_model_reads(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    seen = read_page(PAGES, "handbook.docx", 9)
+    assert seen.error_for_reader == seen.error == "handbook.docx has no page 9: its pages are 1–2"
+    assert Observation("search", "search('x')", error="plain").error_for_reader == "plain"
+
+
+def test_the_agents_trace_is_chinese_while_its_notes_stay_english(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    decisions = [
+        {"reason": "the page", "action": "read_page", "query": "", "source_id": "handbook.docx", "page_index": 9},
+        {"reason": "done", "action": "answer", "query": "", "source_id": "", "page_index": 0},
+    ]
+    prompts = []
+
+    def reply(messages, tools):
+        prompts.append((tools[0], "\n".join(str(m.content) for m in messages)))
+        if tools == ["ResearchDecision"]:
+            return decisions.pop(0) if len(decisions) > 1 else decisions[0]
+        return {"answer": "25 天。", "cited_chunks": [1], "found": "yes"}
+
+    def search(query):
+        hit = Document("Lisbon staff get 25 days", metadata={"source": "handbook.docx", "page": 1, "kind": "chunk"})
+        return Observation("search", f"search({query!r})", (hit,))
+
+    result = DeepResearchAgent(ScriptedChatModel(default=reply), search, PAGES, max_steps=5).research(
+        "里斯本员工有几天年假？"
+    )
+    rows = trace_rows(result)
+    assert rows[0]["reason"] == "第一步：用问题本身检索" and rows[0]["result"] == "handbook.docx，第 1 页"
+    assert rows[1]["argument"] == "handbook.docx，第 9 页"
+    assert rows[1]["result"] == "错误：handbook.docx 没有第 9 页：它的页码是 1–2"
+    decide_prompts = [text for tool, text in prompts if tool == "ResearchDecision"]
+    assert "ERROR: handbook.docx has no page 9: its pages are 1–2" in decide_prompts[-1]
+    assert "没有第" not in decide_prompts[-1], "the model must read the tool's English, not the reader's Chinese"

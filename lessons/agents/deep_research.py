@@ -46,6 +46,7 @@ from lessons.agents.answering import (
 )
 from lessons.agents.three_agents import ResearchDraft
 from lessons.chunking.base import BILINGUAL_SEPARATORS
+from lessons.core.i18n import N_, t, t_marked
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
 from lessons.ingest.files import PAGED_FORMATS, split_sections
@@ -75,7 +76,26 @@ class Page:
 
 
 class PageNotFound(LookupError):
-    """`read_page` was asked for a source or page that does not exist; the message names what does. Introduced in notebook 07 (deep-research agent)."""
+    """`read_page` was asked for a source or page that does not exist; the message names what does. Introduced in notebook 07 (deep-research agent).
+
+    `str(error)` is the English the agent's model reads; `shown` is the same message in the course language
+    (`lessons.core.i18n.t`), for the reader.
+    """
+
+    def __init__(self, message: str, shown: str = ""):
+        super().__init__(message)
+        self.shown = shown or message
+
+
+UNKNOWN_SOURCE = N_(
+    "unknown source_id {source}: use a source name exactly as the search results show it, one of {sources}"
+)
+NO_SUCH_PAGE = N_("{source} has no page {page}: its pages are {first}–{last}")
+
+
+def _not_found(message: str, **values: object) -> PageNotFound:
+    """The error in English for the model, and in the course language for the reader."""
+    return PageNotFound(message.format(**values), shown=t_marked(message, **values))
 
 
 def paginate(text: str, page_chars: int = PAGE_CHARS) -> list[str]:
@@ -160,17 +180,14 @@ class PageStore:
         """
         source_id = clean_source_id(source_id)
         if source_id not in self._pages:
-            raise PageNotFound(
-                f"unknown source_id {source_id!r}: use a source name exactly as the search results show it, "
-                f"one of {', '.join(self.sources)}"
-            )
+            raise _not_found(UNKNOWN_SOURCE, source=repr(source_id), sources=", ".join(self.sources))
         numbers = self.page_numbers(source_id)
         try:
             index = int(page_index)
         except (TypeError, ValueError):
             index = None
         if index not in self._pages[source_id]:
-            raise PageNotFound(f"{source_id} has no page {page_index!r}: its pages are {numbers[0]}–{numbers[-1]}")
+            raise _not_found(NO_SUCH_PAGE, source=source_id, page=repr(page_index), first=numbers[0], last=numbers[-1])
         return self._pages[source_id][index]
 
     def locate(self, chunk: Document) -> int | None:
@@ -196,12 +213,27 @@ class PageStore:
 
 @dataclass(frozen=True)
 class Observation:
-    """What one tool call showed the sub-agent: a header line and numbered evidence (or an error). Introduced in notebook 07 (deep-research agent)."""
+    """What one tool call showed the sub-agent: a header line and numbered evidence (or an error). Introduced in notebook 07 (deep-research agent).
+
+    `error` is what the model reads (English, like every prompt); `shown_error`, when set, is the same error in the
+    course language, and `error_for_reader` is what a notebook or trace shows.
+    """
 
     action: str  # "search" or "read_page"
     header: str
     evidence: tuple[Document, ...] = ()
     error: str = ""
+    shown_error: str = ""
+
+    @property
+    def error_for_reader(self) -> str:
+        """The error in the course language (`shown_error`), else as the model read it."""
+        return self.shown_error or self.error
+
+
+def _error_observation(action: str, header: str, message: str) -> Observation:
+    """An observation whose error is `message` (marked with N_): English for the model, translated for the reader."""
+    return Observation(action, header, error=message, shown_error=t_marked(message))
 
 
 def read_page(pages: PageStore, source_id: str, page_index: int, max_chars: int = 1500) -> Observation:
@@ -213,7 +245,9 @@ def read_page(pages: PageStore, source_id: str, page_index: int, max_chars: int 
     try:
         page = pages.read(source_id, page_index)
     except PageNotFound as error:
-        return Observation("read_page", f"read_page({source_id!r}, {page_index!r})", error=str(error))
+        return Observation(
+            "read_page", f"read_page({source_id!r}, {page_index!r})", error=str(error), shown_error=error.shown
+        )
     text = (
         page.text
         if len(page.text) <= max_chars
@@ -266,7 +300,7 @@ class ChunkSearch:
     def __call__(self, query: str) -> Observation:
         query = (query or "").strip()
         if not query:
-            return Observation("search", "search('')", error="search needs a query: write the words to look for")
+            return _error_observation("search", "search('')", EMPTY_SEARCH)
         evidence = []
         for hit in self.ranked_hits(query)[: self.shown]:
             text = (
@@ -365,10 +399,14 @@ Searches done (do not repeat them): {searches}
 Pages you can read: {readable}
 {steps_left} step(s) left. Choose the next step.""".replace("<<DATA_RULE>>", DATA_RULE)
 
-FORCED_ANSWER_REASON = "step cap reached: answer from the notes"
+FORCED_ANSWER_REASON = N_("step cap reached: answer from the notes")
 FULL_TEXT = "full_text"  # metadata key: the whole chunk behind a search snippet
-REPEATED_SEARCH = "already searched (see the notes above): choose another query or page, or answer"
-FIRST_SEARCH_REASON = "first step: search for the question itself"
+REPEATED_SEARCH = N_("already searched (see the notes above): choose another query or page, or answer")
+FIRST_SEARCH_REASON = N_("first step: search for the question itself")
+ALREADY_READ = N_("already read (see the notes above): choose another page or query, or answer")
+EMPTY_SEARCH = N_("search needs a query: write the words to look for")
+# The tool's messages above are what the model reads (English); the trace and the notebook show them translated.
+_CODE_REASONS = (FIRST_SEARCH_REASON, FORCED_ANSWER_REASON)  # reasons the code writes, not the model
 
 
 def where(document: Document) -> str:
@@ -562,9 +600,16 @@ def route_decision(decision: ResearchDecision) -> str:
 
 
 def _summary(observation: Observation) -> str:
+    """The trace's result column, for the reader (the model reads `render_notes`)."""
     if observation.error:
-        return "ERROR: " + observation.error
-    return "; ".join(where(d) for d in observation.evidence) or "nothing found"
+        return t("ERROR: ") + observation.error_for_reader
+    shown = [
+        t("{source}, page {page}", source=d.metadata.get("source", "?"), page=d.metadata["page"])
+        if d.metadata.get("page") is not None
+        else str(d.metadata.get("source", "?"))
+        for d in observation.evidence
+    ]
+    return "; ".join(shown) or t("nothing found")
 
 
 def build_research_graph(
@@ -642,14 +687,18 @@ def build_research_graph(
         if query is None:
             update = run_tool(
                 state,
-                lambda d: Observation("search", f"search({d.query.strip()!r})", error=REPEATED_SEARCH),
+                lambda d: _error_observation("search", f"search({d.query.strip()!r})", REPEATED_SEARCH),
                 decision.query,
             )
             return {**update, "searched": searched}
         argument = (
             query
             if query == decision.query.strip()
-            else f"{query}  (its reason: the query {decision.query!r} was empty or done)"
+            else t(
+                "{query}  (its reason: the query {previous} was empty or done)",
+                query=query,
+                previous=repr(decision.query),
+            )
         )
         return {**run_tool(state, lambda d: search(query), argument), "searched": [*searched, query]}
 
@@ -658,7 +707,7 @@ def build_research_graph(
         return run_tool(
             state,
             lambda d: read_page(pages, d.source_id, d.page_index, page_chars),
-            f"{decision.source_id}, page {decision.page_index}",
+            t("{source}, page {page}", source=decision.source_id, page=decision.page_index),
         )
 
     def previously(state: ResearchState, decision: ResearchDecision) -> Observation | None:
@@ -671,11 +720,7 @@ def build_research_graph(
                 and (observation.evidence[0].metadata["source"], observation.evidence[0].metadata["page"])
                 == page_address(decision.source_id, decision.page_index)
             ):
-                return Observation(
-                    decision.action,
-                    observation.header,
-                    error="already read (see the notes above): choose another page or query, or answer",
-                )
+                return _error_observation(decision.action, observation.header, ALREADY_READ)
         return None
 
     def answer_step(state: ResearchState) -> dict[str, Any]:
@@ -803,7 +848,7 @@ def trace_rows(result: ResearchResult, width: int = 120) -> list[dict[str, Any]]
             "step": s.step,
             "action": s.action,
             "argument": s.argument,
-            "reason": s.reason[:width],
+            "reason": (t_marked(s.reason) if s.reason in _CODE_REASONS else s.reason)[:width],
             "result": s.result[:width],
             "seconds": round(s.seconds, 1),
         }
