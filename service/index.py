@@ -7,9 +7,9 @@ generations once and ask Chroma only for chunks of those: a document's new chunk
 the database commit (`service.db.commit_job`) switches its generation, and its old ones are
 deleted only after a grace time — a search sees the old set or the new set, never a mix.
 
-Embedded Chroma must be opened by ONE process (a second process reads stale vectors — measured:
-a reader saw 1 of 118 vectors another process had added), so with the embedded store the worker
-runs inside the API process; separate worker processes need a Chroma server (`AGENTIC_RAG_CHROMA_URL`).
+Embedded Chroma must be opened by ONE process (a second process reads stale vectors: it does not see the vectors
+another process adds), so with the embedded store the worker runs inside the API process; separate worker processes
+need a Chroma server (`AGENTIC_RAG_CHROMA_URL`).
 """
 
 from __future__ import annotations
@@ -65,8 +65,9 @@ class LiveIndex:
         """Embed and upsert one generation's chunks under ids that are the same on every retry.
 
         Each chunk is embedded as its `search_text` (its context header, then its text) and stored with its own text,
-        as `lessons.core.vectorstore.index_documents` does; a generation upserted before issue 24 has no header in
-        its metadata, so its vectors and its BM25 index both stay on its text alone until the document is uploaded again.
+        as `lessons.core.vectorstore.index_documents` does; a generation upserted before chunks carried a context
+        header has none in its metadata, so its vectors and its BM25 index both stay on its text alone until the
+        document is uploaded again.
         """
         ids, texts, searched, metadatas = [], [], [], []
         for number, chunk in enumerate(chunks):

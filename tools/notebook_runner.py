@@ -107,8 +107,7 @@ def _read_json_lines(path: Path) -> list[dict[str, Any]]:
 
 # Seconds one cell may run in a quick (test-size) run before the run fails: a hang must not stall CI.
 # Full-size runs have no per-cell limit by default: with the LLM cache cold, one cell legitimately runs
-# for more than an hour on 2 cores (notebook 02's LLM-technique evaluation had made 1,216 of its model
-# calls when a 3,600 s limit stopped it), and `make prewarm` from an empty cache must not fail there.
+# for more than an hour on 2 cores (notebook 02's LLM-technique evaluation did), and `make prewarm` from an empty cache must not fail there.
 QUICK_CELL_TIMEOUT = 3600
 
 

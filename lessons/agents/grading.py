@@ -167,9 +167,9 @@ class GateThresholds:
 class RelevanceGate:
     """The grading loop's gate from two signals (introduced in notebook 04): the relevance model and the chat model.
 
-    The cross-encoder (`lessons.retrieval.cross_encoder`, ≈ 1/60 s a passage) scores every retrieved document; the
-    chat model's P(yes), asked in the question's language, is read only for documents whose cross-encoder
-    score reaches the language's threshold — a document below it is "no" without a model call. Both
+    The cross-encoder (`lessons.retrieval.cross_encoder`, far cheaper a passage than a chat-model call) scores every
+    retrieved document; the chat model's P(yes), asked in the question's language, is read only for documents whose
+    cross-encoder score reaches the language's threshold — a document below it is "no" without a model call. Both
     thresholds per language are chosen on calibration questions by `calibrate_gate`. The verdict is a
     typed `GradeDocuments`; `p_yes` keeps the chat model's probability (None when it was not asked).
     """
@@ -224,9 +224,9 @@ class RelevanceGate:
 # The gate used where no calibration was run (the evaluation command, notebook 06's grading loop): the gate that
 # benchmarks/bench_gate.py calibrates on EVERY course gold question (top 3 of notebook 04's retrieval, ≥ 95 %
 # abstention; benchmarks/results/gate.json, which a test keeps equal to this). Both signals were offered; the best
-# gate ignores the cross-encoder (t₁ = 0). It refuses every out-of-KB gold question of the course and answers
-# about half the answerable ones in round one — on the course corpus these are in-sample figures, and thresholds
-# chosen on one corpus need not travel to another: calibrate on your own questions.
+# gate ignores the cross-encoder (t₁ = 0). What it refuses and answers is in that file — on the course corpus those
+# are in-sample figures, and thresholds chosen on one corpus need not travel to another: calibrate on your own
+# questions.
 DEFAULT_GATE = {"en": GateThresholds(0.0, 0.772), "zh": GateThresholds(0.0, 0.771)}
 DEFAULT_GATE_SOURCE = (
     "the gate calibrated on every gold question of the course corpus by benchmarks/bench_gate.py "

@@ -101,7 +101,7 @@ def _reranked(r: Resources, top_n: int) -> Callable[[str], list[Document]]:
 
 def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:
     """Hybrid candidates reordered by the course's reranker (`lessons.retrieval.rerank.default_reranker`: the
-    cross-encoder for English, the route the lead measured best for Chinese) — no chat-model calls."""
+    cross-encoder for English, the route notebook 02 compares for Chinese) — no chat-model calls."""
     return _reranked(r, r.rank_k)
 
 

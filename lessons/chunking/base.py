@@ -1,7 +1,7 @@
 """What every chunker shares: the `Chunker` type, the bilingual separators, the default sizes,
 and `number_chunks` (de-duplicated chunks with their position within their source and their context header).
 
-Introduced in notebook 01 (chunking); lived in the knowledge-base module (now `lessons.retrieval.index`) before issue 20.
+Introduced in notebook 01 (chunking).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ CONTEXT_SEPARATOR = " > "
 def context_header(metadata: dict) -> str:
     """ "<document> > <section path>" for a chunk's metadata (the document is the file name without suffix).
 
-    Introduced in notebook 02 (retrieval tricks), issue 24: a changelog has dozens of chunks that start
+    Introduced in notebook 02 (retrieval tricks). Why: a changelog has dozens of chunks that start
     "### What's Changed" and never name their release, "## License\n\nApache 2.0" never names its package;
     the header, embedded and BM25-indexed with the chunk (`lessons.core.search_text.search_text`), tells them apart.
     """

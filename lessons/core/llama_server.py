@@ -9,15 +9,14 @@ arguments are llama_cpp.server's own (`--help`).
    position is ever read: the next token is sampled there, and `logprobs` of a completion start there (notebook
    02's P(yes) probe reads the first generated token's). `eval` below asks llama.cpp for the last position's logits
    alone and stores that row where the server reads it. The prompt's other rows are never read (nor returned,
-   unless a request asks `echo` with `logprobs`, which the course never does). Measured on a 2-core Xeon, 450-token
-   prompt: 88 → 105 prompt tokens/s.
+   unless a request asks `echo` with `logprobs`, which the course never does), so a prompt is evaluated faster.
 2. **A prompt-prefix cache across call kinds** (`--cache true`, llama_cpp.server's own RAM cache, which keeps the
    model state after each call and restores the one whose tokens share the longest prefix with the next prompt).
    Without it the server reuses only the previous call's prefix, and the course's calls interleave: a grader, an
    answer writer, a verifier, each with its own system prompt and tool schema. Stock, each cached state also holds a
-   copy of the logit rows (365 MB for a 600-token prompt with `logits_all`); `save_state` / `load_state` below keep
-   the model's own state (≈ 28 KB a token for this 1.5B model) and leave the rows out, which point 1 makes safe:
-   a restored state always evaluates at least its last token again before sampling (`_requires_eval`).
+   copy of the logit rows (a vocabulary's worth of floats per prompt token with `logits_all`); `save_state` /
+   `load_state` below keep the model's own state (its KV cache) and leave the rows out, which point 1 makes safe: a
+   restored state always evaluates at least its last token again before sampling (`_requires_eval`).
 
 Both are patches on llama-cpp-python's `Llama` (0.3.x, pinned in requirements.lock); `tests/test_llama_server.py`
 checks that answers and log-probabilities are the same with and without them.

@@ -1,4 +1,4 @@
-"""The text a retriever searches for a chunk: its context header, then the chunk (issue 24).
+"""The text a retriever searches for a chunk: its context header, then the chunk.
 
 Introduced in notebook 02 (retrieval tricks). `lessons.chunking.base.number_chunks` gives every chunk
 `metadata["context_header"]`, "<document> > <section path>"; the vector store embeds and BM25 indexes

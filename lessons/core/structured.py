@@ -8,8 +8,8 @@ instance or raises `StructuredOutputError` — never `None`. The method is chose
   are enforced too;
 - OpenAI-compatible providers with native `json_schema`: that;
 - `"grammar"` (set `LOCAL_METHOD`): the local server gets the schema only as a grammar (`response_format`) and the
-  prompt a one-line-per-field brief (`schema_brief`) instead of the template's tool block. It saves ≈ 140 prompt
-  tokens a call, but on notebook 04's grading prompt the 1.5B model graded Chinese near misses worse with it
+  prompt a one-line-per-field brief (`schema_brief`) instead of the template's tool block. It saves prompt
+  tokens on every call, but on notebook 04's grading prompt the 1.5B model graded Chinese near misses worse with it
   (`benchmarks/bench_structured.py`), so the course keeps function calling; try it with a larger model.
 
 When a reply cannot be parsed, the model is asked again with the parse error in the conversation

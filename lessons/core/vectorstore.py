@@ -7,7 +7,7 @@ embedder's name, so switching embedders never mixes vectors of two models.
 `index_documents(store, docs)` embeds only the chunks the collection does not hold yet.
 
 A chunk may name its document and section path in `metadata["context_header"]` (`lessons.chunking.base.number_chunks`
-sets it, issue 24): the vector is then the embedding of `search_text(chunk)` — the header, a blank line, the chunk —
+sets it): the vector is then the embedding of `search_text(chunk)` — the header, a blank line, the chunk —
 while the collection stores the chunk's own text, so what a retriever returns (and a prompt quotes) is the chunk
 as it was, and the header costs no prompt token. The id of a stored chunk hashes its text and its metadata, header
 included, so a collection built before the header existed holds none of the new ids: `index_documents(...,

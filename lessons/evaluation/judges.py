@@ -8,9 +8,8 @@ every probe answer complete — "2026年2月" and "version 5.2" included; copyin
 - **faithfulness** — reported as *factual consistency* (`judge_faithfulness`, `FaithfulnessVerdict.consistent`):
   is the answer's main claim stated in the context it was written from? Needs the context, not the reference.
 - **completeness** (`judge_completeness`, `CompletenessVerdict.complete`): does the answer state the reference
-  answer's key fact (a figure, name, date, version)? Needs the reference, not the context. Notebook 05 once
-  measured this under the name "correct" with a one-field yes/no prompt of its own, and notebook 07 reported this
-  judge's score as "correct": both now report it as what it is, *complete*.
+  answer's key fact (a figure, name, date, version)? Needs the reference, not the context. Every notebook reports
+  it as what it is, *complete* (not "correct": it checks one fact, not the whole answer).
 
 `answer_completeness` is the rule every caller applies around the completeness judge: an abstention on an
 answerable question scores 0 without a judge call. Whatever fails — an unparseable verdict, an unreachable

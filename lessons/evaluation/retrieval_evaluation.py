@@ -71,7 +71,7 @@ def build_techniques(
 ) -> list[Technique]:
     """Every technique of notebook 02, baseline first; the ones that call the chat model only when `llm` is given.
 
-    The cross-encoder reranks the hybrid top `candidates`; the chat model, at ≈ 1 s or more per passage,
+    The cross-encoder reranks the hybrid top `candidates`; the chat model, far slower per passage,
     reranks the top `llm_candidates`, and "hybrid → cross-encoder (top N)" reranks the same N so the two
     relevance judges can be compared on equal terms. The best `hits` are expanded with neighbours into
     blocks of at most `max_block_chars` characters.

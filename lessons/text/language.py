@@ -1,7 +1,7 @@
 """Which language a text is in: 'zh' when CJK letters are at least a fifth of its letters, else 'en'.
 
-Introduced in notebook 01 (chunking); lived in `lessons.ingest` before issue 20, which made metrics,
-claim checks and prompts depend on the ingestion module.
+Introduced in notebook 01 (chunking). It sits in `lessons.text`, below ingestion, so that metrics, claim checks and
+prompts can ask for a text's language without importing the ingestion module.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Text normalised for matching, and Docling's inline spacing tidied.
 
 Introduced in notebook 01 (chunking): `normalise_for_match` lets a gold quote be found in converted Markdown;
-`tidy_inline_spacing` removes the spaces Docling puts around inline code and emphasis. Lived in
-`lessons.ingest` before issue 20.
+`tidy_inline_spacing` removes the spaces Docling puts around inline code and emphasis.
 """
 
 from __future__ import annotations
