@@ -27,7 +27,8 @@ from lessons.chunking import (
     semantic_chunker,
     sentence_chunker,
 )
-from lessons.chunking.strategies import E5Tokenizer, default_chunker
+from lessons.chunking.docling_hybrid import E5Tokenizer
+from lessons.chunking.strategies import default_chunker
 
 ENGLISH = (
     "Atlas Server listens on port 7420. Ingest workers connect over the same port. "

@@ -60,6 +60,26 @@ def test_answering_a_question_loads_neither_the_evaluation_harness_nor_its_panda
     assert seen["pandas imported below"] is None or seen["through docling"], seen
 
 
+IMPORT_THE_API = """
+import json
+import sys
+
+import service.api
+
+print(json.dumps(sorted(name for name in ("pandas", "docling_core", "transformers") if name in sys.modules)))
+"""
+
+
+def test_starting_the_api_imports_neither_pandas_nor_docling_s_document_stack():
+    """`python -m service api` imports the API module before it serves: Docling's document model and chunker
+    (docling_core, which imports pandas and transformers) are seconds of imports that only ingestion needs, when the
+    worker converts its first file (`lessons.ingest.files`, `lessons.chunking.docling_hybrid`)."""
+    done = subprocess.run([sys.executable, "-c", IMPORT_THE_API], check=False, cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
 def test_the_service_answers_with_the_registry_s_served_pipeline(monkeypatch):
     from lessons.agents.pipelines import PIPELINES, SERVED, PipelineResult
     from service.pipeline import answer

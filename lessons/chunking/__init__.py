@@ -15,7 +15,7 @@ _EXPORTS = {
     "atomic_blocks": "lessons.chunking.markdown_blocks",
     "cached_embeddings": "lessons.chunking.strategies",
     "character_window_chunker": "lessons.chunking.strategies",
-    "docling_chunker": "lessons.chunking.strategies",
+    "docling_chunker": "lessons.chunking.docling_hybrid",
     "embedder_token_counter": "lessons.chunking.strategies",
     "header_chunker": "lessons.chunking.strategies",
     "header_recursive_chunker": "lessons.chunking.strategies",

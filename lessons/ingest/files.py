@@ -42,7 +42,6 @@ from langchain_text_splitters import MarkdownHeaderTextSplitter
 
 from lessons.core.i18n import t
 from lessons.core.settings import get_settings
-from lessons.ingest.pdf_headings import pdf_pages_markdown
 from lessons.text.language import detect_language
 from lessons.text.normalise import _FENCE, _collapse_whitespace, tidy_inline_spacing
 from lessons.text.text_encoding import BinaryData, DecodedText, Mojibake, UnknownEncoding, decode_text, encoding_label
@@ -845,6 +844,8 @@ def _convert_pdf(path: Path, data: bytes, settings: dict) -> tuple[list[tuple[in
                 type(error).__name__,
                 error,
             )
+    from lessons.ingest.pdf_headings import pdf_pages_markdown  # Docling's document model: loaded to convert only
+
     document = _docling_converter("native-pdf", None).convert(_stream(path, data)).document
     return pdf_pages_markdown(document, data), _docling_label("pdf", None)
 
