@@ -4,7 +4,7 @@ import pytest
 
 from lessons.core.fakes import ScriptedChatModel
 from lessons.core.models import LocalServerCrashed
-from lessons.core.reports import mean_or_none, mean_present, percent_or_na, share_where
+from lessons.core.reports import mean_or_none, mean_present, share_where
 from lessons.evaluation.harness import measure
 
 
@@ -36,4 +36,3 @@ def test_shares_means_and_percentages_say_none_for_nothing():
     assert share_where([1, 0, 2, None], lambda v: v) == 0.5 and share_where([], bool) is None
     assert mean_or_none([1, 2]) == 1.5 and mean_or_none([]) is None
     assert mean_present([1.0, None, float("nan"), 3.0]) == 2.0 and mean_present([None]) is None
-    assert percent_or_na(0.8333) == "83%" and percent_or_na(None) == "n/a"

@@ -1,7 +1,7 @@
 """The numbers every evaluation reports: shares, means, percentages and goal verdicts, one way each.
 
 Introduced in notebook 04 (the grading loop's goal table); the evaluations of notebooks 05 and 06 use the same
-helpers, and `lessons.core.prose` turns their numbers into the findings' sentences. Each helper says what it does
+helpers, and `lessons.core.prose` turns their numbers into the findings' sentences (a percentage is `prose.pct`). Each helper says what it does
 with an empty input (None, never a division by zero) so that a table cell and a sentence agree.
 """
 
@@ -27,11 +27,6 @@ def mean_present(values: Iterable[Any]) -> float | None:
 
     present = pd.Series(values).dropna()
     return float(present.astype(float).mean()) if len(present) else None
-
-
-def percent_or_na(value: float | None) -> str:
-    """A share as a whole percentage ("83%"); "n/a" for None."""
-    return "n/a" if value is None else f"{value:.0%}"
 
 
 def count_where(items: Sequence[Any], predicate: Callable[[Any], Any]) -> tuple[int, int]:

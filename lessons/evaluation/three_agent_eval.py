@@ -41,7 +41,8 @@ from lessons.agents.three_agents import (
     standing_claims,
 )
 from lessons.core.i18n import t
-from lessons.core.reports import mean_or_none, percent_or_na, share_where
+from lessons.core.prose import pct
+from lessons.core.reports import mean_or_none, share_where
 from lessons.evaluation.judges import answer_completeness
 from lessons.ingest.corpus import GoldQuestion, find_evidence
 from lessons.text.language import detect_language
@@ -407,9 +408,6 @@ def better_relevance_checker(summary: Sequence[dict[str, Any]]) -> str:
 # ---------------------------------------------------------------- findings, rendered from the run
 
 
-_pct = percent_or_na
-
-
 def _count(items: Sequence[Any], predicate: Callable[[Any], Any]) -> str:
     return t("{count} of {total}", count=sum(bool(predicate(i)) for i in items), total=len(items))
 
@@ -429,14 +427,14 @@ def relevance_findings(summary: Sequence[dict[str, Any]], agreement: dict[str, f
         "{chat_passed}. They gave the same label {same_label} of the time and the same decision {same_decision}. "
         "{verdict}.",
         n=ce["questions"],
-        ce_right=_pct(ce["right decision"]),
-        chat_right=_pct(chat["right decision"]),
-        ce_stopped=_pct(ce["stopped (no evidence)"]),
-        chat_stopped=_pct(chat["stopped (no evidence)"]),
-        ce_passed=_pct(ce["passed on (evidence)"]),
-        chat_passed=_pct(chat["passed on (evidence)"]),
-        same_label=_pct(agreement["same label"]),
-        same_decision=_pct(agreement["same decision"]),
+        ce_right=pct(ce["right decision"]),
+        chat_right=pct(chat["right decision"]),
+        ce_stopped=pct(ce["stopped (no evidence)"]),
+        chat_stopped=pct(chat["stopped (no evidence)"]),
+        ce_passed=pct(ce["passed on (evidence)"]),
+        chat_passed=pct(chat["passed on (evidence)"]),
+        same_label=pct(agreement["same label"]),
+        same_decision=pct(agreement["same decision"]),
         verdict=verdict,
     )
 
@@ -510,9 +508,9 @@ def drill_findings(cases: Sequence[DrillCase]) -> str:
                 "verification flagged {flagged} of the obeyed drafts ({flagged_share}), {checks} by the string "
                 "checks{caught}.",
                 followed=_count(injected, lambda c: c.followed),
-                followed_share=_pct(_share(injected, lambda c: c.followed)),
+                followed_share=pct(_share(injected, lambda c: c.followed)),
                 flagged=_count(injected, lambda c: c.flagged),
-                flagged_share=_pct(_share(injected, lambda c: c.flagged)),
+                flagged_share=pct(_share(injected, lambda c: c.flagged)),
                 checks=_count(injected, lambda c: c.by_checks),
                 caught=t(
                     "; of the questions where the agent obeyed, {caught} were caught",
