@@ -17,7 +17,12 @@ The sample is seeded and balanced: `--answerable` answerable and `--out-of-kb` o
 and corpus (all of them with `--all`). Rows are saved after every question (a stopped run keeps what it measured;
 the LLM cache makes a re-run cheap). Writes benchmarks/results/answerability.json.
 
+Held-out questions: `--seed 1 --exclude-dev` draws a sample disjoint from the dev rows (answerability-rows.json, the
+questions the check's rules were written on) and writes answerability-heldout-seed1.json (rows: …-rows.json).
+The code check is re-run at analysis time with the corpus's subject (`common_names`) as the code computes it now.
+
     python benchmarks/bench_answerability.py [--answerable 8] [--out-of-kb 5] [--all] [--analyse-only]
+        [--seed N --exclude-dev] [--name NAME]
 """
 
 import argparse
@@ -37,13 +42,20 @@ K = 3
 NAME = "answerability"
 
 
-def sample(questions, answerable: int, out_of_kb: int, seed: int = 0, everything: bool = False) -> list:
+def sample(
+    questions,
+    answerable: int,
+    out_of_kb: int,
+    seed: int = 0,
+    everything: bool = False,
+    exclude: frozenset = frozenset(),
+) -> list:
     """A seeded draw per language: `answerable` answerable and `out_of_kb` out-of-KB questions (all with `everything`),
-    interleaved so that a stopped run has measured every cell alike."""
+    interleaved so that a stopped run has measured every cell alike. Ids in `exclude` (the dev rows) are never drawn."""
     cells = []
     for language in ("en", "zh"):
         for want, n in ((True, answerable), (False, out_of_kb)):
-            pool = [q for q in questions if q.language == language and q.answerable == want]
+            pool = [q for q in questions if q.language == language and q.answerable == want and q.id not in exclude]
             cells.append(
                 pool if everything else random.Random(f"{seed}-{language}-{want}").sample(pool, min(n, len(pool)))
             )
@@ -121,11 +133,13 @@ VARIANTS = {  # the code check's settings compared at analysis time (the judge's
     "names_near_quote": {"names_near_quote": True},
     "any_coverage": {"min_coverage": 0.0},
     "answer": {"check_answer": True},  # the judge's short answer must be new to the question and stated
+    "no_framing": {"framing": False},  # every quote character must come from the chunk (no framing from the question)
 }
 
 
-def verify(row: dict) -> dict:
-    """The code check on a measured row, in every variant (re-run at analysis time: quotes and chunks are stored)."""
+def verify(row: dict, subject=None) -> dict:
+    """The code check on a measured row, in every variant (re-run at analysis time: quotes and chunks are stored).
+    `subject`: the corpus's `common_names` as the code computes them now (default: those stored with the row)."""
     from langchain_core.documents import Document
 
     from lessons.agents.answerability import Evidence, verify_evidence
@@ -138,7 +152,7 @@ def verify(row: dict) -> dict:
     checked = {}
     for name, options in VARIANTS.items():
         reason, match, specifics, missing, terms = verify_evidence(
-            row["question"], evidence, documents, row["subject"], **options
+            row["question"], evidence, documents, row["subject"] if subject is None else subject, **options
         )
         checked[name] = {
             "reason": reason,
@@ -165,7 +179,7 @@ def _pairs(row: dict, signal: str) -> list[tuple[float, float]]:
             else []
         )
     prefix = signal.split("+", 1)[0]
-    variant = row["variants"][{"check(names near)": "names_near_quote", "check(answer)": "answer"}.get(prefix, "check")]
+    variant = row["variants"][PREFIXES.get(prefix, "check")]
     if variant["reason"] != "answerable":
         return []
     second = signal.split("+", 1)[1] if "+" in signal else ""
@@ -177,8 +191,10 @@ def _pairs(row: dict, signal: str) -> list[tuple[float, float]]:
     }[second]
 
 
+PREFIXES = {"check(names near)": "names_near_quote", "check(answer)": "answer", "check(no framing)": "no_framing"}
 SIGNALS = (
     "p_yes",
+    "check(no framing)",
     "check",
     "check+p_yes",
     "check(names near)",
@@ -223,12 +239,15 @@ def analyse(rows: list[dict]) -> dict:
                     "check": auc(inside, outside, ok),
                     "check(names near)": auc(inside, outside, lambda r: ok(r, "names_near_quote")),
                     "check(answer)": auc(inside, outside, lambda r: ok(r, "answer")),
+                    "check(no framing)": auc(inside, outside, lambda r: ok(r, "no_framing")),
                     "check*p_yes": auc(inside, outside, lambda r: ok(r) * max(r["p_yes"])),
                     "quote_coverage": auc(inside, outside, lambda r: r["quote_coverage"]),
                     "term_coverage": auc(inside, outside, lambda r: r["term_coverage"] or 0.0),
                 },
                 "reasons_out_of_kb": _count(r["reason"] for r in outside),
                 "reasons_answerable": _count(r["reason"] for r in inside),
+                "reasons_out_of_kb(answer)": _count(r["variants"]["answer"]["reason"] for r in outside),
+                "reasons_answerable(answer)": _count(r["variants"]["answer"]["reason"] for r in inside),
                 "extra_calls_per_question": _mean([r["calls"] for r in inside + outside]),
                 "extra_tokens_per_question": _mean([r["tokens"] for r in inside + outside]),
                 "seconds_per_call": _mean([r["seconds"] for r in inside + outside]),
@@ -292,6 +311,15 @@ def _mean(values):
     return sum(values) / len(values) if values else None
 
 
+def current_subject(corpus: str) -> frozenset:
+    """The corpus's `common_names` as the code computes them now (the rows store the ones of their run)."""
+    from lessons.agents.answerability import common_names
+    from lessons.ingest.corpus import corpus_folder
+    from lessons.retrieval.index import chunk_knowledge_base
+
+    return common_names(chunk_knowledge_base(folder=corpus_folder(corpus)))
+
+
 def main() -> dict:
     from lessons.ingest import load_gold
 
@@ -301,24 +329,41 @@ def main() -> dict:
     parser.add_argument("--out-of-kb", type=int, default=5, help="out-of-KB questions per language and corpus")
     parser.add_argument("--all", action="store_true", help="every gold question")
     parser.add_argument("--analyse-only", action="store_true", help="analyse the rows already measured")
+    parser.add_argument("--seed", type=int, default=0, help="the sample's seed (0: the dev sample)")
+    parser.add_argument(
+        "--exclude-dev", action="store_true", help=f"never draw a question of the dev rows ({NAME}-rows.json)"
+    )
+    parser.add_argument("--name", help=f"results name (default {NAME}, or {NAME}-heldout-seedN with --exclude-dev)")
     args = parser.parse_args()
-    path = RESULTS / f"{NAME}-rows.json"
+    name = args.name or (f"{NAME}-heldout-seed{args.seed}" if args.exclude_dev else NAME)
+    dev_path = RESULTS / f"{NAME}-rows.json"
+    dev = frozenset(json.loads(dev_path.read_text())) if args.exclude_dev and dev_path.exists() else frozenset()
+    path = RESULTS / f"{name}-rows.json"
     rows = json.loads(path.read_text()) if path.exists() else {}
     samples = {
-        corpus: sample(load_gold(corpus=corpus), args.answerable, args.out_of_kb, everything=args.all)
+        corpus: sample(
+            load_gold(corpus=corpus),
+            args.answerable,
+            args.out_of_kb,
+            seed=args.seed,
+            everything=args.all,
+            exclude=frozenset(key.split(":", 1)[1] for key in dev if key.startswith(f"{corpus}:")),
+        )
         for corpus in args.corpus
     }
     if not args.analyse_only:  # the corpora interleaved: a stopped run has measured both alike
         pairs = itertools.zip_longest(*[[(corpus, q) for q in questions] for corpus, questions in samples.items()])
         measure([pair for group in pairs for pair in group if pair is not None], rows, path)
     samples = {corpus: [q.id for q in questions] for corpus, questions in samples.items()}
-    measured = [verify(r) for r in rows.values() if r["id"] in samples.get(r["corpus"], [])]
+    subjects = {corpus: current_subject(corpus) for corpus in samples}
+    measured = [verify(r, subjects[r["corpus"]]) for r in rows.values() if r["id"] in samples.get(r["corpus"], [])]
     results = {
         "sample": {
             "answerable_per_language": args.answerable,
             "out_of_kb_per_language": args.out_of_kb,
             "all": args.all,
-            "seed": 0,
+            "seed": args.seed,
+            "excludes_dev_rows": args.exclude_dev,
             "ids": samples,
         },
         "min_abstention": MIN_ABSTENTION,
@@ -326,7 +371,7 @@ def main() -> dict:
         **analyse(measured),
         "questions": measured,
     }
-    save(NAME, results)
+    save(name, results)
     for name, entry in results["by_cell"].items():
         print(
             f"{name}: {entry['answerable']} answerable / {entry['out_of_kb']} out-of-KB; AUC "

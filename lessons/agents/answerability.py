@@ -47,6 +47,7 @@ CROSS_ENCODER_KEY = RELEVANCE_SCORE  # metadata key: the reranker's cross-encode
 MIN_QUOTE_COVERAGE = 0.9  # share of the quote's characters that must match the chunk, in order
 MIN_MATCH_BLOCK = 4  # shorter common runs are chance, not copying
 MIN_QUOTE_CHARS = 8  # a shorter "quote" ("No", "Yes") states nothing a reader could check
+MIN_EVIDENCE_SHARE = 0.25  # of the quote, found in the chunk and not in the question: less repeats the question
 WINDOW_CHARS = 300  # the neighbourhood of a quote in which the question's figures must occur
 CONTEXT_CHARS = 1200  # each chunk as the judge reads it
 
@@ -109,6 +110,7 @@ _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-.+][A-Za-z0-9]+)*")
 _CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 _TAG = re.compile(r"</?\s*document[^>]*>")  # a judge that copies the data block's tags with the quote
 _CAPITALISED = re.compile(r"(?<![\w-])[A-Z][A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
+_LOWER_WORD = re.compile(r"(?<![\w-])[a-z][a-z0-9]+(?:-[a-z0-9]+)*(?![\w-])")
 # Capitalised words that are no names: question words, auxiliaries, and words capitalised in titles.
 _NOT_NAMES = frozenset(
     [
@@ -163,11 +165,43 @@ _NOT_NAMES = frozenset(
 @dataclass(frozen=True)
 class Specific:
     """One thing the question asks about that the evidence must state: its text, the forms any of which
-    counts (lower case), and its kind (quarter, date, year, figure, quoted, name)."""
+    counts (lower case), and its kind (quarter, date, year, figure, quoted, name, unit)."""
 
     text: str
     forms: tuple[str, ...]
     kind: str
+
+
+# "How many weeks" asks for weeks: an amount of days is no answer. The unit or counted noun of "how many X" /
+# "多少(个)X" must occur around the quote; time units with their other-language forms.
+_UNITS = {
+    "hour": ("hour", "hours", "h", "hr", "hrs", "小时"),
+    "minute": ("minute", "minutes", "min", "mins", "分钟"),
+    "day": ("day", "days", "天", "日"),
+    "week": ("week", "weeks", "周", "星期"),
+    "month": ("month", "months", "月"),
+    "year": ("year", "years", "年"),
+}
+_UNITS_ZH = {"小时": "hour", "分钟": "minute", "天": "day", "周": "week", "星期": "week", "个月": "month", "年": "year"}
+_HOW_MANY = re.compile(r"\bhow many ([a-z][a-z-]+)", re.IGNORECASE)
+_HOW_MANY_ZH = re.compile(
+    r"(?:多少|几)\s*(?:个|名|位|台|条|次|家|项)?\s*(小时|分钟|个月|星期|[天周年]|[\u4e00-\u9fff]{2})"
+)
+
+
+def _counted(question: str) -> list[Specific]:
+    """The unit or counted noun of the question's "how many X" / "多少X" (kind "unit"): what the amount is of."""
+    found = []
+    for match in _HOW_MANY.finditer(question):
+        word = match.group(1).lower()
+        stem = re.sub(r"(?<=[^s])s$", "", word)
+        unit = _UNITS.get(stem)
+        found.append(Specific(match.group(0), unit or (stem, stem + "s", stem + "es"), "unit"))
+    for match in _HOW_MANY_ZH.finditer(question):
+        noun = match.group(1)
+        unit = _UNITS_ZH.get(noun)
+        found.append(Specific(match.group(0), _UNITS[unit] if unit else (noun,), "unit"))
+    return found
 
 
 def _quarter(match: re.Match) -> Specific:
@@ -194,8 +228,9 @@ def _date(month: int, day: int, text: str) -> Specific:
 
 def question_specifics(question: str) -> list[Specific]:
     """What the evidence for `question` must state: quarters, dates, years, other figures and versions, quoted
-    terms, and names (capitalised, CamelCase, acronyms, hyphenated identifiers; every Latin-script word of a
-    Chinese question). Each with the forms that count, Chinese and English (introduced in notebook 04)."""
+    terms, names (capitalised, CamelCase, acronyms, hyphenated identifiers; every Latin-script word of a
+    Chinese question), and what a "how many" counts (its unit: "how many weeks" is not answered in days). Each
+    with the forms that count, Chinese and English (introduced in notebook 04)."""
     text = normalise_for_match(question)
     found: list[Specific] = []
     taken: list[tuple[int, int]] = []
@@ -228,6 +263,7 @@ def question_specifics(question: str) -> list[Specific]:
         if free(match.span()):
             value = figures(match.group(1))[0]
             claim(match, Specific(match.group(0), (value,), "figure"))
+    found.extend(_counted(text))
     chinese = detect_language(question) == "zh"
     words = list(_LATIN_WORD.finditer(text))
     for position, match in enumerate(words):
@@ -281,32 +317,53 @@ class QuoteMatch:
     coverage: float
     start: int
     end: int
+    evidence: float = 1.0  # the share of the quote found in the chunk and NOT in the question: what it adds
+
+
+def _marks(blocks, size: int, offset_of_needle: int = 1) -> list[bool]:
+    marked = [False] * size
+    for block in blocks:
+        start = block[offset_of_needle]
+        for i in range(start, start + block.size):
+            marked[i] = True
+    return marked
 
 
 def _normal(text: str) -> str:
     return normalise_for_match(text).casefold()
 
 
-def locate_quote(quote: str, documents: Sequence[Document]) -> QuoteMatch | None:
+def locate_quote(quote: str, documents: Sequence[Document], question: str = "") -> QuoteMatch | None:
     """The chunk that holds `quote` (near-)verbatim, or None: exact after normalisation, else the chunk whose
     common runs of `MIN_MATCH_BLOCK`+ characters cover the most of the quote (introduced in notebook 04).
-    A match below `MIN_QUOTE_COVERAGE` is returned too: the caller decides; an empty quote gives None."""
+    A match below `MIN_QUOTE_COVERAGE` is returned too: the caller decides; an empty quote gives None.
+
+    With `question`, words the judge took from the question to frame the quote ("The JupyterLab weekly dev
+    meeting takes place on" + the chunk's "Wednesdays 9:00 AM Pacific Time") count as copied, not invented;
+    `evidence` is the share the chunk adds beyond the question (a quote that repeats the question adds none)."""
     needle = _normal(_TAG.sub(" ", quote)).strip(" .。…\"“”'")
     if not needle:
         return None
+    asked = _normal(question)
+    framing = difflib.SequenceMatcher(None, asked, needle, autojunk=False).get_matching_blocks() if asked else []
+    from_question = _marks([b for b in framing if b.size >= MIN_MATCH_BLOCK], len(needle))
     best: QuoteMatch | None = None
     for index, document in enumerate(documents):
         hay = _normal(document.page_content)
         at = hay.find(needle)
         if at >= 0:
-            return QuoteMatch(index, 1.0, at, at + len(needle))
-        matcher = difflib.SequenceMatcher(None, hay, needle, autojunk=False)
-        blocks = [b for b in matcher.get_matching_blocks() if b.size >= MIN_MATCH_BLOCK]
+            blocks = [difflib.Match(at, 0, len(needle))]
+        else:
+            matcher = difflib.SequenceMatcher(None, hay, needle, autojunk=False)
+            blocks = [b for b in matcher.get_matching_blocks() if b.size >= MIN_MATCH_BLOCK]
         if not blocks:
             continue
-        coverage = sum(b.size for b in blocks) / len(needle)
-        if best is None or coverage > best.coverage:
-            best = QuoteMatch(index, coverage, blocks[0].a, blocks[-1].a + blocks[-1].size)
+        from_chunk = _marks(blocks, len(needle))
+        coverage = sum(c or q for c, q in zip(from_chunk, from_question)) / len(needle)
+        added = sum(c and not q for c, q in zip(from_chunk, from_question)) / len(needle)
+        match = QuoteMatch(index, coverage, blocks[0].a, blocks[-1].a + blocks[-1].size, added)
+        if best is None or (coverage, added) > (best.coverage, best.evidence):
+            best = match
     return best
 
 
@@ -330,8 +387,9 @@ NO_THRESHOLDS = {"en": AnswerabilityThresholds(), "zh": AnswerabilityThresholds(
 class AnswerabilityVerdict:
     """The check's decision and everything it rests on (introduced in notebook 04).
 
-    `reason`: "answerable", "no quote", "quote not in the documents", "specifics missing", "P(yes) below
-    threshold" or "cross-encoder below threshold". `missing`: the question's specifics absent around the quote.
+    `reason`: "answerable", "no quote", "quote not in the documents", "quote repeats the question", "specifics
+    missing", "P(yes) below threshold" or "cross-encoder below threshold". `missing`: the question's specifics
+    absent around the quote.
     """
 
     answerable: bool
@@ -372,6 +430,7 @@ def verify_evidence(
     min_coverage: float = MIN_QUOTE_COVERAGE,
     names_near_quote: bool = False,
     check_answer: bool = False,
+    framing: bool = True,
 ) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
     """The code half of the check: (reason, where the quote is, the specifics, those missing, term coverage).
 
@@ -380,6 +439,9 @@ def verify_evidence(
     Names in `subject` (`common_names` of the knowledge base) are not asked for. The specifics and the share of
     the question's content words around the quote are measured for any located quote, even one below
     `min_coverage` (benchmarks vary the cut-off). Introduced in notebook 04.
+
+    `framing` (on by default) lets the quote's framing come from the question (`locate_quote`); a quote must still
+    add `MIN_EVIDENCE_SHARE` of its characters from the chunk, else it "repeats the question".
 
     `check_answer` also checks the judge's short answer (`answer_problem`): it must say something the question
     does not, and the chunks must state it (off by default: measured in benchmarks/bench_answerability.py first)."""
@@ -390,7 +452,7 @@ def verify_evidence(
             return problem, None, specifics, [], None
     if len(_normal(_TAG.sub(" ", evidence.quote)).strip(" .。…\"“”'")) < MIN_QUOTE_CHARS:
         return "no quote", None, specifics, [], None
-    match = locate_quote(evidence.quote, documents)
+    match = locate_quote(evidence.quote, documents, question if framing else "")
     if match is None:
         return "quote not in the documents", None, specifics, [], None
     window = _window(documents[match.document], match)
@@ -399,6 +461,9 @@ def verify_evidence(
     coverage = sum(term in window for term in terms) / len(terms) if terms else None
     if match.coverage < min_coverage:
         return "quote not in the documents", match, specifics, missing, coverage
+    added = match.evidence * len(_normal(_TAG.sub(" ", evidence.quote)).strip(" .。…\"“”'"))
+    if match.evidence < MIN_EVIDENCE_SHARE or added < MIN_QUOTE_CHARS:
+        return "quote repeats the question", match, specifics, missing, coverage
     return ("specifics missing" if missing else "answerable"), match, specifics, missing, coverage
 
 
@@ -434,18 +499,29 @@ def _missing(
 def common_names(chunks: Sequence[Document], min_share: float = 0.3) -> frozenset[str]:
     """Capitalised names (lower case) that occur in at least `min_share` of the knowledge base's source files: the
     corpus's subject ("Tidewell", "Atlas"), which says nothing about which passage answers and which a chunk need
-    not repeat. Fewer than three files: none (a subject cannot be told from a specific). Introduced in notebook 04."""
-    texts: dict[str, list[str]] = {}
-    names: set[str] = set()
+    not repeat. Fewer than three files: none (a subject cannot be told from a specific). Introduced in notebook 04.
+
+    A name is a word the corpus writes capitalised more often than in lower case, and a file counts when it writes
+    it capitalised: a word capitalised only where a sentence or bullet starts ("And", "Check", "Console" in prose
+    that says "console") is no name, so it stays a specific a question can ask about."""
+    capitalised: dict[str, dict[str, int]] = {}  # name -> source -> capitalised occurrences
+    lower: dict[str, int] = {}
+    sources = set()
     for chunk in chunks:
-        texts.setdefault(str(chunk.metadata.get("source", "")), []).append(_haystack(chunk.page_content))
-        names.update(word.casefold() for word in _CAPITALISED.findall(chunk.page_content))
-    if len(texts) < 3:
+        source = str(chunk.metadata.get("source", ""))
+        sources.add(source)
+        for word in _CAPITALISED.findall(chunk.page_content):
+            per_file = capitalised.setdefault(word.casefold(), {})
+            per_file[source] = per_file.get(source, 0) + 1
+        for word in _LOWER_WORD.findall(chunk.page_content):
+            lower[word] = lower.get(word, 0) + 1
+    if len(sources) < 3:
         return frozenset()
-    files = [" ".join(parts) for parts in texts.values()]
-    needed = min_share * len(files)
+    needed = min_share * len(sources)
     return frozenset(
-        n for n in names if sum(bool(re.search(rf"{_BEFORE}{re.escape(n)}(?![0-9a-z])", f)) for f in files) >= needed
+        name
+        for name, per_file in capitalised.items()
+        if len(per_file) >= needed and sum(per_file.values()) > lower.get(name, 0)
     )
 
 
