@@ -89,6 +89,7 @@ from lessons.core import USAGE, t, t_labels
 from lessons.evaluation import findable_quotes
 from lessons.ingest import in_course_language, load_documents, load_gold, load_sections
 
+# %%
 timings = {}
 start = time.perf_counter()
 all_documents = load_documents()
@@ -777,6 +778,8 @@ strategy_makers = {
     "Markdown blocks": lambda: markdown_block_chunker(CHUNK_SIZE),
     "parent-child": None,
 }
+
+# %%
 BASELINE = "headers + recursive"
 unknown = set(STRATEGIES or []) - set(strategy_makers)
 assert not unknown, f"unknown strategy names in STRATEGIES: {sorted(unknown)} — choose from {list(strategy_makers)}"

@@ -368,6 +368,7 @@ def rerank_table(question, reranker, score_name):
     }, index=pd.RangeIndex(1, len(reranked) + 1, name=t("new rank")))
 
 
+# %%
 ce_reranker = cross_encoder_reranker(top_n=10, model=cross_encoder)
 english_example = by_id["en-041"]  # the packaged cross-encoder learned English: first an English question
 print(english_example.question)

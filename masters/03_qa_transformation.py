@@ -761,6 +761,7 @@ class ReleaseFacts(BaseModel):
         None, description="major (x.0), minor (x.y) or patch (x.y.z) release")
 
 
+# %%
 release_chunks = [c for c in chunks if c.metadata["source"] == "release_notes.md" and c.page_content.startswith("## Atlas")]
 # Dates in the less regular styles first: they are the interesting ones.
 release_chunks = sorted(release_chunks, key=lambda c: bool(re.search(r"Released \d{4}-", c.page_content)))[:N_PROPERTY_CHUNKS]
@@ -774,6 +775,7 @@ facts = pd.DataFrame([
 ])
 
 
+# %%
 def first_date(text):
     found = extract_dates(text or "")
     return found[0].iso if found else None
@@ -787,6 +789,8 @@ def kind_by_rule(heading):
 facts["model date"] = [first_date(d.metadata.get("released")) for d in extracted]
 facts["pattern date"] = [first_date(d.page_content) for d in extracted]
 facts["kind by rule"] = [kind_by_rule(heading) for heading in facts["heading"]]
+
+# %%
 print(t("{failures} of {documents} documents without valid properties; dates agree on {dates}, release kinds on {kinds} of {n}",
         failures=extractor.failures, documents=len(release_chunks),
         dates=(facts['model date'] == facts['pattern date']).sum(),

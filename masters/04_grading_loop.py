@@ -90,6 +90,8 @@ from lessons.retrieval import (
 pd.set_option("display.max_colwidth", 80)
 print(model_banner())
 llm = get_chat_model()
+
+# %%
 chunks = chunk_knowledge_base()
 store = build_index(chunks)
 search = reranked_hybrid(chunks, store, k=K, candidates=CANDIDATES)  # notebook 02's best: hybrid top N, reranked, top K
@@ -99,6 +101,7 @@ def retrieve(query):
     return search.invoke(query)
 
 
+# %%
 gold = load_gold()
 in_kb = [q for q in gold if q.answerable]
 out_of_kb = [q for q in gold if not q.answerable]
@@ -189,6 +192,7 @@ for question in tqdm(calibration, desc=t("calibration questions")):
 calibration_table = pd.DataFrame(calibration_rows)
 
 
+# %%
 def group(language, answerable):
     return calibration_table[(calibration_table["language"] == language) & (calibration_table["in KB"] == answerable)]
 
@@ -206,6 +210,8 @@ for lang in ("en", "zh"):
         "out-of-KB abstained (calibration)": f"{abstained}/{len(outside)}",
         "95% interval, abstention": "{:.2f}–{:.2f}".format(*wilson_interval(abstained, len(outside))),
     })  # fmt: skip
+
+# %%
 menu_table = pd.DataFrame(menu).set_index("language")  # English column names: gate_findings (section 5) reads them
 menu_table.round(2).rename_axis(t("language")).rename(columns={
     "t₁ cross-encoder": t("t₁ cross-encoder"), "t₂ P(yes)": t("t₂ P(yes)"),

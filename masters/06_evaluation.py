@@ -115,6 +115,8 @@ notebook_started = time.perf_counter()
 print(model_banner())
 print(t("vector store: {location}", location=store_location()))
 llm = get_chat_model()
+
+# %%
 kb = {}
 for corpus in CORPORA:
     corpus_chunks, corpus_store = load_knowledge_base(corpus)

@@ -105,6 +105,8 @@ if FULL:
     DOCUMENTS = sorted(p.name for p in CORPUS_DIR.iterdir() if p.is_file() and p.name not in LATER)
 print(model_banner())
 notebook_started = time.perf_counter()
+
+# %%
 stack = contextlib.ExitStack()  # what the last section closes: the server, the client, the temporary folder
 started = time.perf_counter()
 service = stack.enter_context(running_service())
@@ -445,6 +447,18 @@ from lessons.core import num
 
 first, second = first_run["metrics"], second_run["metrics"]
 recall, complete = TREND_METRICS[0], TREND_METRICS[-1]
+nightly_finding = t("The nightly runs: run {first_id} with {first_questions} question(s) on {first_documents} new document(s) "
+                  "({recall} {first_recall}, {complete} {first_complete}); run {second_id} with {second_questions} on "
+                  "{second_documents} ({recall} {second_recall}, {complete} {second_complete}) — each run scores only the "
+                  "documents added since the one before, so the two are different questions, not a before and after.",
+                  first_id=first_run["run_id"], first_questions=first.get("questions", 0),
+                  first_documents=first.get("new documents", 0), first_recall=num(first.get(recall)),
+                  first_complete=num(first.get(complete)), second_id=second_run["run_id"],
+                  second_questions=second.get("questions", 0), second_documents=second.get("new documents", 0),
+                  second_recall=num(second.get(recall)), second_complete=num(second.get(complete)), recall=recall,
+                  complete=complete)
+
+# %%
 findings = [
     t("Our run: {n} documents uploaded first, {later} between the nightly runs; the worker indexed {done} of the "
       "first {jobs} ({chunks} chunks) in {seconds:.0f} s.",
@@ -458,16 +472,7 @@ findings = [
         t("{qid} abstained", qid=qid) if r["abstained"]
         else t("{qid} answered citing {sources}", qid=qid, sources=", ".join(cited_sources(r)) or t("nothing"))
         for qid, r in replies.items())),
-    t("The nightly runs: run {first_id} with {first_questions} question(s) on {first_documents} new document(s) "
-      "({recall} {first_recall}, {complete} {first_complete}); run {second_id} with {second_questions} on "
-      "{second_documents} ({recall} {second_recall}, {complete} {second_complete}) — each run scores only the "
-      "documents added since the one before, so the two are different questions, not a before and after.",
-      first_id=first_run["run_id"], first_questions=first.get("questions", 0),
-      first_documents=first.get("new documents", 0), first_recall=num(first.get(recall)),
-      first_complete=num(first.get(complete)), second_id=second_run["run_id"],
-      second_questions=second.get("questions", 0), second_documents=second.get("new documents", 0),
-      second_recall=num(second.get(recall)), second_complete=num(second.get(complete)), recall=recall,
-      complete=complete),
+    nightly_finding,
     t("The whole notebook took {minutes:.1f} min.", minutes=(time.perf_counter() - notebook_started) / 60),
 ]
 display(Markdown("\n".join(f"- {line}" for line in findings)))

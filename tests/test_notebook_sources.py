@@ -146,6 +146,22 @@ def test_a_master_with_metadata_the_notebooks_do_not_carry_is_an_error(tmp_path)
         render(bad)
 
 
+# The house rule (CONTRIBUTING.md, "Shape of a notebook"): split a longer cell where a step ends, or move its logic to
+# lessons/.
+MAX_CELL_LINES = 25
+
+
+@pytest.mark.parametrize("notebook", sorted((PROJECT_ROOT / "solutions").glob("*.ipynb")), ids=lambda p: p.name)
+def test_no_code_cell_is_longer_than_the_house_rule(notebook):
+    cells = nbformat.read(notebook, as_version=4).cells
+    long = [f"{c.id} ({len(c.source.splitlines())} lines)" for c in cells
+            if c.cell_type == "code" and len(c.source.splitlines()) > MAX_CELL_LINES]  # fmt: skip
+    assert not long, (
+        f"solutions/{notebook.name}: code cells over {MAX_CELL_LINES} lines: {', '.join(long)} — split them in "
+        f"masters/{notebook.stem}.py where a step ends (a cell per step), or move the logic into lessons/"
+    )
+
+
 def test_notebook_text_is_what_nbformat_writes(tmp_path):
     nb = render(MASTERS[0])
     nbformat.write(nb, tmp_path / "nb.ipynb")
