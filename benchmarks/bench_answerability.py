@@ -77,8 +77,9 @@ class Corpus:
         self.check = AnswerabilityCheck(llm, subject=self.subject)
 
 
-def measure(questions: list, rows: dict, path: Path) -> None:
-    """Measure (corpus, question) pairs in order, saving after each; pairs already in `rows` are skipped."""
+def measure(questions: list, rows: dict, path: Path, p_yes: bool = True) -> None:
+    """Measure (corpus, question) pairs in order, saving after each; pairs already in `rows` are skipped. Without
+    `p_yes` the chat model's P(yes) is not read (one call per question instead of four: the code check needs none)."""
     from tqdm import tqdm
 
     from lessons.core import get_chat_model
@@ -94,7 +95,7 @@ def measure(questions: list, rows: dict, path: Path) -> None:
             continue
         c = corpora[corpus]
         documents = c.search(question.question)
-        p_yes = c.signals.p_yes(question.question, documents)
+        relevance_p = c.signals.p_yes(question.question, documents) if p_yes else []
         cross = c.signals.cross_encoder_scores(question.question, documents)
         start = time.perf_counter()
         with metered() as meter:
@@ -106,7 +107,7 @@ def measure(questions: list, rows: dict, path: Path) -> None:
             "language": question.language,
             "answerable": question.answerable,
             "question": question.question,
-            "p_yes": p_yes,
+            "p_yes": relevance_p,
             "cross_encoder": cross,
             "evidence_in_top_k": any(relevance(documents, question)) if question.answerable else False,
             "quote": evidence.quote,
@@ -168,7 +169,7 @@ def _pairs(row: dict, signal: str) -> list[tuple[float, float]]:
     pair reaches both thresholds; none when the code check failed (never answered)."""
     if signal == "p_yes":  # today's gate: P(yes) alone
         return [(1.0, p) for p in row["p_yes"]]
-    best_p, best_ce = max(row["p_yes"]), max(row["cross_encoder"])
+    best_p, best_ce = max(row["p_yes"], default=0.0), max(row["cross_encoder"])
     if signal == "coverage+p_yes":  # the quote's verbatim share as a threshold of its own, specifics required
         v = row["variants"]["any_coverage"]
         return (
@@ -229,18 +230,19 @@ def analyse(rows: list[dict]) -> dict:
             inside, outside = cell(corpus, language)
             if not inside or not outside:
                 continue
+            read_p = all(r["p_yes"] for r in inside + outside)  # measured with --no-p-yes: no P(yes) signals
             entry = {
                 "answerable": len(inside),
                 "out_of_kb": len(outside),
                 "evidence_in_top_3": sum(r["evidence_in_top_k"] for r in inside) / len(inside),
                 "auc": {
-                    "p_yes": auc(inside, outside, lambda r: max(r["p_yes"])),
+                    "p_yes": auc(inside, outside, lambda r: max(r["p_yes"])) if read_p else None,
                     "cross_encoder": auc(inside, outside, lambda r: max(r["cross_encoder"])),
                     "check": auc(inside, outside, ok),
                     "check(names near)": auc(inside, outside, lambda r: ok(r, "names_near_quote")),
                     "check(answer)": auc(inside, outside, lambda r: ok(r, "answer")),
                     "check(no framing)": auc(inside, outside, lambda r: ok(r, "no_framing")),
-                    "check*p_yes": auc(inside, outside, lambda r: ok(r) * max(r["p_yes"])),
+                    "check*p_yes": auc(inside, outside, lambda r: ok(r) * max(r["p_yes"])) if read_p else None,
                     "quote_coverage": auc(inside, outside, lambda r: r["quote_coverage"]),
                     "term_coverage": auc(inside, outside, lambda r: r["term_coverage"] or 0.0),
                 },
@@ -252,7 +254,7 @@ def analyse(rows: list[dict]) -> dict:
                 "extra_tokens_per_question": _mean([r["tokens"] for r in inside + outside]),
                 "seconds_per_call": _mean([r["seconds"] for r in inside + outside]),
             }
-            for signal in SIGNALS:
+            for signal in [s for s in SIGNALS if read_p or "p_yes" not in s]:
                 in_kb, out_kb = [_pairs(r, signal) for r in inside], [_pairs(r, signal) for r in outside]
                 gate = calibrate_gate(in_kb, out_kb, MIN_ABSTENTION)
                 point = gate_operating_point(in_kb, out_kb, gate)
@@ -277,7 +279,7 @@ def analyse(rows: list[dict]) -> dict:
     for (corpus, language, signal), gate in fitted.items():
         for other in sorted({r["corpus"] for r in rows} - {corpus}):
             inside, outside = cell(other, language)
-            if inside and outside:
+            if inside and outside and ("p_yes" not in signal or all(r["p_yes"] for r in inside + outside)):
                 point = gate_operating_point(
                     [_pairs(r, signal) for r in inside], [_pairs(r, signal) for r in outside], gate
                 )
@@ -333,6 +335,7 @@ def main() -> dict:
     parser.add_argument(
         "--exclude-dev", action="store_true", help=f"never draw a question of the dev rows ({NAME}-rows.json)"
     )
+    parser.add_argument("--no-p-yes", action="store_true", help="do not read P(yes): only the check's one call")
     parser.add_argument("--name", help=f"results name (default {NAME}, or {NAME}-heldout-seedN with --exclude-dev)")
     args = parser.parse_args()
     name = args.name or (f"{NAME}-heldout-seed{args.seed}" if args.exclude_dev else NAME)
@@ -353,7 +356,7 @@ def main() -> dict:
     }
     if not args.analyse_only:  # the corpora interleaved: a stopped run has measured both alike
         pairs = itertools.zip_longest(*[[(corpus, q) for q in questions] for corpus, questions in samples.items()])
-        measure([pair for group in pairs for pair in group if pair is not None], rows, path)
+        measure([pair for group in pairs for pair in group if pair is not None], rows, path, p_yes=not args.no_p_yes)
     samples = {corpus: [q.id for q in questions] for corpus, questions in samples.items()}
     subjects = {corpus: current_subject(corpus) for corpus in samples}
     measured = [verify(r, subjects[r["corpus"]]) for r in rows.values() if r["id"] in samples.get(r["corpus"], [])]
@@ -375,9 +378,9 @@ def main() -> dict:
     for name, entry in results["by_cell"].items():
         print(
             f"{name}: {entry['answerable']} answerable / {entry['out_of_kb']} out-of-KB; AUC "
-            + ", ".join(f"{k} {v:.2f}" for k, v in entry["auc"].items())
+            + ", ".join(f"{k} {v:.2f}" for k, v in entry["auc"].items() if v is not None)
         )
-        for signal in SIGNALS:
+        for signal in [s for s in SIGNALS if s in entry]:
             point, half = entry[signal]["in_sample"], entry[signal].get("held_out", {})
             print(
                 f"   {signal:22s} in-sample: answered {point['first_round']:.2f}, refused {point['abstention']:.2f}"

@@ -331,3 +331,16 @@ def test_how_many_weeks_is_not_answered_by_a_row_that_counts_days():
     assert check("里斯本办公室的员工每年有多少天年假？", [leave]).answerable  # 天 ↔ days
     check, _ = check_with(row, "25", subject=())
     assert check("里斯本办公室的员工有几周带薪育儿假？", [leave]).missing == ("几周",)
+
+
+def test_the_check_can_apply_the_answer_check_where_it_is_used():
+    """`AnswerabilityCheck(check_answer=True)`: the quote is genuine and on topic, the short answer only repeats the
+    question (a dev row: "Which version of docling-core introduced the Profiling API?" -> "Profiling API")."""
+    profiling = Document("In docling-core, the Profiling API extracts statistics from documents.", metadata={})
+    question = "Which version of docling-core introduced the Profiling API?"
+    quote = "the Profiling API extracts statistics from documents"
+    check, _ = check_with(quote, "Profiling API", subject=())
+    assert check(question, [profiling]).answerable  # the quote check alone passes it
+    check, _ = check_with(quote, "Profiling API", subject=(), check_answer=True)
+    verdict = check(question, [profiling])
+    assert verdict.reason == "answer repeats the question" and not verdict.answerable

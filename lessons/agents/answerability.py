@@ -537,6 +537,7 @@ class AnswerabilityCheck:
     `p_yes`: the chat model's P(yes) per chunk when the caller has read it (the grading loop's gate does);
     the cross-encoder's scores are read from the chunks' metadata. A signal with no value is not applied.
     `subject`: the knowledge base's `common_names`, which no chunk needs to repeat.
+    `check_answer`: also check the judge's short answer (`answer_problem`; `verify_evidence`).
     """
 
     def __init__(
@@ -546,8 +547,10 @@ class AnswerabilityCheck:
         prompts: Mapping[str, str] = EVIDENCE_PROMPTS,
         max_chars: int = CONTEXT_CHARS,
         subject: Collection[str] = (),
+        check_answer: bool = False,
     ):
         self.model, self.prompts, self.max_chars = model, dict(prompts), max_chars
+        self.check_answer = check_answer
         self.subject = frozenset(name.casefold() for name in subject)
         self.thresholds = dict(thresholds or NO_THRESHOLDS)
         missing = {"en", "zh"} - set(self.thresholds)
@@ -569,7 +572,9 @@ class AnswerabilityCheck:
         p_yes: Sequence[float | None] | None = None,
     ) -> AnswerabilityVerdict:
         """The verdict from evidence already asked for: the code check, then the thresholds (no model call)."""
-        reason, match, specifics, missing, terms = verify_evidence(question, evidence, documents, self.subject)
+        reason, match, specifics, missing, terms = verify_evidence(
+            question, evidence, documents, self.subject, check_answer=self.check_answer
+        )
         best_p, best_ce = _best(p_yes or []), _best(cross_encoder_scores(documents))
         gate = self.thresholds[detect_language(question)]
         verdict = reason
