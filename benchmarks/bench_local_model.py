@@ -6,6 +6,10 @@ default `-march=native` build, which the course never installs), each compiled o
 measured in-process from its own folder; a build that crashes is recorded with its signal.
 `--wait-policy` instead compares OpenMP's default wait policy with PASSIVE for the server, with 0, 1
 and 2 busy cores beside it (stop the course's own server first: `python -m lessons.core.local_server_cli stop`).
+`--grammar` measures structured calls (forced tool calls with the course's own schemas, as the server makes them)
+in-process, with llama-cpp-python's stock sampler and with the course's grammar-first check
+(`lessons.core.llama_server.GrammarFirstCheck`), taking turns: seconds per call, seconds spent sampling, and whether
+both produced the same arguments.
 """
 
 import json
@@ -170,7 +174,93 @@ def builds(repeat: int = 3) -> list[dict]:
     return rows
 
 
+GRAMMAR_CASES = (  # (schema's module, schema, the user message), each a structured call the course makes
+    ("lessons.agents.grading", "GradeDocuments",
+     ("Question: Which port does Atlas Server listen on?\nPassage: Atlas Server listens on port 7420 by default; set "
+     "ATLAS_PORT to change it.\nDoes the passage help answer the question?")),
+    ("lessons.agents.answerability", "Evidence",
+     ("Question: When did the Lisbon office open?\nPassages:\n[1] The Lisbon office opened in October 2025 with nine "
+     "engineers; it hosts the support team.\n[2] The Osaka office hosts the data team.\nQuote the sentence that answers.")),
+    ("lessons.agents.three_agents", "Verification",
+     ("Question: What is the default port?\nContext: Atlas Server listens on port 7420 by default.\nDraft: The default "
+     "port is 7420.\nIs every claim of the draft supported by the context?")),
+)  # fmt: skip
+
+
+def grammar_sampling(rounds: int = 3) -> list[dict]:
+    """Structured calls with the stock sampler and with the grammar-first check, best of `rounds` each."""
+    import importlib
+
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from llama_cpp import Llama
+
+    from lessons.core import llama_server
+
+    llama_server.patch_llama()
+    settings = get_settings()
+    llm = Llama(str(resolve_local_model().path), n_threads=settings.threads, n_ctx=settings.n_ctx, verbose=False)
+    sampling = {"s": 0.0}
+    sample = Llama.sample
+
+    def timed_sample(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return sample(self, *args, **kwargs)
+        finally:
+            sampling["s"] += time.perf_counter() - start
+
+    Llama.sample = timed_sample
+    patched_init = Llama._init_sampler
+    rows = []
+    try:
+        for module, name, message in GRAMMAR_CASES:
+            tool = convert_to_openai_tool(getattr(importlib.import_module(module), name))
+            choice = {"type": "function", "function": {"name": tool["function"]["name"]}}
+            row = {"schema": name}
+            for _ in range(rounds):
+                for label, init in (
+                    ("stock", llama_server.ORIGINALS["_init_sampler"]),
+                    ("grammar_first", patched_init),
+                ):
+                    Llama._init_sampler = init
+                    llm.reset()
+                    sampling["s"] = 0.0
+                    start = time.perf_counter()
+                    out = llm.create_chat_completion(
+                        [{"role": "user", "content": message}], tools=[tool], tool_choice=choice, temperature=0,
+                        max_tokens=256,
+                    )  # fmt: skip
+                    seconds = time.perf_counter() - start
+                    best = row.get(label)
+                    if best is None or seconds < best["seconds"]:
+                        row[label] = {
+                            "seconds": round(seconds, 2),
+                            "sampling_s": round(sampling["s"], 3),
+                            "generated_tokens": out["usage"]["completion_tokens"],
+                            "arguments": out["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"],
+                        }
+            row["same_arguments"] = row["stock"]["arguments"] == row["grammar_first"]["arguments"]
+            row["sampling_ms_per_token"] = {
+                label: round(1000 * row[label]["sampling_s"] / max(1, row[label]["generated_tokens"]), 2)
+                for label in ("stock", "grammar_first")
+            }
+            print(name, row["sampling_ms_per_token"], "same" if row["same_arguments"] else "DIFFERENT", flush=True)
+            rows.append(row)
+    finally:
+        Llama.sample, Llama._init_sampler = sample, patched_init
+        llm.close()
+    return rows
+
+
 def main():
+    if "--grammar" in sys.argv:
+        from lessons.core import runtime_build as rb
+
+        save(
+            "local_model_grammar",
+            {"cpu": rb.cpu_model(), "threads": get_settings().threads, "calls": grammar_sampling()},
+        )
+        return
     if "--builds" in sys.argv:
         from lessons.core import runtime_build as rb
 

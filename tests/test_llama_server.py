@@ -83,3 +83,53 @@ def test_a_prompt_reuses_the_prefix_of_an_earlier_call_and_answers_the_same(llm,
     assert answer == expected
     assert loads, "the third prompt did not restore the first call's state"
     assert llm.n_tokens > 0 and len(llm.tokenize(PREFIX.encode(), special=True)) <= loads[-1]
+
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "Grade",
+        "description": "Whether the passage answers the question.",
+        "parameters": {
+            "type": "object",
+            "properties": {"relevant": {"type": "string", "enum": ["yes", "no"]}, "quote": {"type": "string"}},
+            "required": ["relevant", "quote"],
+        },
+    },
+}
+
+
+def structured(llm, **kwargs):
+    llm.set_cache(None)
+    llm.reset()
+    out = llm.create_chat_completion(
+        [{"role": "user", "content": FIRST.split("<|im_start|>user\n")[1].split("<|im_end|>")[0]}],
+        tools=[TOOL],
+        tool_choice={"type": "function", "function": {"name": "Grade"}},
+        temperature=0,
+        max_tokens=64,
+        **kwargs,
+    )
+    return out["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+
+
+def test_a_grammar_call_checks_the_greedy_token_first_and_answers_as_the_stock_sampler(llm, stock):
+    patched = structured(llm)
+    assert isinstance(llm._sampler, llama_server.GrammarFirstCheck), "the grammar ran over every candidate token"
+    stock()
+    assert structured(llm) == patched and '"relevant": "yes"' in patched
+
+
+def test_a_token_the_grammar_refuses_is_replaced_by_the_best_token_it_allows(llm, stock):
+    from llama_cpp.llama_grammar import LlamaGrammar
+
+    def forced():  # the model's own next words are "Yes" or "The"; the grammar allows neither
+        grammar = LlamaGrammar.from_string('root ::= "Port " ("7420" | "8080" | "none") "."', verbose=False)
+        llm.set_cache(None)
+        llm.reset()
+        return llm.create_completion(FIRST, max_tokens=8, temperature=0, grammar=grammar)["choices"][0]["text"]
+
+    patched = forced()
+    assert llm._sampler.full_passes > 0, "the greedy token was never refused: the fallback is not exercised"
+    stock()
+    assert forced() == patched == "Port 7420."
