@@ -221,3 +221,72 @@ def test_plain_hybrid_order_comes_first_then_what_the_deeper_fusion_adds():
     from lessons.retrieval.document_processor import plain_first
 
     assert [d.page_content for d in plain_first(docs("b", "a"), docs("a", "c", "b", "d"))] == ["b", "a", "c", "d"]
+
+
+class _ByText:
+    """Fake embeddings: a fixed vector per passage text, the question along the first axis; counts its calls."""
+
+    def __init__(self, vectors):
+        self.vectors, self.calls = vectors, 0
+
+    def embed_query(self, text):
+        self.calls += 1
+        return [1.0, 0.0]
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        return [self.vectors[text] for text in texts]
+
+
+def in_language(language, *texts):
+    return [Document(page_content=text, metadata={"language": language}) for text in texts]
+
+
+CHINESE_QUESTION = "Chroma 的核心 API 只有几个函数？"
+CLOSER = {"a": [0.1, 1.0], "b": [0.5, 0.5], "c": [1.0, 0.1]}  # c is nearest the question, a farthest
+
+
+def test_a_question_is_cross_lingual_when_no_candidate_is_in_its_language():
+    from lessons.retrieval.rerank import is_cross_lingual
+
+    assert is_cross_lingual(CHINESE_QUESTION, in_language("en", "a", "b", "c"))
+    assert not is_cross_lingual(CHINESE_QUESTION, in_language("zh", "甲", "乙", "丙"))
+    assert not is_cross_lingual(
+        CHINESE_QUESTION, in_language("en", "a", "b") + in_language("zh", "乙")
+    )  # one is enough
+    assert not is_cross_lingual("Which port?", in_language("en", "a", "b"))
+    assert not is_cross_lingual(CHINESE_QUESTION, [])
+    # no recorded language: the chunk's own text decides; only the first `depth` candidates count
+    assert is_cross_lingual(CHINESE_QUESTION, docs("The core API is only 4 functions", "Apache 2.0"))
+    assert not is_cross_lingual(CHINESE_QUESTION, in_language("zh", "甲") + in_language("en", "a", "b"), depth=1)
+    assert is_cross_lingual(CHINESE_QUESTION, in_language("en", "a") + in_language("zh", "甲"), depth=1)
+
+
+def test_the_default_reranker_reorders_a_cross_lingual_question_by_the_multilingual_embedder():
+    from lessons.retrieval.rerank import RELEVANCE_SCORE, default_reranker
+
+    reranker = default_reranker(top_n=3)
+    reranker.cross_lingual.embeddings = _ByText(CLOSER)
+    ranked = reranker.compress_documents(in_language("en", "a", "b", "c"), CHINESE_QUESTION)
+    # RRF of the first stage (a, b, c; weight 0.2) and the embedder (c, b, a; weight 0.8); the old route kept a, b, c
+    assert [d.page_content for d in ranked] == ["c", "b", "a"]
+    assert all(RELEVANCE_SCORE not in d.metadata for d in ranked)  # the gate reads that key as a cross-encoder score
+
+
+def test_an_in_language_chinese_question_keeps_the_first_stage_order():
+    from lessons.retrieval.rerank import default_reranker
+
+    reranker = default_reranker(top_n=3)
+    embeddings = reranker.cross_lingual.embeddings = _ByText({"甲": [0.1, 1.0], "乙": [0.5, 0.5], "丙": [1.0, 0.1]})
+    ranked = reranker.compress_documents(in_language("zh", "甲", "乙", "丙"), CHINESE_QUESTION)
+    assert [d.page_content for d in ranked] == ["甲", "乙", "丙"] and embeddings.calls == 0
+
+
+def test_the_embedding_reranker_reads_only_its_depth_and_the_rest_follow():
+    from lessons.retrieval.rerank import EmbeddingReranker
+
+    route = EmbeddingReranker(embeddings=_ByText(CLOSER), depth=3, first_stage_weight=0.0, top_n=5)
+    ranked = route.compress_documents(in_language("en", "a", "b", "c", "d", "e"), CHINESE_QUESTION)
+    assert [d.page_content for d in ranked] == ["c", "b", "a", "d", "e"]
+    assert ranked[0].metadata[SCORE] > ranked[1].metadata[SCORE] > ranked[2].metadata[SCORE]
+    assert route.compress_documents([], CHINESE_QUESTION) == []

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from langchain_classic.retrievers.document_compressors import CrossEncoderReranker, LLMListwiseRerank
 from langchain_core.callbacks import Callbacks
 from langchain_core.cross_encoders import BaseCrossEncoder
@@ -280,6 +281,69 @@ def cross_encoder_languages(model: BaseCrossEncoder) -> frozenset[str]:
     return getattr(model, "languages", frozenset({"en", "zh"}))
 
 
+def language_of(document: Document) -> str:
+    """The language of the file a chunk came from (`metadata["language"]`), or of its own text when unrecorded."""
+    return str(document.metadata.get("language") or detect_language(document.page_content))
+
+
+def is_cross_lingual(query: str, documents: Sequence[Document], depth: int = 10) -> bool:
+    """True when none of the first `depth` candidates is written in the language of `query`: a Chinese question over
+    English READMEs, say. A reranker trained for the question's language (or none) is then the wrong judge;
+    `default_reranker` sends such a question to the cross-lingual route (`EmbeddingReranker`). One candidate in the
+    question's language is enough to keep the question's own route (the answer may be that one)."""
+    head = list(documents)[:depth]
+    language = detect_language(query)
+    return bool(head) and all(language_of(d) != language for d in head)
+
+
+class EmbeddingReranker(BaseDocumentCompressor):
+    """Reorder the first `depth` candidates by an embedder's cosine similarity to the question, fused (RRF) with the
+    incoming order at `first_stage_weight`; the rest follow unchanged (introduced in notebook 02).
+
+    The course's cross-lingual route: by default the multilingual Universal Sentence Encoder ("use", the packaged
+    embedder that matches across languages best), which reads question and passage in different languages where the
+    English cross-encoder cannot. `embeddings` is any LangChain `Embeddings`; None takes `get_embeddings(embedder)`
+    behind the disk cache on first use. The similarity goes to `metadata["score"]`, never to
+    `metadata["relevance_score"]` (that key holds the cross-encoder's score, which later steps threshold).
+    """
+
+    embeddings: Any = None
+    embedder: str = "use"
+    depth: int = 10
+    first_stage_weight: float = DEFAULT_FIRST_STAGE_WEIGHT
+    top_n: int = 10
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    def _embedder(self):
+        if self.embeddings is None:
+            from lessons.chunking.strategies import cached_embeddings
+            from lessons.core.embeddings import get_embeddings
+
+            self.embeddings = cached_embeddings(get_embeddings(self.embedder))
+        return self.embeddings
+
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        documents = list(documents)
+        head, rest = documents[: self.depth], documents[self.depth :]
+        if not head:
+            return []
+        embeddings = self._embedder()
+        question = np.asarray(embeddings.embed_query(query), dtype=float)
+        passages = np.asarray(embeddings.embed_documents([search_text(d) for d in head]), dtype=float)
+        norms = np.maximum(np.linalg.norm(passages, axis=1) * np.linalg.norm(question), 1e-12)
+        similarity = passages @ question / norms
+        ranked = sorted(
+            (with_score(d, s) for d, s in zip(head, similarity)), key=lambda d: d.metadata["score"], reverse=True
+        )
+        if self.first_stage_weight > 0:
+            weights = [self.first_stage_weight, 1 - self.first_stage_weight]
+            ranked = reciprocal_rank_fusion([head, ranked], weights, id_key=None)
+        return [*ranked, *rest][: self.top_n]
+
+
 class KeepOrder(BaseDocumentCompressor):
     """The first stage's order, cut to `top_n`: the "no reranker" route of `LanguageRoutedReranker`."""
 
@@ -296,21 +360,26 @@ class LanguageRoutedReranker(BaseDocumentCompressor):
 
     A reranker's training data decides where it works: the packaged cross-encoder learned English
     MS MARCO and pushes good Chinese passages down. `routes` maps "en" / "zh" to a compressor; a
-    language without a route keeps the first stage's order (`KeepOrder`).
+    language without a route keeps the first stage's order (`KeepOrder`). `cross_lingual`, when set, takes the
+    questions none of whose candidates is in their language (`is_cross_lingual`), whatever their language.
     """
 
     routes: dict[str, BaseDocumentCompressor]
     top_n: int = 10
+    cross_lingual: BaseDocumentCompressor | None = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    def route_for(self, query: str) -> BaseDocumentCompressor:
+    def route_for(self, query: str, documents: Sequence[Document] = ()) -> BaseDocumentCompressor:
+        if self.cross_lingual is not None and is_cross_lingual(query, documents):
+            return self.cross_lingual
         return self.routes.get(detect_language(query)) or KeepOrder(top_n=self.top_n)
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        return list(self.route_for(query).compress_documents(documents, query, callbacks=callbacks))[: self.top_n]
+        route = self.route_for(query, documents)
+        return list(route.compress_documents(documents, query, callbacks=callbacks))[: self.top_n]
 
 
 def default_reranker(
@@ -318,11 +387,16 @@ def default_reranker(
     llm: BaseChatModel | None = None,
     chinese: str = "first_stage",
     first_stage_weight: float = DEFAULT_FIRST_STAGE_WEIGHT,
+    cross_lingual: bool = True,
 ) -> LanguageRoutedReranker:
     """The course's reranker: the configured cross-encoder for the languages it knows, its rank fused (RRF) with the
     first stage's at `first_stage_weight` so it adjusts the first stage instead of overruling it (notebook 02);
     for Chinese with the packaged English model, `chinese` decides — "first_stage" (keep the fused order: measured best in
-    notebook 02), "cross_encoder", or "llm" (the chat model's P(yes) asked in Chinese; needs `llm`)."""
+    notebook 02), "cross_encoder", or "llm" (the chat model's P(yes) asked in Chinese; needs `llm`).
+
+    `cross_lingual`: a question none of whose candidates is in its language (`is_cross_lingual`) has plain
+    hybrid's own top `CANDIDATES` reordered by the multilingual USE embedder, fused with the first stage at
+    `first_stage_weight` (`EmbeddingReranker`; `benchmarks/bench_rerank_fusion.py` measures it)."""
     model = get_cross_encoder()
     ce = cross_encoder_reranker(top_n, model, first_stage_weight=first_stage_weight)
     routes: dict[str, BaseDocumentCompressor] = {language: ce for language in cross_encoder_languages(model)}
@@ -337,7 +411,12 @@ def default_reranker(
             )
         elif chinese != "first_stage":
             raise ValueError(f"chinese={chinese!r}: use 'first_stage', 'cross_encoder' or 'llm'")
-    return LanguageRoutedReranker(routes=routes, top_n=top_n)
+    across = None
+    if cross_lingual:
+        from lessons.retrieval.document_processor import CANDIDATES
+
+        across = EmbeddingReranker(depth=CANDIDATES, first_stage_weight=first_stage_weight, top_n=top_n)
+    return LanguageRoutedReranker(routes=routes, top_n=top_n, cross_lingual=across)
 
 
 RERANKERS = ("default", "cross_encoder", "llm", "none")
