@@ -99,7 +99,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
+from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels, t_marked
 from lessons.ingest import course_example, for_course_language, load_documents, load_gold
 from lessons.retrieval import build_index, chunk_knowledge_base
 
@@ -342,7 +342,7 @@ def show_research(result):
     display(t_labels(pd.DataFrame(trace_rows(result)).set_index("step"),
                      ["step", "action", "argument", "reason", "result", "seconds"]))
     print(t("→ {outcome} after {calls} tool calls ({decisions} decisions by the model); pages read: {pages}",
-            outcome=result.outcome, calls=result.tool_calls, decisions=result.decisions, pages=result.pages_read or t("none")))
+            outcome=t_marked(result.outcome), calls=result.tool_calls, decisions=result.decisions, pages=result.pages_read or t("none")))
     print(f"→ {result.answer}")
     for citation in result.citations:
         print(t("   cites {source}", source=citation.source) + ("" if citation.page is None else t(", page {page}", page=citation.page)))

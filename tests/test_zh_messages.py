@@ -174,3 +174,19 @@ def test_the_agents_trace_is_chinese_while_its_notes_stay_english(tmp_path, monk
     decide_prompts = [text for tool, text in prompts if tool == "ResearchDecision"]
     assert "ERROR: handbook.docx has no page 9: its pages are 1–2" in decide_prompts[-1]
     assert "没有第" not in decide_prompts[-1], "the model must read the tool's English, not the reader's Chinese"
+
+
+def test_the_research_outcome_is_a_code_the_notebook_shows_in_the_course_language(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+
+    def search(query):
+        hit = Document("Lisbon staff get 25 days", metadata={"source": "handbook.docx", "page": 1, "kind": "chunk"})
+        return Observation("search", f"search({query!r})", (hit,))
+
+    model = ScriptedChatModel(default={"answer": "25 天。", "cited_chunks": [1], "found": "yes"})
+    result = DeepResearchAgent(model, search, PAGES, max_steps=1).research("里斯本员工有几天年假？")
+    assert result.outcome == "answered at the cap", "the outcome stays a code (tables and tests read it)"
+    assert t_marked(result.outcome) == "到达步数上限后作答"
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    assert t_marked(result.outcome) == "answered at the cap"

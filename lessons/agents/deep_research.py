@@ -543,7 +543,7 @@ class ResearchResult:
     answer: str
     found: bool
     citations: list[Citation]
-    outcome: str  # "answered", "answered at the cap", "not found"
+    outcome: str  # "answered", "answered at the cap", "not found" (marked with N_: show it with t_marked)
     at_cap: bool  # the step cap ended the research (the model did not choose to answer)
     tool_calls: int
     decisions: int  # decisions the model made (the first search and the forced answer are not asked)
@@ -814,7 +814,7 @@ class DeepResearchAgent:
             answer=draft.answer.strip() if found else not_in_documents_answer(question),
             found=found,
             citations=citations_from(draft.cited_chunks, context) if found else [],
-            outcome="not found" if not found else ("answered at the cap" if at_cap else "answered"),
+            outcome=N_("not found") if not found else (N_("answered at the cap") if at_cap else N_("answered")),
             at_cap=at_cap,
             tool_calls=state.get("tool_calls", 0),
             decisions=state.get("decisions", 0),
