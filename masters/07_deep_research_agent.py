@@ -684,20 +684,25 @@ from lessons.evaluation import method_findings
 
 by_language = search_table.drop(columns=[t("all"), t("seconds per search")])
 rerank_gain = search_table.loc["default_reranker", t("all")] - search_table.loc[t("first stage (no rerank)"), t("all")]
+search_finding = t(
+    "**The search tool's reranker** ({n} questions, four hits shown): evidence recall {recalls}"
+    " — `default_reranker` {change} it by {gain:.2f} over the first stage (per language: {per_language}).",
+    n=len(search_questions),
+    recalls="; ".join(f"{label} {row[t('all')]:.2f}" for label, row in search_table.iterrows()),
+    change=t("raises") if rerank_gain > 0 else t("lowers") if rerank_gain < 0 else t("does not change"),
+    gain=abs(rerank_gain),
+    per_language="; ".join(f"{lang} {by_language.loc[t('first stage (no rerank)'), lang]:.2f} → "
+                           f"{by_language.loc['default_reranker', lang]:.2f}" for lang in by_language.columns),
+)
+
+# %%
 second = always.turns[1]
 findings = [
     t("Our run: {n} questions ({multi_hop} multi-hop, {table} table, the contradiction case), "
       "`MAX_STEPS = {max_steps}`, search reranker `{reranker}`.",
       n=len(sample), multi_hop=N_MULTI_HOP, table=N_TABLE, max_steps=MAX_STEPS, reranker=RERANKER),
     *method_findings(runs),
-    t("**The search tool's reranker** ({n} questions, four hits shown): evidence recall {recalls}"
-      " — `default_reranker` {change} it by {gain:.2f} over the first stage (per language: {per_language}).",
-      n=len(search_questions),
-      recalls="; ".join(f"{label} {row[t('all')]:.2f}" for label, row in search_table.iterrows()),
-      change=t("raises") if rerank_gain > 0 else t("lowers") if rerank_gain < 0 else t("does not change"),
-      gain=abs(rerank_gain),
-      per_language="; ".join(f"{lang} {by_language.loc[t('first stage (no rerank)'), lang]:.2f} → "
-                             f"{by_language.loc['default_reranker', lang]:.2f}" for lang in by_language.columns)),
+    search_finding,
     t("**Tool calling**: the active model emitted {n} tool call(s) when it was free to", n=len(probe.tool_calls))
     + (t(" — the tool-calling agent ran with it (above).") if probe.emits_tool_calls else
        t(" — it wrote its call as text, so offline the loop decides with forced typed choices; the scripted model "
