@@ -301,3 +301,21 @@ def test_findings_separate_the_rerankers_gain_from_the_deeper_fusion_it_reads():
     assert text.index("English questions:**") < text.index("Part of that gain") < text.index("Chinese questions:**")
     without = rows({k: v for k, v in {"dense (baseline)": {"a": ("en", 0.5, 0.5)}}.items()})
     assert "Part of that gain is depth" not in retrieval_findings(without, pd.DataFrame(), llm_sample=0)
+
+
+def test_every_language_routed_technique_keeps_the_defaults_cross_lingual_route(fresh_settings):
+    from lessons.evaluation.retrieval_evaluation import build_techniques
+    from lessons.retrieval.rerank import LanguageRoutedReranker
+    from tests.test_retrieval import CHUNKS, memory_store
+
+    store = memory_store()
+    store.add_documents(CHUNKS)
+    techniques = build_techniques(CHUNKS, store, colbert=False)
+    routed = {
+        t.name: t.retriever.base_compressor
+        for t in techniques
+        if isinstance(getattr(t.retriever, "base_compressor", None), LanguageRoutedReranker)
+    }
+    assert {"hybrid → cross-encoder, by language", "hybrid → cross-encoder with neighbours"} <= routed.keys()
+    missing = [name for name, reranker in routed.items() if reranker.cross_lingual is None]
+    assert not missing, f"no route for questions whose candidates are all in another language: {missing}"

@@ -103,6 +103,7 @@ def build_techniques(
             for language in routed.routes
         },
         top_n=k,
+        cross_lingual=routed.cross_lingual,  # the default's route for questions none of whose candidates share their language
     )
     techniques = [
         Technique(BASELINE, dense_retriever(store, k)),
