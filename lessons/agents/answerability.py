@@ -10,11 +10,13 @@ made to **show its evidence**, and code can check the evidence:
 
 1. One structured call (`Evidence`): the model copies the sentence or table row that answers, or leaves
    the quote empty.
-2. Code verifies the quote: it must be (near-)verbatim in one retrieved chunk (`locate_quote`), and every
-   specific of the question (`question_specifics`: numbers, versions, years, quarters, dates, quoted terms,
-   names — with their Chinese forms, 第三季度 ↔ Q3, 2026年 ↔ 2026, 9月19日 ↔ September 19) must occur in
-   or around it: figures, dates and quoted terms in the quote's neighbourhood (the chunk's header and
-   `WINDOW_CHARS` either side), names anywhere in the retrieved chunks.
+2. Code verifies the quote: it must be (near-)verbatim in one retrieved chunk (`locate_quote`; words the judge
+   took from the question to frame it count as copied, but the chunk must add `MIN_EVIDENCE_SHARE` of it), and
+   every specific of the question (`question_specifics`: numbers, versions, years, quarters, dates, quoted terms,
+   names, the unit of a "how many" — with their Chinese forms, 第三季度 ↔ Q3, 2026年 ↔ 2026, 9月19日 ↔
+   September 19, 几周 ↔ weeks) must occur in or around it: figures, dates, units and quoted terms in the quote's
+   neighbourhood (the chunk's header and `WINDOW_CHARS` either side), names anywhere in the retrieved chunks.
+   With `check_answer`, the judge's short answer must also say something the question does not, and be stated.
 3. The relevance signals the pipeline already has — the chat model's P(yes) per chunk, and the
    cross-encoder's score that the reranker records in `metadata[CROSS_ENCODER_KEY]` — must reach the
    language's thresholds (`AnswerabilityThresholds`; 0 switches a signal off). The check never scores again.
