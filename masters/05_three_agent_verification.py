@@ -343,7 +343,7 @@ check_verdict_schema(MyVerdict)
 # 课程里的版本是 `lessons.agents.three_agents.Verification`。这里用它来评审上面的草稿，以及把第一个数字改掉之后的同一份草稿（`plant_changed_figure`，第 6 节会大规模使用它）：模型列出了什么（`model_verdict`），旁边是经过检查之后还站得住的是什么（`verify`）。
 
 # %%
-from lessons.agents import model_verdict, verify
+from lessons.agents import for_reader, model_verdict, verify
 from lessons.evaluation import plant_changed_figure
 
 tampered = plant_changed_figure(draft.answer) or draft.answer + t(" It was approved by Marcus Lindqvist.")
@@ -352,7 +352,8 @@ for text in [draft.answer, tampered]:
     said, checked = model_verdict(llm, question.question, text, context), verify(llm, question.question, text, context)
     rows.append({t("draft"): text, t("supported"): said.supported, t("relevant"): said.relevant,
                  t("the model listed"): said.unsupported_claims + said.contradictions,
-                 t("what stands"): checked.unsupported_claims + checked.contradictions, t("passed"): checked.passed})
+                 t("what stands"): [for_reader(c) for c in checked.unsupported_claims + checked.contradictions],
+                 t("passed"): checked.passed})
 pd.DataFrame(rows)
 
 
@@ -492,8 +493,8 @@ plt.show()
 display(Markdown(drill_findings(cases)))
 
 # %%
-pd.DataFrame([{"id": c.id, t("draft"): c.kind, t("flagged"): c.flagged, t("unsupported"): " | ".join(c.unsupported)[:100],
-               t("text"): c.draft[:90]} for c in cases])
+pd.DataFrame([{"id": c.id, t("draft"): c.kind, t("flagged"): c.flagged,
+               t("unsupported"): " | ".join(map(for_reader, c.unsupported))[:100], t("text"): c.draft[:90]} for c in cases])
 
 # %% [markdown]
 # The drill tests what it plants. The findings above say, for this run, how much of the catching the

@@ -190,3 +190,29 @@ def test_the_research_outcome_is_a_code_the_notebook_shows_in_the_course_languag
     assert t_marked(result.outcome) == "到达步数上限后作答"
     monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
     assert t_marked(result.outcome) == "answered at the cap"
+
+
+def test_the_verifiers_code_findings_are_english_for_the_model_and_chinese_for_the_reader(tmp_path, monkeypatch):
+    from lessons.agents.three_agents import (
+        ResearchDraft,
+        Verification,
+        deterministic_findings,
+        feedback_from,
+        for_reader,
+        ground_verification,
+    )
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    chunks = [Document(page_content="Atlas Server listens on port 7420 by default.")]
+    draft = "Atlas Server listens on port 7421 by default."
+    findings = deterministic_findings(draft, chunks)
+    assert "the figure 7421 is in none of the chunks" in findings  # what the research agent's next prompt reads
+    assert [for_reader(f) for f in findings if "7421" in f] == ["数字 7421 不在任何一个块中"]
+    said = Verification(unsupported_claims=[], contradictions=[], supported="yes", relevant="yes")
+    checked = ground_verification(said, draft, chunks, findings=findings)
+    assert [for_reader(c) for c in checked.unsupported_claims if "7421" in c] == ["数字 7421 不在任何一个块中"]
+    note = feedback_from(ResearchDraft(found="yes", answer=draft, cited_chunks=[1]), checked)
+    assert "unsupported: the figure 7421 is in none of the chunks" in note and "数字" not in note
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    assert for_reader(deterministic_findings(draft, chunks)[0]) == "the figure 7421 is in none of the chunks"
