@@ -35,8 +35,7 @@ from pydantic import BaseModel, Field
 from lessons.core.models import ModelError
 from service.core import Service
 from service.filestore import BadFileName
-from service.pipeline import MAX_K
-from service.settings import API_KEY_VARIABLE
+from service.settings import API_KEY_VARIABLE, MAX_K
 
 logger = logging.getLogger("service.api")
 

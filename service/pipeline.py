@@ -31,8 +31,7 @@ from lessons.agents.grading import DEFAULT_MAX_ROUNDS
 from lessons.agents.pipelines import PIPELINES, SERVED, K, PipelineResult
 from lessons.retrieval import hybrid_retriever
 from lessons.retrieval.document_processor import CANDIDATES, RERANK_CANDIDATES, reranker_candidates
-
-MAX_K = 50  # the most chunks a request may ask for (service.api)
+from service.settings import MAX_K
 
 
 @dataclass

@@ -33,6 +33,7 @@ from lessons.core.settings import EnvModel, get_settings, read_settings
 from lessons.ingest.files import IngestLimits
 
 API_KEY_VARIABLE = "AGENTIC_RAG_SERVICE_API_KEY"
+MAX_K = 50  # the most chunks a request may ask for (service.api), and what the served reranker keeps
 RERANKERS = ("default", "none")  # AGENTIC_RAG_SERVICE_RERANKER: service.pipeline.service_reranker
 
 

@@ -66,14 +66,16 @@ import sys
 
 import service.api
 
-print(json.dumps(sorted(name for name in ("pandas", "docling_core", "transformers") if name in sys.modules)))
+heavy = ("pandas", "docling_core", "transformers", "service.pipeline", "chromadb", "langgraph")
+print(json.dumps(sorted(name for name in heavy if name in sys.modules)))
 """
 
 
 def test_starting_the_api_imports_neither_pandas_nor_docling_s_document_stack():
     """`python -m service api` imports the API module before it serves: Docling's document model and chunker
     (docling_core, which imports pandas and transformers) are seconds of imports that only ingestion needs, when the
-    worker converts its first file (`lessons.ingest.files`, `lessons.chunking.docling_hybrid`)."""
+    worker converts its first file (`lessons.ingest.files`, `lessons.chunking.docling_hybrid`); the answering pipeline
+    (`service.pipeline`: Chroma, LangGraph, the agents) loads with the first question (`service.core`)."""
     done = subprocess.run([sys.executable, "-c", IMPORT_THE_API], check=False, cwd=ROOT, capture_output=True, text=True,
                           timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
