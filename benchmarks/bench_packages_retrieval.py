@@ -3,7 +3,7 @@
 No chat model. Dense, BM25 and hybrid (the course's own retrievers from `lessons.retrieval`, built as
 `lessons.evaluation.retrieval_evaluation.build_techniques` builds them, without its other techniques: building
 those indexes notebook 02's child collection) run on every answerable gold question of each corpus four ways:
-with neither fix of issue 24, with each alone, and with both (the course's path since issue 24). Context headers:
+with neither fix (context headers, whole versions), with each alone, and with both (the course's path). Context headers:
 a chunk is embedded and BM25-indexed with its document and section path; versions: BM25 keeps "2.14.0" as one
 token (`lessons.retrieval.chunk_context`). The script writes hit@5, recall@5 and MRR@10 overall, per language
 and per question type, the questions the course's hybrid misses on the packages corpus with the chunk that holds
@@ -162,11 +162,11 @@ def first_stage(name: str, chunks, store, tokenizer) -> list[Technique]:
 
 
 def variant_techniques(chunks, store, corpus: str) -> list[Technique]:
-    """The course's path and each of its two fixes (issue 24) left out, so each fix is measured alone and both.
+    """The course's path and each of its two fixes left out, so each fix is measured alone and both.
 
     "headers": every chunk is embedded and BM25-indexed with its document and section path (the course's chunks,
     `lessons.core.search_text`); "versions": BM25 keeps "2.14.0" as one token (`tokenize_bilingual`). "no fix" is
-    the path before issue 24: chunks without their header, in a collection of their own, and `tokenize_words_bigrams`.
+    the path without either fix: chunks without their header, in a collection of their own, and `tokenize_words_bigrams`.
     """
     plain = without_context_header(chunks)
     plain_store = build_index(plain, name=f"{INDEX_NAMES[corpus]}-plain")

@@ -271,7 +271,7 @@ def test_the_answer_check_refuses_an_answer_that_repeats_the_question_or_is_not_
     assert answer_problem(leave, "", [HANDBOOK]) == "no answer"
 
 
-# ---------------------------------------------------------------- the second pass (issue 34): measured causes
+# ---------------------------------------------------------------- causes measured on the stored judge quotes
 
 
 def test_common_names_are_names_not_words_capitalised_where_a_sentence_starts():

@@ -169,7 +169,7 @@ def test_each_upload_set_has_its_own_index(tmp_path, fresh_settings):
 
 
 def test_the_panel_speaks_the_language_of_its_notebook_folder(tmp_path, monkeypatch):
-    """Issue 22: in notebooks/zh the panel's buttons, placeholder, status lines and rendered result are Chinese."""
+    """In notebooks/zh the panel's buttons, placeholder, status lines and rendered result are Chinese."""
     monkeypatch.delenv("AGENTIC_RAG_LANG", raising=False)
     folder = tmp_path / "notebooks" / "zh"
     folder.mkdir(parents=True)

@@ -59,7 +59,7 @@ def _notebook_folder(root, language):
 
 
 def test_the_explorer_speaks_the_language_of_its_notebook_folder(tmp_path, monkeypatch):
-    """Issue 22: in notebooks/zh the explorer's labels, summary and plot text are Chinese; the chunks are the same."""
+    """In notebooks/zh the explorer's labels, summary and plot text are Chinese; the chunks are the same."""
     monkeypatch.delenv("AGENTIC_RAG_LANG", raising=False)
     document = Document(page_content=TEXT, metadata={"source": "guide.pdf", "language": "en", "page": 3})
     boxes = {}

@@ -1,4 +1,4 @@
-"""Issue 22: the findings and summary lines that lessons/ helpers render speak Chinese in the Chinese copies —
+"""The findings and summary lines that lessons/ helpers render speak Chinese in the Chinese copies —
 the same numbers as in English, the direction words still following the measured sign, no English sentence left.
 
 The inputs are the ones the English tests of each helper use (imported from those test modules).
@@ -291,7 +291,7 @@ def test_usage_report_in_chinese(language):
 
 
 def test_model_banner_and_test_set_summary_in_chinese(language):
-    """The first line every notebook prints, and the summary notebook 08's nightly run prints (issue 22)."""
+    """The first line every notebook prints, and the summary notebook 08's nightly run prints."""
     from lessons.core.models import ModelInfo
     from lessons.evaluation.testset import GenerationReport, Rejected
 

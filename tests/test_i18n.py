@@ -108,7 +108,7 @@ def test_t_translates_and_formats_and_a_missing_translation_is_an_error(no_setti
 
 
 def test_t_labels_translates_the_listed_labels_for_display_and_leaves_the_rest(no_setting, monkeypatch, tmp_path):
-    """Issue 22: the summary tables' headers are translated where a master displays them, not where code reads them."""
+    """The summary tables' headers are translated where a master displays them, not where code reads them."""
     import pandas as pd
 
     root = _course(tmp_path)
@@ -200,7 +200,7 @@ def test_a_translated_notebook_has_chinese_for_every_string_its_code_prints(name
 
 @pytest.mark.parametrize("name", TRANSLATED_HELPERS)
 def test_a_translated_helper_has_chinese_for_every_string_it_renders(name):
-    """Issue 22: the findings and table headers that lessons/ helpers render speak the notebook's language too."""
+    """The findings and table headers that lessons/ helpers render speak the notebook's language too."""
     keys = _t_keys((PROJECT_ROOT / "lessons" / f"{name}.py").read_text(encoding="utf-8"))
     assert keys, f"lessons/{name}.py imports t but renders nothing through it"
     missing = sorted(keys - set(i18n.translations("zh")))

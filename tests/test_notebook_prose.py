@@ -1,4 +1,4 @@
-"""No measured figure is typed into a notebook's prose: findings are rendered from the run (issue 20).
+"""No measured figure is typed into a notebook's prose: findings are rendered from the run.
 
 A Markdown cell outside the front matter (the first cell, whose table states the measured times) may not
 carry a percentage, a decimal score or an "n/m" count. Constants the text names — a goal, a parameter's

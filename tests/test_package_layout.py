@@ -164,3 +164,19 @@ def test_exported_names_import():
 
 def test_the_generated_inits_are_current():
     assert exports.stale_inits() == [], "run `python -m scripts.exports`"
+
+
+def test_the_code_names_no_issue_of_the_tracker():
+    """Docstrings and comments say what the code does and which notebook introduces it; which issue changed it belongs
+    in the commit message, where it cannot go stale."""
+    import re
+
+    pattern = re.compile(r"\bissues? #?\d+|\(issue\b", re.IGNORECASE)
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}"
+        for folder in ("lessons", "service", "tools", "scripts", "checks", "benchmarks", "tests")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if pattern.search(line) and path.name != "test_package_layout.py"
+    ]
+    assert not found, "say what the code does instead:\n" + "\n".join(found)

@@ -41,7 +41,7 @@ def test_run_techniques_runs_only_the_chosen_ones():
 
 
 def test_the_explorer_speaks_the_language_of_its_notebook_folder(tmp_path, monkeypatch):
-    """Issue 22: in notebooks/zh the question box, the picker, the button and the score label are Chinese."""
+    """In notebooks/zh the question box, the picker, the button and the score label are Chinese."""
     monkeypatch.delenv("AGENTIC_RAG_LANG", raising=False)
     techniques = {"dense": RunnableLambda(lambda q: [doc(q, 0.5)])}
     (tmp_path / "notebooks").mkdir()

@@ -1,4 +1,4 @@
-"""Issue 24: chunks name their document and section path where retrievers search, not where prompts quote.
+"""Chunks name their document and section path where retrievers search, not where prompts quote.
 
 `lessons.chunking.base.number_chunks` puts the header in metadata, `lessons.core.vectorstore.index_documents`
 embeds and `lessons.retrieval.retrievers.bm25_retriever` indexes `search_text` (header, then text), and
@@ -94,7 +94,7 @@ def test_the_header_reaches_the_embedder_but_not_the_store_text_nor_the_prompt(t
 def test_a_store_built_before_the_header_existed_is_embedded_again_not_reused(tmp_path):
     chunks, embeddings = license_chunks(), RecordingWordEmbeddings()
     store = open_store("kb", embeddings, client=chroma_client(tmp_path))
-    index_documents(store, without_context_header(chunks))  # what a cache folder from before issue 24 holds
+    index_documents(store, without_context_header(chunks))  # what a cache folder from before context headers holds
     embeddings.documents.clear()
     stats = index_documents(store, chunks, prune=True)
     assert (stats.added, stats.already_indexed, stats.removed) == (3, 0, 3)

@@ -1,4 +1,4 @@
-"""Set-up from mainland China (issue 36): README.zh.md tells the reader to set a PyPI mirror with `pip config set
+"""Set-up from mainland China: README.zh.md tells the reader to set a PyPI mirror with `pip config set
 global.index-url …` or `PIP_INDEX_URL`; that works only while every pip the install runs reads pip's configuration
 and inherits the environment. These tests fail when setup or the runtime build stops doing so, or when a README
 hard-codes a mirror."""

@@ -11,7 +11,7 @@ things the course's helpers got wrong on real documentation (`benchmarks/bench_p
   "2", "14", "0": a question about release 2.14.0 shared only "14" and "0" with its section, like
   every other 2.x.0 release.
 
-Both fixes are the course's default path since issue 24: `lessons.chunking.base.number_chunks` gives every chunk
+Both fixes are the course's default path: `lessons.chunking.base.number_chunks` gives every chunk
 its `context_header` ("<document> > <section path>") in metadata, `lessons.core.vectorstore.index_documents`
 embeds and `lessons.retrieval.retrievers.bm25_retriever` indexes `lessons.core.search_text.search_text(chunk)`
 (the header, then the chunk), while the chunk's text — what prompts quote — is unchanged; `tokenize_bilingual`
@@ -31,7 +31,7 @@ from lessons.core.search_text import CONTEXT_HEADER
 def without_context_header(chunks: Sequence[Document]) -> list[Document]:
     """Copies of `chunks` without `metadata["context_header"]`: embedded and BM25-indexed by their text alone.
 
-    The path before issue 24; index them in a collection of their own (their Chroma ids differ from the chunks').
+    The path without the fix, for comparisons; index them in a collection of their own (their Chroma ids differ from the chunks').
     """
     return [
         Document(

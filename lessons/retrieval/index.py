@@ -4,7 +4,7 @@ Introduced in notebook 01 (chunking). The pipeline: Docling conversion (cached) 
 page or file → Markdown sections → a chunking strategy → numbered, de-duplicated chunks → Chroma.
 Every chunk carries: source, page, format, language, section_path, section, chunk_id (content
 hash of its text), chunk_index (its position within its source, for neighbour expansion), context_header
-("<document> > <section path>", issue 24): the index embeds and BM25 indexes the header with the chunk
+("<document> > <section path>"): the index embeds and BM25 indexes the header with the chunk
 (`lessons.core.search_text`), while the chunk's text, which prompts quote, stays as it was.
 
 Two knowledge bases ship with the course (`lessons.ingest.corpus.CORPORA`): "course" (the Tidewell

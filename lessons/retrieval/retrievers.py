@@ -60,14 +60,14 @@ def tokenize_bilingual(text: str) -> list[str]:
 
     Every dotted version number is one more token, without a leading "v" ("v2.14.0" and "2.14.0" → "2.14.0"):
     split at its dots, a question about release 2.14.0 shares only "14" and "0" with its section, like every
-    other 2.x.0 release (issue 24, measured in `benchmarks/bench_packages_retrieval.py`).
+    other 2.x.0 release (`benchmarks/bench_packages_retrieval.py` measures the difference).
     """
     text = fold_width(text)  # ２０２６ → 2026, ＡＰＩ → api: the normalisation quote matching uses
     return tokenize_words_bigrams(text) + [match.group(1) for match in _VERSION.finditer(text)]
 
 
 def tokenize_words_bigrams(text: str) -> list[str]:
-    """`tokenize_bilingual` without whole versions ("2.14.0" → "2", "14", "0"): the course's tokenizer before issue 24."""
+    """`tokenize_bilingual` without whole versions ("2.14.0" → "2", "14", "0"), kept for comparisons (notebook 06)."""
     tokens: list[str] = []
     for run in _TOKEN.findall(text.lower()):
         if _IS_CJK.match(run):
