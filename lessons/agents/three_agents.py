@@ -120,7 +120,7 @@ class Verification(BaseModel):
         return not self.unsupported_claims and not self.contradictions
 
 
-RELEVANCE_PROMPT = """You check search results before anyone answers. Read the question and the numbered chunks.
+RELEVANCE_CHECK_PROMPT = """You check search results before anyone answers. Read the question and the numbered chunks.
 CAN_ANSWER: the chunks contain the answer. PARTIAL: the chunks mention the question's topic (any mention counts)
 but may not answer it. NO_MATCH: the chunks are about something else.
 <<DATA_RULE>>
@@ -221,7 +221,7 @@ def check_relevance(model: BaseChatModel, question: str, documents: Sequence[Doc
     """The relevance checker: CAN_ANSWER, PARTIAL or NO_MATCH for the top-k chunks together. Introduced in notebook 05 (three-agent verification)."""
     if not documents:
         return "NO_MATCH"
-    prompt = RELEVANCE_PROMPT.format(question=question, context=format_context(documents))
+    prompt = RELEVANCE_CHECK_PROMPT.format(question=question, context=format_context(documents))
     return grounded_relevance(invoke_structured(model, RelevanceCheck, prompt), documents)
 
 

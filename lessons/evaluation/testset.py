@@ -46,8 +46,8 @@ from lessons.text.normalise import normalise_for_match
 from lessons.transforms.qa_transform import (
     LANGUAGE_NAMES,
     chunk_id_of,
-    content_tokens,
     evidence_chunk_ids,
+    overlap_tokens,
     quote_overlap,
 )
 
@@ -302,17 +302,17 @@ def grounding(pair: GeneratedQuestion, chunks: Sequence[Document]) -> str | None
     if share < MIN_ANSWER_GROUNDING:
         return t("not grounded: only {share:.0%} of the answer's words are in the text", share=share)
     if len(chunks) > 1:
-        asked = content_tokens(f"{pair.question} {pair.answer}")
+        asked = overlap_tokens(f"{pair.question} {pair.answer}")
         for i, chunk in enumerate(chunks):
-            others = set().union(*(content_tokens(c.page_content) for j, c in enumerate(chunks) if j != i))
-            if not (asked & (content_tokens(chunk.page_content) - others)):
+            others = set().union(*(overlap_tokens(c.page_content) for j, c in enumerate(chunks) if j != i))
+            if not (asked & (overlap_tokens(chunk.page_content) - others)):
                 return t("not grounded: nothing in the question or answer comes from text {which} alone", which="AB"[i])
     return None
 
 
 def question_similarity(a: str, b: str) -> float:
     """Jaccard similarity of two questions' content words (Chinese: characters)."""
-    ta, tb = content_tokens(a), content_tokens(b)
+    ta, tb = overlap_tokens(a), overlap_tokens(b)
     return len(ta & tb) / len(ta | tb) if ta | tb else 1.0
 
 

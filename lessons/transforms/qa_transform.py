@@ -833,21 +833,23 @@ _STOPWORDS = frozenset(
 )
 
 
-def content_tokens(text: str) -> set[str]:
+def overlap_tokens(text: str) -> set[str]:
     """Lower-case words and numbers (minus a few stop words), and single Chinese characters.
 
-    Introduced in notebook 03 (QA transformation). What a quote and an answer are compared on.
+    Introduced in notebook 03 (QA transformation). What a quote and an answer are compared on (a set, single
+    Chinese characters); the claim checks' `lessons.agents.claim_check.content_tokens` (stemmed words, Chinese
+    character pairs, in order) is the finer tokenization notebook 05 grounds claims with.
     """
     return set(_WORD.findall(normalise_for_match(text).lower())) - _STOPWORDS
 
 
 def quote_overlap(quote: str, text: str) -> float:
-    """Share of the quote's tokens (`content_tokens`) that also occur in `text`.
+    """Share of the quote's tokens (`overlap_tokens`) that also occur in `text`.
 
     Introduced in notebook 03 (QA transformation).
     """
-    tokens = content_tokens(quote)
-    return len(tokens & content_tokens(text)) / len(tokens) if tokens else 0.0
+    tokens = overlap_tokens(quote)
+    return len(tokens & overlap_tokens(text)) / len(tokens) if tokens else 0.0
 
 
 def evidence_coverage(
