@@ -4,24 +4,19 @@ Introduced in notebook 01 (chunking); used by notebooks 02 (BM25 tokens), 03 (to
 05 (claim checks). Regular-expression class bodies, to be used inside `[...]`.
 """
 
+import re
+
 # Ideographs only: the characters that carry meaning and pair into search tokens.
 CJK_IDEOGRAPHS = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-# Ideographs plus CJK and full-width punctuation, kana and symbols: characters set without spaces.
-CJK_WIDE = r"\u3000-\u303f\u3400-\u9fff\uf900-\ufaff\uff00-\uffef"
+# Ideographs plus CJK and full-width punctuation, kana, hangul and symbols: characters set without spaces. The one
+# definition of "CJK" (`is_cjk` reads it too).
+CJK_WIDE = r"\u3000-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0002fa1f"
+_WIDE = re.compile(f"[{CJK_WIDE}]")
 
 
 def is_cjk(char: str) -> bool:
-    """True for a CJK ideograph, kana, hangul syllable or CJK / full-width punctuation.
+    """True for a CJK ideograph, kana, hangul syllable or CJK / full-width punctuation: a character of `CJK_WIDE`.
 
     Introduced in notebook 01 (chunking).
     """
-    code = ord(char)
-    return (
-        0x3000 <= code <= 0x30FF
-        or 0x3400 <= code <= 0x4DBF
-        or 0x4E00 <= code <= 0x9FFF
-        or 0xAC00 <= code <= 0xD7AF
-        or 0xF900 <= code <= 0xFAFF
-        or 0xFF00 <= code <= 0xFFEF
-        or 0x20000 <= code <= 0x2FA1F
-    )
+    return bool(_WIDE.fullmatch(char))
