@@ -2,7 +2,7 @@
 # Start the course: the offline model server (when it is the active model), then JupyterLab on notebooks/.
 # The course language is one setting, AGENTIC_RAG_LANG (environment or .env): unset or `en` opens the English
 # learner copies in notebooks/; `zh` (`AGENTIC_RAG_LANG=zh make course`) opens the Chinese ones in notebooks/zh/
-# (the English notebooks not translated yet stay one folder up).
+# (every notebook has its Chinese copy).
 # The server is stopped when JupyterLab exits. Extra JupyterLab options: JUPYTER_ARGS="--port 8899".
 set -euo pipefail
 cd "$(dirname "$0")/.."
