@@ -344,3 +344,17 @@ def test_the_check_can_apply_the_answer_check_where_it_is_used():
     check, _ = check_with(quote, "Profiling API", subject=(), check_answer=True)
     verdict = check(question, [profiling])
     assert verdict.reason == "answer repeats the question" and not verdict.answerable
+
+
+def test_a_short_quote_that_adds_the_asked_figure_is_evidence_not_a_repeat_of_the_question():
+    from lessons.agents.answerability import verify_evidence
+
+    chunk = Document(page_content="atlas.md paragraph 0 says the marker is atlas-7420. Filler words here.")
+    reason, match, *_ = verify_evidence(
+        "What is the marker of atlas?", Evidence(quote="marker is atlas-7420", answer="atlas-7420"), [chunk]
+    )
+    assert reason == "answerable" and match is not None
+    repeat = verify_evidence(
+        "What is the marker of atlas?", Evidence(quote="the marker of atlas", answer="atlas"), [chunk]
+    )[0]
+    assert repeat == "quote repeats the question"

@@ -30,7 +30,7 @@ def scripted_model() -> ScriptedChatModel:
             return {"query": "unknown thing again", "new_keywords": ["other"]}
         if tools == ["GeneratedQuestion"]:
             return {
-                "question": f"What is the marker of {marker.group(1)}?",
+                "question": f"What is the marker of {marker.group(1).split('-')[0]}?",
                 "answer": f"the marker is {marker.group(1)}",
             }
         if tools == ["ResearchDraft"]:
@@ -123,7 +123,7 @@ def test_nightly_evaluates_new_documents_stores_each_run_and_reports_the_trend(l
             session.execute(select(EvalResult.question).where(EvalResult.run_id == third["run_id"])).scalars().all()
         )
     assert per_run == {first["run_id"]: 2, third["run_id"]: third["metrics"]["questions"]}
-    assert questions and all("third-333" in q for q in questions)  # only the document added since the last run
+    assert questions and all("third" in q for q in questions)  # only the document added since the last run
     rows = trend(service.db)
     assert [r["run"] for r in rows] == [first["run_id"], quiet["run_id"], third["run_id"]]
     report = (tmp_path / "nightly" / "report.md").read_text()

@@ -443,7 +443,8 @@ def verify_evidence(
     `min_coverage` (benchmarks vary the cut-off). Introduced in notebook 04.
 
     `framing` (on by default) lets the quote's framing come from the question (`locate_quote`); a quote must still
-    add `MIN_EVIDENCE_SHARE` of its characters from the chunk, else it "repeats the question".
+    add `MIN_EVIDENCE_SHARE` of its characters from the chunk, and at least `MIN_QUOTE_CHARS` of them or a figure the
+    question does not hold ("marker is atlas-7420" for "What is the marker of atlas?"), else it "repeats the question".
 
     `check_answer` also checks the judge's short answer (`answer_problem`): it must say something the question
     does not, and the chunks must state it (off by default: measured in benchmarks/bench_answerability.py first)."""
@@ -464,7 +465,8 @@ def verify_evidence(
     if match.coverage < min_coverage:
         return "quote not in the documents", match, specifics, missing, coverage
     added = match.evidence * len(_normal(_TAG.sub(" ", evidence.quote)).strip(" .。…\"“”'"))
-    if match.evidence < MIN_EVIDENCE_SHARE or added < MIN_QUOTE_CHARS:
+    new_figure = bool(set(figures(evidence.quote)) - set(figures(question)))  # "port 7420" for "which port?"
+    if match.evidence < MIN_EVIDENCE_SHARE or (added < MIN_QUOTE_CHARS and not new_figure):
         return "quote repeats the question", match, specifics, missing, coverage
     return ("specifics missing" if missing else "answerable"), match, specifics, missing, coverage
 
