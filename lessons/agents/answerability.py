@@ -335,6 +335,11 @@ def _normal(text: str) -> str:
     return normalise_for_match(text).casefold()
 
 
+def _needle(quote: str) -> str:
+    """The quote as it is looked for: normalised, the data block's tags and the framing punctuation removed."""
+    return _normal(_TAG.sub(" ", quote)).strip(" .。…\"“”'")
+
+
 def locate_quote(quote: str, documents: Sequence[Document], question: str = "") -> QuoteMatch | None:
     """The chunk that holds `quote` (near-)verbatim, or None: exact after normalisation, else the chunk whose
     common runs of `MIN_MATCH_BLOCK`+ characters cover the most of the quote (introduced in notebook 04).
@@ -343,7 +348,7 @@ def locate_quote(quote: str, documents: Sequence[Document], question: str = "") 
     With `question`, words the judge took from the question to frame the quote ("The JupyterLab weekly dev
     meeting takes place on" + the chunk's "Wednesdays 9:00 AM Pacific Time") count as copied, not invented;
     `evidence` is the share the chunk adds beyond the question (a quote that repeats the question adds none)."""
-    needle = _normal(_TAG.sub(" ", quote)).strip(" .。…\"“”'")
+    needle = _needle(quote)
     if not needle:
         return None
     asked = _normal(question)
@@ -453,7 +458,8 @@ def verify_evidence(
         problem = answer_problem(question, evidence.answer, documents)
         if problem:
             return problem, None, specifics, [], None
-    if len(_normal(_TAG.sub(" ", evidence.quote)).strip(" .。…\"“”'")) < MIN_QUOTE_CHARS:
+    quoted = len(_needle(evidence.quote))
+    if quoted < MIN_QUOTE_CHARS:
         return "no quote", None, specifics, [], None
     match = locate_quote(evidence.quote, documents, question if framing else "")
     if match is None:
@@ -464,7 +470,7 @@ def verify_evidence(
     coverage = sum(term in window for term in terms) / len(terms) if terms else None
     if match.coverage < min_coverage:
         return "quote not in the documents", match, specifics, missing, coverage
-    added = match.evidence * len(_normal(_TAG.sub(" ", evidence.quote)).strip(" .。…\"“”'"))
+    added = match.evidence * quoted
     new_figure = bool(set(figures(evidence.quote)) - set(figures(question)))  # "port 7420" for "which port?"
     if match.evidence < MIN_EVIDENCE_SHARE or (added < MIN_QUOTE_CHARS and not new_figure):
         return "quote repeats the question", match, specifics, missing, coverage

@@ -286,13 +286,14 @@ def language_of(document: Document) -> str:
     return str(document.metadata.get("language") or detect_language(document.page_content))
 
 
-def is_cross_lingual(query: str, documents: Sequence[Document], depth: int = 10) -> bool:
+def is_cross_lingual(query: str, documents: Sequence[Document], depth: int = 10, language: str | None = None) -> bool:
     """True when none of the first `depth` candidates is written in the language of `query`: a Chinese question over
     English READMEs, say. A reranker trained for the question's language (or none) is then the wrong judge;
     `default_reranker` sends such a question to the cross-lingual route (`EmbeddingReranker`). One candidate in the
-    question's language is enough to keep the question's own route (the answer may be that one)."""
+    question's language is enough to keep the question's own route (the answer may be that one). `language`: the
+    question's, when the caller detected it already."""
     head = list(documents)[:depth]
-    language = detect_language(query)
+    language = language or detect_language(query)
     return bool(head) and all(language_of(d) != language for d in head)
 
 
@@ -371,9 +372,10 @@ class LanguageRoutedReranker(BaseDocumentCompressor):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def route_for(self, query: str, documents: Sequence[Document] = ()) -> BaseDocumentCompressor:
-        if self.cross_lingual is not None and is_cross_lingual(query, documents):
+        language = detect_language(query)
+        if self.cross_lingual is not None and is_cross_lingual(query, documents, language=language):
             return self.cross_lingual
-        return self.routes.get(detect_language(query)) or KeepOrder(top_n=self.top_n)
+        return self.routes.get(language) or KeepOrder(top_n=self.top_n)
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
