@@ -343,7 +343,8 @@ check_verdict_schema(MyVerdict)
 # 课程里的版本是 `lessons.agents.three_agents.Verification`。这里用它来评审上面的草稿，以及把第一个数字改掉之后的同一份草稿（`plant_changed_figure`，第 6 节会大规模使用它）：模型列出了什么（`model_verdict`），旁边是经过检查之后还站得住的是什么（`verify`）。
 
 # %%
-from lessons.agents import for_reader, model_verdict, verify
+from lessons.agents import model_verdict, verify
+from lessons.core import for_reader
 from lessons.evaluation import plant_changed_figure
 
 tampered = plant_changed_figure(draft.answer) or draft.answer + t(" It was approved by Marcus Lindqvist.")

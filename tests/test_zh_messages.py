@@ -198,9 +198,9 @@ def test_the_verifiers_code_findings_are_english_for_the_model_and_chinese_for_t
         Verification,
         deterministic_findings,
         feedback_from,
-        for_reader,
         ground_verification,
     )
+    from lessons.core.i18n import for_reader
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")

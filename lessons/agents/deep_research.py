@@ -46,7 +46,7 @@ from lessons.agents.answering import (
 )
 from lessons.agents.three_agents import ResearchDraft
 from lessons.chunking.base import BILINGUAL_SEPARATORS
-from lessons.core.i18n import N_, t, t_marked
+from lessons.core.i18n import N_, ReaderText, for_reader, t, t_marked
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
 from lessons.ingest.files import PAGED_FORMATS, split_sections
@@ -78,13 +78,13 @@ class Page:
 class PageNotFound(LookupError):
     """`read_page` was asked for a source or page that does not exist; the message names what does. Introduced in notebook 07 (deep-research agent).
 
-    `str(error)` is the English the agent's model reads; `shown` is the same message in the course language
-    (`lessons.core.i18n.t`), for the reader.
+    `message` (and `str(error)`) is the English the agent's model reads; `shown` is the same message in the course
+    language, for the reader (`lessons.core.i18n.ReaderText`).
     """
 
-    def __init__(self, message: str, shown: str = ""):
+    def __init__(self, message: str):
         super().__init__(message)
-        self.shown = shown or message
+        self.message, self.shown = message, for_reader(message)
 
 
 UNKNOWN_SOURCE = N_(
@@ -95,7 +95,7 @@ NO_SUCH_PAGE = N_("{source} has no page {page}: its pages are {first}–{last}")
 
 def _not_found(message: str, **values: object) -> PageNotFound:
     """The error in English for the model, and in the course language for the reader."""
-    return PageNotFound(message.format(**values), shown=t_marked(message, **values))
+    return PageNotFound(ReaderText(message, **values))
 
 
 def paginate(text: str, page_chars: int = PAGE_CHARS) -> list[str]:
@@ -215,25 +215,24 @@ class PageStore:
 class Observation:
     """What one tool call showed the sub-agent: a header line and numbered evidence (or an error). Introduced in notebook 07 (deep-research agent).
 
-    `error` is what the model reads (English, like every prompt); `shown_error`, when set, is the same error in the
-    course language, and `error_for_reader` is what a notebook or trace shows.
+    `error` is what the model reads (English, like every prompt); `error_for_reader` is what a notebook or trace
+    shows: the same error in the course language when it is a `lessons.core.i18n.ReaderText`.
     """
 
     action: str  # "search" or "read_page"
     header: str
     evidence: tuple[Document, ...] = ()
     error: str = ""
-    shown_error: str = ""
 
     @property
     def error_for_reader(self) -> str:
-        """The error in the course language (`shown_error`), else as the model read it."""
-        return self.shown_error or self.error
+        """The error in the course language (a `ReaderText`), else as the model read it."""
+        return for_reader(self.error)
 
 
 def _error_observation(action: str, header: str, message: str) -> Observation:
     """An observation whose error is `message` (marked with N_): English for the model, translated for the reader."""
-    return Observation(action, header, error=message, shown_error=t_marked(message))
+    return Observation(action, header, error=ReaderText(message))
 
 
 def read_page(pages: PageStore, source_id: str, page_index: int, max_chars: int = 1500) -> Observation:
@@ -245,9 +244,7 @@ def read_page(pages: PageStore, source_id: str, page_index: int, max_chars: int 
     try:
         page = pages.read(source_id, page_index)
     except PageNotFound as error:
-        return Observation(
-            "read_page", f"read_page({source_id!r}, {page_index!r})", error=str(error), shown_error=error.shown
-        )
+        return Observation("read_page", f"read_page({source_id!r}, {page_index!r})", error=error.message)
     text = (
         page.text
         if len(page.text) <= max_chars

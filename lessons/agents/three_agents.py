@@ -27,7 +27,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self, TypedDict
+from typing import Any, Literal, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -52,7 +52,7 @@ from lessons.agents.claim_check import (
     unsupported_figures,
     unsupported_sentences,
 )
-from lessons.core.i18n import N_, t_marked
+from lessons.core.i18n import N_, ReaderText
 from lessons.core.prompt_safety import DATA_RULE
 from lessons.core.structured import invoke_structured
 from lessons.text.language import detect_language
@@ -319,23 +319,6 @@ def standing_claims(claims: Sequence[str], draft: str, documents: Context, quest
     return [c for c in claims if claim_in_draft(c, draft) and not claim_is_grounded(c, context)]
 
 
-class Finding(str):
-    """A finding written by code: the `str` is the English the models read (like every prompt); `shown` is the same
-    finding in the course language, for the reader (`for_reader`). Introduced in notebook 05 (three-agent verification)."""
-
-    shown: str
-
-    def __new__(cls, template: str, **values: object) -> Self:
-        finding = super().__new__(cls, template.format(**values))
-        finding.shown = t_marked(template, **values)
-        return finding
-
-
-def for_reader(text: str) -> str:
-    """A claim or finding as a reader sees it: a code `Finding` in the course language, anything else as it is."""
-    return getattr(text, "shown", text)
-
-
 REPEATED_INSTRUCTION = N_("the draft repeats an instruction written in the documents: {instruction}")
 FIGURE_NOT_IN_CHUNKS = N_("the figure {figure} is in none of the chunks")
 
@@ -344,13 +327,13 @@ def deterministic_findings(draft: str, documents: Context, question: str = "") -
     """What string checks find without a model: figures no chunk contains, sentences that share almost nothing with the context.
 
     Introduced in notebook 05 (three-agent verification); see `lessons.agents.claim_check`. The figure and instruction
-    findings are `Finding`s (English for the models, the course language for `for_reader`); a flagged sentence is the
+    findings are `lessons.core.i18n.ReaderText` (English for the models, the course language for `for_reader`); a flagged sentence is the
     draft's own.
     """
     context = as_claim_context(documents, question)
-    findings: list[str] = [Finding(REPEATED_INSTRUCTION, instruction=repr(i))
+    findings: list[str] = [ReaderText(REPEATED_INSTRUCTION, instruction=repr(i))
                            for i in context.instructions if claim_in_draft(i, draft)]  # fmt: skip
-    findings += [Finding(FIGURE_NOT_IN_CHUNKS, figure=f) for f in unsupported_figures(draft, context)]
+    findings += [ReaderText(FIGURE_NOT_IN_CHUNKS, figure=f) for f in unsupported_figures(draft, context)]
     return findings + unsupported_sentences(draft, context)
 
 

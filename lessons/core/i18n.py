@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
+from typing import Self
 
 from dotenv import dotenv_values
 
@@ -120,6 +121,24 @@ def N_(text: str, /) -> str:  # gettext's name for the marker (gettext_noop)
 def t_marked(text: str, /, **values: object) -> str:
     """`t()` for a string marked with `N_()` where it was defined (so it is not a literal at this call)."""
     return t(text, **values)
+
+
+class ReaderText(str):
+    """A message code writes for a model and shows a reader: the `str` is the English the models read (like every
+    prompt), `shown` the same message in the course language. `template` is marked with `N_()` where it is defined.
+    Introduced in notebook 05 (the verifier's findings); notebook 07's tool errors are the same."""
+
+    shown: str
+
+    def __new__(cls, template: str, /, **values: object) -> Self:
+        text = super().__new__(cls, template.format(**values) if values else template)
+        text.shown = t_marked(template, **values)
+        return text
+
+
+def for_reader(text: str) -> str:
+    """`text` as a reader sees it: a `ReaderText` in the course language, any other string as it is."""
+    return getattr(text, "shown", text)
 
 
 def t_labels(table, keys, /):
