@@ -46,6 +46,7 @@ ROW = {
     "zh": re.compile(r"^# \| \*\*用时\*\* \| .* \|$", re.MULTILINE),
 }
 LABEL = {"en": "Time", "zh": "用时"}
+FIRST_USE = {"对话模型": "（chat model）"}  # the glossary's terms in the Chinese row, glossed on a notebook's first use
 BUSY_LOAD = 2.6  # the benchmark's own model server and kernel keep two cores at about 2
 
 
@@ -71,11 +72,12 @@ def _date(started: str, language: str) -> str:
     return f"{date} {months[month - 1]} {year}" if language == "en" else f"{year} 年 {month} 月 {date} 日"
 
 
-def row_text(row: dict, language: str) -> str:
-    """The Time row's cell for one measurement, in `language`."""
+def row_text(row: dict, language: str, before: str = "") -> str:
+    """The Time row's cell for one measurement, in `language`. A glossary term of the Chinese row that the
+    Chinese text `before` the row has not used yet gets its English on this first use (docs/GLOSSARY.zh.md)."""
     seconds = float(row["seconds"])
     load = row.get("load_average_before")
-    return (EN if language == "en" else ZH).format(
+    text = (EN if language == "en" else ZH).format(
         minutes=seconds / 60,
         seconds=seconds,
         calls=row.get("llm_calls", 0),
@@ -83,6 +85,26 @@ def row_text(row: dict, language: str) -> str:
         budget=BUDGET[language][seconds > BUDGET_SECONDS],
         load=LOAD[language].format(load=load) if load is not None and load > BUSY_LOAD else "",
     )
+    if language == "zh":
+        for term, gloss in FIRST_USE.items():
+            if term not in before:
+                text = text.replace(term, term + gloss, 1)
+    return text
+
+
+CELL = re.compile(r"^# %%.*$", re.MULTILINE)
+
+
+def chinese_before(text: str, position: int) -> str:
+    """The Markdown of the master's Chinese twins up to `position`, as the Chinese notebook shows it before that
+    point (code blocks left out, as the glossary's first-use test leaves them out)."""
+    head, chinese = text[:position], []
+    starts = [match.start() for match in CELL.finditer(head)]
+    for start, end in zip(starts, [*starts[1:], len(head)], strict=True):
+        cell = head[start:end]
+        if 'lang="zh"' in cell.partition("\n")[0]:
+            chinese.append(cell)
+    return re.sub(r"```.*?```", "", "\n".join(chinese), flags=re.DOTALL)
 
 
 def _front_matter_source(path: Path) -> str | None:
@@ -106,8 +128,11 @@ def update_master(path: Path, row: dict) -> str:
     text = path.read_text(encoding="utf-8")
     before = _front_matter_source(path)
     for language in ("en", "zh"):
-        cell = f"# | **{LABEL[language]}** | {row_text(row, language)} |"
-        text = ROW[language].sub(lambda _match, cell=cell: cell, text, count=1)
+        found = ROW[language].search(text)
+        if found is None:
+            continue
+        cell = f"# | **{LABEL[language]}** | {row_text(row, language, chinese_before(text, found.start()))} |"
+        text = text[: found.start()] + cell + text[found.end() :]
     if before is None:
         return text
     scratch = path.with_name(f".{path.stem}.time-rows.py")
@@ -194,28 +219,35 @@ def update_facilitator(text: str, latest: dict[str, dict]) -> str:
     return "".join(lines)
 
 
+def render(write: bool = False, say=print) -> list[str]:
+    """The masters (by stem) and docs/FACILITATOR.md whose rows differ from the measurements; with `write`, each
+    is rewritten."""
+    latest, stale = measurements(), []
+    for path in sorted((ROOT / "masters").glob("*.py")):
+        row = latest.get(path.stem)
+        if row is None:
+            say(f"{path.stem}: no measurement in {RESULTS.relative_to(ROOT)}; row kept")
+            continue
+        text = update_master(path, row)
+        if text != path.read_text(encoding="utf-8"):
+            stale.append(path.stem)
+            if write:
+                path.write_text(text, encoding="utf-8")
+        say(f"{path.stem}: {row['seconds']:.0f} s, {row.get('llm_calls', 0)} calls ({row['started']})")
+    guide = FACILITATOR.read_text(encoding="utf-8") if FACILITATOR.exists() else None
+    if guide is not None and update_facilitator(guide, latest) != guide:
+        stale.append("docs/FACILITATOR.md")
+        if write:
+            FACILITATOR.write_text(update_facilitator(guide, latest), encoding="utf-8")
+    return stale
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a master's row differs from its measurement")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    latest, stale = measurements(), []
-    for path in sorted((ROOT / "masters").glob("*.py")):
-        row = latest.get(path.stem)
-        if row is None:
-            print(f"{path.stem}: no measurement in {RESULTS.relative_to(ROOT)}; row kept")
-            continue
-        text = update_master(path, row)
-        if text != path.read_text(encoding="utf-8"):
-            stale.append(path.stem)
-            if not args.check:
-                path.write_text(text, encoding="utf-8")
-        print(f"{path.stem}: {row['seconds']:.0f} s, {row.get('llm_calls', 0)} calls ({row['started']})")
-    guide = FACILITATOR.read_text(encoding="utf-8") if FACILITATOR.exists() else None
-    if guide is not None and update_facilitator(guide, latest) != guide:
-        stale.append("docs/FACILITATOR.md")
-        if not args.check:
-            FACILITATOR.write_text(update_facilitator(guide, latest), encoding="utf-8")
+    stale = render(write=not args.check)
     if args.check:
         if stale:
             print("Time rows differ from the measurements: " + ", ".join(stale) + " — run python -m scripts.time_rows")

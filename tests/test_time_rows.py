@@ -50,8 +50,25 @@ def test_both_rows_are_rendered_from_the_measurement_and_the_twin_stays_fresh(tm
     assert "**11.9 min** measured (712 s, 41 chat-model calls" in english.cell.source
     assert "over the 10-minute budget" in english.cell.source and "busy" not in english.cell.source
     text, recorded = english.twins["zh"]
-    assert "**11.9 分钟**（712 秒，41 次对话模型调用" in text and "超出 10 分钟的预算" in text
+    assert "**11.9 分钟**（712 秒，41 次对话模型（chat model）调用" in text and "超出 10 分钟的预算" in text
     assert recorded == source_hash(english.cell.source)
+
+
+def test_the_chinese_row_glosses_a_term_only_where_the_notebook_uses_it_first(tmp_path):
+    path = master(tmp_path)
+    intro = f'# %% [markdown]\n# A chat model answers.\n\n# %% [markdown] lang="zh" translates="{source_hash("A chat model answers.")}"\n'
+    used = intro + "# 本课用对话模型回答。\n\n"
+    earlier = path.read_text(encoding="utf-8").replace(
+        "# %% [markdown]\n# # Title", used + "# %% [markdown]\n# # Title"
+    )
+    for text, glossed in ((path.read_text(encoding="utf-8"), True), (earlier, False)):
+        path.write_text(text, encoding="utf-8")
+        rendered = update_master(path, ROW)
+        assert ("41 次对话模型（chat model）调用" in rendered) is glossed
+        assert ("41 次对话模型调用" in rendered) is not glossed
+    in_code = "# ```\n# 对话模型\n# ```\n"  # a code block is not where a term is glossed (the glossary test's rule)
+    path.write_text(earlier.replace("# 本课用对话模型回答。\n", in_code), encoding="utf-8")
+    assert "41 次对话模型（chat model）调用" in update_master(path, ROW)
 
 
 def test_a_twin_that_was_already_stale_stays_stale(tmp_path):
@@ -120,3 +137,10 @@ def test_the_agenda_names_the_command_and_the_shared_folder_of_the_run_that_meas
     assert bench_command({}, "04_grading_loop") == "`python benchmarks/bench_notebooks.py 04`"  # a row from before
     assert shared_folder(alone) == shared_folder({}) == "a fresh cache folder"
     assert shared_folder(in_order) == shared_folder(whole) == "one fresh cache folder for the notebooks in order"
+
+
+def test_every_masters_row_and_the_agenda_are_as_the_measurements_render_them():
+    from scripts.time_rows import render
+
+    stale = render(write=False, say=lambda _line: None)
+    assert not stale, f"Time rows differ from the measurements: {', '.join(stale)} — run python -m scripts.time_rows"
