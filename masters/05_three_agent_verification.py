@@ -407,7 +407,7 @@ check_routing_rule(route_after_verification)
 # the feedback in the prompt, and a verifier that always rejects ends at the cap.
 
 # %% [markdown] lang="zh" translates="9daddc7a47c0"
-# `lessons.agents.three_agents.build_three_agent_graph` 把这些步骤连成一个 LangGraph 图，以 `decide_after_verification` 作为规则；`run_three_agents(question, retriever=..., llm=...)` 运行它并返回一个 `ThreeAgentResult`：回答、是否拒答（abstain）、引用、研究智能体读过的上下文、验证报告，以及每一步的轨迹（notebook 06 会评测它）。单元测试（`tests/test_three_agents.py`）用一个脚本化的模型运行它：被退回的草稿会带着写进提示词（prompt）里的反馈重新研究，而一个总是退回的验证器会在上限处结束。
+# `lessons.agents.three_agents.build_three_agent_graph` 把这些步骤连成一个 LangGraph 图，以 `decide_after_verification` 作为规则；`run_three_agents(question, retriever=..., llm=...)` 运行它并返回一个 `ThreeAgentResult`：回答、是否拒答（abstain）、引用、研究智能体读过的上下文、验证报告，以及每一步的轨迹（notebook 06 的评测（evaluation）用的就是它）。单元测试（`tests/test_three_agents.py`）用一个脚本化的模型运行它：被退回的草稿会带着写进提示词（prompt）里的反馈重新研究，而一个总是退回的验证器会在上限处结束。
 
 # %%
 from lessons.agents import build_three_agent_graph, run_three_agents

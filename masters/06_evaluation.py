@@ -49,7 +49,7 @@
 # | your documents | `python -m lessons.evaluation.cli my_eval.toml` (`--preset packages`) | locally; Chroma server and DeepSeek by settings |
 
 # %% [markdown] lang="zh" translates="0324b149b139"
-# # 06 · 评测：所有流水线（pipeline）、同一批问题、两个知识库（knowledge base）、一张表
+# # 06 · 评测（evaluation）：所有流水线（pipeline）、同一批问题、两个知识库（knowledge base）、一张表
 #
 # | | |
 # |---|---|
@@ -190,11 +190,11 @@ pd.DataFrame([{t("corpus"): corpus, "id": i.id, t("language"): i.language, t("ty
 # Chinese and English: no sentence splitting, no English-only rules.
 
 # %% [markdown] lang="zh" translates="67ec02bbe94c"
-# ## 2. 从分块生成测试集
+# ## 2. 从块生成测试集
 #
 # 手写的金标准问题集是最好的测试集，也是最贵的。在新文档上做原型时，生成的测试集能让你先跑起来：
 # 让模型**根据一个块**出一道题和它的答案，再出一些需要来自不同页面或不同文档的**两个块**才能回答的题
-# （搭档分块是按嵌入（embedding）最相似、但位于别处的那一块）。什么都不轻信：
+# （搭档块是按嵌入（embedding）最相似、但位于别处的那一块）。什么都不轻信：
 #
 # - **有依据**——答案的大部分实词（中文：汉字）必须出现在它的块里，
 #   而需要两块的问题必须各用上一个只在其中一块里出现的词；
@@ -755,7 +755,7 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
 # 调用一次对话模型），按语言选出仍能拒答其中 `95%` "差一点"问题的最低 P(yes)——也就是第 8 节的规则——报告会写明
 # 它是在什么上校准的、在那里拒答了多少；没有"差一点"问题的语言沿用课程的阈值，并会明说。
 #
-# **当一个团队一台笔记本已经不够用时**，命令一点不变——只改设置：
+# **当一个团队一台笔记本电脑已经不够用时**，命令一点不变——只改设置：
 #
 # | 要迁移的 | 设置（在 `.env` 或环境变量里） |
 # |---|---|

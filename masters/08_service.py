@@ -51,7 +51,7 @@
 # folder, an API key made for this run.
 
 # %% [markdown] lang="zh" translates="2432547889b8"
-# # 08 · 从 notebook 到服务：上传、后台任务、实时索引与夜间评测
+# # 08 · 从 notebook 到服务：上传、后台任务、实时索引与夜间评测（nightly evaluation）
 #
 # | | |
 # |---|---|
@@ -68,7 +68,7 @@
 # | HTTP API | `service.api`（FastAPI、uvicorn） | 上传、作业、文档、删除、检索、问答、夜间运行；写操作需要 API 密钥 |
 # | 记录 | `service.db`（SQLAlchemy：SQLite，或由一项设置改用 PostgreSQL） | 文档、带租约的作业、每个文档当前生效的版本（generation）、夜间运行 |
 # | 文件 | `service.filestore` | 原始的上传文件，用安全的文件名存放在一个文件夹里 |
-# | 实时索引 | `service.index`（Chroma） | 每个文档的分块，每个作业一个版本 |
+# | 实时索引 | `service.index`（Chroma） | 每个文档的块，每个作业一个版本 |
 # | 工作线程 | `service.worker` | 领取一个作业，转换（notebook 01）、分块、嵌入（embedding）、upsert、提交 |
 # | 检索与问答 | `service.pipeline` | 混合检索、课程的重排器、notebook 05 带引用的回答 |
 # | 夜间任务 | `service.nightly` | notebook 06 的测试集生成和评审，对着正在运行的服务 |
@@ -251,7 +251,7 @@ t_labels(search_table, ["question", "rank", "source", "score", "text"])
 # ## 3. 提问：带引用的回答
 #
 # `POST /v1/ask` 用同样的方式检索，再把排在最前的块交给 notebook 05 的研究智能体：它只根据这些块作答并引用它们；
-# 回复写明每个被引用块的文件和页码。没有能支持回答的分块时，服务会直说，而不是去猜。（回答是在服务器进程里写出来的：
+# 回复写明每个被引用块的文件和页码。没有能支持回答的块时，服务会直说，而不是去猜。（回答是在服务器进程里写出来的：
 # 它的模型调用不在本内核末尾的用量报告里。）
 
 # %%

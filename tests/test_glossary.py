@@ -19,10 +19,13 @@ WORD = r"[\u4e00-\u9fff]{0,6}"  # a compound may sit between the term and its gl
 
 
 @cache
-def glossary() -> list[tuple[str, str, list[str]]]:
-    """(English, Chinese, variants) for each row of the glossary's table."""
+def glossary(terms_only: bool = False) -> list[tuple[str, str, list[str]]]:
+    """(English, Chinese, variants) for each row of the glossary's tables; with `terms_only`, the rows of its
+    terms (术语), which a Chinese notebook glosses on first use, without the everyday words (常用词) after them."""
     rows = []
     for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        if terms_only and line.startswith("## 常用词"):
+            break
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) != 4 or not line.startswith("| ") or cells[0] in ("英文", "---"):
             continue
@@ -99,7 +102,7 @@ def test_a_chinese_notebook_glosses_each_term_with_its_english_on_first_use(note
     text = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
     text = re.sub(r"```.*?```", "", text, flags=re.DOTALL)  # a diagram or a command is not where a term is glossed
     missing = []
-    for en, zh, _ in glossary():
+    for en, zh, _ in glossary(terms_only=True):
         longer = [other for _, other, _ in glossary() if zh in other and other != zh]
         context = first_use_unglossed(text, en, zh, longer)
         if context is not None:
