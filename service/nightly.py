@@ -25,6 +25,7 @@ from langchain_core.documents import Document
 from sqlalchemy import select
 
 from lessons.agents.pipelines import K
+from lessons.core.i18n import t
 from lessons.evaluation.pipelines import compare, evaluate, json_ready
 from service.db import DONE, FAILED, EvalResult, EvalRun
 from service.db import Document as DocumentRecord
@@ -177,10 +178,10 @@ def write_report(db, out: Path) -> Path:
         points = [(row["run"], row[metric]) for row in rows if row[metric] is not None]
         if points:
             ax.plot(*zip(*points), marker="o", label=metric)
-    ax.set_xlabel("nightly run")
+    ax.set_xlabel(t("nightly run"))
     ax.set_ylim(-0.05, 1.05)
     ax.legend(fontsize=8)
-    ax.set_title("Service pipeline, questions on new documents")
+    ax.set_title(t("Service pipeline, questions on new documents"))
     fig.tight_layout()
     fig.savefig(out / "trend.png", dpi=100)
     plt.close(fig)

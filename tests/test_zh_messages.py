@@ -216,3 +216,45 @@ def test_the_verifiers_code_findings_are_english_for_the_model_and_chinese_for_t
     assert "unsupported: the figure 7421 is in none of the chunks" in note and "数字" not in note
     monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
     assert for_reader(deterministic_findings(draft, chunks)[0]) == "the figure 7421 is in none of the chunks"
+
+
+SHOWN_TEXT_CALLS = {"tqdm": "desc", "set_title": 0, "set_xlabel": 0, "set_ylabel": 0, "suptitle": 0, "title": 0}
+
+
+def literal_english(node) -> str | None:
+    """The English a literal argument holds (a string constant, or the text parts of an f-string), else None."""
+    import ast
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        text = node.value
+    elif isinstance(node, ast.JoinedStr):
+        text = "".join(part.value for part in node.values if isinstance(part, ast.Constant))
+    else:
+        return None
+    return text if any(character.isascii() and character.isalpha() for character in text) else None
+
+
+def test_progress_bars_and_plot_labels_in_lessons_and_service_go_through_t():
+    """A progress bar's description or a plot's title and axis labels written as an English literal stays English
+    in the Chinese copy; each must be a t() call (a name built only from identifiers, f"{corpus} {name}", is fine)."""
+    import ast
+
+    from lessons.core.settings import PROJECT_ROOT
+
+    found = []
+    for path in sorted([*(PROJECT_ROOT / "lessons").rglob("*.py"), *(PROJECT_ROOT / "service").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            where = SHOWN_TEXT_CALLS.get(name)
+            if where is None:
+                continue
+            if isinstance(where, int):
+                argument = node.args[where] if len(node.args) > where else None
+            else:
+                argument = next((k.value for k in node.keywords if k.arg == where), None)
+            text = literal_english(argument) if argument is not None else None
+            if text is not None:
+                found.append(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}: {name}({text!r}) — write t({text!r})")
+    assert not found, "English shown to the reader without t():\n" + "\n".join(found)

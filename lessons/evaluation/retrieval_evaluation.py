@@ -184,10 +184,10 @@ def evaluate_techniques(
     from tqdm.auto import tqdm
 
     relevant_counts = relevant_counts or {}
-    pairs = [(t, q) for t in techniques for q in questions]
+    pairs = [(technique, q) for technique in techniques for q in questions]
     rows = [
         score_technique(technique, question, relevant_counts.get(question.id))
-        for technique, question in tqdm(pairs, desc="technique × question", disable=not progress)
+        for technique, question in tqdm(pairs, desc=t("technique × question"), disable=not progress)
     ]
     return pd.DataFrame(rows)
 

@@ -154,7 +154,7 @@ def run_drill(
     from tqdm.auto import tqdm
 
     cases = []
-    for question in tqdm(questions, desc="Drill", disable=not progress):
+    for question in tqdm(questions, desc=t("hallucination drill"), disable=not progress):
         context = evidence_context(question, chunks)
         if not context:  # no chunk holds the evidence word for word: the drill would not be fair
             continue
@@ -355,7 +355,7 @@ def compare_relevance(
 
     checker = cross_encoder if cross_encoder is not None else CrossEncoderRelevance()
     rows = []
-    for question in tqdm(questions, desc="Relevance checkers", disable=not progress):
+    for question in tqdm(questions, desc=t("relevance checkers"), disable=not progress):
         chunks = list(retriever(question.question))
         texts = [c.page_content for c in chunks]
         holds = question.answerable and any(relevance_labels(texts, question.evidence))

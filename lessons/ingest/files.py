@@ -348,7 +348,7 @@ def ingest(
     paths, skipped = scan(paths_or_folder)
     first_by_hash: dict[str, Path] = {}
     total_bytes = 0
-    for path in tqdm(paths, desc="Converting", unit="file", disable=not progress):
+    for path in tqdm(paths, desc=t("converting"), unit="file", disable=not progress):
         try:
             validate_file(path, limits)
             digest = _sha256(_read_bytes(path))

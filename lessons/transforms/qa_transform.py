@@ -638,7 +638,7 @@ class QATransformer(BaseDocumentTransformer):
         return warn_if_over_budget(context_budgets(documents, self.max_pairs, self.context_window, self.system_prompt))
 
     def _bar(self, total: int) -> tqdm:
-        return tqdm(total=total, desc="QA pairs", unit="chunk", disable=not self.progress)
+        return tqdm(total=total, desc=t("QA pairs"), unit="chunk", disable=not self.progress)
 
     def generate(self, documents: Sequence[Document]) -> list[ChunkQA]:
         """Every chunk's outcome, in input order, with `concurrency` threads (each in a copy of the caller's
