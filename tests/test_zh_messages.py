@@ -258,3 +258,24 @@ def test_progress_bars_and_plot_labels_in_lessons_and_service_go_through_t():
             if text is not None:
                 found.append(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}: {name}({text!r}) — write t({text!r})")
     assert not found, "English shown to the reader without t():\n" + "\n".join(found)
+
+
+def test_the_missing_chinese_plot_font_warning_is_chinese_where_only_a_chinese_reader_meets_it(monkeypatch):
+    """use_chinese_font() runs only in a Chinese copy (lessons.core.i18n calls it there), so its warning is read by a
+    Chinese reader; the pip command in it stays as it is."""
+    import matplotlib
+
+    from lessons.core import plot_fonts
+
+    monkeypatch.setattr(plot_fonts, "chinese_font_path", lambda: None)
+    before = list(matplotlib.rcParams["font.sans-serif"])
+    for language, expected in (
+        ("zh", "画图用的中文字体没有安装"),
+        ("en", "The Chinese font for plots is not installed"),
+    ):
+        monkeypatch.setenv("AGENTIC_RAG_LANG", language)
+        with pytest.warns(plot_fonts.ChineseFontWarning) as caught:
+            assert plot_fonts.use_chinese_font() is None
+        message = str(caught[0].message)
+        assert expected in message and plot_fonts.INSTALL_COMMAND in message, message
+    assert matplotlib.rcParams["font.sans-serif"] == before

@@ -51,12 +51,17 @@ def use_chinese_font() -> Path | None:
     without the package, or with a file matplotlib cannot read, it warns (ChineseFontWarning) with the
     fix and leaves matplotlib as it was.
     """
+    from lessons.core.i18n import t  # here: lessons.core.i18n calls this function while it is imported
+
     path = chinese_font_path()
     if path is None:
         warnings.warn(
-            f"The Chinese font for plots is not installed: Chinese titles and labels will show as "
-            f"empty boxes. Install it from PyPI, in the course folder, with: {INSTALL_COMMAND}  "
-            f"(or run scripts/setup.sh again), then restart the kernel",
+            t(
+                "The Chinese font for plots is not installed: Chinese titles and labels will show as "
+                "empty boxes. Install it from PyPI, in the course folder, with: {command}  "
+                "(or run scripts/setup.sh again), then restart the kernel",
+                command=INSTALL_COMMAND,
+            ),
             ChineseFontWarning,
             stacklevel=2,
         )
@@ -77,9 +82,13 @@ def use_chinese_font() -> Path | None:
         matplotlib.rcParams["font.family"] = [name for name in families if name != family] + [family]
     except Exception as error:  # noqa: BLE001 - a broken install must not stop a notebook; its plots lack Chinese
         warnings.warn(
-            f"Could not register the Chinese plot font {path} with matplotlib ({error!r}): Chinese "
-            f"titles and labels will show as empty boxes. Reinstall it with: "
-            f"{INSTALL_COMMAND} --force-reinstall",
+            t(
+                "Could not register the Chinese plot font {path} with matplotlib ({error}): Chinese "
+                "titles and labels will show as empty boxes. Reinstall it with: {command} --force-reinstall",
+                path=path,
+                error=repr(error),
+                command=INSTALL_COMMAND,
+            ),
             ChineseFontWarning,
             stacklevel=2,
         )
