@@ -392,12 +392,13 @@ second_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED)
 runs = pd.DataFrame([{"run": r["run_id"], "new documents": r["documents"], "questions": r["questions"],
                       **{m: r["metrics"].get(m) for m in TREND_METRICS}}
                      for r in client.eval_runs() if r["status"] == "done"]).set_index("run")
-t_labels(runs, ["run", "new documents", "questions"])
+t_labels(runs, ["run", "new documents", "questions", "factual consistency", "completeness"])
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.2))
-for metric in TREND_METRICS:
-    points = runs[metric].dropna()
+trend = t_labels(runs[list(TREND_METRICS)], ["factual consistency", "completeness"])  # the legend's names
+for metric in trend.columns:
+    points = trend[metric].dropna()
     ax.plot(points.index, points.values, marker="o", label=metric)
 ax.set_xticks(runs.index)
 ax.set_xlabel(t("nightly run"))
