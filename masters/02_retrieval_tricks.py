@@ -26,7 +26,7 @@
 #
 # | | |
 # |---|---|
-# | **You will learn** | keyword search (BM25) that works for Chinese; hybrid search with reciprocal rank fusion; small-to-big retrieval; reranking with a real cross-encoder — and why a reranker's training data decides where it works (the English model on Chinese questions), fixed by routing by language; the chat model's yes/no probability as a judge, measured against the cross-encoder; HyDE, multi-query and step-back query rewriting; contextual rerank (candidates judged with their neighbours) and context expansion — and how to tell which of them actually helps, on which questions, at what cost |
+# | **You will learn** | keyword search (BM25) that works for Chinese; hybrid search with reciprocal rank fusion; small-to-big retrieval; reranking with a real cross-encoder — and why a reranker's training data decides where it works (the English model on Chinese questions), fixed by routing by language; why a reranker can lose to its own input, fixed by fusing its rank with the first stage's, and a cross-lingual route for a question whose documents are in another language; the chat model's yes/no probability as a judge, measured against the cross-encoder; HyDE, multi-query and step-back query rewriting; contextual rerank (candidates judged with their neighbours) and context expansion — and how to tell which of them actually helps, on which questions, at what cost |
 # | **Prerequisites** | notebook 00 (the stack works); notebook 01 helps (chunks, the gold set, hit@k and recall@k) |
 # | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **9.7 min** measured (583 s, 35 chat-model calls; `benchmarks/bench_notebooks.py`, 1 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | computed by this run: offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp), multilingual-e5-small (4-bit) and ms-marco-MiniLM-L-12-v2 (ONNX) |
@@ -44,7 +44,7 @@
 # | small-to-big | match small pieces, return their whole chunk | 0 | `ParentDocumentRetriever` |
 # | hybrid + neighbours | each hit widened with the chunks around it | 0 | — |
 # | hybrid → cross-encoder | a relevance model reads question + passage together, reorders the top `RERANK_CANDIDATES` | 0 | `CrossEncoderReranker` |
-# | … by language | the cross-encoder for English, the fused order for Chinese | 0 | `CrossEncoderReranker` |
+# | … by language (the course's default) | for English the cross-encoder's rank fused with hybrid's, for Chinese hybrid's order, and the multilingual embedder when no candidate is in the question's language | 0 | `CrossEncoderReranker` |
 # | … with neighbours | each candidate scored with the text around it (contextual rerank) | 0 | `CrossEncoderReranker` |
 # | context expansion + cross-encoder | rerank, widen the best hits, rerank the blocks | 0 | — |
 # | hybrid → ColBERT (with `COLBERT = True`) | late interaction: token vectors matched one by one | 0 | `CrossEncoderReranker` |
@@ -59,12 +59,12 @@
 # per call. Raise `N_LLM_QUESTIONS` in the parameters cell for sturdier LLM numbers (each question costs
 # about a dozen calls).
 
-# %% [markdown] lang="zh" translates="589efd2ab345"
+# %% [markdown] lang="zh" translates="a6d6840ed4fc"
 # # 02 · 检索技巧，每一种都与同一个基线（baseline）比较
 #
 # | | |
 # |---|---|
-# | **你将学到** | 适用于中文的关键词检索（BM25）；用倒数排名融合（RRF）做混合检索（hybrid retrieval）；small-to-big 检索；用真正的交叉编码器（cross-encoder）重排（reranking）——以及为什么重排模型的训练数据决定了它在哪里有效（英文模型遇到中文问题），又怎样按语言路由来解决；把对话模型（chat model）回答 yes/no 的概率当作评审（judge），并与交叉编码器对比衡量；HyDE、多查询（multi-query）和后退一步（step-back）的查询改写（query rewriting）；上下文重排（连同相邻块（chunk）一起评审候选）和上下文扩展（context expansion）——以及怎样判断其中哪些真正有用、对哪些问题有用、代价多大 |
+# | **你将学到** | 适用于中文的关键词检索（BM25）；用倒数排名融合（RRF）做混合检索（hybrid retrieval）；small-to-big 检索；用真正的交叉编码器（cross-encoder）重排（reranking）——以及为什么重排模型的训练数据决定了它在哪里有效（英文模型遇到中文问题），又怎样按语言路由来解决；为什么重排器（reranker）可能输给它自己的输入，又怎样把它的排名与第一阶段的排名融合来解决，以及为文档是另一种语言的问题准备的跨语言路由；把对话模型（chat model）回答 yes/no 的概率当作评审（judge），并与交叉编码器对比衡量；HyDE、多查询（multi-query）和后退一步（step-back）的查询改写（query rewriting）；上下文重排（连同相邻块（chunk）一起评审候选）和上下文扩展（context expansion）——以及怎样判断其中哪些真正有用、对哪些问题有用、代价多大 |
 # | **前置条件** | notebook 00（整套工具能跑通）；notebook 01 会有帮助（块、金标准问题集（gold set）、命中率（hit@k） 和 召回率（recall@k）） |
 # | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **9.7 分钟**（583 秒，35 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由本次运行算出：离线使用 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（llama.cpp）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2（ONNX） |
@@ -81,7 +81,7 @@
 # | small-to-big | 用小片段匹配，返回它们所在的整个块 | 0 | `ParentDocumentRetriever` |
 # | hybrid + 相邻块 | 每个命中连同它周围的块一起扩大 | 0 | — |
 # | hybrid → 交叉编码器 | 一个相关性模型把问题和段落放在一起读，重排前 `RERANK_CANDIDATES` 个 | 0 | `CrossEncoderReranker` |
-# | … 按语言 | 英文用交叉编码器，中文保留融合后的顺序 | 0 | `CrossEncoderReranker` |
+# | … 按语言（课程的默认设置） | 英文把交叉编码器的排名与混合检索的排名融合，中文保留混合检索的顺序，没有一个候选是问题的语言时用多语言嵌入模型 | 0 | `CrossEncoderReranker` |
 # | … 带相邻块 | 每个候选连同它周围的文字一起打分（上下文重排） | 0 | `CrossEncoderReranker` |
 # | 上下文扩展 + 交叉编码器 | 重排，扩大最好的命中，再重排这些文本块 | 0 | — |
 # | hybrid → ColBERT（`COLBERT = True` 时） | 延迟交互（late interaction）：逐个匹配 token 向量 | 0 | `CrossEncoderReranker` |
@@ -418,6 +418,123 @@ from lessons.retrieval import default_reranker
 routed = default_reranker(top_n=10)
 print({language: type(route).__name__ for language, route in routed.routes.items()}, t("— other languages keep the fused order"))
 rerank_table(chinese_example, routed, t("score"))
+
+# %% [markdown]
+# ### Why a reranker can lose to its input, and the fix
+#
+# Reordering by the cross-encoder's score alone throws away what the first stage knew. Hybrid ranks a chunk high
+# when *two* retrievers agree on it; the cross-encoder judges each passage alone, with what it learned from other
+# text (English web searches), from at most 512 tokens of it, over a deeper list than hybrid's top 10 (each
+# retriever's top `RERANK_CANDIDATES`: more distractors). Where its judgement is off — a language it never learned
+# (above), documents unlike its training data — it can push evidence the first stage had in its top 5 out of it: a
+# reranked pipeline worse than its own input.
+#
+# **The fix: fuse the two ranks** with the reciprocal rank fusion of section 3, a weight $w$ on the first stage:
+# $\dfrac{w}{60 + \text{rank}_\text{hybrid}} + \dfrac{1 - w}{60 + \text{rank}_\text{cross-encoder}}$. With a small
+# $w$ the cross-encoder still decides and the first stage only breaks its close calls: the cell below computes how
+# many places of the cross-encoder's order it can overturn. `default_reranker()` fuses this way at
+# `DEFAULT_FIRST_STAGE_WEIGHT`, chosen by `benchmarks/bench_rerank_fusion.py` on both of the course's knowledge bases,
+# which prints a FAILED block whenever the default scores below plain hybrid on either one, in either language. The
+# second knowledge base is ten real package READMEs (`data/packages/`, notebook 06): documents nothing here was tuned
+# on. For two of its English questions, the ranks at which each order holds the evidence:
+
+# %% [markdown] lang="zh" translates="5bf1b0ccb6ca"
+# ### 为什么重排器（reranker）可能输给它的输入，以及解决办法
+#
+# 只按交叉编码器的分数重排，会丢掉第一阶段已经知道的东西。混合检索把一个块排得靠前，是因为*两个*检索器都认可它；
+# 交叉编码器则孤立地评审每个段落，凭的是它从别的文本（英文网页搜索）里学到的东西，每个段落最多读 512 个 token，
+# 而且读的列表比混合检索的前 10 个更深（每个检索器的前 `RERANK_CANDIDATES` 个：干扰项更多）。在它判断失准的地方——
+# 一种它没学过的语言（见上文），或者和它的训练数据不一样的文档——它可能把第一阶段排在前 5 名里的证据挤出前 5 名：
+# 重排后的流水线（pipeline）反而不如它自己的输入。
+#
+# **解决办法：融合两个排名**，用第 3 节的倒数排名融合，给第一阶段一个权重 $w$：
+# $\dfrac{w}{60 + \text{rank}_\text{hybrid}} + \dfrac{1 - w}{60 + \text{rank}_\text{cross-encoder}}$。
+# $w$ 较小时仍由交叉编码器做主，第一阶段只在它难分高下时做裁决：下面的单元格会算出第一阶段最多能推翻交叉编码器排序中的几个名次。
+# `default_reranker()` 就按 `DEFAULT_FIRST_STAGE_WEIGHT` 这样融合；这个权重由 `benchmarks/bench_rerank_fusion.py`
+# 在课程的两个知识库（knowledge base）上选出，只要默认流水线在任何一个知识库、任何一种语言上低于普通的混合检索，
+# 它就打印一个 FAILED 块。第二个知识库是十个真实软件包的 README（`data/packages/`，notebook 06）：这里没有任何东西是
+# 针对它们调过的。下面是它的两个英文问题，以及每种排序把证据放在第几名：
+
+# %%
+from lessons.evaluation import evidence_ranks
+from lessons.retrieval import DEFAULT_FIRST_STAGE_WEIGHT, fusion_reach, load_knowledge_base, reranked_hybrid
+
+print(t("first-stage weight {weight}: the first stage can overturn at most {places} place(s) of the cross-encoder's "
+        "order among {n} candidates", weight=DEFAULT_FIRST_STAGE_WEIGHT, n=RERANK_CANDIDATES,
+        places=fusion_reach(DEFAULT_FIRST_STAGE_WEIGHT, RERANK_CANDIDATES)))
+pk_chunks, pk_store = load_knowledge_base("packages")  # notebook 06's second knowledge base
+pk_gold = {q.id: q for q in load_gold(corpus="packages")}
+orders = {  # the same candidates (plain hybrid's top 10 first), three orders
+    "hybrid (RRF)": reranked_hybrid(pk_chunks, pk_store, k=10, candidates=RERANK_CANDIDATES, reranker=None),
+    "hybrid → cross-encoder": reranked_hybrid(pk_chunks, pk_store, k=10, candidates=RERANK_CANDIDATES,
+                                              reranker=cross_encoder_reranker(top_n=10, model=cross_encoder)),
+    "hybrid → default reranker": reranked_hybrid(pk_chunks, pk_store, k=10, candidates=RERANK_CANDIDATES),
+}
+fusion_examples = [pk_gold["pkg-en-050"], pk_gold["pkg-en-057"]]
+pd.DataFrame({name: [evidence_ranks(order.invoke(q.question), q) for q in fusion_examples] for name, order in orders.items()},
+             index=pd.Index([q.question for q in fusion_examples], name=t("evidence at ranks")))
+
+# %% [markdown]
+# Read each row left to right: where hybrid put the evidence, where the cross-encoder alone put it, where the fused
+# default puts it. A small weight cannot undo a confident mistake of the cross-encoder (it overturns only the few
+# places computed above), but it settles close calls in the first stage's favour. Two questions prove nothing either
+# way: section 9 measures the fusion on every question of this corpus, and notebook 06 sets both knowledge bases side
+# by side, per language, for the default against plain hybrid.
+#
+# ### A question in one language, documents in another
+#
+# The package READMEs are English, and some of their gold questions are Chinese. For such a question every candidate
+# is in the other language: the English cross-encoder cannot read the question, and the Chinese route — keep hybrid's
+# order — keeps a first stage whose keyword half finds little to match. The default's **cross-lingual route** takes
+# these questions: when none of a question's first 10 candidates is in its language (`is_cross_lingual`), plain
+# hybrid's top 10 are reordered by the packaged multilingual Universal Sentence Encoder, which embeds a question and
+# a passage into one space across languages, fused with hybrid's order at the same weight (`EmbeddingReranker`). A
+# question with a candidate in its own language keeps its language's route, so the course's Chinese questions, which
+# find Chinese documents, are not touched.
+
+# %% [markdown] lang="zh" translates="30338a02bcd4"
+# 每一行从左往右读：混合检索把证据放在第几名，只用交叉编码器时放在第几名，融合后的默认重排器放在第几名。
+# 小权重挽回不了交叉编码器很有把握的错误（它只能推翻上面算出的那几个名次），但在难分高下时会按第一阶段的意见裁决。
+# 两个问题什么也证明不了：第 9 节在本语料库（corpus）的每个问题上衡量融合，notebook 06 则把两个知识库按语言并排，
+# 比较默认流水线和普通的混合检索。
+#
+# ### 问题是一种语言，文档是另一种
+#
+# 软件包的 README 是英文的，而它们的金标准问题里有一些是中文。对这样的问题，每个候选都是另一种语言：英文交叉编码器读不懂问题，
+# 而中文的路由——保留混合检索的顺序——保留的第一阶段里，关键词那一半几乎找不到可匹配的东西。默认重排器的**跨语言路由**
+# 接手这些问题：当一个问题的前 10 个候选没有一个是它的语言时（`is_cross_lingual`），普通混合检索的前 10 个由打包的多语言
+# Universal Sentence Encoder 重排——它把问题和段落嵌入到跨语言的同一个空间里——再以同样的权重与混合检索的顺序融合
+# （`EmbeddingReranker`）。只要有一个候选是问题自己的语言，问题就走它那种语言的路由，所以课程的中文问题（它们找到的是中文文档）不受影响。
+
+# %%
+from collections import Counter
+
+from lessons.retrieval import is_cross_lingual, language_of
+
+crossing = pk_gold["pkg-zh-015"]  # a Chinese question about an English README, in both copies of the notebook
+first_stage = orders["hybrid (RRF)"].invoke(crossing.question)
+print(crossing.question)
+print(t("languages of hybrid's top 10: {languages}; cross-lingual: {crossed}; route: {route}",
+        languages=dict(Counter(language_of(d) for d in first_stage)), crossed=is_cross_lingual(crossing.question, first_stage),
+        route=type(routed.route_for(crossing.question, first_stage)).__name__))
+display(HTML(side_by_side_html({name: orders[name].invoke(crossing.question)
+                                for name in ("hybrid (RRF)", "hybrid → default reranker")}, k=5, gold=crossing)))
+
+# %% [markdown]
+# Measured on the packages' Chinese questions (every one when `ALL_QUESTIONS`, else the first two), against plain
+# hybrid on the same questions:
+
+# %% [markdown] lang="zh" translates="2c0023fbe550"
+# 在软件包的中文问题上测量（`ALL_QUESTIONS` 时是每一个，否则是前两个），在同样的问题上与普通混合检索比较：
+
+# %%
+from lessons.evaluation import summarise
+
+pk_chinese = [q for q in pk_gold.values() if q.answerable and q.language == "zh"][: None if ALL_QUESTIONS else 2]
+crossing_rows = evaluate_techniques([Technique(name, orders[name]) for name in ("hybrid (RRF)", "hybrid → default reranker")],
+                                    pk_chinese, relevant_chunk_counts(pk_chunks, pk_chinese), progress=False)
+t_labels(summarise(crossing_rows, "hybrid (RRF)")[["questions", "recall@5", "MRR@10", "Δ recall@5", "Δ MRR@10", "ms/query"]],
+         ["technique", "questions", "ms/query"])
 
 # %% [markdown]
 # ## 6. The chat model as a judge: P(yes) from log-probabilities

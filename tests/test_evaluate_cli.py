@@ -198,6 +198,10 @@ BASE = 'documents = "docs"\nquestions = "gold"\npipelines = ["dense"]\n'
             "['dense'] are listed more than once",
         ),
         (BASE + "generate = 5\n", "[generate] is a section of settings, not a value"),
+        (BASE + "[rerank]\nfirst_stage_weight = 1.5\n", "[rerank] first_stage_weight = 1.5 — use a number from 0 to 1"),
+        (BASE + '[rerank]\nfirst_stage_weight = "high"\n', "use a number from 0 to 1"),
+        (BASE + "[rerank]\ncross_lingual = 1\n", "[rerank] cross_lingual = 1 — write true or false"),
+        (BASE + "[rerank]\nweight = 0.2\n", "unknown key 'weight' in [rerank]"),
     ],
 )
 def test_every_numeric_setting_is_bounded_and_duplicates_refused(project, content, fragment):
@@ -562,3 +566,27 @@ def test_documents_may_be_one_file_and_a_file_that_is_not_a_document_is_named_as
     with pytest.raises(ConfigError) as error:
         load_config(config)
     assert "questions.jsonl is a file, not a folder" in str(error.value) and ".pdf .docx" in str(error.value)
+
+
+def test_the_reranker_variants_reach_the_run_and_its_report(project, monkeypatch):
+    """[rerank]: plain hybrid, the cross-encoder alone (weight 0) or another fusion weight, the cross-lingual route on
+    or off — a user compares them on their own documents; the run builds its pipelines with them."""
+    from lessons.evaluation import pipelines as harness
+
+    config = project["config"]
+    config.write_text(config.read_text().replace('["dense", "hybrid", "grading-loop"]', '["hybrid", "hybrid+rerank"]')
+                      + "\n[rerank]\nfirst_stage_weight = 0\ncross_lingual = false\n")  # fmt: skip
+    loaded = load_config(config)
+    assert loaded.rerank == {"first_stage_weight": 0.0, "cross_lingual": False}
+    seen = []
+    build = harness.build_pipelines
+
+    def spy(names, resources):
+        seen.append((resources.first_stage_weight, resources.cross_lingual))
+        return build(names, resources)
+
+    monkeypatch.setattr(harness, "build_pipelines", spy)
+    assert main([str(config), "--no-progress"]) == 0
+    assert seen == [(0.0, False)]
+    report = (project["root"] / "out" / "report.md").read_text()
+    assert "first-stage weight 0, cross-lingual route off" in report

@@ -80,7 +80,7 @@ def test_hybrid_rerank_uses_the_course_reranker_not_the_chat_model(monkeypatch):
 
     calls = []
 
-    def fake_default(top_n=10, llm=None, chinese="first_stage"):
+    def fake_default(top_n=10, llm=None, chinese="first_stage", **settings):
         calls.append(top_n)
         return rerank.KeepOrder(top_n=top_n)
 
@@ -273,3 +273,59 @@ def test_the_gate_sample_keeps_the_judged_sample_and_draws_the_rest_balanced_wit
     assert {c.language for c in chosen if not c.answerable} == {"en", "zh"}
     assert sum(c.language == "zh" for c in chosen) >= 10
     assert gate_sample(sample, pool, 24, seed=6) == chosen  # seeded
+
+
+def test_the_reranker_settings_of_the_resources_reach_the_default_reranker(monkeypatch):
+    """[rerank] of the evaluation command: the first-stage weight and the cross-lingual route are the run's."""
+    from lessons.retrieval import document_processor, rerank
+
+    seen = []
+
+    def fake_default(top_n=10, llm=None, chinese="first_stage", first_stage_weight=None, cross_lingual=None):
+        seen.append((first_stage_weight, cross_lingual))
+        return rerank.KeepOrder(top_n=top_n)
+
+    monkeypatch.setattr(rerank, "default_reranker", fake_default)
+    monkeypatch.setattr(document_processor, "reranked_hybrid_over", lambda *a, **k: _FixedRetriever(docs=[PORT]))
+    model = ScriptedChatModel(default="unused")
+    for resources in (
+        Resources(chunks=[PORT], store=None, llm=model, rank_k=1),
+        Resources(chunks=[PORT], store=None, llm=model, rank_k=1, first_stage_weight=0.0, cross_lingual=False),
+    ):
+        PIPELINES["hybrid+rerank"].retrieval(resources)("Which port?")
+    assert seen == [(rerank.DEFAULT_FIRST_STAGE_WEIGHT, True), (0.0, False)]
+
+
+def transfer_rows():
+    rows = []
+    for corpus, scores in {
+        "course": {"hybrid": ([1.0, 0.5], [0.5, 0.5]), "hybrid+rerank": ([1.0, 1.0], [1.0, 0.5])},
+        "packages": {"hybrid": ([1.0, 1.0], [1.0, 0.5]), "hybrid+rerank": ([0.5, 1.0], [1.0, 1.0])},
+    }.items():
+        for pipeline, (recall, mrr) in scores.items():
+            for language, r, m in zip(("en", "zh"), recall, mrr):
+                rows.append({"corpus": corpus, "pipeline": pipeline, "question_id": f"{corpus}-{language}",
+                             "language": language, "recall@5": r, "MRR@10": m})  # fmt: skip
+    rows += [{"corpus": corpus, "pipeline": "dense", "question_id": f"{corpus}-{language}", "language": language,
+              "recall@5": 0.0, "MRR@10": 0.0} for corpus in ("course", "packages") for language in ("en", "zh")]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_transfer_table_sets_the_default_against_plain_hybrid_per_corpus_and_language():
+    from lessons.evaluation import transfer_table
+
+    table = transfer_table(transfer_rows())
+    assert list(table.index) == [("course", "en"), ("course", "zh"), ("packages", "en"), ("packages", "zh")]
+    assert table.loc[("course", "zh"), ("recall@5", "Δ")] == 0.5
+    assert table.loc[("packages", "en"), ("recall@5", "hybrid+rerank")] == 0.5
+    assert table.loc[("packages", "en"), ("recall@5", "Δ")] == -0.5
+    assert list(table[("hybrid+rerank ≥ hybrid", "")]) == [True, True, False, True]
+    with pytest.raises(ValueError, match="no rows for pipeline"):
+        transfer_table(transfer_rows()[lambda f: f["pipeline"] != "hybrid"])
+
+
+def test_the_findings_name_where_the_default_falls_below_plain_hybrid():
+    rows = transfer_rows()
+    text = findings_markdown(rows, retrieval_goals(rows), {}, {})
+    assert "**hybrid+rerank against plain hybrid**: at least as good on recall@5 and MRR in 3 of 4" in text
+    assert "below in packages en: recall@5 -0.500, MRR +0.000" in text

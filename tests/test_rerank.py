@@ -290,3 +290,39 @@ def test_the_embedding_reranker_reads_only_its_depth_and_the_rest_follow():
     assert [d.page_content for d in ranked] == ["c", "b", "a", "d", "e"]
     assert ranked[0].metadata[SCORE] > ranked[1].metadata[SCORE] > ranked[2].metadata[SCORE]
     assert route.compress_documents([], CHINESE_QUESTION) == []
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.1, 0.2, 0.3, 0.5])
+def test_the_reach_of_the_first_stage_is_what_the_fusion_does(weight):
+    """`fusion_reach` agrees with the course's RRF: the first stage's top chunk, the reranker's (1 + d)-th, beats the
+    reranker's top chunk (last in the first stage) exactly for d up to the reach."""
+    from lessons.retrieval.rerank import fusion_reach
+    from lessons.retrieval.retrievers import reciprocal_rank_fusion
+
+    n = 20
+    reach = fusion_reach(weight, n)
+    for d in range(1, n):
+        others = [f"o{i}" for i in range(n - 2)]
+        first_stage = docs("A", *others, "B")  # A first, B last
+        by_reranker = docs("B", *others[: d - 1], "A", *others[d - 1 :])  # B first, A at 1 + d
+        fused = reciprocal_rank_fusion([first_stage, by_reranker], [weight, 1 - weight], id_key=None)
+        texts = [x.page_content for x in fused]
+        assert (texts.index("A") < texts.index("B")) == (d <= reach), (weight, d, reach)
+
+
+def test_a_larger_first_stage_weight_reaches_further_and_none_reaches_nowhere():
+    from lessons.retrieval.rerank import fusion_reach
+
+    reaches = [fusion_reach(w, 20) for w in (0.0, 0.1, 0.2, 0.3, 0.5, 1.0)]
+    assert reaches[0] == 0 and reaches == sorted(reaches) and reaches[-1] == 19
+    with pytest.raises(ValueError, match="must lie in"):
+        fusion_reach(1.5, 20)
+
+
+def test_the_chooser_passes_the_weight_and_the_route_to_the_default():
+    from lessons.retrieval.rerank import DEFAULT_FIRST_STAGE_WEIGHT, reranker_by_name
+
+    plain = reranker_by_name("default", top_n=3)
+    assert plain.routes["en"].first_stage_weight == DEFAULT_FIRST_STAGE_WEIGHT and plain.cross_lingual is not None
+    varied = reranker_by_name("default", top_n=3, first_stage_weight=0.0, cross_lingual=False)
+    assert varied.routes["en"].first_stage_weight == 0.0 and varied.cross_lingual is None

@@ -54,6 +54,8 @@ class Resources:
     k: int = K
     rank_k: int = RANK_K
     rerank_candidates: int = 20  # hybrid candidates the reranker reads (a cross-encoder: no model calls)
+    first_stage_weight: float | None = None  # the reranker's fusion with the first stage; None: the course's default
+    cross_lingual: bool = True  # the default reranker's cross-lingual route (`is_cross_lingual` questions)
     max_rounds: int = 3
     gate_thresholds: Mapping[str, Any] | None = (
         None  # the grading loop's GateThresholds per language; None = `gate_thresholds()`
@@ -95,8 +97,12 @@ def hybrid_retrieval(r: Resources) -> Callable[[str], list[Document]]:
 
 def _reranked(r: Resources, top_n: int) -> Callable[[str], list[Document]]:
     from lessons.retrieval.document_processor import reranked_hybrid
+    from lessons.retrieval.rerank import reranker_by_name
 
-    return reranked_hybrid(r.chunks, r.store, k=top_n, candidates=r.rerank_candidates).invoke
+    reranker = reranker_by_name(
+        "default", top_n=top_n, first_stage_weight=r.first_stage_weight, cross_lingual=r.cross_lingual
+    )
+    return reranked_hybrid(r.chunks, r.store, k=top_n, candidates=r.rerank_candidates, reranker=reranker).invoke
 
 
 def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:

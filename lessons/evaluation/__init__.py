@@ -38,6 +38,7 @@ _EXPORTS = {
     "evaluate": "lessons.evaluation.pipelines",
     "evaluate_question": "lessons.evaluation.three_agent_eval",
     "evaluate_techniques": "lessons.evaluation.retrieval_evaluation",
+    "evidence_ranks": "lessons.evaluation.metrics",
     "findable_quotes": "lessons.evaluation.chunk_evaluation",
     "findings_markdown": "lessons.evaluation.pipelines",
     "from_gold": "lessons.evaluation.testset",
@@ -86,6 +87,7 @@ _EXPORTS = {
     "summarise_runs": "lessons.evaluation.three_agent_eval",
     "threshold_note": "lessons.evaluation.pipelines",
     "threshold_transfer": "lessons.evaluation.pipelines",
+    "transfer_table": "lessons.evaluation.pipelines",
     "words_shared_with_evidence": "lessons.evaluation.testset",
 }
 
@@ -118,6 +120,7 @@ __all__ = [
     "evaluate",
     "evaluate_question",
     "evaluate_techniques",
+    "evidence_ranks",
     "findable_quotes",
     "findings_markdown",
     "from_gold",
@@ -166,6 +169,7 @@ __all__ = [
     "summarise_runs",
     "threshold_note",
     "threshold_transfer",
+    "transfer_table",
     "words_shared_with_evidence",
 ]
 

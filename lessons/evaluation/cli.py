@@ -18,6 +18,11 @@ used into the output folder (and `gate_calibration.json` when it calibrates the 
 only (`.env` or the environment): `DEEPSEEK_API_KEY` / `AGENTIC_RAG_MODEL` for DeepSeek or the local
 model, `AGENTIC_RAG_CHROMA_URL` for a Chroma server instead of the embedded store.
 
+`[rerank]` sets the course's reranker for `hybrid+rerank` and the grading loop — `first_stage_weight` (its rank's fusion
+with the first stage's: 0 is the cross-encoder's order alone) and `cross_lingual` (the route for a question none of
+whose candidates is in its language) — so that plain `hybrid`, the default and its variants are compared on your
+documents; the report names the reranker it used.
+
 The grading loop's gate uses thresholds calibrated on the course corpus (`lessons.agents.grading.DEFAULT_GATE`,
 from benchmarks/bench_gate.py); on any other documents the report says so plainly
 (`lessons.evaluation.threshold_note`) — they are thresholds from elsewhere (notebook 06, section 8, shows how far
@@ -71,6 +76,13 @@ rank_k = 10                    # depth of MRR and nDCG
 rerank_candidates = 20         # hybrid candidates the reranker reads (a cross-encoder: no LLM calls)
 qa_chunks = 20                 # chunks that get generated QA pairs (evidence chunks first): one LLM call each
 max_rounds = 3                 # grading loop: retrieval rounds before it abstains
+
+# [rerank]                     # the course's reranker in "hybrid+rerank" and the grading loop: try variants on your
+#                              # documents ("hybrid" in pipelines is its input, the first stage alone)
+# first_stage_weight = 0.2     # the first stage's share when its rank is fused with the cross-encoder's (RRF):
+#                              # 0 = the cross-encoder's order alone, 1 = hybrid's order (default: 0.2)
+# cross_lingual = true         # a question none of whose candidates is in its language is reordered by the
+#                              # multilingual embedder (default: true; false keeps its language's route)
 
 # [gate]                       # the grading loop's gate (default: thresholds calibrated on the course corpus)
 # calibrate = 24               # calibrate it on 24 questions of the test set that are not evaluated (a third
@@ -126,6 +138,13 @@ class RetrievalSection(_Section):
     max_rounds: int = _bounded("retrieval", "max_rounds")
 
 
+class RerankSection(_Section):
+    """[rerank]: the course's reranker as `hybrid+rerank` and the grading loop use it (`reranker_by_name`)."""
+
+    first_stage_weight: float = Field(None, ge=0.0, le=1.0)
+    cross_lingual: bool = None
+
+
 class GateSection(_Section):
     calibrate: int = _bounded("gate", "calibrate")
     seed: int = _bounded("gate", "seed")
@@ -151,13 +170,14 @@ class ConfigFile(_Section):
     generate: GenerateSection = None
     sample: SampleSection = None
     retrieval: RetrievalSection = None
+    rerank: RerankSection = None
     gate: GateSection = None
     limits: LimitsSection = None
 
 
 SECTION_MODELS: dict[str, type[_Section]] = {
-    "generate": GenerateSection, "sample": SampleSection, "retrieval": RetrievalSection, "gate": GateSection,
-    "limits": LimitsSection,
+    "generate": GenerateSection, "sample": SampleSection, "retrieval": RetrievalSection, "rerank": RerankSection,
+    "gate": GateSection, "limits": LimitsSection,
 }  # fmt: skip
 TOP_LEVEL_TYPES = {"documents": "str", "questions": "str", "pipelines": "list", "output": "str", "collection": "str",
                    "corpus": "str"}  # fmt: skip
@@ -182,6 +202,7 @@ class EvalConfig:
     generate: dict[str, int] = field(default_factory=lambda: {"single": 6, "multi": 2, "seed": 0})
     sample: dict[str, int] = field(default_factory=dict)
     retrieval: dict[str, int] = field(default_factory=dict)
+    rerank: dict[str, float | bool] = field(default_factory=dict)
     gate: dict[str, int] = field(default_factory=dict)
     limits: dict[str, int] = field(default_factory=dict)
 
@@ -249,6 +270,12 @@ def _config_problem(path: Path, raw: dict[str, Any], problem: dict) -> str:
     inner = str(where[1])
     if kind == "extra_forbidden":
         return f"{path}: unknown key {inner!r} in [{key}] — allowed: {', '.join(SECTION_MODELS[key].model_fields)}"
+    if key == "rerank" and inner == "first_stage_weight":
+        return (
+            f"{path}: [rerank] first_stage_weight = {value!r} — use a number from 0 to 1 (0.2 is the course's default)"
+        )
+    if key == "rerank":
+        return f"{path}: [rerank] {inner} = {value!r} — write true or false"
     if kind in ("greater_than_equal", "less_than_equal"):
         low, high = BOUNDS[key][inner]
         return f"{path}: [{key}] {inner} = {value} is out of range — use a whole number from {low} to {high}"
@@ -331,8 +358,8 @@ def load_config(path: str | Path) -> EvalConfig:
         path=path, documents=documents, questions=questions, pipelines=list(raw["pipelines"]),
         output=(base / raw.get("output", "runs/evaluation")).resolve(), collection=raw.get("collection"), corpus=corpus,
         generate={"single": 6, "multi": 2, "seed": 0, **raw.get("generate", {})},
-        sample=dict(raw.get("sample", {})), retrieval=dict(raw.get("retrieval", {})), gate=dict(raw.get("gate", {})),
-        limits=dict(raw.get("limits", {})),
+        sample=dict(raw.get("sample", {})), retrieval=dict(raw.get("retrieval", {})), rerank=dict(raw.get("rerank", {})),
+        gate=dict(raw.get("gate", {})), limits=dict(raw.get("limits", {})),
     )  # fmt: skip
 
 
@@ -569,6 +596,7 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
         rerank_candidates=config.setting("rerank_candidates", 20), max_rounds=config.setting("max_rounds", 3),
         qa_chunks=qa_chunk_selection(chunks, items, config.setting("qa_chunks", 20)),
         qa_store_name=f"{collection}-qa", progress=progress,
+        first_stage_weight=config.rerank.get("first_stage_weight"), cross_lingual=config.rerank.get("cross_lingual", True),
     )  # fmt: skip
     calibration = calibrate_gate_on(calibration_items, resources, in_sample=in_sample) if calibrating else None
     if calibration is not None:
@@ -589,6 +617,8 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
             "chunks": len(chunks), "questions": config.questions if config.questions in ("gold", "generate") else Path(config.questions).name,
             "pipelines": ", ".join(pipelines), "k": k, "rank_k": rank_k,
             "files skipped": "; ".join(f"{Path(s.path).name}: {s.reason}" for s in ingested.skipped) or "none"}  # fmt: skip
+    if any(name in config.pipelines for name in ("hybrid+rerank", "grading-loop")):
+        meta["reranker"] = rerank_note(config)
     if gate_line is not None:
         meta["gate thresholds"] = gate_line
     json_path, md_path = save_report(config.output, rows, table, items, meta)
@@ -599,6 +629,16 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     )
     print(USAGE.report())
     return {"json": json_path, "markdown": md_path, "table": table, "rows": rows, "skipped": list(ingested.skipped)}
+
+
+def rerank_note(config: EvalConfig) -> str:
+    """The report's line on the reranker the run used: the first-stage weight and the cross-lingual route ([rerank])."""
+    from lessons.retrieval.rerank import DEFAULT_FIRST_STAGE_WEIGHT
+
+    weight = config.rerank.get("first_stage_weight", DEFAULT_FIRST_STAGE_WEIGHT)
+    route = "on" if config.rerank.get("cross_lingual", True) else "off"
+    default = " (the course's default)" if weight == DEFAULT_FIRST_STAGE_WEIGHT and route == "on" else ""
+    return f"default_reranker, first-stage weight {weight:g}, cross-lingual route {route}{default}"
 
 
 def gate_note(config: EvalConfig) -> str:

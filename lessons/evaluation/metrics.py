@@ -82,6 +82,12 @@ def relevance(documents: Sequence[Document], question: Question) -> list[bool]:
     return [chunk_id_of(d) in ids or quoted for d, quoted in zip(documents, by_quote)]
 
 
+def evidence_ranks(documents: Sequence[Document], question: Question) -> list[int]:
+    """The ranks (1 = first) at which a ranked list holds evidence for `question` (`relevance`): where an order put
+    what the reader needs. Introduced in notebook 02 (retrieval tricks)."""
+    return [rank for rank, relevant in enumerate(relevance(documents, question), start=1) if relevant]
+
+
 def retrieval_scores(
     documents: Sequence[Document], question: Question, n_relevant: int | None = None, k: int = 5, rank_k: int = 10
 ) -> dict[str, float]:

@@ -456,6 +456,33 @@ def retrieval_goals(
     return pd.DataFrame(out)
 
 
+def transfer_table(
+    rows: pd.DataFrame, default: str = "hybrid+rerank", reference: str = "hybrid", k: int = GOAL_K, rank_k: int = RANK_K
+) -> pd.DataFrame:
+    """Does the default reranked pipeline hold on every knowledge base, in every language? Per corpus and language
+    (rows of `retrieval_rows`): `reference` and `default` on recall@k and MRR@rank_k, the difference, and whether the
+    default scores at least as well on both. Introduced in notebook 06 (evaluation)."""
+    metrics = [f"recall@{k}", f"MRR@{rank_k}"]
+    missing = {default, reference} - set(rows["pipeline"])
+    if missing:
+        raise ValueError(
+            f"transfer_table: no rows for pipeline(s) {sorted(missing)} — measure them with retrieval_rows"
+        )
+    means = rows[rows["pipeline"].isin([default, reference])].pivot_table(
+        index=["corpus", "language"], columns="pipeline", values=metrics, sort=False
+    )
+    columns = {("questions", ""): rows[rows["pipeline"] == default].groupby(["corpus", "language"], sort=False).size()}
+    for metric in metrics:
+        columns[(metric, reference)] = means[(metric, reference)]
+        columns[(metric, default)] = means[(metric, default)]
+        columns[(metric, "Δ")] = means[(metric, default)] - means[(metric, reference)]
+    columns[(f"{default} ≥ {reference}", "")] = pd.Series(
+        [all(means.loc[key, (m, default)] >= means.loc[key, (m, reference)] for m in metrics) for key in means.index],
+        index=means.index,
+    )
+    return pd.DataFrame(columns)
+
+
 def gate_sample(sample: Sequence[TestItem], pool: Sequence[TestItem], n: int, seed: int = 0) -> list[TestItem]:
     """The `n` questions a calibrated decision is measured on (notebook 06): the judged `sample` first (its
     chat-model calls are cached), then a seeded draw from the rest of `pool`, balanced between languages,
@@ -606,6 +633,39 @@ def _completeness_ranks(answers: Mapping[str, pd.DataFrame]) -> list[str]:
               "{moves}.", moves=moves)]  # fmt: skip
 
 
+def _transfer_lines(
+    retrieval: pd.DataFrame, k: int, default: str = "hybrid+rerank", reference: str = "hybrid"
+) -> list[str]:
+    """Findings line: is the reranked default at least as good as plain hybrid in every corpus and language?"""
+    if not {default, reference} <= set(retrieval["pipeline"]):
+        return []
+    table = transfer_table(retrieval, default, reference, k=k)
+    held = table[(f"{default} ≥ {reference}", "")]
+    below = "; ".join(
+        t(
+            "{corpus} {language}: recall@{k} {recall:+.3f}, MRR {mrr:+.3f}",
+            corpus=corpus,
+            language=language,
+            k=k,
+            recall=table.loc[(corpus, language), (f"recall@{k}", "Δ")],
+            mrr=table.loc[(corpus, language), (f"MRR@{RANK_K}", "Δ")],
+        )
+        for corpus, language in table.index[~held.to_numpy()]
+    )
+    return [
+        t(
+            "- **{default} against plain {reference}**: at least as good on recall@{k} and MRR in {held} of {cells} "
+            "corpus × language groups{below}.",
+            default=default,
+            reference=reference,
+            k=k,
+            held=int(held.sum()),
+            cells=len(table),
+            below=t(" — below in {groups}", groups=below) if below else "",
+        )
+    ]
+
+
 def findings_markdown(
     retrieval: pd.DataFrame,
     goals: pd.DataFrame,
@@ -634,6 +694,7 @@ def findings_markdown(
             value=row[f"English {recall}"], english_met=t("met") if row["English goal met"] else t("missed"),
             removed=f"{removed:.0%}" if removed is not None and not pd.isna(removed) else t("none"), baseline=baseline,
             misses_met=t("met") if row["misses goal met"] else t("missed")))  # fmt: skip
+    lines += _transfer_lines(retrieval, k)
     if len(corpora) == 2:
         means = retrieval.pivot_table(index="pipeline", columns="corpus", values=recall, sort=False)
         ranks = means.apply(_ranks)

@@ -10,6 +10,7 @@ loaded on first use, so `from lessons.retrieval import X` imports only X's modul
 from lessons.core.exports import lazy_exports
 
 _EXPORTS = {
+    "DEFAULT_FIRST_STAGE_WEIGHT": "lessons.retrieval.rerank",
     "HYDE_PROMPT": "lessons.retrieval.query_transform",
     "RELEVANCE_PROMPT": "lessons.retrieval.rerank",
     "RELEVANCE_PROMPTS": "lessons.retrieval.rerank",
@@ -27,10 +28,13 @@ _EXPORTS = {
     "default_reranker": "lessons.retrieval.rerank",
     "dense_retriever": "lessons.retrieval.retrievers",
     "expand_hits": "lessons.retrieval.context_expansion",
+    "fusion_reach": "lessons.retrieval.rerank",
     "get_cross_encoder": "lessons.retrieval.rerank",
     "hybrid_over": "lessons.retrieval.document_processor",
     "hybrid_retriever": "lessons.retrieval.retrievers",
     "hypothetical_answer": "lessons.retrieval.query_transform",
+    "is_cross_lingual": "lessons.retrieval.rerank",
+    "language_of": "lessons.retrieval.rerank",
     "llm_reranker": "lessons.retrieval.rerank",
     "load_knowledge_base": "lessons.retrieval.index",
     "neighbour_budget": "lessons.retrieval.context_expansion",
@@ -45,6 +49,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "DEFAULT_FIRST_STAGE_WEIGHT",
     "HYDE_PROMPT",
     "RELEVANCE_PROMPT",
     "RELEVANCE_PROMPTS",
@@ -62,10 +67,13 @@ __all__ = [
     "default_reranker",
     "dense_retriever",
     "expand_hits",
+    "fusion_reach",
     "get_cross_encoder",
     "hybrid_over",
     "hybrid_retriever",
     "hypothetical_answer",
+    "is_cross_lingual",
+    "language_of",
     "llm_reranker",
     "load_knowledge_base",
     "neighbour_budget",

@@ -216,6 +216,29 @@ class ScoredCrossEncoderReranker(CrossEncoderReranker):
 DEFAULT_FIRST_STAGE_WEIGHT = 0.2
 
 
+def fusion_reach(first_stage_weight: float, candidates: int, c: int = 60) -> int:
+    """How many places of a reranker's order the first stage can overturn when the two ranks are fused (RRF, constant
+    `c`) with `first_stage_weight` on the first stage (introduced in notebook 02).
+
+    The largest d such that the chunk the first stage ranks 1st and the reranker ranks (1 + d)-th still beats the
+    reranker's 1st, which the first stage ranks last of `candidates`: 0 when the reranker always decides
+    (weight 0), up to `candidates` - 1 as the first stage's weight nears or passes the reranker's.
+    """
+    if not 0 <= first_stage_weight <= 1 or candidates < 1:
+        raise ValueError(
+            f"first_stage_weight {first_stage_weight} must lie in [0, 1] and candidates {candidates} be ≥ 1"
+        )
+    w = first_stage_weight
+    reach = 0
+    for d in range(1, candidates):
+        lifted = w / (c + 1) + (1 - w) / (c + 1 + d)
+        overturned = w / (c + candidates) + (1 - w) / (c + 1)
+        if lifted < overturned:  # a tie goes to the first stage, listed first in the fusion
+            break
+        reach = d
+    return reach
+
+
 def llm_reranker(
     llm: BaseChatModel, top_n: int = 10, max_chars: int = 1500, first_stage_weight: float = 0.0
 ) -> ScoredCrossEncoderReranker:
@@ -425,19 +448,28 @@ RERANKERS = ("default", "cross_encoder", "llm", "none")
 
 
 def reranker_by_name(
-    name: str = "default", *, top_n: int = 10, llm: BaseChatModel | None = None, chinese: str = "first_stage"
+    name: str = "default",
+    *,
+    top_n: int = 10,
+    llm: BaseChatModel | None = None,
+    chinese: str = "first_stage",
+    first_stage_weight: float | None = None,
+    cross_lingual: bool = True,
 ) -> BaseDocumentCompressor | None:
     """The course's one reranker chooser (notebook 02; the service, the search tool and the document processor use it).
 
-    - "default": `default_reranker(top_n, llm, chinese)` — the cross-encoder fused with the first stage's order for
-      the languages it knows, the routed choice for the others;
+    - "default": `default_reranker(top_n, llm, chinese, first_stage_weight, cross_lingual)` — the cross-encoder fused
+      with the first stage's order for the languages it knows, the routed choice for the others, the cross-lingual
+      route for a question none of whose candidates is in its language; `first_stage_weight` None means
+      `DEFAULT_FIRST_STAGE_WEIGHT` (the evaluation command's `[rerank]` settings pass other values);
     - "cross_encoder": the configured cross-encoder alone (its order overrules the first stage's), every language;
     - "llm": the chat model's P(yes) blended with the first stage (`top_n` model calls per question; needs `llm`);
     - "none": None — keep the first stage's order.
     Each reranked passage carries the relevance model's score in `metadata["relevance_score"]`.
     """
     if name == "default":
-        return default_reranker(top_n, llm=llm, chinese=chinese)
+        weight = DEFAULT_FIRST_STAGE_WEIGHT if first_stage_weight is None else first_stage_weight
+        return default_reranker(top_n, llm=llm, chinese=chinese, first_stage_weight=weight, cross_lingual=cross_lingual)
     if name == "cross_encoder":
         return cross_encoder_reranker(top_n)
     if name == "llm":
