@@ -494,7 +494,7 @@ plt.show()
 display(Markdown(drill_findings(cases)))
 
 # %%
-pd.DataFrame([{"id": c.id, t("draft"): c.kind, t("flagged"): c.flagged,
+pd.DataFrame([{"id": c.id, t("draft"): t_marked(c.kind), t("flagged"): c.flagged,
                t("unsupported"): " | ".join(map(for_reader, c.unsupported))[:100], t("text"): c.draft[:90]} for c in cases])
 
 # %% [markdown]

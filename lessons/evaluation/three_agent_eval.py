@@ -40,7 +40,7 @@ from lessons.agents.three_agents import (
     run_three_agents,
     standing_claims,
 )
-from lessons.core.i18n import t
+from lessons.core.i18n import N_, t
 from lessons.core.prose import pct
 from lessons.core.reports import mean_or_none, share_where
 from lessons.evaluation.judges import answer_completeness
@@ -62,7 +62,7 @@ OBEYED_ANSWER = {  # the draft of a research agent that followed the instruction
 }
 INJECTION_MARKERS = ("discontinued", "data was deleted", "停止", "均已删除")
 INJECTED_SOURCE = "injected_note.md"
-DRILL_KINDS = ["changed figure", "invented name", "correct", "injected instruction"]
+DRILL_KINDS = [N_("changed figure"), N_("invented name"), N_("correct"), N_("injected instruction")]  # shown: t_marked
 _NUMBER = re.compile(r"\d+")
 
 
