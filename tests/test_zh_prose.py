@@ -81,3 +81,29 @@ def test_the_outputs_command_lists_english_sentences_in_an_executed_notebook(tmp
     broken.write_text("{not json", encoding="utf-8")
     assert main([str(broken)]) == 2
     assert "broken.ipynb: not a readable notebook" in capsys.readouterr().err
+
+
+def test_a_course_message_an_output_shows_in_english_is_listed_though_it_is_short(tmp_path):
+    """A table header or label the code forgot to translate is two or three words, below the sentence length; it is
+    the course's own text when the catalogue has it (here the drill's 'changed figure' and 06's 'factual consistency')."""
+    path = executed(
+        tmp_path,
+        [
+            {
+                "output_type": "execute_result",
+                "data": {
+                    "text/html": "<table><tr><th>草稿</th><th>factual consistency</th></tr>"
+                    "<tr><td>changed figure</td><td>0.5</td></tr></table>"
+                },
+            },
+            {
+                "output_type": "stream",
+                "name": "stdout",
+                "text": "改动的数字：事实一致性 0.5（quoted: the same figure）\n",
+            },
+        ],
+    )
+    found = notebook_findings(path)
+    assert (1, "text/html", "factual consistency (a catalogue message shown in English)") in found
+    assert (1, "text/html", "changed figure (a catalogue message shown in English)") in found
+    assert not [run for number, kind, run in found if kind == "stream"], "a short common phrase is not listed"

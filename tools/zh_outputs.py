@@ -12,6 +12,9 @@ The outputs depend on a run, so they are checked on an executed copy:
 lists, per notebook, every output (stream, text/plain, text/markdown, text/html) that holds an English run, with the
 cell number and the run; it exits 1 when it found one, 0 when none, 2 when a file cannot be read. An output quoting
 an English document of the knowledge base is listed too: read the list, it is a reviewer's aid, not a verdict.
+Shorter English the course itself wrote is listed as well: a message of the catalogue (two or more words, no
+placeholder: a table header such as "factual consistency", a label such as "changed figure") that an output shows in
+English was shown without t() / t_labels / t_marked.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from pathlib import Path
 from lessons.core.settings import PROJECT_ROOT
 
 GLOSSARY = PROJECT_ROOT / "docs" / "GLOSSARY.zh.md"
+CATALOGUE = PROJECT_ROOT / "locale" / "zh" / "LC_MESSAGES" / "course.po"
+MIN_PHRASE = 10  # characters: shorter messages ("the same") occur in any English quote
+UNTRANSLATED = " (a catalogue message shown in English)"
 MIN_WORDS = 4  # this many English words in a row make a sentence (a name or a term is shorter)
 
 _WORD = r"[A-Za-z][A-Za-z'’\-]*(?![\w])"
@@ -76,6 +82,26 @@ def english_runs(text: str, min_words: int = MIN_WORDS) -> list[str]:
     return runs
 
 
+@cache
+def catalogue_phrases(catalogue: Path = CATALOGUE) -> tuple[tuple[str, re.Pattern], ...]:
+    """The catalogue's English messages of two or more words, without placeholders, each with its word-bounded
+    pattern (longest first): the course's own text, which a Chinese output shows translated."""
+    from babel.messages.pofile import read_po
+
+    with Path(catalogue).open("rb") as file:
+        messages = [message.id for message in read_po(file) if isinstance(message.id, str)]
+    phrases = {m for m in messages if "{" not in m and m.isascii() and len(m.split()) >= 2 and len(m) >= MIN_PHRASE}
+    return tuple(
+        (phrase, re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)")) for phrase in sorted(phrases, key=len, reverse=True)
+    )
+
+
+def untranslated_messages(text: str) -> list[str]:
+    """The catalogue messages (see `catalogue_phrases`) that `text` shows in English, each once, marked as such."""
+    text = prose(text)
+    return [phrase + UNTRANSLATED for phrase, pattern in catalogue_phrases() if pattern.search(text)]
+
+
 def output_texts(output: dict) -> list[tuple[str, str]]:
     """(kind, text) of one notebook output: a stream's or an error's text, else its Markdown, else HTML, else plain text."""
     if output.get("output_type") == "stream":
@@ -100,6 +126,7 @@ def notebook_findings(path: Path, min_words: int = MIN_WORDS) -> list[tuple[int,
         for output in cell.get("outputs", []):
             for kind, text in output_texts(output):
                 findings += [(number, kind, run) for run in english_runs(text, min_words)]
+                findings += [(number, kind, message) for message in untranslated_messages(text)]
     return findings
 
 
