@@ -435,10 +435,11 @@ rerank_table(chinese_example, routed, t("score"))
 # many places of the cross-encoder's order it can overturn. `default_reranker()` fuses this way at
 # `DEFAULT_FIRST_STAGE_WEIGHT`, chosen by `benchmarks/bench_rerank_fusion.py` on both of the course's knowledge bases,
 # which prints a FAILED block whenever the default scores below plain hybrid on either one, in either language. The
-# second knowledge base is ten real package READMEs (`data/packages/`, notebook 06): documents nothing here was tuned
-# on. For two of its English questions, the ranks at which each order holds the evidence:
+# second knowledge base is ten real package READMEs (`data/packages/`, notebook 06): documents the course was not
+# written on (the weight was chosen on both). For two of its English questions, the ranks at which each order holds
+# the evidence:
 
-# %% [markdown] lang="zh" translates="5bf1b0ccb6ca"
+# %% [markdown] lang="zh" translates="e9fd75a24c01"
 # ### 为什么重排器（reranker）可能输给它的输入，以及解决办法
 #
 # 只按交叉编码器的分数重排，会丢掉第一阶段已经知道的东西。混合检索把一个块排得靠前，是因为*两个*检索器都认可它；
@@ -452,8 +453,8 @@ rerank_table(chinese_example, routed, t("score"))
 # $w$ 较小时仍由交叉编码器做主，第一阶段只在它难分高下时做裁决：下面的单元格会算出第一阶段最多能推翻交叉编码器排序中的几个名次。
 # `default_reranker()` 就按 `DEFAULT_FIRST_STAGE_WEIGHT` 这样融合；这个权重由 `benchmarks/bench_rerank_fusion.py`
 # 在课程的两个知识库（knowledge base）上选出，只要默认流水线在任何一个知识库、任何一种语言上低于普通的混合检索，
-# 它就打印一个 FAILED 块。第二个知识库是十个真实软件包的 README（`data/packages/`，notebook 06）：这里没有任何东西是
-# 针对它们调过的。下面是它的两个英文问题，以及每种排序把证据放在第几名：
+# 它就打印一个 FAILED 块。第二个知识库是十个真实软件包的 README（`data/packages/`，notebook 06）：课程不是对着这些文档写的
+# （权重是在两个知识库上一起选的）。下面是它的两个英文问题，以及每种排序把证据放在第几名：
 
 # %%
 from lessons.evaluation import evidence_ranks
