@@ -79,9 +79,25 @@ class GrammarFirstCheck:
         return token
 
 
+# A JSON string holds no raw control character (a newline is written "\\n"). llama-cpp-python's schema-to-grammar
+# converter lets any character but '"' and '\\' into a string, so a small model that closes a quote with "”" can go
+# on writing newlines inside the string until max_tokens (1,024 tokens, three times over with the retries). llama.cpp's
+# own converter and the package's JSON grammar exclude them; the course's grammars do too.
+JSON_CHAR = r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
+
+
+def patch_grammar() -> None:
+    """Schema grammars keep raw control characters out of JSON strings, as llama.cpp's own converter does."""
+    from llama_cpp import llama_grammar
+
+    llama_grammar.PRIMITIVE_RULES["char"] = llama_grammar.BuiltinRule(JSON_CHAR, [])
+
+
 def patch_llama() -> None:
-    """Apply both changes to `llama_cpp.Llama` (idempotent)."""
+    """Apply the changes to `llama_cpp.Llama` and its grammar converter (idempotent)."""
     import llama_cpp
+
+    patch_grammar()
 
     llama = llama_cpp.Llama
     if getattr(llama, "_course_patched", False):
