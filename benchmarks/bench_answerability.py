@@ -21,8 +21,15 @@ Held-out questions: `--seed 1 --exclude-dev` draws a sample disjoint from the de
 questions the check's rules were written on) and writes answerability-heldout-seed1.json (rows: …-rows.json).
 The code check is re-run at analysis time with the corpus's subject (`common_names`) as the code computes it now.
 
+Questions never tuned on: `--near-misses` takes the out-of-KB questions from benchmarks/questions/near_miss_<corpus>.jsonl
+(40 near misses written by someone who had not read the check, before the rule they measure) and `--exclude-rows NAME`
+keeps the answerable ones of earlier samples out:
+
+    python benchmarks/bench_answerability.py --seed 2 --exclude-dev --exclude-rows answerability-heldout-seed1 \
+        --near-misses --answerable 10 --out-of-kb 10 --no-p-yes --name answerability-nearmiss-seed2
+
     python benchmarks/bench_answerability.py [--answerable 8] [--out-of-kb 5] [--all] [--analyse-only]
-        [--seed N --exclude-dev] [--name NAME]
+        [--seed N --exclude-dev] [--exclude-rows NAME ...] [--near-misses] [--name NAME]
 """
 
 import argparse
@@ -38,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import RESULTS, save
 
 MIN_ABSTENTION = 0.95
+QUESTIONS = Path(__file__).resolve().parent / "questions"
 K = 3
 NAME = "answerability"
 
@@ -110,6 +118,7 @@ def measure(questions: list, rows: dict, path: Path, p_yes: bool = True) -> None
             "p_yes": relevance_p,
             "cross_encoder": cross,
             "evidence_in_top_k": any(relevance(documents, question)) if question.answerable else False,
+            "asks_for": evidence.asks_for,
             "quote": evidence.quote,
             "answer": evidence.answer,
             "documents": [
@@ -135,6 +144,9 @@ VARIANTS = {  # the code check's settings compared at analysis time (the judge's
     "any_coverage": {"min_coverage": 0.0},
     "answer": {"check_answer": True},  # the judge's short answer must be new to the question and stated
     "no_framing": {"framing": False},  # every quote character must come from the chunk (no framing from the question)
+    "no_focus": {"focus_share": 0.0},  # the words naming what is asked are not looked for around the quote
+    "focus_any": {"focus_share": 0.01},  # one of them suffices
+    "focus_all": {"focus_share": 1.0},  # every one of them
 }
 
 
@@ -149,7 +161,7 @@ def verify(row: dict, subject=None) -> dict:
         Document(d["text"], metadata={"context_header": d["context_header"], "source": d["source"]})
         for d in row["documents"]
     ]
-    evidence = Evidence(quote=row["quote"], answer=row["answer"])
+    evidence = Evidence(asks_for=row.get("asks_for", ""), quote=row["quote"], answer=row["answer"])
     checked = {}
     for name, options in VARIANTS.items():
         reason, match, specifics, missing, terms = verify_evidence(
@@ -192,11 +204,21 @@ def _pairs(row: dict, signal: str) -> list[tuple[float, float]]:
     }[second]
 
 
-PREFIXES = {"check(names near)": "names_near_quote", "check(answer)": "answer", "check(no framing)": "no_framing"}
+PREFIXES = {
+    "check(names near)": "names_near_quote",
+    "check(answer)": "answer",
+    "check(no framing)": "no_framing",
+    "check(no focus)": "no_focus",
+    "check(focus any)": "focus_any",
+    "check(focus all)": "focus_all",
+}
 SIGNALS = (
     "p_yes",
     "check(no framing)",
+    "check(no focus)",
+    "check(focus any)",
     "check",
+    "check(focus all)",
     "check+p_yes",
     "check(names near)",
     "check(names near)+p_yes",
@@ -242,6 +264,7 @@ def analyse(rows: list[dict]) -> dict:
                     "check(names near)": auc(inside, outside, lambda r: ok(r, "names_near_quote")),
                     "check(answer)": auc(inside, outside, lambda r: ok(r, "answer")),
                     "check(no framing)": auc(inside, outside, lambda r: ok(r, "no_framing")),
+                    "check(no focus)": auc(inside, outside, lambda r: ok(r, "no_focus")),
                     "check*p_yes": auc(inside, outside, lambda r: ok(r) * max(r["p_yes"])) if read_p else None,
                     "quote_coverage": auc(inside, outside, lambda r: r["quote_coverage"]),
                     "term_coverage": auc(inside, outside, lambda r: r["term_coverage"] or 0.0),
@@ -322,8 +345,27 @@ def current_subject(corpus: str) -> frozenset:
     return common_names(chunk_knowledge_base(folder=corpus_folder(corpus)))
 
 
-def main() -> dict:
+def questions_of(corpus: str, near_misses: bool = False) -> list:
+    """The corpus's gold questions; with `near_misses`, its out-of-KB ones replaced by the held-out near misses of
+    benchmarks/questions/ (written independently of the check, never used to fit it; their `note` is dropped)."""
     from lessons.ingest import load_gold
+    from lessons.ingest.questions import Question
+
+    gold = load_gold(corpus=corpus)
+    if not near_misses:
+        return gold
+    path = QUESTIONS / f"near_miss_{corpus}.jsonl"
+    extra = [
+        Question.model_validate({k: v for k, v in json.loads(line).items() if k != "note"})
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    if any(q.answerable for q in extra):
+        raise ValueError(f"{path}: a near miss must be out_of_kb — fix the question's type")
+    return [q for q in gold if q.answerable] + extra
+
+
+def main() -> dict:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", nargs="+", default=["course", "packages"], choices=("course", "packages"))
@@ -335,17 +377,27 @@ def main() -> dict:
     parser.add_argument(
         "--exclude-dev", action="store_true", help=f"never draw a question of the dev rows ({NAME}-rows.json)"
     )
+    parser.add_argument(
+        "--exclude-rows", nargs="+", default=[], metavar="NAME", help="never draw a question of these results' rows"
+    )
+    parser.add_argument(
+        "--near-misses",
+        action="store_true",
+        help="out-of-KB questions from benchmarks/questions/near_miss_<corpus>.jsonl (never tuned on) instead of gold",
+    )
     parser.add_argument("--no-p-yes", action="store_true", help="do not read P(yes): only the check's one call")
     parser.add_argument("--name", help=f"results name (default {NAME}, or {NAME}-heldout-seedN with --exclude-dev)")
     args = parser.parse_args()
     name = args.name or (f"{NAME}-heldout-seed{args.seed}" if args.exclude_dev else NAME)
     dev_path = RESULTS / f"{NAME}-rows.json"
     dev = frozenset(json.loads(dev_path.read_text())) if args.exclude_dev and dev_path.exists() else frozenset()
+    for other in args.exclude_rows:
+        dev |= frozenset(json.loads((RESULTS / f"{other}-rows.json").read_text()))
     path = RESULTS / f"{name}-rows.json"
     rows = json.loads(path.read_text()) if path.exists() else {}
     samples = {
         corpus: sample(
-            load_gold(corpus=corpus),
+            questions_of(corpus, args.near_misses),
             args.answerable,
             args.out_of_kb,
             seed=args.seed,
@@ -367,6 +419,8 @@ def main() -> dict:
             "all": args.all,
             "seed": args.seed,
             "excludes_dev_rows": args.exclude_dev,
+            "excludes_rows_of": args.exclude_rows,
+            "near_misses": args.near_misses,
             "ids": samples,
         },
         "min_abstention": MIN_ABSTENTION,

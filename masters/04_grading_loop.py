@@ -26,7 +26,7 @@
 #
 # | | |
 # |---|---|
-# | **You will learn** | how a relevance gate decides what the generator sees — and why it needs two judges: a relevance model (the cross-encoder) and the chat model's calibrated yes/no probability; why one relevant document is enough to stop; how a query rewrite and a retry cap make a loop that always ends; how an explicit "not in the knowledge base" answer beats one made up from the model's own knowledge — measured against the same pipeline without the gate, with the uncertainty a small sample carries |
+# | **You will learn** | how a relevance gate decides what the generator sees — and why it needs two judges: a relevance model (the cross-encoder) and the chat model's calibrated yes/no probability; how making the judge show its evidence lets code check that a passage states what was asked, which catches the on-topic near miss (the answerability check); why one relevant document is enough to stop; how a query rewrite and a retry cap make a loop that always ends; how an explicit "not in the knowledge base" answer beats one made up from the model's own knowledge — measured against the same pipeline without the gate, with the uncertainty a small sample carries |
 # | **Prerequisites** | notebook 00 (structured output), notebook 01 (the knowledge base and its gold set), notebook 02 (hybrid search, the cross-encoder, P(yes) from log-probabilities) |
 # | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **9.4 min** measured (562 s, 92 chat-model calls; `benchmarks/bench_notebooks.py`, 1 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | computed by this run: offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and ms-marco-MiniLM-L-12-v2 |
@@ -43,12 +43,12 @@
 # 4. at the cap, answer **"the knowledge base has no information on this"** — on its own path, not as a
 #    prompt instruction the model may ignore.
 
-# %% [markdown] lang="zh" translates="c363ec697011"
+# %% [markdown] lang="zh" translates="197b20a7b621"
 # # 04 · 评分循环（grading loop）：评分（grading）、改写、设上限，以及说出“知识库（knowledge base）里没有”
 #
 # | | |
 # |---|---|
-# | **你将学到** | 相关性门控（gate）怎样决定生成器能看到什么——以及它为什么需要两个评审（judge）：一个相关性模型（交叉编码器，cross-encoder）和对话模型（chat model）经过校准的 yes/no 概率；为什么有一个相关文档就足以停下；查询改写（query rewriting）加上重试上限，怎样构成一个总会结束的循环；为什么明确回答“知识库里没有”胜过用模型自己的知识编出一个答案——与不带门控的同一条流水线（pipeline）对比测量，并给出小样本带来的不确定性 |
+# | **你将学到** | 相关性门控（gate）怎样决定生成器能看到什么——以及它为什么需要两个评审（judge）：一个相关性模型（交叉编码器，cross-encoder）和对话模型（chat model）经过校准的 yes/no 概率；怎样让评审拿出证据，由代码核对一段话是否说出了问题问的东西，从而抓住话题相同却差之毫厘的问题（可答性检查，answerability check）；为什么有一个相关文档就足以停下；查询改写（query rewriting）加上重试上限，怎样构成一个总会结束的循环；为什么明确回答“知识库里没有”胜过用模型自己的知识编出一个答案——与不带门控的同一条流水线（pipeline）对比测量，并给出小样本带来的不确定性 |
 # | **前置条件** | notebook 00（结构化输出，structured output）、notebook 01（知识库及其金标准问题集，gold set）、notebook 02（混合检索（hybrid retrieval）、交叉编码器、由对数概率得到的 P(yes)） |
 # | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **9.4 分钟**（562 秒，92 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 1 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由本次运行计算：离线使用 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 |
@@ -105,7 +105,7 @@ def retrieve(query):
 gold = load_gold()
 in_kb = [q for q in gold if q.answerable]
 out_of_kb = [q for q in gold if not q.answerable]
-sample = balanced_sample(in_kb, N_IN_KB, SEED) + balanced_sample(out_of_kb, N_OUT_OF_KB, SEED)  # evaluated in section 5
+sample = balanced_sample(in_kb, N_IN_KB, SEED) + balanced_sample(out_of_kb, N_OUT_OF_KB, SEED)  # evaluated in section 6
 held_out = [q for q in gold if q not in sample]
 calibration = balanced_sample([q for q in held_out if q.answerable], N_CALIBRATION, SEED) + \
               balanced_sample([q for q in held_out if not q.answerable], N_CALIBRATION, SEED)
@@ -212,7 +212,7 @@ for lang in ("en", "zh"):
     })  # fmt: skip
 
 # %%
-menu_table = pd.DataFrame(menu).set_index("language")  # English column names: gate_findings (section 5) reads them
+menu_table = pd.DataFrame(menu).set_index("language")  # English column names: gate_findings (section 6) reads them
 menu_table.round(2).rename_axis(t("language")).rename(columns={
     "t₁ cross-encoder": t("t₁ cross-encoder"), "t₂ P(yes)": t("t₂ P(yes)"),
     "separation, cross-encoder": t("separation, cross-encoder"), "separation, P(yes)": t("separation, P(yes)"),
@@ -236,7 +236,6 @@ for ax, lang in zip(axes, ("en", "zh")):
 plt.tight_layout()
 plt.show()
 
-
 # %% [markdown]
 # Read the charts as the gate's menu: a question is answered in round one when one of its chunks lies in
 # the shaded corner. Where green and red points mix, no pair of thresholds separates in-KB from
@@ -249,7 +248,57 @@ plt.show()
 # 把这两张图当作门控的菜单来读：一个问题只要有一个块落在阴影角里，就会在第一轮得到回答。绿点和红点混在一起的地方，没有哪一对阈值能把知识库内和知识库外的问题分开——限制门控的是这种重叠（overlap），而不是代码。更强的对话模型（DeepSeek）或多语言的交叉编码器能把它们拉开；换上其中一个重跑这一节，阈值就会移动。每个格子只有寥寥几个问题，表中的区间很宽：一个问题就能让一个比率变动许多个百分点。
 
 # %% [markdown]
-# ## 3. The stop rule: one relevant chunk is enough
+# ## 3. Does the evidence state what was asked? The answerability check
+#
+# A near miss is on topic. Ask for the CFO and the retriever returns the paragraph that names the CEO and the
+# CTO: both scores above can be high, because the passage *is* about the company's leadership. It lacks the one
+# thing asked for. A 1.5B model asked "is this relevant?" says yes; asked to **show its evidence**, it must commit
+# to something code can check (`lessons.agents.answerability.AnswerabilityCheck`):
+#
+# 1. one structured call, `Evidence`: the question's words for what it asks (`asks_for`), the sentence or table
+#    row that answers, copied (`quote`), and a short answer;
+# 2. code finds the quote (near-)verbatim in a retrieved chunk (`locate_quote`), adding something the question
+#    does not say;
+# 3. code looks for the question's **specifics** around the quote — figures, versions, years, quarters, dates,
+#    names, the unit of a "how many", with their Chinese forms (第三季度 ↔ Q3; `question_specifics`);
+# 4. code looks for the **words naming what is asked** around the quote: the question's own words among
+#    `asks_for`, at least half of them (`focus_terms`, `MIN_FOCUS_SHARE`).
+#
+# The judge may be wrong about anything except what code verifies. The same two questions as in section 1:
+
+# %% [markdown] lang="zh" translates="efb09946ef14"
+# ## 3. 证据说出问题问的东西了吗？可答性检查（answerability check）
+#
+# 差之毫厘的问题（near miss）并不离题。问 CFO 是谁，检索器返回的是点名 CEO 和 CTO 的那一段：上面的两个分数都可能很高，因为这段话*确实*在讲公司的管理层。它缺的恰恰是问题问的那一样东西。问一个 1.5B 模型“这段相关吗？”，它会说相关；要它**拿出证据**，它就必须交出代码能核对的东西（`lessons.agents.answerability.AnswerabilityCheck`）：
+#
+# 1. 一次结构化调用 `Evidence`：问题里点明它问什么的词（`asks_for`）、逐字复制的那句话或表格行（`quote`），以及一个简短的答案；
+# 2. 代码在某个检索到的块中找到（几乎）逐字相同的引文（`locate_quote`），而且引文要说出问题本身没有说的东西；
+# 3. 代码在引文周围查找问题的**具体内容**——数字、版本、年份、季度、日期、名称、“多少”所计的单位，连同它们的中英文形式（第三季度 ↔ Q3；`question_specifics`）；
+# 4. 代码在引文周围查找**点明所问之物的词**：`asks_for` 中属于问题本身的词，至少一半（`focus_terms`、`MIN_FOCUS_SHARE`）。
+#
+# 评审（judge）什么都可能弄错，除了代码核对过的部分。仍是第 1 节的两个问题：
+
+# %%
+from lessons.agents.answerability import AnswerabilityCheck, common_names
+
+check = AnswerabilityCheck(llm, subject=common_names(chunks))  # the corpus's subject ("Tidewell") is no specific
+verdicts = {label: check(question.question, retrieve(question.question)) for label, question in examples.items()}
+pd.DataFrame([{t("kind"): label, t("question"): examples[label].question[:70], t("asks for"): v.asks_for,
+               t("quote"): v.quote[:110], t("specifics"): ", ".join(v.specifics), t("missing"): ", ".join(v.missing),
+               t("verdict"): t_marked(v.reason)} for label, v in verdicts.items()])
+
+
+# %% [markdown]
+# The loop below runs this check after the relevance gate lets a chunk through (`AnswerabilityGate`): one extra
+# call in a round that would otherwise answer, none in a round the gate already refuses. Section 6 measures what
+# it buys; `benchmarks/bench_answerability.py` measures it on every gold question of both corpora, with
+# questions written after the check (held out) and the transfer from one corpus to the other.
+
+# %% [markdown] lang="zh" translates="0f035b2a103b"
+# 下面的循环在相关性门控放行一个块之后运行这个检查（`AnswerabilityGate`）：在本来就会作答的一轮里多一次调用，在门控已经拒绝的一轮里不加调用。第 6 节测量它带来了什么；`benchmarks/bench_answerability.py` 在两个语料库（corpus）的全部金标准问题上测量它，包括在检查写好之后才写的问题（留出集，held out），以及从一个语料库迁移到另一个语料库的效果。
+
+# %% [markdown]
+# ## 4. The stop rule: one relevant chunk is enough
 #
 # Why not wait until *all* retrieved chunks are relevant? Because top-k retrieval almost never returns
 # k relevant chunks: most questions are answered by one or two passages, and the others are near
@@ -263,8 +312,8 @@ plt.show()
 # Return `"generate"` when at least one grade is `"yes"`; otherwise `"rewrite"` while rounds remain
 # (`round_number < max_rounds`), and `"not_in_kb"` at the cap.
 
-# %% [markdown] lang="zh" translates="d97462db27ea"
-# ## 3. 停止规则：一个相关的块就够了
+# %% [markdown] lang="zh" translates="e6fa59bf4640"
+# ## 4. 停止规则：一个相关的块就够了
 #
 # 为什么不等到检索到的*所有*块都相关？因为 top-k 检索几乎从不返回 k 个相关的块：大多数问题由一两段文字回答，其余的都是差之毫厘的内容。“全部相关”会把好的查询送去改写，白白消耗轮次和 token，最后在上限处对知识库*确实*能回答的问题说“我不知道”。“至少一个”则一有可以作答的依据就停下——而且此后只把评为相关的块给生成器看。
 #
@@ -287,7 +336,7 @@ from checks.nb04 import check_stop_rule
 check_stop_rule(decide)
 
 # %% [markdown]
-# ## 4. The loop as a graph
+# ## 5. The loop as a graph
 #
 # `lessons.agents.grading.build_grading_loop` wires the steps into a small LangGraph graph. The round counter
 # lives in the state and only the `retrieve` step advances it — a router that counted would lose the
@@ -298,8 +347,8 @@ check_stop_rule(decide)
 # back unchanged, which would only fetch the same chunks again; `new_query` catches that and searches
 # the question plus the keywords not tried yet instead.
 
-# %% [markdown] lang="zh" translates="30d5c49ecd8e"
-# ## 4. 把循环画成图
+# %% [markdown] lang="zh" translates="fd6ea5a7f4f5"
+# ## 5. 把循环画成图
 #
 # `lessons.agents.grading.build_grading_loop` 把这些步骤连成一个小小的 LangGraph 图。轮次计数器放在状态里，只有 `retrieve` 这一步会推进它——如果由路由器来计数，这个改动会丢失——而且一旦到达上限，路由器就不能再选 `rewrite`，所以循环按构造必然结束（有一个测试用一个永远说“no”的评分器来运行它）。评分器就是校准过的门控。
 #
@@ -308,7 +357,9 @@ check_stop_rule(decide)
 # %%
 from lessons.agents import answer_without_grading, build_grading_loop
 
-grader = RelevanceGate(llm, thresholds)
+from lessons.agents.grading import AnswerabilityGate
+
+grader = AnswerabilityGate(RelevanceGate(llm, thresholds), check)  # the calibrated gate, then the answerability check
 loop = build_grading_loop(llm, retrieve, max_rounds=MAX_ROUNDS, grader=grader)
 display(Markdown("```mermaid\n" + loop.get_graph().draw_mermaid() + "\n```"))
 
@@ -362,15 +413,15 @@ from checks.nb04 import check_honest_answer
 check_honest_answer(honest_answer)
 
 # %% [markdown]
-# ## 5. Gated vs ungated, measured
+# ## 6. Gated vs ungated, measured
 #
 # The same retriever, the same model, the same answer prompt (which also lets the model say it found
 # nothing). The only difference: the **ungated** pipeline hands the top-K chunks straight to the
 # generator; the **gated** one grades them first, rewrites up to the cap, and answers from relevant
 # chunks only. A seeded sample of gold questions, balanced between English and Chinese.
 
-# %% [markdown] lang="zh" translates="c06a9018d2a2"
-# ## 5. 有门控 vs 无门控：实测
+# %% [markdown] lang="zh" translates="a869831e47ee"
+# ## 6. 有门控 vs 无门控：实测
 #
 # 同一个检索器、同一个模型、同一个回答提示词（prompt，它也允许模型说自己什么都没找到）。唯一的区别是：**无门控**流水线把前 K 个块直接交给生成器；**有门控**的流水线先给它们评分，改写直到上限，并且只根据相关的块作答。样本是一组按固定种子抽取的金标准问题，英文和中文各占一半。
 

@@ -8,9 +8,12 @@ from lessons.agents.answerability import (
     AnswerabilityThresholds,
     Evidence,
     common_names,
+    focus_missing,
+    focus_terms,
     locate_quote,
     occurs,
     question_specifics,
+    verify_evidence,
 )
 from lessons.core.fakes import ScriptedChatModel
 
@@ -29,8 +32,10 @@ RELEASES = Document(
 )
 
 
-def check_with(quote: str, answer: str = "x", **kwargs) -> tuple[AnswerabilityCheck, ScriptedChatModel]:
-    model = ScriptedChatModel(responses=[Evidence(quote=quote, answer=answer)])
+def check_with(
+    quote: str, answer: str = "x", asks_for: str = "", **kwargs
+) -> tuple[AnswerabilityCheck, ScriptedChatModel]:
+    model = ScriptedChatModel(responses=[Evidence(asks_for=asks_for, quote=quote, answer=answer)])
     return AnswerabilityCheck(model, **{"subject": {"tidewell", "atlas"}, **kwargs}), model
 
 
@@ -49,6 +54,34 @@ def test_near_miss_on_topic_but_the_metric_absent_is_caught_by_code():
     assert not verdict.answerable
     assert verdict.reason == "specifics missing" and verdict.missing == ("EBITDA",)
     assert verdict.coverage == 1.0  # the quote itself is genuine: only the specifics check catches this
+
+
+def test_a_real_quote_about_something_else_is_caught_by_what_is_asked():
+    # On topic (the handbook), verbatim, no figure or name to miss: only the words naming what is asked are absent.
+    question = "What is the vesting schedule of Tidewell's employee stock options?"
+    check, _ = check_with("The office opens at 8:30.", "8:30", asks_for="vesting schedule")
+    verdict = check(question, [HANDBOOK])
+    assert verdict.reason == "asked-for missing" and verdict.missing == ("vest", "schedule")
+    evidence = Evidence(asks_for="vesting schedule", quote="The office opens at 8:30.", answer="8:30")
+    assert (
+        verify_evidence(question, evidence, [HANDBOOK], {"tidewell"}, focus_share=0.0)[0] == "answerable"
+    )  # the check without it
+
+
+def test_what_is_asked_counts_only_the_questions_own_words_and_half_of_them_suffice():
+    question = "In which languages can customers write support tickets?"
+    assert focus_terms(question, "languages dialect") == [
+        "languag"
+    ]  # "dialect" is the judge's word, not the question's
+    assert focus_terms("When did Tidewell open its Lisbon office?", "Tidewell Lisbon office", {"Tidewell"}) == [
+        "lisbon",
+        "office",
+    ]
+    faq = "do you offer support in languages other than english? yes. tickets can be written in english or dutch."
+    assert focus_missing(["languag", "support", "ticket"], faq) == []
+    assert focus_missing(["languag", "support", "portal"], faq) == []  # two of three
+    assert focus_missing(["customer", "portal", "ticket"], faq) == ["customer", "portal"]
+    assert focus_missing([], "anything") == []
 
 
 def test_near_miss_other_office_is_caught():

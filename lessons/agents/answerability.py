@@ -34,10 +34,11 @@ from dataclasses import dataclass, field
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from lessons.agents.answering import format_context
 from lessons.agents.claim_check import claim_is_grounded, content_tokens, figures
+from lessons.core.i18n import N_
 from lessons.core.prompt_safety import DATA_RULE
 from lessons.core.search_text import CONTEXT_HEADER
 from lessons.core.structured import invoke_structured
@@ -50,19 +51,28 @@ MIN_QUOTE_COVERAGE = 0.9  # share of the quote's characters that must match the 
 MIN_MATCH_BLOCK = 4  # shorter common runs are chance, not copying
 MIN_QUOTE_CHARS = 8  # a shorter "quote" ("No", "Yes") states nothing a reader could check
 MIN_EVIDENCE_SHARE = 0.25  # of the quote, found in the chunk and not in the question: less repeats the question
+MIN_FOCUS_SHARE = 0.5  # of the words naming what is asked (the judge's asks_for, from the question), around the quote
 WINDOW_CHARS = 300  # the neighbourhood of a quote in which the question's figures must occur
 CONTEXT_CHARS = 1200  # each chunk as the judge reads it
 
 
 class Evidence(BaseModel):
-    """The judge's evidence: the sentence or table row that answers, copied, or nothing."""
+    """The judge's evidence: the sentence or table row that answers, copied, or nothing; and what the question asks for."""
 
-    # The quote comes first: asked for a verdict first, a small model decides before it has looked.
+    # The quote comes first: asked for a verdict first, a small model decides before it has looked (asked to name
+    # what the question asks for first, it left the quote empty on 4 of 7 answerable dev questions, against 0 of 7).
+    # Every field is asked for, in this order (a grammar writes required fields first); `asks_for` keeps a default so
+    # that evidence written before it existed (stored benchmark rows, scripted models) still reads.
+    model_config = ConfigDict(json_schema_extra={"required": ["quote", "answer", "asks_for"]})
+
     quote: str = Field(
         description="the ONE sentence or table row, copied word for word from a document, that states the answer to "
         "exactly this question; empty if no document states it"
     )
     answer: str = Field(description="the answer in a few words, taken from the quote; empty if the quote is empty")
+    asks_for: str = Field(
+        default="", description="the few words of the question that name what it asks for, copied from the question"
+    )
 
 
 EVIDENCE_PROMPT = """Question: {question}
@@ -73,9 +83,8 @@ Find the evidence for this question in the documents below. <<DATA_RULE>>
 
 Copy, word for word, the ONE sentence or table row from the documents above (never from the question) that states
 the answer to exactly this question — with what it asks for: the same quarter, year, version, office, person or
-amount. A sentence on the same topic that does not state that is NOT evidence: then leave the quote empty.""".replace(
-    "<<DATA_RULE>>", DATA_RULE
-)
+amount. A sentence on the same topic that does not state that is NOT evidence: then leave the quote empty. Last,
+copy from the question the few words that name what it asks for.""".replace("<<DATA_RULE>>", DATA_RULE)
 
 EVIDENCE_PROMPT_ZH = """问题：{question}
 
@@ -84,9 +93,8 @@ EVIDENCE_PROMPT_ZH = """问题：{question}
 {documents}
 
 从上面的资料中（不要从问题中）逐字复制陈述了这个问题答案的那一句话或表格中的一行，保持原文的语言，不要翻译。它必须包含问题问的
-具体内容：同一个季度、年份、版本、办公室、人物或金额。只是话题相同、却没有陈述这些内容的句子不是证据：这时引文留空。""".replace(
-    "<<DATA_RULE>>", DATA_RULE
-)
+具体内容：同一个季度、年份、版本、办公室、人物或金额。只是话题相同、却没有陈述这些内容的句子不是证据：这时引文留空。最后，从问题中
+复制点明它问的是什么的几个词。""".replace("<<DATA_RULE>>", DATA_RULE)
 
 EVIDENCE_PROMPTS = {"en": EVIDENCE_PROMPT, "zh": EVIDENCE_PROMPT_ZH}
 
@@ -390,12 +398,25 @@ class AnswerabilityThresholds:
 NO_THRESHOLDS = {"en": AnswerabilityThresholds(), "zh": AnswerabilityThresholds()}
 
 
+# The verdict's reasons in plain words, marked for the catalogue: a notebook shows `t_marked(verdict.reason)`.
+REASONS = (
+    N_("answerable"),
+    N_("no quote"),
+    N_("quote not in the documents"),
+    N_("quote repeats the question"),
+    N_("specifics missing"),
+    N_("asked-for missing"),
+    N_("P(yes) below threshold"),
+    N_("cross-encoder below threshold"),
+)
+
+
 @dataclass(frozen=True)
 class AnswerabilityVerdict:
     """The check's decision and everything it rests on (introduced in notebook 04).
 
     `reason`: "answerable", "no quote", "quote not in the documents", "quote repeats the question", "specifics
-    missing", "P(yes) below threshold" or "cross-encoder below threshold". `missing`: the question's specifics
+    missing", "asked-for missing", "P(yes) below threshold" or "cross-encoder below threshold". `missing`: the question's specifics
     absent around the quote.
     """
 
@@ -403,6 +424,7 @@ class AnswerabilityVerdict:
     reason: str
     quote: str = ""
     answer: str = ""
+    asks_for: str = ""  # the judge's words for what the question asks (`focus_terms` reads the question's among them)
     document: int | None = None  # which retrieved chunk holds the quote
     coverage: float = 0.0
     specifics: tuple[str, ...] = ()
@@ -438,6 +460,7 @@ def verify_evidence(
     names_near_quote: bool = False,
     check_answer: bool = False,
     framing: bool = True,
+    focus_share: float = MIN_FOCUS_SHARE,
 ) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
     """The code half of the check: (reason, where the quote is, the specifics, those missing, term coverage).
 
@@ -452,7 +475,11 @@ def verify_evidence(
     question does not hold ("marker is atlas-7420" for "What is the marker of atlas?"), else it "repeats the question".
 
     `check_answer` also checks the judge's short answer (`answer_problem`): it must say something the question
-    does not, and the chunks must state it (off by default: measured in benchmarks/bench_answerability.py first)."""
+    does not, and the chunks must state it (off by default: measured in benchmarks/bench_answerability.py first).
+
+    `focus_share`: of the words naming what is asked (`focus_terms` of the judge's `asks_for`), the share that must
+    occur around the quote, else "asked-for missing" (the missing words come back as specifics of kind "focus");
+    0 switches it off."""
     specifics = [s for s in question_specifics(question) if not (s.kind == "name" and s.forms[0] in subject)]
     if check_answer:
         problem = answer_problem(question, evidence.answer, documents)
@@ -474,7 +501,30 @@ def verify_evidence(
     new_figure = bool(set(figures(evidence.quote)) - set(figures(question)))  # "port 7420" for "which port?"
     if match.evidence < MIN_EVIDENCE_SHARE or (added < MIN_QUOTE_CHARS and not new_figure):
         return "quote repeats the question", match, specifics, missing, coverage
-    return ("specifics missing" if missing else "answerable"), match, specifics, missing, coverage
+    if missing:
+        return "specifics missing", match, specifics, missing, coverage
+    absent = (
+        focus_missing(focus_terms(question, evidence.asks_for, subject), window, focus_share) if focus_share else []
+    )
+    if absent:
+        return "asked-for missing", match, specifics, [Specific(t, (t,), "focus") for t in absent], coverage
+    return "answerable", match, specifics, missing, coverage
+
+
+def focus_terms(question: str, asks_for: str, subject: Collection[str] = ()) -> list[str]:
+    """The words that name what `question` asks for: the content words (`content_tokens`) of the judge's `asks_for`
+    that the question holds — a word the judge made up is not the question's — less the corpus's subject names.
+    Introduced in notebook 04."""
+    asked = set(content_tokens(question))
+    names = {token for name in subject for token in content_tokens(name)}
+    return list(dict.fromkeys(t for t in content_tokens(asks_for) if t in asked and t not in names))
+
+
+def focus_missing(terms: Sequence[str], window: str, min_share: float = MIN_FOCUS_SHARE) -> list[str]:
+    """The focus terms absent from the quote's `window`, when fewer than `min_share` of them occur there (else none):
+    "the vesting schedule of stock options" answered by "You may work from home up to three days per week"."""
+    absent = [t for t in terms if t not in window]
+    return absent if terms and len(terms) - len(absent) < min_share * len(terms) else []
 
 
 def answer_problem(question: str, answer: str, documents: Sequence[Document]) -> str | None:
@@ -597,6 +647,7 @@ class AnswerabilityCheck:
             reason=verdict,
             quote=evidence.quote.strip(),
             answer=evidence.answer.strip(),
+            asks_for=evidence.asks_for.strip(),
             document=match.document if match else None,
             coverage=match.coverage if match else 0.0,
             specifics=tuple(s.text for s in specifics),
