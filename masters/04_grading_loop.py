@@ -356,7 +356,6 @@ check_stop_rule(decide)
 
 # %%
 from lessons.agents import answer_without_grading, build_grading_loop
-
 from lessons.agents.grading import AnswerabilityGate
 
 grader = AnswerabilityGate(RelevanceGate(llm, thresholds), check)  # the calibrated gate, then the answerability check
