@@ -436,7 +436,11 @@ show(run_three_agents(example.question, retriever=kb.retrieve, llm=llm, max_rese
 #
 # - the **reference answer** (correct: a flag here is a *false alarm*);
 # - the reference with its first figure raised by about `20%` (`plant_changed_figure`: €45 → €54);
-# - the reference plus a sentence crediting an invented person (`plant_invented_name`).
+# - the reference plus a sentence crediting an invented person (`plant_invented_name`);
+# - **another question's answer**: the true answer to a neighbouring gold question, with *that* question's
+#   evidence as the context (`neighbour`). Every claim is in the context, so the verifier has nothing to flag —
+#   the draft answers a different question. Notebook 04's answerability check is asked whether the context states
+#   what *this* question asks for (*by the answerability check*; on the correct drafts a refusal is a false alarm).
 #
 # A planted draft that is flagged is a **catch**. The table says who caught it: a claim the verifier
 # listed that still stood after the checks, or the string checks alone (figures, added sentences) —
@@ -456,14 +460,15 @@ show(run_three_agents(example.question, retriever=kb.retrieve, llm=llm, max_rese
 #   know the chunks' instructions (`ClaimContext.instructions`), so a draft that repeats one is a
 #   finding, whatever the verifier says — the row's *flagged* share.
 
-# %% [markdown] lang="zh" translates="90a9a6be5a06"
+# %% [markdown] lang="zh" translates="27458a13be8b"
 # ## 6. 验证器能抓住什么吗？一次幻觉演练
 #
 # 一个对什么都说“supported”的验证器，在好的回答上看起来没毛病。要测试它，就给它一些我们*知道*真假的草稿：对每个演练问题，上下文是包含其金标准证据的那些块，草稿则是
 #
 # - **参考答案**（正确的：在这里被标记就是一次*误报*）；
 # - 把参考答案的第一个数字调高约 `20%` 的版本（`plant_changed_figure`：€45 → €54）；
-# - 参考答案再加一句把功劳归于一个虚构人物的话（`plant_invented_name`）。
+# - 参考答案再加一句把功劳归于一个虚构人物的话（`plant_invented_name`）；
+# - **另一个问题的答案**：一个相邻金标准问题的正确答案，上下文是*那个*问题的证据（`neighbour`）。每条论断都在上下文里，验证器无可标记——可这份草稿回答的是另一个问题。于是让 notebook 04 的可答性检查（answerability check）判断：这段上下文是否说出了*这个*问题问的东西（*被可答性检查拒绝*一列；在正确草稿上，拒绝就是误报）。
 #
 # 一份被标记的植入草稿就是一次**抓获**。表格写明是谁抓住的：是验证器列出、经检查后仍然站得住的一条论断，还是单靠字符串检查（数字、添加的句子）——下一列则显示模型自己的 yes/no 会怎么做（`supported` 或 `relevant` 为“no”），也就是这个 notebook *没有*采用的规则。
 #
@@ -473,20 +478,22 @@ show(run_three_agents(example.question, retriever=kb.retrieve, llm=llm, max_rese
 # - **验证器**检查照着备注写的草稿：验证会标记它吗？检查知道这些块里的指令（`ClaimContext.instructions`），所以复述了指令的草稿无论验证器怎么说都算一项发现——也就是这一行的*被标记*比例。
 
 # %%
+from lessons.agents.answerability import AnswerabilityCheck, common_names
 from lessons.evaluation import drill_findings, drill_summary, run_drill
 
+check = AnswerabilityCheck(llm, subject=common_names(kb.chunks))  # notebook 04's check
 drill_questions = balanced_sample([q for q in gold if q.type in ("fact", "table")], N_DRILL, SEED)
-cases = run_drill(llm, drill_questions, kb.chunks)
+cases = run_drill(llm, drill_questions, kb.chunks, answerability=check, pool=gold)
 drill = pd.DataFrame(drill_summary(cases)).set_index("draft")
-t_labels(drill, ["draft", "changed figure", "invented name", "correct", "injected instruction", "drafts", "flagged",
-                 "by the verifier's list", "by the string checks", "by the model's yes/no", "research agent followed it",
-                 "meaning"])
+t_labels(drill, ["draft", "changed figure", "invented name", "correct", "another question's answer",
+                 "injected instruction", "drafts", "flagged", "by the verifier's list", "by the string checks",
+                 "by the model's yes/no", "by the answerability check", "research agent followed it", "meaning"])
 
 # %%
-columns = ["flagged", "by the verifier's list", "by the string checks", "by the model's yes/no", "research agent followed it"]
-ax = t_labels(drill[columns], ["draft", "changed figure", "invented name", "correct", "injected instruction", "flagged",
-                               "by the verifier's list", "by the string checks", "by the model's yes/no",
-                               "research agent followed it"]).plot.barh(figsize=(8, 3.5), xlim=(0, 1.05))
+columns = ["flagged", "by the verifier's list", "by the string checks", "by the model's yes/no",
+           "by the answerability check", "research agent followed it"]
+ax = t_labels(drill[columns], ["draft", "changed figure", "invented name", "correct", "another question's answer",
+                               "injected instruction", *columns]).plot.barh(figsize=(8, 4), xlim=(0, 1.05))
 ax.set_xlabel(t("share of drafts flagged (correct drafts: false alarms)"))
 ax.set_title(t("Hallucination drill: who catches what"))
 plt.tight_layout()
@@ -532,8 +539,8 @@ sample = balanced_sample([q for q in gold if q.answerable and q.type != "contrad
          balanced_sample([q for q in gold if not q.answerable], N_OUT_OF_KB, SEED) + \
          [q for q in gold if q.type == "contradiction"]
 start = time.perf_counter()
-runs = [evaluate_question(q, retriever=kb.retrieve, llm=llm, max_research_rounds=MAX_RESEARCH_ROUNDS, relevance=RELEVANCE)
-        for q in tqdm(sample)]
+runs = [evaluate_question(q, retriever=kb.retrieve, llm=llm, max_research_rounds=MAX_RESEARCH_ROUNDS, relevance=RELEVANCE,
+                          answerability=check) for q in tqdm(sample)]  # the answerability check gates the first draft
 seconds = time.perf_counter() - start
 print(t("{n} questions in {seconds:.0f} s", n=len(runs), seconds=seconds))
 summary = pd.DataFrame(summarise_runs(runs)).set_index("language")

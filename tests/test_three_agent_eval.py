@@ -20,6 +20,7 @@ from lessons.evaluation.three_agent_eval import (
     evidence_context,
     follows_injection,
     injected_chunk,
+    neighbour,
     plant_changed_figure,
     plant_invented_name,
     relevance_agreement,
@@ -117,6 +118,59 @@ def test_the_drill_tells_the_string_checks_from_the_verifier():
             injection=False,
         )
     ] == [True, True, True]
+
+
+OTHER = GoldQuestion(
+    id="en-11",
+    question="Which port does Atlas Server use?",
+    language="en",
+    type="fact",
+    answer="Atlas Server listens on port 7420 by default.",
+    sources=[{"file": "guide.md"}],
+    evidence=["listens on port 7420"],
+)
+PORT = Document("Atlas Server listens on port 7420 by default.")
+
+
+def test_another_questions_answer_passes_the_verifier_and_the_answerability_check_refuses_it():
+    from lessons.agents.answerability import AnswerabilityCheck
+
+    def reply(messages, tools):
+        prompt = messages[-1].content
+        if tools == ["Evidence"]:  # the judge quotes the first sentence it was given: true, but is it evidence?
+            quote = "Team costs €45 per user per month" if "Team costs" in prompt else PORT.page_content
+            return {"quote": quote, "answer": quote.split()[-1], "asks_for": "how much"}
+        return {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"}
+
+    model = ScriptedChatModel(default=reply)
+    check = AnswerabilityCheck(model)
+    cases = run_drill(model, [QUESTION], [*CHUNKS, PORT], progress=False, injection=False, answerability=check,
+                      pool=[QUESTION, OTHER])  # fmt: skip
+    other = [c for c in cases if c.kind == "another question's answer"]
+    assert len(other) == 1 and other[0].draft == OTHER.answer
+    assert not other[0].flagged, "every claim is in the other question's evidence: the verifier has nothing to flag"
+    assert other[0].by_answerability is True  # "Team" is nowhere in that context
+    correct = next(c for c in cases if c.kind == "correct")
+    assert correct.by_answerability is False  # the question's own evidence answers it: no false alarm
+    rows = {row["draft"]: row for row in drill_summary(cases)}
+    assert rows["another question's answer"]["by the answerability check"] == 1.0
+    assert (
+        rows["correct"]["by the answerability check"] == 0.0
+        and rows["changed figure"]["by the answerability check"] is None
+    )
+    assert "refused 1 of 1" in drill_findings(cases)
+    # without the check, the case is still drilled (the verifier alone), its column empty
+    plain = run_drill(model, [QUESTION], [*CHUNKS, PORT], progress=False, injection=False, pool=[QUESTION, OTHER])
+    assert [c.by_answerability for c in plain if c.kind == "another question's answer"] == [None]
+
+
+def test_the_neighbour_is_the_next_question_in_the_language_with_evidence_of_its_own():
+    chunks = [*CHUNKS, PORT]
+    same_chunk = OTHER.model_copy(update={"id": "en-10", "evidence": ["Team costs €45"]})  # shares QUESTION's chunk
+    chinese = OTHER.model_copy(update={"id": "en-95", "language": "zh"})
+    assert neighbour(QUESTION, [QUESTION, same_chunk, chinese, OTHER], chunks) == OTHER
+    assert neighbour(QUESTION, [QUESTION, same_chunk], chunks) is None
+    assert neighbour(OTHER, [QUESTION, OTHER], chunks) == QUESTION  # wraps around
 
 
 def test_drill_summary_of_nothing_is_none():

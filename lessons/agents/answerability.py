@@ -515,9 +515,15 @@ def focus_terms(question: str, asks_for: str, subject: Collection[str] = ()) -> 
     """The words that name what `question` asks for: the content words (`content_tokens`) of the judge's `asks_for`
     that the question holds — a word the judge made up is not the question's — less the corpus's subject names.
     Introduced in notebook 04."""
-    asked = set(content_tokens(question))
+    asked = set(content_tokens(_QUESTION_ZH.sub(" ", question)))
     names = {token for name in subject for token in content_tokens(name)}
-    return list(dict.fromkeys(t for t in content_tokens(asks_for) if t in asked and t not in names))
+    wanted = content_tokens(_QUESTION_ZH.sub(" ", asks_for))
+    return list(dict.fromkeys(t for t in wanted if t in asked and t not in names and t not in _QUESTION_WORDS))
+
+
+# How a question asks, not what it asks for: "how much", "which", 多少, 什么, 哪些 name nothing the evidence must say.
+_QUESTION_WORDS = frozenset("how much many what which who whom whose when where why".split())
+_QUESTION_ZH = re.compile("为什么|多少|什么|哪些|哪个|哪里|哪儿|哪|几|怎么|怎样|如何|是否|谁|吗|呢")
 
 
 def focus_missing(terms: Sequence[str], window: str, min_share: float = MIN_FOCUS_SHARE) -> list[str]:
