@@ -147,6 +147,7 @@ VARIANTS = {  # the code check's settings compared at analysis time (the judge's
     "no_focus": {"focus_share": 0.0},  # the words naming what is asked are not looked for around the quote
     "focus_any": {"focus_share": 0.01},  # one of them suffices
     "focus_all": {"focus_share": 1.0},  # every one of them
+    "terms_floor": {"min_terms": 0.15},  # and 15 % of the question's content words around the quote
 }
 
 
@@ -211,6 +212,7 @@ PREFIXES = {
     "check(no focus)": "no_focus",
     "check(focus any)": "focus_any",
     "check(focus all)": "focus_all",
+    "check(terms floor)": "terms_floor",
 }
 SIGNALS = (
     "p_yes",
@@ -219,6 +221,7 @@ SIGNALS = (
     "check(focus any)",
     "check",
     "check(focus all)",
+    "check(terms floor)",
     "check+p_yes",
     "check(names near)",
     "check(names near)+p_yes",

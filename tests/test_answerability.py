@@ -87,6 +87,15 @@ def test_what_is_asked_counts_only_the_questions_own_words_and_half_of_them_suff
     assert focus_missing([], "anything") == []
 
 
+def test_a_floor_on_the_questions_words_refuses_a_quote_about_something_else():
+    question = "On which day does the Matplotlib team hold its weekly developer meeting?"
+    chunk = Document("Matplotlib is a comprehensive library for creating static, animated and interactive plots.")
+    evidence = Evidence(quote=chunk.page_content, answer="a library", asks_for="what it asks for")
+    assert verify_evidence(question, evidence, [chunk], {"matplotlib"})[0] == "answerable"  # the floor is off by default
+    reason, *_, coverage = verify_evidence(question, evidence, [chunk], {"matplotlib"}, min_terms=0.15)
+    assert reason == "too few of the question's words" and coverage < 0.15
+
+
 def test_near_miss_other_office_is_caught():
     check, _ = check_with("Employees in the Rotterdam office receive sixteen weeks of paid parental leave.")
     verdict = check("How many weeks of paid parental leave do employees in the Lisbon office receive?", [HANDBOOK])

@@ -52,6 +52,7 @@ MIN_MATCH_BLOCK = 4  # shorter common runs are chance, not copying
 MIN_QUOTE_CHARS = 8  # a shorter "quote" ("No", "Yes") states nothing a reader could check
 MIN_EVIDENCE_SHARE = 0.25  # of the quote, found in the chunk and not in the question: less repeats the question
 MIN_FOCUS_SHARE = 0.5  # of the words naming what is asked (the judge's asks_for, from the question), around the quote
+MIN_TERM_COVERAGE = 0.0  # share of the question's content words around the quote (0: not required; see verify_evidence)
 WINDOW_CHARS = 300  # the neighbourhood of a quote in which the question's figures must occur
 CONTEXT_CHARS = 1200  # each chunk as the judge reads it
 
@@ -406,6 +407,7 @@ REASONS = (
     N_("quote repeats the question"),
     N_("specifics missing"),
     N_("asked-for missing"),
+    N_("too few of the question's words"),
     N_("P(yes) below threshold"),
     N_("cross-encoder below threshold"),
 )
@@ -461,6 +463,7 @@ def verify_evidence(
     check_answer: bool = False,
     framing: bool = True,
     focus_share: float = MIN_FOCUS_SHARE,
+    min_terms: float = MIN_TERM_COVERAGE,
 ) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
     """The code half of the check: (reason, where the quote is, the specifics, those missing, term coverage).
 
@@ -479,7 +482,8 @@ def verify_evidence(
 
     `focus_share`: of the words naming what is asked (`focus_terms` of the judge's `asks_for`), the share that must
     occur around the quote, else "asked-for missing" (the missing words come back as specifics of kind "focus");
-    0 switches it off."""
+    0 switches it off. `min_terms`: the share of the question's content words that must occur around the quote (the
+    term coverage returned), else "too few of the question's words" (0, the default, switches it off)."""
     specifics = [s for s in question_specifics(question) if not (s.kind == "name" and s.forms[0] in subject)]
     if check_answer:
         problem = answer_problem(question, evidence.answer, documents)
@@ -508,6 +512,8 @@ def verify_evidence(
     )
     if absent:
         return "asked-for missing", match, specifics, [Specific(t, (t,), "focus") for t in absent], coverage
+    if min_terms and coverage is not None and coverage < min_terms:
+        return "too few of the question's words", match, specifics, missing, coverage
     return "answerable", match, specifics, missing, coverage
 
 
@@ -522,7 +528,7 @@ def focus_terms(question: str, asks_for: str, subject: Collection[str] = ()) -> 
 
 
 # How a question asks, not what it asks for: "how much", "which", 多少, 什么, 哪些 name nothing the evidence must say.
-_QUESTION_WORDS = frozenset("how much many what which who whom whose when where why".split())
+_QUESTION_WORDS = frozenset(["how", "much", "many", "what", "which", "who", "whom", "whose", "when", "where", "why"])
 _QUESTION_ZH = re.compile("为什么|多少|什么|哪些|哪个|哪里|哪儿|哪|几|怎么|怎样|如何|是否|谁|吗|呢")
 
 
