@@ -348,16 +348,19 @@ def current_subject(corpus: str) -> frozenset:
     return common_names(chunk_knowledge_base(folder=corpus_folder(corpus)))
 
 
-def questions_of(corpus: str, near_misses: bool = False) -> list:
-    """The corpus's gold questions; with `near_misses`, its out-of-KB ones replaced by the held-out near misses of
-    benchmarks/questions/ (written independently of the check, never used to fit it; their `note` is dropped)."""
+def questions_of(corpus: str, near_misses: str | None = None) -> list:
+    """The corpus's gold questions; with `near_misses` (a set: "1", "2"), its out-of-KB ones replaced by that set of
+    held-out near misses in benchmarks/questions/ (written independently of the check, never used to fit it; their
+    `note` is dropped)."""
     from lessons.ingest import load_gold
     from lessons.ingest.questions import Question
 
     gold = load_gold(corpus=corpus)
     if not near_misses:
         return gold
-    path = QUESTIONS / f"near_miss_{corpus}.jsonl"
+    path = QUESTIONS / (
+        f"near_miss_{corpus}.jsonl" if near_misses == "1" else f"near_miss_{near_misses}_{corpus}.jsonl"
+    )
     extra = [
         Question.model_validate({k: v for k, v in json.loads(line).items() if k != "note"})
         for line in path.read_text(encoding="utf-8").splitlines()
@@ -385,8 +388,11 @@ def main() -> dict:
     )
     parser.add_argument(
         "--near-misses",
-        action="store_true",
-        help="out-of-KB questions from benchmarks/questions/near_miss_<corpus>.jsonl (never tuned on) instead of gold",
+        nargs="?",
+        const="1",
+        metavar="SET",
+        help="out-of-KB questions from a held-out near-miss set of benchmarks/questions/ (1: near_miss_<corpus>.jsonl, "
+        "2: near_miss_2_<corpus>.jsonl; never tuned on) instead of gold",
     )
     parser.add_argument("--no-p-yes", action="store_true", help="do not read P(yes): only the check's one call")
     parser.add_argument("--name", help=f"results name (default {NAME}, or {NAME}-heldout-seedN with --exclude-dev)")
