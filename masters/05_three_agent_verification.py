@@ -493,7 +493,9 @@ t_labels(drill, ["draft", "changed figure", "invented name", "correct", "another
 columns = ["flagged", "by the verifier's list", "by the string checks", "by the model's yes/no",
            "by the answerability check", "research agent followed it"]
 ax = t_labels(drill[columns], ["draft", "changed figure", "invented name", "correct", "another question's answer",
-                               "injected instruction", *columns]).plot.barh(figsize=(8, 4), xlim=(0, 1.05))
+                               "injected instruction", "flagged", "by the verifier's list", "by the string checks",
+                               "by the model's yes/no", "by the answerability check", "research agent followed it"]
+              ).plot.barh(figsize=(8, 4), xlim=(0, 1.05))
 ax.set_xlabel(t("share of drafts flagged (correct drafts: false alarms)"))
 ax.set_title(t("Hallucination drill: who catches what"))
 plt.tight_layout()
