@@ -11,6 +11,8 @@ from lessons.core.exports import lazy_exports
 
 _EXPORTS = {
     "STANDALONE_PROMPT": "lessons.agents.deep_research",
+    "AnswerabilityCheck": "lessons.agents.answerability",
+    "AnswerabilityGate": "lessons.agents.grading",
     "ChunkSearch": "lessons.agents.deep_research",
     "CrossEncoderRelevance": "lessons.agents.three_agents",
     "DeepResearchAgent": "lessons.agents.deep_research",
@@ -31,6 +33,7 @@ _EXPORTS = {
     "calibrate_gate": "lessons.agents.grading",
     "check_relevance": "lessons.agents.three_agents",
     "citations_for": "lessons.agents.three_agents",
+    "common_names": "lessons.agents.answerability",
     "format_history": "lessons.agents.deep_research",
     "gate_findings": "lessons.agents.grading",
     "goal_table": "lessons.agents.grading",
@@ -56,6 +59,8 @@ _EXPORTS = {
 
 __all__ = [
     "STANDALONE_PROMPT",
+    "AnswerabilityCheck",
+    "AnswerabilityGate",
     "ChunkSearch",
     "CrossEncoderRelevance",
     "DeepResearchAgent",
@@ -76,6 +81,7 @@ __all__ = [
     "calibrate_gate",
     "check_relevance",
     "citations_for",
+    "common_names",
     "format_history",
     "gate_findings",
     "goal_table",
