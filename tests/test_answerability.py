@@ -91,7 +91,9 @@ def test_a_floor_on_the_questions_words_refuses_a_quote_about_something_else():
     question = "On which day does the Matplotlib team hold its weekly developer meeting?"
     chunk = Document("Matplotlib is a comprehensive library for creating static, animated and interactive plots.")
     evidence = Evidence(quote=chunk.page_content, answer="a library", asks_for="what it asks for")
-    assert verify_evidence(question, evidence, [chunk], {"matplotlib"})[0] == "answerable"  # the floor is off by default
+    assert (
+        verify_evidence(question, evidence, [chunk], {"matplotlib"})[0] == "answerable"
+    )  # the floor is off by default
     reason, *_, coverage = verify_evidence(question, evidence, [chunk], {"matplotlib"}, min_terms=0.15)
     assert reason == "too few of the question's words" and coverage < 0.15
 
