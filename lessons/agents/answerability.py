@@ -9,13 +9,14 @@ person or the amount the question asks about. A 1.5B judge cannot be trusted to 
 made to **show its evidence**, and code can check the evidence:
 
 1. One structured call (`Evidence`): the model copies the sentence or table row that answers, or leaves
-   the quote empty.
+   the quote empty, and names what the question asks for in the question's words (`asks_for`).
 2. Code verifies the quote: it must be (near-)verbatim in one retrieved chunk (`locate_quote`; words the judge
    took from the question to frame it count as copied, but the chunk must add `MIN_EVIDENCE_SHARE` of it), and
    every specific of the question (`question_specifics`: numbers, versions, years, quarters, dates, quoted terms,
    names, the unit of a "how many" — with their Chinese forms, 第三季度 ↔ Q3, 2026年 ↔ 2026, 9月19日 ↔
    September 19, 几周 ↔ weeks) must occur in or around it: figures, dates, units and quoted terms in the quote's
    neighbourhood (the chunk's header and `WINDOW_CHARS` either side), names anywhere in the retrieved chunks.
+   At least `MIN_FOCUS_SHARE` of the question's words among `asks_for` (`focus_terms`) must occur there too.
    With `check_answer`, the judge's short answer must also say something the question does not, and be stated.
 3. The relevance signals the pipeline already has — the chat model's P(yes) per chunk, and the
    cross-encoder's score that the reranker records in `metadata[CROSS_ENCODER_KEY]` — must reach the
@@ -60,8 +61,8 @@ CONTEXT_CHARS = 1200  # each chunk as the judge reads it
 class Evidence(BaseModel):
     """The judge's evidence: the sentence or table row that answers, copied, or nothing; and what the question asks for."""
 
-    # The quote comes first: asked for a verdict first, a small model decides before it has looked (asked to name
-    # what the question asks for first, it left the quote empty on 4 of 7 answerable dev questions, against 0 of 7).
+    # The quote comes first: asked for a verdict first, a small model decides before it has looked; asked to name what
+    # the question asks for first, it left the quote empty far more often on the dev questions.
     # Every field is asked for, in this order (a grammar writes required fields first); `asks_for` keeps a default so
     # that evidence written before it existed (stored benchmark rows, scripted models) still reads.
     model_config = ConfigDict(json_schema_extra={"required": ["quote", "answer", "asks_for"]})
@@ -417,9 +418,8 @@ REASONS = (
 class AnswerabilityVerdict:
     """The check's decision and everything it rests on (introduced in notebook 04).
 
-    `reason`: "answerable", "no quote", "quote not in the documents", "quote repeats the question", "specifics
-    missing", "asked-for missing", "P(yes) below threshold" or "cross-encoder below threshold". `missing`: the question's specifics
-    absent around the quote.
+    `reason`: one of `REASONS`, in plain words. `missing`: the question's specifics absent around the quote (or, for
+    "asked-for missing", the words naming what is asked).
     """
 
     answerable: bool
