@@ -23,13 +23,16 @@ Introduced in notebook 08 (from notebook to service). Each storage is a setting,
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from lessons.core.i18n import N_, t_marked
 from lessons.core.settings import EnvModel, get_settings, read_settings
+from lessons.core.vectorstore import CHROMA_SERVER, EMBEDDED_CHROMA
 from lessons.ingest.files import IngestLimits
 
 API_KEY_VARIABLE = "AGENTIC_RAG_SERVICE_API_KEY"
@@ -117,16 +120,44 @@ class ServiceSettings(EnvModel):
         )
 
     def describe(self) -> dict[str, str]:
-        """Where each store is, for the health endpoint and the nightly report (no secret in it)."""
+        """Where each store is, for the health endpoint and the nightly report (no secret in it); in English, like
+        the rest of the API (`stores_for_reader` words it for a reader)."""
         return {
             "database": _redact_url(self.database_url),
-            "file store": f"folder {self.file_store}",
-            "index": f"Chroma server {self.chroma_url}"
+            "file store": FILE_STORE.format(path=self.file_store),
+            "index": CHROMA_SERVER.format(url=self.chroma_url)
             if self.chroma_url
-            else f"embedded Chroma in {self.data_dir / 'chroma'}",
+            else EMBEDDED_CHROMA.format(path=self.data_dir / "chroma"),
             "collection": self.collection,
             "reranker": self.reranker,
         }
+
+
+# How `describe()` words a store. The health payload keeps the English; a notebook shows it through
+# `stores_for_reader`, which gives each value written from one of these in the course language.
+FILE_STORE = N_("folder {path}")
+STORE_WORDING = (FILE_STORE, EMBEDDED_CHROMA, CHROMA_SERVER)
+
+
+def _wording_pattern(template: str) -> re.Pattern[str]:
+    parts = re.split(r"\{(\w+)\}", template)  # text, name, text, name, …, text
+    return re.compile(
+        "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+)" for i, part in enumerate(parts)) + r"\Z"
+    )
+
+
+def stores_for_reader(stores: dict[str, str]) -> dict[str, str]:
+    """The health endpoint's `stores` (`describe()`) as a reader sees them: a value worded by `STORE_WORDING` in
+    the course language, any other (a URL, a collection's name, a setting's value) as it is. Introduced in
+    notebook 08 (from notebook to service)."""
+    shown = {}
+    for name, value in stores.items():
+        shown[name] = value
+        for template in STORE_WORDING:
+            if match := _wording_pattern(template).match(value):
+                shown[name] = t_marked(template, **match.groupdict())
+                break
+    return shown
 
 
 def _redact_url(url: str) -> str:

@@ -60,6 +60,24 @@ def test_the_service_clients_timeout_is_in_the_course_language(tmp_path, monkeyp
         wait_for_jobs(lambda job_id: {"status": "running"}, [7], timeout=0.05, every=0.01)
 
 
+def test_the_service_settings_notebook_08_shows_are_worded_in_the_course_language(tmp_path, monkeypatch):
+    from service.settings import ServiceSettings, stores_for_reader
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    embedded = ServiceSettings(data_dir=tmp_path / "data", chroma_url=None).describe()  # the health payload's
+    server = ServiceSettings(data_dir=tmp_path / "data", chroma_url="http://chroma.local:8000").describe()
+    assert embedded["file store"] == f"folder {tmp_path / 'data' / 'files'}"  # the API stays English
+    assert stores_for_reader(embedded) == embedded and stores_for_reader(server) == server
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    assert ServiceSettings(data_dir=tmp_path / "data", chroma_url=None).describe() == embedded
+    shown = stores_for_reader(embedded)
+    assert shown["file store"] == f"文件夹 {tmp_path / 'data' / 'files'}"
+    assert shown["index"] == f"嵌入式 Chroma，位于 {tmp_path / 'data' / 'chroma'}"
+    assert stores_for_reader(server)["index"] == "Chroma 服务器 http://chroma.local:8000"
+    assert shown["database"] == embedded["database"] and shown["reranker"] == "default"  # a URL, a setting's value
+
+
 def test_job_states_and_outcomes_are_shown_in_the_course_language(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     states = [UPLOADING, PENDING, RUNNING, DONE, FAILED, SUPERSEDED, CANCELLED]

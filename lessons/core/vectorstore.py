@@ -28,6 +28,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from lessons.core.embeddings import get_embeddings
+from lessons.core.i18n import N_
 from lessons.core.search_text import CONTEXT_HEADER, search_text
 from lessons.core.settings import get_settings
 
@@ -71,17 +72,21 @@ def chroma_server_client(url: str) -> chromadb.ClientAPI:
         ) from error
 
 
+# How a Chroma store is named (store_location, the service's health check); marked for the catalogue, so that
+# a reader can be shown it in the course language (service.settings.stores_for_reader).
+EMBEDDED_CHROMA = N_("embedded Chroma in {path}")
+CHROMA_SERVER = N_("Chroma server {url}")
+
+
 def store_location() -> str:
     """Where `open_store` keeps collections: the Chroma server's URL or the embedded store's folder.
 
     Introduced in notebook 06 (evaluation).
     """
     settings = get_settings()
-    return (
-        f"Chroma server {settings.chroma_url}"
-        if settings.chroma_url
-        else f"embedded Chroma in {settings.cache_dir / 'chroma'}"
-    )
+    if settings.chroma_url:
+        return CHROMA_SERVER.format(url=settings.chroma_url)
+    return EMBEDDED_CHROMA.format(path=settings.cache_dir / "chroma")
 
 
 def _collection_name(name: str, embeddings: Embeddings) -> str:
