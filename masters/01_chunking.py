@@ -87,7 +87,7 @@ from tqdm.auto import tqdm
 
 from lessons.core import USAGE, t, t_labels
 from lessons.evaluation import findable_quotes
-from lessons.ingest import in_course_language, load_documents, load_gold, load_sections
+from lessons.ingest import for_course_language, in_course_language, load_documents, load_gold, load_sections
 
 # %%
 timings = {}
@@ -196,10 +196,11 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from lessons.widgets import boundaries_html
 
-overview = next(s.page_content for s in sections if s.metadata["section"] == "Overview")
+SHORT_SECTION = for_course_language(en="Overview", zh="4 访问控制")  # a short section in the notebook's language
+short_section = next(s.page_content for s in sections if s.metadata["section"] == SHORT_SECTION)
 for overlap in (0, 60):
     splitter = RecursiveCharacterTextSplitter(chunk_size=250, chunk_overlap=overlap)
-    chunks = splitter.split_text(overview)
+    chunks = splitter.split_text(short_section)
     print(t("chunk_size=250, chunk_overlap={overlap}: {n} chunks, lengths {lengths}",
             overlap=overlap, n=len(chunks), lengths=[len(c) for c in chunks]))
     display(HTML(boundaries_html(chunks, max_height_px=260)))
@@ -266,10 +267,10 @@ for sentence in ["Atlas Server listens on port 7420.", "Atlas Server 默认监�
     print(t("{tokens:3} tokens, {characters:3} characters: {sentence}",
             tokens=count_tokens(sentence), characters=len(sentence), sentence=sentence))
 
-windows = [c.page_content for c in character_window_chunker(250, 50)([Document(page_content=overview)])]
-clean = sum(ends_at_boundary(window, overview) for window in windows)
-print(t("\n250-character windows of the Overview: {n}, {clean} of them end at a sentence or line end",
-        n=len(windows), clean=clean))
+windows = [c.page_content for c in character_window_chunker(250, 50)([Document(page_content=short_section)])]
+clean = sum(ends_at_boundary(window, short_section) for window in windows)
+print(t("\n250-character windows of the section {section}: {n}, {clean} of them end at a sentence or line end",
+        section=SHORT_SECTION, n=len(windows), clean=clean))
 display(HTML(boundaries_html(windows, max_height_px=200)))
 
 fixed_window_note = next(s.page_content for s in sections if s.metadata["section"] == "1.1 固定窗口分块")
@@ -361,7 +362,8 @@ print(t("sentence packing at 300 characters: {n} chunks, {clean} end at a senten
 # %%
 from lessons.chunking import header_chunker
 
-guide = [d for d in all_documents if d.metadata["source"] == "atlas_admin_guide.md"]
+STRUCTURED = for_course_language(en="atlas_admin_guide.md", zh="rag_techniques_note_zh.md")  # headings and code
+guide = [d for d in all_documents if d.metadata["source"] == STRUCTURED]
 guide_sections = header_chunker()(guide)
 display(pd.DataFrame([{"section_path": s.metadata["section_path"].split(" > ", 1)[-1],
                        "code_language": s.metadata["code_language"], t("characters"): len(s.page_content)}
@@ -392,7 +394,7 @@ from lessons.chunking import docling_chunker
 
 start = time.perf_counter()
 docling_chunks = docling_chunker(CHUNK_TOKENS, count_tokens)(guide)
-timings[t("Docling HybridChunker on the admin guide")] = time.perf_counter() - start
+timings[t("Docling HybridChunker on {source}", source=STRUCTURED)] = time.perf_counter() - start
 tokens = [count_tokens(c.page_content) for c in docling_chunks]
 print(t("{n} chunks, at most {most} tokens (budget {budget}); the second one, with its heading path on top:\n",
         n=len(docling_chunks), most=max(tokens), budget=CHUNK_TOKENS))
@@ -400,20 +402,21 @@ print(docling_chunks[1].page_content)
 
 # %% [markdown]
 # One thing to watch: Docling reads the Markdown into its own document model and writes each chunk out
-# again, and that round trip is not lossless. Inline code in a sentence comes back as separate code lines
-# — here the sentence of the admin guide that the gold set quotes about validating and reloading the
-# configuration:
+# again, and that round trip is not lossless: inline code in a sentence comes back as separate code lines,
+# and a display formula (`$$ … $$`) loses its line breaks. A passage of the same document, first as its
+# chunk holds it, then as the file has it:
 
-# %% [markdown] lang="zh" translates="2cdd40412b16"
-# 有一点要注意：Docling 把 Markdown 读进它自己的文档模型，再把每个块写出来，这一来一回并不是无损的。
-# 句子中的行内代码会变成单独的代码行——这里是管理指南中金标准问题集所引用（citation）的那句话，讲的是校验并重新加载配置：
+# %% [markdown] lang="zh" translates="bd19cd2130c1"
+# 有一点要注意：Docling 把 Markdown 读进它自己的文档模型，再把每个块写出来，这一来一回并不是无损的：
+# 句子中的行内代码会变成单独的代码行，行间公式（`$$ … $$`）会丢掉换行。下面是同一份文档里的一段，
+# 先是它在块里的样子，再是文件里的原文：
 
 # %%
-sentence_start = "After editing the file"
-with_inline_code = next(c.page_content for c in docling_chunks if sentence_start in c.page_content)
-print(with_inline_code[with_inline_code.index(sentence_start):][:150])
-original = next(line for line in guide[0].page_content.split("\n") if sentence_start in line)
-print(t("\nthe original:"), original[original.index(sentence_start):][:150])
+passage_start = for_course_language(en="After editing the file", zh="只看名次：")  # inline code; a formula
+in_chunk = next(c.page_content for c in docling_chunks if passage_start in c.page_content)
+print(in_chunk[in_chunk.index(passage_start):][:150])
+original = guide[0].page_content
+print(t("\nthe original:"), original[original.index(passage_start):][:150])
 
 # %% [markdown]
 # ## 6. Chinese: punctuation-aware separators, no word cut in half
@@ -545,13 +548,15 @@ for block in blocks:
 # %%
 from lessons.chunking import header_recursive_chunker, markdown_block_chunker
 
-yaml_section = [s for s in sections if s.metadata["section"] == "The atlas.yaml file"]
-yaml_block = next(b for b in atomic_blocks(yaml_section[0].page_content) if b.language == "yaml")
+CODE_SECTION, CODE_LANGUAGE = for_course_language(en=("The atlas.yaml file", "yaml"), zh=("2.2 分句与标点", "python"))
+code_section = [s for s in sections if s.metadata["section"] == CODE_SECTION]
+code_block = next(b for b in atomic_blocks(code_section[0].page_content) if b.language == CODE_LANGUAGE)
 for name, chunker in [("headers + recursive", header_recursive_chunker(400, 0)), ("Markdown blocks", markdown_block_chunker(400))]:
-    chunks = chunker(yaml_section)
-    holding = [c for c in chunks if yaml_block.text in c.page_content]
-    print(t("{name:20} {n} chunks of {lengths} characters; the {size}-character YAML block is {state}",
-            name=name, n=len(chunks), lengths=[len(c.page_content) for c in chunks], size=len(yaml_block.text),
+    chunks = chunker(code_section)
+    holding = [c for c in chunks if code_block.text in c.page_content]
+    print(t("{name:20} {n} chunks of {lengths} characters; the {size}-character {language} block is {state}",
+            name=name, n=len(chunks), lengths=[len(c.page_content) for c in chunks], size=len(code_block.text),
+            language=CODE_LANGUAGE,
             state=t("whole") if holding else t("cut"))
           + (f" (oversize={holding[0].metadata['oversize']}, code_language={holding[0].metadata['code_language']!r})" if holding else ""))
 
