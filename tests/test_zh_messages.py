@@ -78,6 +78,20 @@ def test_the_service_settings_notebook_08_shows_are_worded_in_the_course_languag
     assert shown["database"] == embedded["database"] and shown["reranker"] == "default"  # a URL, a setting's value
 
 
+def test_the_qa_report_notebook_03_prints_is_in_the_course_language(tmp_path, monkeypatch):
+    from lessons.transforms.qa_transform import QAReport
+
+    report = QAReport(chunks=3, ok=2, fewer=1, failed=0, errors=0, from_cache=3, pairs=6, generation_seconds=0.0)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    assert str(report) == (
+        "3 chunks → 6 pairs · schema success 100.0% (first try 2, with fewer pairs 1, failed 0, errors 0) · "
+        "3 from the QA cache"
+    )
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    assert str(report).startswith("3 个块 → 6 个问答对 · schema 成功率 100.0%（第一次就成功 2，减少对数后成功 1")
+
+
 def test_job_states_and_outcomes_are_shown_in_the_course_language(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     states = [UPLOADING, PENDING, RUNNING, DONE, FAILED, SUPERSEDED, CANCELLED]

@@ -482,10 +482,17 @@ class QAReport:
         return self.ok / self.chunks if self.chunks else 0.0
 
     def __str__(self) -> str:
-        return (
-            f"{self.chunks} chunks → {self.pairs} pairs · schema success {self.schema_success_rate:.1%} "
-            f"(first try {self.ok}, with fewer pairs {self.fewer}, failed {self.failed}, errors {self.errors}) · "
-            f"{self.from_cache} from the QA cache"
+        return t(
+            "{chunks} chunks → {pairs} pairs · schema success {rate:.1%} (first try {ok}, with fewer pairs {fewer}, "
+            "failed {failed}, errors {errors}) · {cached} from the QA cache",
+            chunks=self.chunks,
+            pairs=self.pairs,
+            rate=self.schema_success_rate,
+            ok=self.ok,
+            fewer=self.fewer,
+            failed=self.failed,
+            errors=self.errors,
+            cached=self.from_cache,
         )
 
 
