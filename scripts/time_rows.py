@@ -177,6 +177,23 @@ def course_summary(latest: dict[str, dict]) -> str:
     )
 
 
+TAKE_HOME = "06_evaluation"  # the agenda's demo or take-home; its rank among the course notebooks is rendered
+RANK = re.compile(r"its cold run — \*\*\d+ s\*\*, the \w+ longest of the \d+ notebooks 00–07 —")
+
+
+def _ordinal(number: int) -> str:
+    return f"{number}{'th' if 10 <= number % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(number % 10, 'th')}"
+
+
+def take_home_rank(latest: dict[str, dict]) -> str | None:
+    """Where the agenda's take-home notebook's cold run ranks among the measured notebooks 00–07 (longest first)."""
+    course = {name: float(row["seconds"]) for name, row in latest.items() if name[:2] <= "07"}
+    if TAKE_HOME not in course:
+        return None
+    rank = 1 + sum(seconds > course[TAKE_HOME] for seconds in course.values())
+    return f"its cold run — **{course[TAKE_HOME]:.0f} s**, the {_ordinal(rank)} longest of the {len(course)} notebooks 00–07 —"
+
+
 def run_notebooks(row: dict) -> list[str] | None:
     """The notebook numbers the row's run named (its results file: `notebooks-00-01-…`); [] for a run of
     every notebook (`notebooks.json`), None for a row that does not say."""
@@ -206,6 +223,8 @@ def update_facilitator(text: str, latest: dict[str, dict]) -> str:
     from the measurements, and the prewarm table's course summary; rows without a measurement are kept."""
     if latest:
         text = SUMMARY.sub(lambda _match: course_summary(latest), text, count=1)
+    if (rank := take_home_rank(latest)) is not None:
+        text = RANK.sub(lambda _match: rank, text, count=1)
     lines = text.splitlines(keepends=True)
     for number, line in enumerate(lines):
         match = re.match(r"^\| `(\d\d_[a-z_]+)` \| (.*?) \| (.*?) \| (.*?) \| (.*?) \|\s*$", line)

@@ -127,6 +127,21 @@ def test_the_prewarm_summary_adds_up_the_measured_notebooks_and_names_the_ones_o
     assert "typed by hand" not in text and text.endswith("start it the evening before |\n")
 
 
+def test_the_take_home_notebooks_rank_among_the_cold_runs_is_rendered_from_the_measurements():
+    from scripts.time_rows import update_facilitator
+
+    guide = (
+        "06 as a take-home (its cold run — **999 s**, the 1st longest of the 9 notebooks 00–07 — is not the reason).\n"
+    )
+    seconds = {"00_setup": 21.0, "02_retrieval_tricks": 583.0, "05_three_agent_verification": 587.0}
+    latest = {name: {**ROW, "notebook": name, "seconds": value} for name, value in seconds.items()}
+    latest["06_evaluation"] = {**ROW, "notebook": "06_evaluation", "seconds": 477.0}
+    latest["08_service"] = {**ROW, "notebook": "08_service", "seconds": 900.0}  # not one of 00–07
+    text = update_facilitator(guide, latest)
+    assert "(its cold run — **477 s**, the 3rd longest of the 4 notebooks 00–07 — is not the reason)" in text
+    assert update_facilitator(guide, {}) == guide  # nothing measured: the sentence is kept
+
+
 def test_the_agenda_names_the_command_and_the_shared_folder_of_the_run_that_measured_a_row():
     from scripts.time_rows import bench_command, shared_folder
 
