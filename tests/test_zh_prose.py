@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lessons.core.settings import PROJECT_ROOT
-from tools.zh_outputs import english_runs, main, notebook_findings
+from tools.zh_outputs import UNTRANSLATED, english_runs, main, notebook_findings
 
 CHINESE_NOTEBOOKS = sorted((PROJECT_ROOT / "notebooks" / "zh").glob("*.ipynb"))
 
@@ -107,3 +107,20 @@ def test_a_course_message_an_output_shows_in_english_is_listed_though_it_is_shor
     assert (1, "text/html", "factual consistency (a catalogue message shown in English)") in found
     assert (1, "text/html", "changed figure (a catalogue message shown in English)") in found
     assert not [run for number, kind, run in found if kind == "stream"], "a short common phrase is not listed"
+
+
+def test_a_course_messages_words_inside_a_quoted_english_sentence_are_not_called_the_course_own_text(tmp_path):
+    """A document the output quotes can hold a message's words ("measured on" in notebook 02's chunk): the sentence
+    is listed as English, not as an untranslated message; the same words standing alone in a plain table still are."""
+    quote = "BM25 scores and vector similarities are measured on different scales and cannot be added directly."
+    path = executed(
+        tmp_path,
+        [
+            {"output_type": "stream", "name": "stdout", "text": f"第 15 块：{quote}\n"},
+            {"output_type": "execute_result", "data": {"text/plain": "      草稿  分数\n0  measured on  0.5\n"}},
+        ],
+    )
+    found = notebook_findings(path)
+    assert (1, "stream", quote.removeprefix("BM25 ").rstrip(".")) in found  # BM25: not a word (a digit)
+    assert not [run for _, kind, run in found if kind == "stream" and run.endswith(UNTRANSLATED)], found
+    assert (1, "text/plain", "measured on" + UNTRANSLATED) in found

@@ -96,10 +96,27 @@ def catalogue_phrases(catalogue: Path = CATALOGUE) -> tuple[tuple[str, re.Patter
     )
 
 
+_COLUMN_GAP = re.compile(r"[ \t]{2,}|\n")  # a plain-text table's column gap or a new line ends a label
+
+
 def untranslated_messages(text: str) -> list[str]:
-    """The catalogue messages (see `catalogue_phrases`) that `text` shows in English, each once, marked as such."""
-    text = prose(text)
-    return [phrase + UNTRANSLATED for phrase, pattern in catalogue_phrases() if pattern.search(text)]
+    """The catalogue messages (see `catalogue_phrases`) that `text` shows in English, each once, marked as such.
+
+    Only where the message stands alone (a label, a header, a cell): a message's words inside a longer English run
+    are part of an English sentence — a document the output quotes ("… are measured on different scales …") — and
+    that run is listed by `english_runs` already."""
+    text = _COLUMN_GAP.sub(" | ", prose(text))
+    runs = [match.span() for match in _RUN.finditer(text)]
+
+    def alone(match: re.Match) -> bool:
+        start, end = match.span()
+        return not any(s <= start and end <= e and e - s > end - start for s, e in runs)
+
+    return [
+        phrase + UNTRANSLATED
+        for phrase, pattern in catalogue_phrases()
+        if any(alone(match) for match in pattern.finditer(text))
+    ]
 
 
 def output_texts(output: dict) -> list[tuple[str, str]]:
