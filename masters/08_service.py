@@ -98,6 +98,7 @@ from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels, t_mar
 from lessons.ingest import CORPUS_DIR, load_gold
 from service.client import running_service
 from service.nightly import TREND_METRICS
+from service.settings import stores_for_reader
 
 pd.set_option("display.max_colwidth", 90)
 pd.set_option("display.width", 200)
@@ -113,8 +114,9 @@ service = stack.enter_context(running_service())
 client = stack.enter_context(service.client())
 start_seconds = time.perf_counter() - started
 health = client.health()
-t_labels(pd.DataFrame({"setting": {**health["stores"], "worker threads": health["workers"], "url": service.url,
-                                   "data folder": str(service.data_dir)}}),
+settings_shown = {**stores_for_reader(health["stores"]), "worker threads": health["workers"], "url": service.url,
+                  "data folder": str(service.data_dir)}  # the payload's English values in the reader's language
+t_labels(pd.DataFrame({"setting": settings_shown}),
          ["setting", "database", "file store", "index", "collection", "reranker", "worker threads", "url", "data folder"])
 
 # %% [markdown]
