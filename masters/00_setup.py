@@ -282,9 +282,10 @@ check_cosine_similarity(cosine_similarity)
 # 转换成带标题和表格的 Markdown。转换结果按文件的 SHA-256 缓存，所以第二次是瞬间完成的。
 
 # %%
-from lessons.ingest import CORPUS_DIR, convert_file
+from lessons.ingest import CORPUS_DIR, convert_file, for_course_language
 
-sample = CORPUS_DIR / "employee_handbook.docx"  # data/corpus/, found from any notebook folder
+# a Word file of data/corpus/ (found from any notebook folder) in the notebook's language
+sample = CORPUS_DIR / for_course_language(en="employee_handbook.docx", zh="data_security_policy_zh.docx")
 start = time.perf_counter()
 converted = convert_file(sample)
 timings[t("convert a DOCX (or read the cache)")] = time.perf_counter() - start
