@@ -16,8 +16,12 @@ made to **show its evidence**, and code can check the evidence:
    names, the unit of a "how many" — with their Chinese forms, 第三季度 ↔ Q3, 2026年 ↔ 2026, 9月19日 ↔
    September 19, 几周 ↔ weeks) must occur in or around it: figures, dates, units and quoted terms in the quote's
    neighbourhood (the chunk's header and `WINDOW_CHARS` either side), names anywhere in the retrieved chunks.
-   At least `MIN_FOCUS_SHARE` of the question's words among `asks_for` (`focus_terms`) must occur there too.
-   With `check_answer`, the judge's short answer must also say something the question does not, and be stated.
+   At least `MIN_FOCUS_SHARE` of the question's words among `asks_for` (`focus_terms`; Chinese cut into words) must
+   occur there too — or, when `asks_for` names none of them, `MIN_QUESTION_SHARE` of the question's own words. "Which
+   version" asks for a version number. A quote that repeats the question still counts when the chunk adds a figure
+   the question lacks; when the judge copied the question as its quote, its answer, if it passes every check as a
+   quote, is the evidence. With `check_answer`, the judge's short answer must also say something the question does
+   not, and be stated.
 3. The relevance signals the pipeline already has — the chat model's P(yes) per chunk, and the
    cross-encoder's score that the reranker records in `metadata[CROSS_ENCODER_KEY]` — must reach the
    language's thresholds (`AnswerabilityThresholds`; 0 switches a signal off). The check never scores again.
@@ -29,9 +33,10 @@ decision, the reason in plain words, the quote, where it was found and which spe
 from __future__ import annotations
 
 import difflib
+import itertools
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -53,6 +58,7 @@ MIN_MATCH_BLOCK = 4  # shorter common runs are chance, not copying
 MIN_QUOTE_CHARS = 8  # a shorter "quote" ("No", "Yes") states nothing a reader could check
 MIN_EVIDENCE_SHARE = 0.25  # of the quote, found in the chunk and not in the question: less repeats the question
 MIN_FOCUS_SHARE = 0.5  # of the words naming what is asked (the judge's asks_for, from the question), around the quote
+MIN_QUESTION_SHARE = 0.2  # of the question's own words around the quote, when the judge's asks_for names none of them
 MIN_TERM_COVERAGE = 0.0  # share of the question's content words around the quote (0: not required; see verify_evidence)
 WINDOW_CHARS = 300  # the neighbourhood of a quote in which the question's figures must occur
 CONTEXT_CHARS = 1200  # each chunk as the judge reads it
@@ -174,14 +180,20 @@ _NOT_NAMES = frozenset(
 )
 
 
+_SENTENCE_START = re.compile(r"[.?!。？！]\s+$")
+# Words naming the kind of document asked about ("according to the Matplotlib README"): the document need not say them.
+_DOCUMENT_WORDS = frozenset(["readme", "readmes"])
+
+
 @dataclass(frozen=True)
 class Specific:
     """One thing the question asks about that the evidence must state: its text, the forms any of which
-    counts (lower case), and its kind (quarter, date, year, figure, quoted, name, unit)."""
+    counts (lower case), and its kind (quarter, date, year, figure, quoted, name, unit; shape: `pattern` instead)."""
 
     text: str
     forms: tuple[str, ...]
     kind: str
+    pattern: str = ""  # kind "shape": what any answer of the kind looks like (a version number), instead of forms
 
 
 # "How many weeks" asks for weeks: an amount of days is no answer. The unit or counted noun of "how many X" /
@@ -195,7 +207,19 @@ _UNITS = {
     "year": ("year", "years", "年"),
 }
 _UNITS_ZH = {"小时": "hour", "分钟": "minute", "天": "day", "周": "week", "星期": "week", "个月": "month", "年": "year"}
-_HOW_MANY = re.compile(r"\bhow many ([a-z][a-z-]+)", re.IGNORECASE)
+# "多少欧元" is answered by "€45": a currency's symbol and codes count as its name.
+_CURRENCIES = {
+    "欧元": ("欧元", "€", "eur", "euro", "euros"),
+    "美元": ("美元", "$", "usd", "dollar", "dollars"),
+    "人民币": ("人民币", "元", "cny", "rmb", "¥"),
+}
+_HOW_MANY = re.compile(r"\bhow many ([a-z][a-z-]+(?: [a-z][a-z-]+){0,2})", re.IGNORECASE)
+# Where the counted noun phrase of "how many unused leave days can ..." ends: a verb, an auxiliary or a preposition.
+_PHRASE_END = frozenset(
+    ["can", "could", "do", "does", "did", "are", "is", "was", "were", "have", "has", "had", "will", "would", "should",
+     "may", "might", "must", "be", "been", "in", "on", "at", "of", "for", "to", "by", "with", "from", "per", "and",
+     "or", "the", "a", "an", "that", "which", "who"]
+)  # fmt: skip
 _HOW_MANY_ZH = re.compile(
     r"(?:多少|几)\s*(?:个|名|位|台|条|次|家|项)?\s*(小时|分钟|个月|星期|[天周年]|[\u4e00-\u9fff]{2})"
 )
@@ -205,15 +229,27 @@ def _counted(question: str) -> list[Specific]:
     """The unit or counted noun of the question's "how many X" / "多少X" (kind "unit"): what the amount is of."""
     found = []
     for match in _HOW_MANY.finditer(question):
-        word = match.group(1).lower()
-        stem = re.sub(r"(?<=[^s])s$", "", word)
-        unit = _UNITS.get(stem)
-        found.append(Specific(match.group(0), unit or (stem, stem + "s", stem + "es"), "unit"))
+        words = list(itertools.takewhile(lambda w: w not in _PHRASE_END, match.group(1).lower().split()))
+        if not words:
+            continue
+        # "how many unused leave days": the noun is the last word, an adjective or two may precede it; any counts
+        stems = [re.sub(r"(?<=[^s])s$", "", word) for word in words]
+        unit = _UNITS.get(stems[-1])
+        forms = unit or tuple(dict.fromkeys(f for stem in stems for f in (stem, stem + "s", stem + "es")))
+        found.append(Specific(match.group(0)[: len("how many ") + len(" ".join(words))], forms, "unit"))
     for match in _HOW_MANY_ZH.finditer(question):
         noun = match.group(1)
         unit = _UNITS_ZH.get(noun)
-        found.append(Specific(match.group(0), _UNITS[unit] if unit else (noun,), "unit"))
+        found.append(Specific(match.group(0), _UNITS[unit] if unit else _CURRENCIES.get(noun, (noun,)), "unit"))
+    for match in _WHICH_VERSION.finditer(question):  # "which version" is answered by a version number, or not at all
+        found.append(Specific(match.group(0), (), "shape", _VERSION_NUMBER))
     return found
+
+
+_WHICH_VERSION = re.compile(
+    r"\b(?:which|what) (?:[a-z][\w-]* )?versions?\b|(?:哪个|哪一个|什么|哪些)\s*版本|版本号", re.IGNORECASE
+)
+_VERSION_NUMBER = r"(?<![\w.])v?\d+\.\d+"
 
 
 def _quarter(match: re.Match) -> Specific:
@@ -280,9 +316,10 @@ def question_specifics(question: str) -> list[Specific]:
     words = list(_LATIN_WORD.finditer(text))
     for position, match in enumerate(words):
         word = re.sub(r"'s$", "", match.group(0))
-        if not free(match.span()) or word.lower() in _NOT_NAMES or len(word) < 2:
+        if not free(match.span()) or word.lower() in _NOT_NAMES or word.lower() in _DOCUMENT_WORDS or len(word) < 2:
             continue
-        first = position == 0 and match.start() < 3
+        # a word capitalised because a sentence starts there ("... hamper. Up to what value ...") is no name
+        first = (position == 0 and match.start() < 3) or bool(_SENTENCE_START.search(text[: match.start()]))
         name = (
             chinese
             or any(c.isupper() for c in word[1:])
@@ -299,17 +336,26 @@ def _haystack(text: str) -> str:
     return normalise_for_match(text).casefold().replace("_", " ")
 
 
+def _unspaced(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
 _BEFORE = r"(?<![0-9A-Za-z])"
 _BEFORE_DIGIT = r"(?<![0-9A-Za-uw-z.])"  # "v2.9" holds 2.9; "12.9" and "1.2.9" do not
 
 
 def occurs(specific: Specific, text: str) -> bool:
     """Whether one of the specific's forms occurs in `text` (already `_haystack`-ed), as a whole token."""
+    if specific.pattern:
+        return re.search(specific.pattern, text) is not None
     if specific.kind == "name":  # "code-freeze" is "code freeze"
         text = text.replace("-", " ")
     for form in specific.forms:
         form = form.replace("-", " ") if specific.kind == "name" else form
-        if _CJK_CHAR.search(form) or form.startswith("-"):
+        if _CJK_CHAR.search(form):  # "9 月 17 日" is "9月17日": Chinese text spaces figures or not
+            if _unspaced(form) in _unspaced(text):
+                return True
+        elif form.startswith("-") or not form[0].isalnum():  # "-09-17", "€"
             if form in text:
                 return True
         elif re.search(rf"{_BEFORE_DIGIT if form[0].isdigit() else _BEFORE}{re.escape(form)}(?![0-9A-Za-z])", text):
@@ -330,6 +376,7 @@ class QuoteMatch:
     start: int
     end: int
     evidence: float = 1.0  # the share of the quote found in the chunk and NOT in the question: what it adds
+    from_answer: bool = False  # the judge's answer, not its quote, is the evidence found (`verify_evidence`)
 
 
 def _marks(blocks, size: int, offset_of_needle: int = 1) -> list[bool]:
@@ -489,10 +536,38 @@ def verify_evidence(
         problem = answer_problem(question, evidence.answer, documents)
         if problem:
             return problem, None, specifics, [], None
-    quoted = len(_needle(evidence.quote))
+    options = (documents, subject, specifics, min_coverage, names_near_quote, framing, focus_share, min_terms)
+    checked = _check_quote(question, evidence.quote, evidence.asks_for, *options)
+    if checked[0] in _QUOTE_FAILURES and evidence.answer.strip() != evidence.quote.strip():
+        # The judge copied the question (or a heading) as its quote and the answering passage as its answer: the
+        # answer is checked as the quote would be, and stands in for it only if it passes every check.
+        instead = _check_quote(question, evidence.answer, evidence.asks_for, *options)
+        if instead[0] == "answerable":
+            return instead[0], replace(instead[1], from_answer=True), *instead[2:]
+    return checked
+
+
+_QUOTE_FAILURES = ("no quote", "quote not in the documents", "quote repeats the question")
+
+
+def _check_quote(
+    question: str,
+    quote: str,
+    asks_for: str,
+    documents: Sequence[Document],
+    subject: Collection[str],
+    specifics: list[Specific],
+    min_coverage: float,
+    names_near_quote: bool,
+    framing: bool,
+    focus_share: float,
+    min_terms: float,
+) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
+    """`verify_evidence` for one quote."""
+    quoted = len(_needle(quote))
     if quoted < MIN_QUOTE_CHARS:
         return "no quote", None, specifics, [], None
-    match = locate_quote(evidence.quote, documents, question if framing else "")
+    match = locate_quote(quote, documents, question if framing else "")
     if match is None:
         return "quote not in the documents", None, specifics, [], None
     window = _window(documents[match.document], match)
@@ -502,14 +577,18 @@ def verify_evidence(
     if match.coverage < min_coverage:
         return "quote not in the documents", match, specifics, missing, coverage
     added = match.evidence * quoted
-    new_figure = bool(set(figures(evidence.quote)) - set(figures(question)))  # "port 7420" for "which port?"
-    if match.evidence < MIN_EVIDENCE_SHARE or (added < MIN_QUOTE_CHARS and not new_figure):
+    # "port 7420" for "which port?", "Atlas 从 4.0 版开始使用 jieba" for "从哪个版本开始使用 jieba": a figure the question
+    # lacks, stated by the chunk, is what the quote adds, however much of the question it repeats around it
+    new = set(figures(quote)) - set(figures(question))
+    new_figure = any(f in figures(window) and added >= len(f) for f in new)  # the chunk adds at least the figure
+    if not new_figure and (match.evidence < MIN_EVIDENCE_SHARE or added < MIN_QUOTE_CHARS):
         return "quote repeats the question", match, specifics, missing, coverage
     if missing:
         return "specifics missing", match, specifics, missing, coverage
-    absent = (
-        focus_missing(focus_terms(question, evidence.asks_for, subject), window, focus_share) if focus_share else []
-    )
+    focus, share = focus_terms(question, asks_for, subject), focus_share
+    if not focus:  # the judge named nothing of the question ("what it asks for"): the question's own words, fewer
+        focus, share = question_focus(question, subject), min(focus_share, MIN_QUESTION_SHARE)
+    absent = focus_missing(focus, window, share) if focus_share else []
     if absent:
         return "asked-for missing", match, specifics, [Specific(t, (t,), "focus") for t in absent], coverage
     if min_terms and coverage is not None and coverage < min_terms:
@@ -520,11 +599,42 @@ def verify_evidence(
 def focus_terms(question: str, asks_for: str, subject: Collection[str] = ()) -> list[str]:
     """The words that name what `question` asks for: the content words (`content_tokens`) of the judge's `asks_for`
     that the question holds — a word the judge made up is not the question's — less the corpus's subject names.
-    Introduced in notebook 04."""
+    Chinese is cut into words (jieba), not character pairs: a pair across two words ("索和" of "检索和语义") is no
+    word a passage that answers must repeat; a word counts when the question holds it. Introduced in notebook 04."""
     asked = set(content_tokens(_QUESTION_ZH.sub(" ", question)))
+    asked_text = _unspaced(_normal(question))
     names = {token for name in subject for token in content_tokens(name)}
-    wanted = content_tokens(_QUESTION_ZH.sub(" ", asks_for))
-    return list(dict.fromkeys(t for t in wanted if t in asked and t not in names and t not in _QUESTION_WORDS))
+    wanted = _focus_words(_QUESTION_ZH.sub(" ", asks_for))
+    return list(
+        dict.fromkeys(
+            t
+            for t in wanted
+            if (t in asked_text if _CJK_CHAR.search(t) else t in asked) and t not in names and t not in _QUESTION_WORDS
+        )
+    )
+
+
+def question_focus(question: str, subject: Collection[str] = ()) -> list[str]:
+    """The question's own content words (`_focus_words`: Chinese as words), less the subject's names and the words
+    that ask: what is looked for around the quote when the judge's `asks_for` names no word of the question."""
+    names = {token for name in subject for token in content_tokens(name)}
+    words = _focus_words(_QUESTION_ZH.sub(" ", question))
+    return list(dict.fromkeys(t for t in words if t not in names and t not in _QUESTION_WORDS))
+
+
+def _focus_words(text: str) -> list[str]:
+    """Content words of `text`: English as `content_tokens` reads them (stemmed), Chinese words as jieba cuts them,
+    less the one-character function words (的, 和, 把: they name nothing)."""
+    from lessons.retrieval.retrievers import tokenize_jieba
+
+    english = [t for t in content_tokens(text) if not _CJK_CHAR.search(t)]
+    chinese = [w for w in tokenize_jieba(_normal(text)) if _CJK_CHAR.search(w) and w not in _ZH_FUNCTION_WORDS]
+    return english + [w for w in chinese if not _QUESTION_ZH.fullmatch(w)]
+
+
+_ZH_FUNCTION_WORDS = frozenset(
+    "的了和与或在是把被对从给地得着过也都就而及其之这那有为以于到会能要可让向将个吗呢啊吧么每该"
+)
 
 
 # How a question asks, not what it asks for: "how much", "which", 多少, 什么, 哪些 name nothing the evidence must say.
@@ -532,10 +642,27 @@ _QUESTION_WORDS = frozenset(["how", "much", "many", "what", "which", "who", "who
 _QUESTION_ZH = re.compile("为什么|多少|什么|哪些|哪个|哪里|哪儿|哪|几|怎么|怎样|如何|是否|谁|吗|呢")
 
 
+# A word that names the kind of answer is stated by an answer of that shape: "which version" by "v0.19.0".
+_ANSWER_SHAPES = {
+    "version": re.compile(r"(?<![\w.])v?\d+\.\d+"),
+    "版本": re.compile(r"(?<![\w.])v?\d+\.\d+|\d+(?:\.\d+)*\s*版"),
+}
+
+
 def focus_missing(terms: Sequence[str], window: str, min_share: float = MIN_FOCUS_SHARE) -> list[str]:
     """The focus terms absent from the quote's `window`, when fewer than `min_share` of them occur there (else none):
-    "the vesting schedule of stock options" answered by "You may work from home up to three days per week"."""
-    absent = [t for t in terms if t not in window]
+    "the vesting schedule of stock options" answered by "You may work from home up to three days per week".
+    A Chinese term is not asked of English evidence (a Chinese question about an English README); "version" / "版本"
+    is present when the window states a version number."""
+    if not _CJK_CHAR.search(window):
+        terms = [t for t in terms if not _CJK_CHAR.search(t)]
+    unspaced = _unspaced(window)
+    absent = [
+        t
+        for t in terms
+        if (t not in (unspaced if _CJK_CHAR.search(t) else window))
+        and not (t in _ANSWER_SHAPES and _ANSWER_SHAPES[t].search(window))
+    ]
     return absent if terms and len(terms) - len(absent) < min_share * len(terms) else []
 
 
@@ -564,7 +691,9 @@ def _missing(
     everywhere = " ".join(_haystack(d.page_content) + " " + _haystack(str(d.metadata.get(CONTEXT_HEADER) or ""))
                           for d in documents)  # fmt: skip
     # A Chinese term cannot be looked for in English evidence (a Chinese question about an English README).
-    checkable = [s for s in specifics if _CJK_CHAR.search(window) or not all(_CJK_CHAR.search(f) for f in s.forms)]
+    checkable = [
+        s for s in specifics if s.pattern or _CJK_CHAR.search(window) or not all(_CJK_CHAR.search(f) for f in s.forms)
+    ]
     return [s for s in checkable if not occurs(s, everywhere if s.kind == "name" and not names_near_quote else window)]
 
 
@@ -657,7 +786,7 @@ class AnswerabilityCheck:
         return AnswerabilityVerdict(
             answerable=verdict == "answerable",
             reason=verdict,
-            quote=evidence.quote.strip(),
+            quote=(evidence.answer if match and match.from_answer else evidence.quote).strip(),
             answer=evidence.answer.strip(),
             asks_for=evidence.asks_for.strip(),
             document=match.document if match else None,
