@@ -21,6 +21,15 @@ Held-out questions: `--seed 1 --exclude-dev` draws a sample disjoint from the de
 questions the check's rules were written on) and writes answerability-heldout-seed1.json (rows: …-rows.json).
 The code check is re-run at analysis time with the corpus's subject (`common_names`) as the code computes it now.
 
+Replay: `--replay NAME ...` re-runs the code check as it stands over those results' stored rows (quotes and chunks
+are stored; no model call) and prints answerable answered and out-of-KB refused per corpus and language.
+
+Answerable questions never tuned on: `--answerable-set` takes them from benchmarks/questions/answerable_<corpus>.jsonl
+(written after the check's rules):
+
+    python benchmarks/bench_answerability.py --answerable-set --near-misses 2 --all --no-p-yes \
+        --name answerability-fresh
+
 Questions never tuned on: `--near-misses` takes the out-of-KB questions from benchmarks/questions/near_miss_<corpus>.jsonl
 (40 near misses written by someone who had not read the check, before the rule they measure) and `--exclude-rows NAME`
 keeps the answerable ones of earlier samples out:
@@ -29,7 +38,8 @@ keeps the answerable ones of earlier samples out:
         --near-misses --answerable 10 --out-of-kb 10 --no-p-yes --name answerability-nearmiss-seed2
 
     python benchmarks/bench_answerability.py [--answerable 8] [--out-of-kb 5] [--all] [--analyse-only]
-        [--seed N --exclude-dev] [--exclude-rows NAME ...] [--near-misses] [--name NAME]
+        [--seed N --exclude-dev] [--exclude-rows NAME ...] [--near-misses] [--answerable-set] [--name NAME]
+    python benchmarks/bench_answerability.py --replay NAME ...
 """
 
 import argparse
@@ -348,27 +358,78 @@ def current_subject(corpus: str) -> frozenset:
     return common_names(chunk_knowledge_base(folder=corpus_folder(corpus)))
 
 
-def questions_of(corpus: str, near_misses: str | None = None) -> list:
+def questions_of(corpus: str, near_misses: str | None = None, answerable_set: bool = False) -> list:
     """The corpus's gold questions; with `near_misses` (a set: "1", "2"), its out-of-KB ones replaced by that set of
     held-out near misses in benchmarks/questions/ (written independently of the check, never used to fit it; their
-    `note` is dropped)."""
+    `note` is dropped); with `answerable_set`, its answerable ones replaced by answerable_<corpus>.jsonl there
+    (answerable questions written after the check's rules, never tuned on)."""
     from lessons.ingest import load_gold
-    from lessons.ingest.questions import Question
 
     gold = load_gold(corpus=corpus)
-    if not near_misses:
-        return gold
-    path = QUESTIONS / (
-        f"near_miss_{corpus}.jsonl" if near_misses == "1" else f"near_miss_{near_misses}_{corpus}.jsonl"
-    )
-    extra = [
-        Question.model_validate({k: v for k, v in json.loads(line).items() if k != "note"})
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
-    if any(q.answerable for q in extra):
-        raise ValueError(f"{path}: a near miss must be out_of_kb — fix the question's type")
-    return [q for q in gold if q.answerable] + extra
+    answerable = [q for q in gold if q.answerable]
+    out_of_kb = [q for q in gold if not q.answerable]
+    if near_misses:
+        path = QUESTIONS / (
+            f"near_miss_{corpus}.jsonl" if near_misses == "1" else f"near_miss_{near_misses}_{corpus}.jsonl"
+        )
+        out_of_kb = _question_file(path)
+        if any(q.answerable for q in out_of_kb):
+            raise ValueError(f"{path}: a near miss must be out_of_kb — fix the question's type")
+    if answerable_set:
+        path = QUESTIONS / f"answerable_{corpus}.jsonl"
+        answerable = _question_file(path)
+        if not all(q.answerable for q in answerable):
+            raise ValueError(f"{path}: every question of this set must be answerable — move out_of_kb ones elsewhere")
+    return answerable + out_of_kb
+
+
+def _question_file(path: Path) -> list:
+    """The questions of a benchmarks/questions/ file (JSON lines; a writer's `note` is dropped)."""
+    from lessons.ingest.questions import Question
+
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: no such question set — write it (JSON lines, as benchmarks/questions/README.md)"
+        )
+    questions = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                questions.append(Question.model_validate({k: v for k, v in json.loads(line).items() if k != "note"}))
+            except ValueError as error:
+                raise ValueError(f"{path}, line {number}: {error}") from None
+    return questions
+
+
+def replay(names: list[str]) -> dict:
+    """The code check as it stands re-run over the stored rows of earlier results (`--replay`): no chat-model call and
+    no knowledge base, the corpus's subject as stored with each row. Per results, corpus and language: answerable
+    questions answered, out-of-KB questions refused, and why the answerable ones were refused."""
+    report = {}
+    for name in names:
+        rows = json.loads((RESULTS / f"{name}-rows.json").read_text(encoding="utf-8"))
+        cells: dict = {}
+        for row in rows.values():
+            reason = verify(row)["reason"]
+            cell = cells.setdefault(
+                f"{row['corpus']}/{row['language']}",
+                {"answered": 0, "answerable": 0, "refused": 0, "out_of_kb": 0, "refusals_answerable": {}},
+            )
+            if row["answerable"]:
+                cell["answerable"] += 1
+                cell["answered"] += reason == "answerable"
+                if reason != "answerable":
+                    cell["refusals_answerable"][reason] = cell["refusals_answerable"].get(reason, 0) + 1
+            else:
+                cell["out_of_kb"] += 1
+                cell["refused"] += reason != "answerable"
+        report[name] = dict(sorted(cells.items()))
+        for key, cell in report[name].items():
+            print(
+                f"{name} {key}: answered {cell['answered']}/{cell['answerable']}, "
+                f"refused {cell['refused']}/{cell['out_of_kb']}; refusals of answerable: {cell['refusals_answerable']}"
+            )
+    return report
 
 
 def main() -> dict:
@@ -394,9 +455,22 @@ def main() -> dict:
         help="out-of-KB questions from a held-out near-miss set of benchmarks/questions/ (1: near_miss_<corpus>.jsonl, "
         "2: near_miss_2_<corpus>.jsonl; never tuned on) instead of gold",
     )
+    parser.add_argument(
+        "--answerable-set",
+        action="store_true",
+        help="answerable questions from benchmarks/questions/answerable_<corpus>.jsonl (never tuned on) instead of gold",
+    )
+    parser.add_argument(
+        "--replay",
+        nargs="+",
+        metavar="NAME",
+        help="re-run the code check over these results' stored rows (no model call) and print answered / refused",
+    )
     parser.add_argument("--no-p-yes", action="store_true", help="do not read P(yes): only the check's one call")
     parser.add_argument("--name", help=f"results name (default {NAME}, or {NAME}-heldout-seedN with --exclude-dev)")
     args = parser.parse_args()
+    if args.replay:
+        return replay(args.replay)
     name = args.name or (f"{NAME}-heldout-seed{args.seed}" if args.exclude_dev else NAME)
     dev_path = RESULTS / f"{NAME}-rows.json"
     dev = frozenset(json.loads(dev_path.read_text())) if args.exclude_dev and dev_path.exists() else frozenset()
@@ -406,7 +480,7 @@ def main() -> dict:
     rows = json.loads(path.read_text()) if path.exists() else {}
     samples = {
         corpus: sample(
-            questions_of(corpus, args.near_misses),
+            questions_of(corpus, args.near_misses, args.answerable_set),
             args.answerable,
             args.out_of_kb,
             seed=args.seed,
@@ -430,6 +504,7 @@ def main() -> dict:
             "excludes_dev_rows": args.exclude_dev,
             "excludes_rows_of": args.exclude_rows,
             "near_misses": args.near_misses,
+            "answerable_set": args.answerable_set,
             "ids": samples,
         },
         "min_abstention": MIN_ABSTENTION,

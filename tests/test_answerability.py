@@ -522,3 +522,38 @@ def test_when_the_judge_names_nothing_of_the_question_the_question_s_words_are_l
     kept = Document("LangSmith keeps traces for 14 days on the free plan.")
     evidence = Evidence(quote=kept.page_content, answer="14 days", asks_for="what it asks for")
     assert verify_evidence(question, evidence, [kept])[0] == "answerable"
+
+
+def test_the_benchmark_reads_a_fresh_answerable_set_and_replays_stored_rows(tmp_path, monkeypatch):
+    """`--answerable-set` takes answerable questions from benchmarks/questions/answerable_<corpus>.jsonl (a wrong line
+    names the file and line; an out-of-KB question there is refused); `--replay` re-scores stored rows, no model."""
+    import json
+
+    import pytest
+
+    from benchmarks import bench_answerability as bench
+
+    line = {"id": "new-1", "question": "Which port does Atlas use?", "language": "en", "type": "fact", "note": "x"}
+    (tmp_path / "answerable_course.jsonl").write_text(json.dumps(line) + "\n" + '{"id": "new-2"}\n', encoding="utf-8")
+    monkeypatch.setattr(bench, "QUESTIONS", tmp_path)
+    with pytest.raises(ValueError, match=r"answerable_course.jsonl, line 2"):
+        bench.questions_of("course", answerable_set=True)
+    (tmp_path / "answerable_course.jsonl").write_text(json.dumps({**line, "type": "out_of_kb"}) + "\n")
+    with pytest.raises(ValueError, match="must be answerable"):
+        bench.questions_of("course", answerable_set=True)
+    (tmp_path / "answerable_course.jsonl").write_text(json.dumps(line) + "\n")
+    questions = bench.questions_of("course", answerable_set=True)
+    assert [q.id for q in questions if q.answerable] == ["new-1"] and any(not q.answerable for q in questions)
+
+    document = {"text": "Atlas Server listens on port 7420 by default.", "context_header": None, "source": "a.md"}
+    row = {"corpus": "course", "language": "en", "subject": [], "documents": [document], "asks_for": "port"}
+    rows = {
+        "course:a": {**row, "id": "a", "answerable": True, "question": "Which port does Atlas Server use?",
+                     "quote": "Atlas Server listens on port 7420 by default.", "answer": "7420"},
+        "course:b": {**row, "id": "b", "answerable": False, "question": "Which port does the Oslo proxy use?",
+                     "quote": "Atlas Server listens on port 7420 by default.", "answer": "7420"},
+    }  # fmt: skip
+    (tmp_path / "stored-rows.json").write_text(json.dumps(rows), encoding="utf-8")
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    cell = bench.replay(["stored"])["stored"]["course/en"]
+    assert (cell["answered"], cell["answerable"], cell["refused"], cell["out_of_kb"]) == (1, 1, 1, 1)
