@@ -628,6 +628,8 @@ def _focus_words(text: str) -> list[str]:
     from lessons.retrieval.retrievers import tokenize_jieba
 
     english = [t for t in content_tokens(text) if not _CJK_CHAR.search(t)]
+    if not _CJK_CHAR.search(text):  # jieba loads its dictionary (about a second) on first use: only for Chinese
+        return english
     chinese = [w for w in tokenize_jieba(_normal(text)) if _CJK_CHAR.search(w) and w not in _ZH_FUNCTION_WORDS]
     return english + [w for w in chinese if not _QUESTION_ZH.fullmatch(w)]
 
