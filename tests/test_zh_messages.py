@@ -92,6 +92,27 @@ def test_the_qa_report_notebook_03_prints_is_in_the_course_language(tmp_path, mo
     assert str(report).startswith("3 个块 → 6 个问答对 · schema 成功率 100.0%（第一次就成功 2，减少对数后成功 1")
 
 
+def test_a_structured_output_failure_and_the_gates_source_are_shown_in_the_course_language(tmp_path, monkeypatch):
+    """Notebook 06 shows a judge's failure (its cause is StructuredOutputError's message) and where the gate's
+    thresholds come from; the reports keep the English source."""
+    from lessons.agents.grading import DEFAULT_GATE_SOURCE
+    from lessons.agents.pipelines import gate_thresholds
+    from lessons.core.structured import StructuredOutputError
+    from lessons.evaluation import FaithfulnessVerdict
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    english = str(StructuredOutputError(FaithfulnessVerdict, 3, "Looks right to me!", ValueError("no function")))
+    assert english.startswith("no valid FaithfulnessVerdict after 3 attempt(s): ValueError('no function'). Last reply")
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    chinese = str(StructuredOutputError(FaithfulnessVerdict, 3, "Looks right to me!", ValueError("no function")))
+    assert chinese.startswith("尝试 3 次后仍没有得到有效的 FaithfulnessVerdict：ValueError('no function')。"), chinese
+    assert gate_thresholds()[1] == DEFAULT_GATE_SOURCE and DEFAULT_GATE_SOURCE.startswith("the gate calibrated")
+    assert t_marked(DEFAULT_GATE_SOURCE).startswith(
+        "由 benchmarks/bench_gate.py 在课程语料库的全部金标准问题上校准的门控"
+    )
+
+
 def test_job_states_and_outcomes_are_shown_in_the_course_language(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     states = [UPLOADING, PENDING, RUNNING, DONE, FAILED, SUPERSEDED, CANCELLED]

@@ -28,6 +28,8 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ValidationError
 
+from lessons.core.i18n import t
+
 S = TypeVar("S", bound=BaseModel)
 
 # Providers (by LangChain class name) that support OpenAI's `json_schema` response format natively.
@@ -44,8 +46,14 @@ class StructuredOutputError(RuntimeError):
         self.cause = cause
         raw = _raw_text(last_raw)
         super().__init__(
-            f"no valid {schema.__name__} after {attempts} attempt(s): {cause!r}. Last reply: {raw[:300]!r}. "
-            "Try a shorter input, a simpler schema, or a larger model (AGENTIC_RAG_GGUF / DeepSeek)."
+            t(
+                "no valid {schema} after {attempts} attempt(s): {cause}. Last reply: {reply}. "
+                "Try a shorter input, a simpler schema, or a larger model (AGENTIC_RAG_GGUF / DeepSeek).",
+                schema=schema.__name__,
+                attempts=attempts,
+                cause=repr(cause),
+                reply=repr(raw[:300]),
+            )
         )
 
 
