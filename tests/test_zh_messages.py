@@ -113,6 +113,20 @@ def test_a_structured_output_failure_and_the_gates_source_are_shown_in_the_cours
     )
 
 
+def test_the_vector_stores_location_is_english_for_reports_and_chinese_for_the_reader(tmp_path, monkeypatch):
+    import json
+
+    from lessons.core.i18n import for_reader
+    from lessons.core.vectorstore import store_location
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    location = store_location()
+    assert location.startswith(("embedded Chroma in ", "Chroma server ")), location  # what a report records
+    assert json.loads(json.dumps({"vector store": location}))["vector store"] == str(location)
+    assert for_reader(location).startswith(("嵌入式 Chroma，位于 ", "Chroma 服务器 ")), for_reader(location)
+
+
 def test_job_states_and_outcomes_are_shown_in_the_course_language(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     states = [UPLOADING, PENDING, RUNNING, DONE, FAILED, SUPERSEDED, CANCELLED]

@@ -28,7 +28,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from lessons.core.embeddings import get_embeddings
-from lessons.core.i18n import N_
+from lessons.core.i18n import N_, ReaderText
 from lessons.core.search_text import CONTEXT_HEADER, search_text
 from lessons.core.settings import get_settings
 
@@ -78,15 +78,16 @@ EMBEDDED_CHROMA = N_("embedded Chroma in {path}")
 CHROMA_SERVER = N_("Chroma server {url}")
 
 
-def store_location() -> str:
-    """Where `open_store` keeps collections: the Chroma server's URL or the embedded store's folder.
+def store_location() -> ReaderText:
+    """Where `open_store` keeps collections: the Chroma server's URL or the embedded store's folder — the English
+    for reports, `for_reader(store_location())` in the course language.
 
     Introduced in notebook 06 (evaluation).
     """
     settings = get_settings()
     if settings.chroma_url:
-        return CHROMA_SERVER.format(url=settings.chroma_url)
-    return EMBEDDED_CHROMA.format(path=settings.cache_dir / "chroma")
+        return ReaderText(CHROMA_SERVER, url=settings.chroma_url)
+    return ReaderText(EMBEDDED_CHROMA, path=settings.cache_dir / "chroma")
 
 
 def _collection_name(name: str, embeddings: Embeddings) -> str:
