@@ -591,12 +591,13 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     config.output.mkdir(parents=True, exist_ok=True)
     save_test_set(items, config.output / "test_set.jsonl")
     k, rank_k = config.setting("k", K), config.setting("rank_k", RANK_K)
+    weight, cross_lingual = rerank_options(config)
     resources = Resources(
         chunks=chunks, store=store, llm=llm, k=k, rank_k=rank_k,
         rerank_candidates=config.setting("rerank_candidates", 20), max_rounds=config.setting("max_rounds", 3),
         qa_chunks=qa_chunk_selection(chunks, items, config.setting("qa_chunks", 20)),
         qa_store_name=f"{collection}-qa", progress=progress,
-        first_stage_weight=config.rerank.get("first_stage_weight"), cross_lingual=config.rerank.get("cross_lingual", True),
+        first_stage_weight=weight, cross_lingual=cross_lingual,
     )  # fmt: skip
     calibration = calibrate_gate_on(calibration_items, resources, in_sample=in_sample) if calibrating else None
     if calibration is not None:
@@ -631,12 +632,19 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     return {"json": json_path, "markdown": md_path, "table": table, "rows": rows, "skipped": list(ingested.skipped)}
 
 
+def rerank_options(config: EvalConfig) -> tuple[float, bool]:
+    """The reranker's first-stage weight and cross-lingual route: the config's `[rerank]`, else the course's defaults."""
+    from lessons.retrieval.rerank import DEFAULT_FIRST_STAGE_WEIGHT
+
+    return config.rerank.get("first_stage_weight", DEFAULT_FIRST_STAGE_WEIGHT), config.rerank.get("cross_lingual", True)
+
+
 def rerank_note(config: EvalConfig) -> str:
     """The report's line on the reranker the run used: the first-stage weight and the cross-lingual route ([rerank])."""
     from lessons.retrieval.rerank import DEFAULT_FIRST_STAGE_WEIGHT
 
-    weight = config.rerank.get("first_stage_weight", DEFAULT_FIRST_STAGE_WEIGHT)
-    route = "on" if config.rerank.get("cross_lingual", True) else "off"
+    weight, cross_lingual = rerank_options(config)
+    route = "on" if cross_lingual else "off"
     default = " (the course's default)" if weight == DEFAULT_FIRST_STAGE_WEIGHT and route == "on" else ""
     return f"default_reranker, first-stage weight {weight:g}, cross-lingual route {route}{default}"
 
