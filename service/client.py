@@ -332,17 +332,20 @@ class RunningService:
             api_key=SecretStr(self.api_key) if self.api_key else None, data_dir=self.data_dir,
             database_url=self.env["AGENTIC_RAG_SERVICE_DATABASE_URL"], file_store=self.data_dir / "files",
             collection=self.env["AGENTIC_RAG_SERVICE_COLLECTION"], url=self.url,
-            reranker=self.env.get("AGENTIC_RAG_SERVICE_RERANKER", "default")))  # fmt: skip
+            reranker=self.env.get("AGENTIC_RAG_SERVICE_RERANKER", "default"),
+            nightly_probes=self.env.get("AGENTIC_RAG_SERVICE_NIGHTLY_PROBES")))  # fmt: skip
 
-    def nightly(self, llm, questions: int = 6, seed: int = 0, progress: bool = True) -> dict[str, Any]:
+    def nightly(self, llm, questions: int = 6, seed: int = 0, progress: bool = True,
+                probes: str | Path | None = None) -> dict[str, Any]:  # fmt: skip
         """One nightly evaluation of this service (`service.nightly.run_nightly`), run in this process with `llm`:
-        questions for the documents indexed since the last run, scored through `/v1/ask`. Its record and report path."""
+        questions for the documents indexed since the last run, and the out-of-KB `probes` (a JSONL file; default:
+        the service's AGENTIC_RAG_SERVICE_NIGHTLY_PROBES), scored through `/v1/ask`. Its record and report path."""
         from service.core import Service
         from service.nightly import run_nightly
 
         service = Service(self.settings())
         try:
-            return run_nightly(service, self.url, llm, questions=questions, seed=seed, progress=progress)
+            return run_nightly(service, self.url, llm, questions=questions, seed=seed, progress=progress, probes=probes)
         finally:
             service.db.engine.dispose()
 

@@ -6,8 +6,14 @@ Introduced in notebook 08 (from notebook to service). The course's own pieces do
 `lessons.evaluation.evaluate` / `compare` (chunk recall; 0/1 factual consistency and completeness,
 judge failures counted). The pipeline evaluated is the running service itself, through `/v1/ask`.
 
+Every run also asks the out-of-KB probes, when a file of them is configured (`AGENTIC_RAG_SERVICE_NIGHTLY_PROBES`
+or `--probes`): questions the documents do not answer, one JSON object a line in the gold format with
+`"type": "out_of_kb"`. They are a standing regression set (the generated questions cover only new documents), and
+the report shows the share the service refused, "abstained (out-of-KB)", per run and in the trend; a run without
+probes says that abstention was not measured.
+
     python -m service.nightly                       # the service at AGENTIC_RAG_SERVICE_URL
-    python -m service.nightly --questions 8 --out runs/nightly
+    python -m service.nightly --questions 8 --out runs/nightly --probes probes.jsonl
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from sqlalchemy import select
 from lessons.agents.pipelines import K
 from lessons.core.i18n import t
 from lessons.evaluation.pipelines import compare, evaluate, json_ready
+from lessons.ingest.questions import Question
 from service.db import DONE, FAILED, EvalResult, EvalRun
 from service.db import Document as DocumentRecord
 from service.pipeline import as_pipeline_result
@@ -34,7 +41,35 @@ from service.pipeline import as_pipeline_result
 # The pipeline a run evaluates, by the service's AGENTIC_RAG_SERVICE_RERANKER setting (service.pipeline.retrieve).
 PIPELINES = {"default": "service: hybrid + rerank + cited answer", "none": "service: hybrid + cited answer"}
 PIPELINE = PIPELINES["default"]
-TREND_METRICS = (f"recall@{K}", f"hit@{K}", "factual consistency", "completeness")
+ABSTAINED = "abstained (out-of-KB)"  # `lessons.evaluation.pipelines.compare`'s column
+PROBES_ASKED = "out-of-KB probes"  # how many a run asked (0: abstention not measured)
+TREND_METRICS = (f"recall@{K}", f"hit@{K}", "factual consistency", "completeness", ABSTAINED)
+NOT_MEASURED = "not measured"
+PROBES_SETTING = "AGENTIC_RAG_SERVICE_NIGHTLY_PROBES"
+
+
+class ProbeFileError(ValueError):
+    """An out-of-KB probe file that cannot be used; the message names the file, the line and the fix."""
+
+
+def load_probes(path: str | Path) -> list[Question]:
+    """The out-of-KB probes of a JSON Lines file (`lessons.evaluation.testset.load_test_set`'s format and checks):
+    every line must be an out-of-KB question (`"type": "out_of_kb"`), since a probe scores only abstention."""
+    from lessons.evaluation.testset import TestSetError, load_test_set
+
+    path = Path(path).expanduser()
+    try:
+        items = load_test_set(path)
+    except TestSetError as error:
+        raise ProbeFileError(f"out-of-KB probes ({PROBES_SETTING}): {error}") from None
+    lines = [n for n, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1) if line.strip()]
+    for number, item in zip(lines, items, strict=True):
+        if item.answerable:
+            raise ProbeFileError(
+                f"{path}, line {number}: {item.id} has type {item.type!r} — an out-of-KB probe is a question the "
+                'documents do not answer, with "type": "out_of_kb" (answerable questions belong in a test set)'
+            )
+    return [item.model_copy(update={"origin": "file"}) for item in items]
 
 
 def _since(db) -> float:
@@ -74,10 +109,13 @@ def service_pipeline(client: httpx.Client, k: int = K):
 
 
 def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, out: Path | None = None,
-                progress: bool = True) -> dict[str, Any]:  # fmt: skip
-    """One nightly run; returns its record (metrics) and the report's path."""
+                progress: bool = True, probes: str | Path | None = None) -> dict[str, Any]:  # fmt: skip
+    """One nightly run; returns its record (metrics) and the report's path. `probes`: the out-of-KB probe file
+    (default: the `nightly_probes` setting), asked on every run."""
     from lessons.evaluation.testset import generate_test_set
 
+    probes = probes if probes is not None else getattr(service.settings, "nightly_probes", None)
+    probe_items = load_probes(probes) if probes is not None else []  # a bad file fails before the run is recorded
     db = service.db
     since = _since(db)
     started = time.time()
@@ -96,15 +134,17 @@ def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, ou
                 report = generate_test_set(llm, chunks, n_single=questions, n_multi=0, seed=seed, progress=progress)
                 items = report.items
                 print(report)
-            metrics: dict[str, Any] = {"new documents": len(documents), "chunks": len(chunks), "questions": len(items)}
+            counts = {"new documents": len(documents), "chunks": len(chunks), "questions": len(items),
+                      PROBES_ASKED: len(probe_items)}  # fmt: skip
+            metrics: dict[str, Any] = dict(counts)
             rows = None
-            if items:
-                rows = evaluate({pipeline: service_pipeline(client)}, items, llm, chunks, k=K, progress=progress)
+            asked = items + probe_items
+            if asked:
+                rows = evaluate({pipeline: service_pipeline(client)}, asked, llm, chunks, k=K, progress=progress)
                 table = compare(rows, k=K, timing=True)
                 summary = table.iloc[0].to_dict()
-                metrics.update(
-                    {key: (None if _is_nan(value) else value) for key, value in summary.items()}
-                )  # NaN → None
+                metrics.update({key: (None if _is_nan(value) else value) for key, value in summary.items()})
+                metrics.update(counts)  # compare's "questions" counts the probes too
         with db.write() as session:
             record = session.get(EvalRun, run_id)
             record.status, record.finished_at = DONE, time.time()
@@ -112,7 +152,7 @@ def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, ou
             record.metrics_json = json.dumps(json_ready(metrics), ensure_ascii=False)
             if rows is not None:
                 for row in rows.to_dict(orient="records"):
-                    item = next(i for i in items if i.id == row["question_id"])
+                    item = next(i for i in asked if i.id == row["question_id"])
                     session.add(EvalResult(run_id=run_id, question_id=item.id, question=item.question, reference=item.reference,
                                            answer=row["answer"], recall=_num(row.get(f"recall@{K}")),
                                            faithful=_int(row.get("faithful")), complete=_int(row.get("complete")),
@@ -151,8 +191,17 @@ def trend(db) -> list[dict[str, Any]]:
     with db.read() as session:
         runs = session.execute(select(EvalRun).where(EvalRun.status == DONE).order_by(EvalRun.id)).scalars().all()
         return [{"run": r.id, "date": time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at)), "pipeline": r.pipeline,
-                 "new documents": r.documents, "questions": r.questions,
+                 "new documents": r.documents, "questions": r.questions, PROBES_ASKED: r.metrics.get(PROBES_ASKED, 0),
                  **{m: r.metrics.get(m) for m in TREND_METRICS}} for r in runs]  # fmt: skip
+
+
+def _cell(row: dict[str, Any], column: str) -> str:
+    value = row[column]
+    if column == ABSTAINED and not row[PROBES_ASKED]:
+        return NOT_MEASURED
+    if column == ABSTAINED:
+        return f"{'–' if value is None else f'{value:.2f}'} of {row[PROBES_ASKED]}"
+    return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
 def write_report(db, out: Path) -> Path:
@@ -164,14 +213,17 @@ def write_report(db, out: Path) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     rows = trend(db)
-    header = ["run", "date", "new documents", "questions", *TREND_METRICS]
+    header = ["run", "date", "new documents", "questions", *TREND_METRICS[:-1], PROBES_ASKED, ABSTAINED]
     pipelines = ", ".join(dict.fromkeys(row["pipeline"] for row in rows)) or PIPELINE
     lines = ["# Nightly evaluation: the trend", "", (f"Pipeline: {pipelines}. Questions are generated from the documents "
-             "indexed since the run before; a run with no new documents has no scores."), "",
+             "indexed since the run before; a run with no new documents has no scores for them. The out-of-KB "
+             f"probes ({PROBES_SETTING}) are asked on every run: {ABSTAINED} is the share the service refused."), "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]  # fmt: skip
     for row in rows:
-        lines.append("| " + " | ".join("–" if row[h] is None else f"{row[h]:.2f}" if isinstance(row[h], float) else str(row[h])
-                                       for h in header) + " |")  # fmt: skip
+        lines.append("| " + " | ".join(_cell(row, h) for h in header) + " |")
+    if any(not row[PROBES_ASKED] for row in rows):
+        lines += ["", (f"{ABSTAINED}: {NOT_MEASURED} in a run without out-of-KB probes — set {PROBES_SETTING} (or "
+                       'pass --probes) to a JSON Lines file of questions the documents do not answer, "type": "out_of_kb".')]  # fmt: skip
     (out / "report.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for metric in TREND_METRICS:
@@ -192,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m service.nightly", description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=None, help="the running service (default: AGENTIC_RAG_SERVICE_URL)")
     parser.add_argument("--questions", type=int, default=6, help="questions generated per run (one chunk each)")
+    parser.add_argument("--probes", type=Path, default=None,
+                        help=f"out-of-KB probes asked on every run, JSON Lines (default: {PROBES_SETTING})")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None, help="report folder (default: <data dir>/nightly)")
     parser.add_argument("--no-progress", action="store_true")
@@ -204,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         service = Service()
         url = args.url or service.settings.url
         result = run_nightly(service, url, get_chat_model(), questions=args.questions, seed=args.seed, out=args.out,
-                             progress=not args.no_progress)  # fmt: skip
-    except (SettingsError, ModelError) as error:
+                             progress=not args.no_progress, probes=args.probes)  # fmt: skip
+    except (SettingsError, ModelError, ProbeFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except httpx.HTTPError as error:

@@ -3,6 +3,7 @@ this process so both use a scripted chat model — no real model here)."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -110,7 +111,7 @@ def test_nightly_evaluates_new_documents_stores_each_run_and_reports_the_trend(l
     assert first["metrics"]["recall@3"] == 1.0 and first["metrics"]["completeness"] == 1.0
 
     quiet = run_nightly(service, url, scripted_model(), questions=2, out=tmp_path / "nightly", progress=False)
-    assert quiet["metrics"] == {"new documents": 0, "chunks": 0, "questions": 0}  # nothing new: nothing asked
+    assert quiet["metrics"] == {"new documents": 0, "chunks": 0, "questions": 0, "out-of-KB probes": 0}  # nothing asked
 
     add(client, "third.md", "third-333")
     third = run_nightly(service, url, scripted_model(), questions=2, out=tmp_path / "nightly", progress=False)
@@ -152,3 +153,78 @@ def test_a_crashed_chat_model_is_a_503_that_says_so_and_the_next_question_is_ans
     assert first.status_code == 503 and "crashed: Segmentation fault" in first.json()["detail"]
     second = client.post("/v1/ask", json={"question": "What is the marker of atlas?"})
     assert second.status_code == 200 and "atlas-7420" in second.json()["answer"]
+
+
+def write_probes(path, lines) -> str:
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+PROBES = [
+    {"id": "probe-1", "question": "Tell me about the unknown thing", "language": "en", "type": "out_of_kb"},
+    {"id": "probe-2", "question": "Who signed the unknown thing in 2031?", "language": "en", "type": "out_of_kb"},
+]
+
+
+def test_every_nightly_run_asks_the_out_of_kb_probes_and_the_report_shows_the_abstention(live, tmp_path, monkeypatch):
+    from sqlalchemy import select
+
+    from service.db import EvalResult
+    from service.nightly import run_nightly
+
+    service, url, client = live
+    add(client, "first.md", "first-111")
+    before = run_nightly(service, url, scripted_model(), questions=1, out=tmp_path / "nightly", progress=False)
+    assert before["metrics"]["out-of-KB probes"] == 0 and before["metrics"].get("abstained (out-of-KB)") is None
+
+    probes = write_probes(tmp_path / "probes.jsonl", PROBES)
+    monkeypatch.setenv("AGENTIC_RAG_SERVICE_NIGHTLY_PROBES", probes)  # the setting, read as the service reads it
+    from service.settings import load_service_settings
+
+    monkeypatch.setattr(service, "settings", load_service_settings())
+    assert str(service.settings.nightly_probes) == probes
+    quiet = run_nightly(service, url, scripted_model(), questions=1, out=tmp_path / "nightly", progress=False)
+    # no new document, yet the standing probes are asked: the service refuses both
+    assert quiet["metrics"]["new documents"] == 0 and quiet["metrics"]["questions"] == 0
+    assert quiet["metrics"]["out-of-KB probes"] == 2 and quiet["metrics"]["abstained (out-of-KB)"] == 1.0
+    with service.db.read() as session:
+        stored = session.execute(select(EvalResult).where(EvalResult.run_id == quiet["run_id"])).scalars().all()
+        assert sorted(r.question_id for r in stored) == ["probe-1", "probe-2"]
+        assert all(json.loads(r.row_json)["correct_abstention"] == 1 for r in stored)
+
+    add(client, "second.md", "second-222")
+    both = run_nightly(service, url, scripted_model(), questions=1, out=tmp_path / "nightly", progress=False)
+    assert both["metrics"]["questions"] == 1 and both["metrics"]["out-of-KB probes"] == 2
+    assert both["metrics"]["completeness"] == 1.0 and both["metrics"]["abstained (out-of-KB)"] == 1.0
+
+    report = (tmp_path / "nightly" / "report.md").read_text()
+    table = [line for line in report.splitlines() if line.startswith("| ")]
+    assert "abstained (out-of-KB)" in table[0] and "out-of-KB probes" in table[0]
+    assert table[1].endswith("| 0 | not measured |")  # the run before the probes: said, not left blank
+    assert table[2].endswith("| 2 | 1.00 of 2 |") and table[3].endswith("| 2 | 1.00 of 2 |")
+    assert "not measured in a run without out-of-KB probes" in report
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        ([PROBES[0], {"id": "a1", "question": "What is the marker?", "language": "en", "type": "fact"}],
+         r"probes\.jsonl, line 2: a1 has type 'fact' — an out-of-KB probe .* \"type\": \"out_of_kb\""),
+        ([PROBES[0], {"id": "p2", "question": "x?", "language": "en", "type": "out-of-kb"}],
+         r"probes\.jsonl, line 2: .*out_of_kb"),
+    ],
+)  # fmt: skip
+def test_a_bad_probe_file_is_an_error_naming_the_file_the_line_and_the_fix(live, tmp_path, lines, message):
+    from sqlalchemy import func, select
+
+    from service.db import EvalRun
+    from service.nightly import ProbeFileError, run_nightly
+
+    service, url, _client = live
+    probes = write_probes(tmp_path / "probes.jsonl", lines)
+    with pytest.raises(ProbeFileError, match=message):
+        run_nightly(service, url, scripted_model(), out=tmp_path / "nightly", progress=False, probes=probes)
+    with pytest.raises(ProbeFileError, match=r"missing\.jsonl does not exist"):
+        run_nightly(service, url, scripted_model(), progress=False, probes=tmp_path / "missing.jsonl")
+    with service.db.read() as session:
+        assert session.execute(select(func.count()).select_from(EvalRun)).scalar() == 0  # no half-recorded run
