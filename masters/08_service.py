@@ -82,6 +82,9 @@ FULL = False  # True: upload the whole course corpus (every file of data/corpus)
 DOCUMENTS = ["release_notes.md", "support_faq.html", "faq_zh.html", "meeting_notes_2026_09.txt"]  # uploaded first
 LATER = ["weekly_meeting_zh.txt", "atlas_admin_guide.md"]  # uploaded between the two nightly runs
 NIGHTLY_QUESTIONS = 2  # questions each nightly run generates from the new documents (one chunk each)
+# out-of-KB gold questions on the uploaded documents' topics (Atlas, 明湖银行): every nightly run asks those in
+# the course's language, and its report shows how many the service refused
+PROBES = ["en-067", "en-068", "zh-041", "zh-042"]
 K = 3  # chunks an answer is written from
 JOB_TIMEOUT = 900  # seconds a batch of uploads may take to be indexed before we give up
 SEED = 8
@@ -95,9 +98,10 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels, t_marked
-from lessons.ingest import CORPUS_DIR, load_gold
+from lessons.evaluation import save_test_set
+from lessons.ingest import CORPUS_DIR, in_course_language, load_gold
 from service.client import running_service
-from service.nightly import TREND_METRICS
+from service.nightly import ABSTAINED, PROBES_ASKED, TREND_METRICS
 from service.settings import stores_for_reader
 
 pd.set_option("display.max_colwidth", 90)
@@ -375,8 +379,14 @@ display(Markdown(t("Uploading the same files again: {skipped} of {n} skipped, {q
 # stores the run with its metrics in the database, where `GET /v1/eval/runs` lists them. We run it twice:
 # once now, and once after a second batch of uploads — two points of a trend. The questions are few and the
 # judge is the small model, so read a change between two runs as a prompt to look, not as a result.
+#
+# Generated questions cover only the new documents, and every one of them is answerable: alone they would never
+# show whether the service still says "not in the documents". So every run also asks the same few **out-of-KB
+# probes** (here gold questions on the uploaded documents' topics that they do not answer; in production a
+# JSONL file named by `AGENTIC_RAG_SERVICE_NIGHTLY_PROBES`), and the trend gains "abstained (out-of-KB)": the
+# share the service refused. A run without probes says the abstention was not measured.
 
-# %% [markdown] lang="zh" translates="da851a892219"
+# %% [markdown] lang="zh" translates="84477ec6b389"
 # ## 5. 夜间评测及其趋势
 #
 # 没有人会每天晚上手动重跑 notebook 06。`service.nightly.run_nightly`（由 cron 运行 `python -m service nightly`）
@@ -384,28 +394,36 @@ display(Markdown(t("Uploading the same files again: {skipped} of {n} skipped, {q
 # 把每个问题交给**正在运行的服务**，用 notebook 06 的评审给回复打分（块召回率（recall@k）；事实一致性（faithfulness）和完整性（completeness），有类型的裁决），
 # 再把这次运行连同指标存进数据库，`GET /v1/eval/runs` 会列出它们。我们运行两次：现在一次，第二批上传之后再一次——
 # 趋势上的两个点。问题很少，评审又是小模型，所以两次运行之间的变化只是提醒你去看一看，而不是一个结论。
+#
+# 生成的问题只覆盖新文档，而且全都可以回答：只靠它们，永远看不出服务是否还会说"文档里没有"。所以每次运行还会提出
+# 同样几个**知识库外（out-of-KB）探针问题**（这里是金标集中话题与已上传文档相关、但文档并未回答的问题；在生产环境中是
+# `AGENTIC_RAG_SERVICE_NIGHTLY_PROBES` 指定的 JSONL 文件），趋势中多了"拒答（知识库外）"：服务拒答的比例。
+# 没有探针的运行会写明没有测量拒答。
 
 # %%
 llm = get_chat_model()
-first_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED)
+probes = in_course_language([q for q in load_gold() if q.id in PROBES])  # the standing out-of-KB probes
+probe_file = save_test_set(probes, service.data_dir / "nightly_probes.jsonl")
+first_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED, probes=probe_file)
 later = client.upload_files([CORPUS_DIR / name for name in LATER])
 later_jobs = client.wait([u.job_id for u in later], timeout=JOB_TIMEOUT)
-second_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED)
+second_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED, probes=probe_file)
 runs = pd.DataFrame([{"run": r["run_id"], "new documents": r["documents"], "questions": r["questions"],
-                      **{m: r["metrics"].get(m) for m in TREND_METRICS}}
+                      PROBES_ASKED: r["metrics"].get(PROBES_ASKED), **{m: r["metrics"].get(m) for m in TREND_METRICS}}
                      for r in client.eval_runs() if r["status"] == "done"]).set_index("run")
-t_labels(runs, ["run", "new documents", "questions", "factual consistency", "completeness"])
+t_labels(runs, ["run", "new documents", "questions", "out-of-KB probes", "factual consistency", "completeness",
+                "abstained (out-of-KB)"])
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.2))
-trend = t_labels(runs[list(TREND_METRICS)], ["factual consistency", "completeness"])  # the legend's names
+trend = t_labels(runs[list(TREND_METRICS)], ["factual consistency", "completeness", "abstained (out-of-KB)"])
 for metric in trend.columns:
     points = trend[metric].dropna()
     ax.plot(points.index, points.values, marker="o", label=metric)
 ax.set_xticks(runs.index)
 ax.set_xlabel(t("nightly run"))
 ax.set_ylim(-0.05, 1.05)
-ax.set_title(t("The service on questions about its new documents"))
+ax.set_title(t("The service on its new documents, and on the out-of-KB probes"))
 ax.legend(fontsize=8, loc="lower left")
 plt.show()
 print(t("report: {report}", report=second_run["report"]))
@@ -449,7 +467,7 @@ display(Markdown(t("The server {stopped} (exit status {status}); after it, the h
 from lessons.core import num
 
 first, second = first_run["metrics"], second_run["metrics"]
-recall, complete = TREND_METRICS[0], TREND_METRICS[-1]
+recall, complete = TREND_METRICS[0], "completeness"
 nightly_finding = t("The nightly runs: run {first_id} with {first_questions} question(s) on {first_documents} new document(s) "
                   "({recall} {first_recall}, {complete} {first_complete}); run {second_id} with {second_questions} on "
                   "{second_documents} ({recall} {second_recall}, {complete} {second_complete}) — each run scores only the "
@@ -476,6 +494,10 @@ findings = [
         else t("{qid} answered citing {sources}", qid=qid, sources=", ".join(cited_sources(r)) or t("nothing"))
         for qid, r in replies.items())),
     nightly_finding,
+    t("Out-of-KB probes (the same {n} question(s) every night, which the documents do not answer): the service "
+      "abstained on {first_share} in run {first_id} and {second_share} in run {second_id}.",
+      n=len(probes), first_share=num(first.get(ABSTAINED)), first_id=first_run["run_id"],
+      second_share=num(second.get(ABSTAINED)), second_id=second_run["run_id"]),
     t("The whole notebook took {minutes:.1f} min.", minutes=(time.perf_counter() - notebook_started) / 60),
 ]
 display(Markdown("\n".join(f"- {line}" for line in findings)))
