@@ -604,22 +604,24 @@ for question in tqdm(sample, desc=t("Questions")):
 print(t("{n} questions × 2 methods in {seconds:.0f} s", n=len(sample), seconds=time.perf_counter() - started))
 comparison = compare_methods(runs)
 t_labels(comparison.round(2), ["method", "questions", "complete", "evidence recall", "tool calls", "at the cap", "pages read",
-                               "LLM calls", "tokens", "seconds", "judge failures"])
+                               "LLM calls", "tokens", "seconds", "judge failures", "deep research", "single-shot hybrid"])
 
 # %%
 t_labels(compare_methods(runs, by="type").round(2),
          ["method", "type", "questions", "complete", "evidence recall", "tool calls", "at the cap", "pages read",
-          "LLM calls", "tokens", "seconds", "judge failures"])
+          "LLM calls", "tokens", "seconds", "judge failures", "deep research", "single-shot hybrid"])
 
 # %%
 fig, (ax_quality, ax_cost) = plt.subplots(1, 2, figsize=(12, 3.8))
-t_labels(comparison[["complete", "evidence recall"]].T, ["method", "complete", "evidence recall"]).plot.bar(ax=ax_quality, rot=0)
+t_labels(comparison[["complete", "evidence recall"]].T,
+         ["method", "complete", "evidence recall", "deep research", "single-shot hybrid"]).plot.bar(ax=ax_quality, rot=0)
 ax_quality.set_ylim(0, 1.05)
 ax_quality.set_ylabel(t("mean per question"))
 ax_quality.set_title(t("Quality"))
-t_labels(comparison[["LLM calls", "tool calls"]].T, ["method", "LLM calls", "tool calls"]).plot.bar(ax=ax_cost, rot=0)
+t_labels(comparison[["LLM calls", "tool calls"]].T,
+         ["method", "LLM calls", "tool calls", "deep research", "single-shot hybrid"]).plot.bar(ax=ax_cost, rot=0)
 ax_cost.set_title(t("Cost per question (tokens: {tokens})",
-                    tokens=", ".join(f"{m} {n:,.0f}" for m, n in comparison["tokens"].items())))
+                    tokens=", ".join(f"{t_marked(m)} {n:,.0f}" for m, n in comparison["tokens"].items())))
 for ax in (ax_quality, ax_cost):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
 plt.tight_layout()
@@ -628,7 +630,7 @@ plt.show()
 # %%
 table = runs_table(runs)
 t_labels(table[["id", "type", "language", "method", "complete", "evidence recall", "tool calls", "pages read", "LLM calls",
-                "tokens", "seconds", "answer"]].assign(answer=table["answer"].str[:90]).round(2),
+                "tokens", "seconds", "answer"]].assign(answer=table["answer"].str[:90], method=table["method"].map(t_marked)).round(2),
          ["type", "language", "method", "complete", "evidence recall", "tool calls", "pages read", "LLM calls", "tokens",
           "seconds", "answer"])
 
@@ -646,7 +648,7 @@ print(t("{n} of {total} questions judged differently for the two methods", n=dis
 for qid, rows in disagree.groupby("id", sort=False):
     print(t("\n{qid}  reference: {reference}", qid=qid, reference=reference[qid]))
     for method, complete, answer in zip(rows["method"], rows["complete"], rows["answer"]):
-        print(t("  {method} (complete {complete}): {answer}", method=method, complete=complete, answer=answer))
+        print(t("  {method} (complete {complete}): {answer}", method=t_marked(method), complete=complete, answer=answer))
 
 # %% [markdown]
 # ### The contradiction case
@@ -664,7 +666,9 @@ for qid, rows in disagree.groupby("id", sort=False):
 # `contradiction_handling`（notebook 05）判断每种方法的回答属于哪一种：
 
 # %%
-t_labels(table[table["type"] == "contradiction"][["method", "contradiction", "answer"]], ["method", "contradiction", "answer"])
+case = table[table["type"] == "contradiction"]
+t_labels(case[["method", "contradiction", "answer"]].assign(method=case["method"].map(t_marked)),
+         ["method", "contradiction", "answer"])
 
 # %% [markdown]
 # ### What our run says
