@@ -104,7 +104,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import PROJECT_ROOT, USAGE, get_chat_model, model_banner, store_location
+from lessons.core import PROJECT_ROOT, USAGE, for_reader, get_chat_model, model_banner, store_location
 from lessons.evaluation import from_gold
 from lessons.ingest import load_gold
 from lessons.retrieval import load_knowledge_base
@@ -113,7 +113,7 @@ pd.set_option("display.max_colwidth", 90)
 pd.set_option("display.width", 200)
 notebook_started = time.perf_counter()
 print(model_banner())
-print(t("vector store: {location}", location=store_location()))
+print(t("vector store: {location}", location=for_reader(store_location())))
 llm = get_chat_model()
 
 # %%
@@ -470,7 +470,8 @@ from lessons.evaluation import Resources, build_pipelines, gate_thresholds
 
 display(pd.DataFrame([{t("pipeline"): s.name, "notebook": s.notebook, t("what it does"): t_marked(s.description)}
                       for s in PIPELINES.values() if s.name in PIPELINE_NAMES + RETRIEVAL_NAMES]).set_index(t("pipeline")))
-print(t("gate thresholds:"), *gate_thresholds())
+gate_defaults, gate_source = gate_thresholds()
+print(t("gate thresholds:"), gate_defaults, t_marked(gate_source))
 started = time.perf_counter()
 for corpus, v in kb.items():
     v["resources"] = Resources(chunks=v["chunks"], store=v["store"], llm=llm, k=K, qa_chunks=v["qa_chunks"],
