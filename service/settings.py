@@ -33,7 +33,7 @@ from pydantic_settings import SettingsConfigDict
 
 from lessons.core.i18n import N_, t_marked
 from lessons.core.settings import EnvModel, get_settings, read_settings
-from lessons.core.vectorstore import CHROMA_SERVER, EMBEDDED_CHROMA
+from lessons.core.store_names import CHROMA_SERVER, EMBEDDED_CHROMA
 from lessons.ingest.files import IngestLimits
 
 API_KEY_VARIABLE = "AGENTIC_RAG_SERVICE_API_KEY"

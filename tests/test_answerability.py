@@ -410,7 +410,7 @@ def test_a_short_quote_that_adds_the_asked_figure_is_evidence_not_a_repeat_of_th
     assert repeat == "quote repeats the question"
 
 
-# ------------------------------------------- answerable questions the code refused (issue 34, stored judge rows)
+# ------------------------------------------- answerable questions the code refused (from stored judge rows)
 
 
 def test_chinese_dates_match_whether_or_not_the_text_spaces_its_figures():

@@ -28,9 +28,10 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from lessons.core.embeddings import get_embeddings
-from lessons.core.i18n import N_, ReaderText
+from lessons.core.i18n import ReaderText
 from lessons.core.search_text import CONTEXT_HEADER, search_text
 from lessons.core.settings import get_settings
+from lessons.core.store_names import CHROMA_SERVER, EMBEDDED_CHROMA
 
 
 def content_id(document: Document) -> str:
@@ -70,12 +71,6 @@ def chroma_server_client(url: str) -> chromadb.ClientAPI:
             f"`chroma run --host {parsed.hostname} --port {parsed.port} --path ./chroma-data`, or unset "
             "AGENTIC_RAG_CHROMA_URL to use the embedded store."
         ) from error
-
-
-# How a Chroma store is named (store_location, the service's health check); marked for the catalogue, so that
-# a reader can be shown it in the course language (service.settings.stores_for_reader).
-EMBEDDED_CHROMA = N_("embedded Chroma in {path}")
-CHROMA_SERVER = N_("Chroma server {url}")
 
 
 def store_location() -> ReaderText:
