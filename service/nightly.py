@@ -114,7 +114,7 @@ def run_nightly(service, url: str, llm, *, questions: int = 6, seed: int = 0, ou
     (default: the `nightly_probes` setting), asked on every run."""
     from lessons.evaluation.testset import generate_test_set
 
-    probes = probes if probes is not None else getattr(service.settings, "nightly_probes", None)
+    probes = probes if probes is not None else service.settings.nightly_probes
     probe_items = load_probes(probes) if probes is not None else []  # a bad file fails before the run is recorded
     db = service.db
     since = _since(db)
@@ -213,7 +213,8 @@ def write_report(db, out: Path) -> Path:
 
     out.mkdir(parents=True, exist_ok=True)
     rows = trend(db)
-    header = ["run", "date", "new documents", "questions", *TREND_METRICS[:-1], PROBES_ASKED, ABSTAINED]
+    scores = [m for m in TREND_METRICS if m != ABSTAINED]  # the abstention goes last, after how many probes it is of
+    header = ["run", "date", "new documents", "questions", *scores, PROBES_ASKED, ABSTAINED]
     pipelines = ", ".join(dict.fromkeys(row["pipeline"] for row in rows)) or PIPELINE
     lines = ["# Nightly evaluation: the trend", "", (f"Pipeline: {pipelines}. Questions are generated from the documents "
              "indexed since the run before; a run with no new documents has no scores for them. The out-of-KB "

@@ -603,22 +603,20 @@ def focus_terms(question: str, asks_for: str, subject: Collection[str] = ()) -> 
     word a passage that answers must repeat; a word counts when the question holds it. Introduced in notebook 04."""
     asked = set(content_tokens(_QUESTION_ZH.sub(" ", question)))
     asked_text = _unspaced(_normal(question))
-    names = {token for name in subject for token in content_tokens(name)}
-    wanted = _focus_words(_QUESTION_ZH.sub(" ", asks_for))
-    return list(
-        dict.fromkeys(
-            t
-            for t in wanted
-            if (t in asked_text if _CJK_CHAR.search(t) else t in asked) and t not in names and t not in _QUESTION_WORDS
-        )
-    )
+    wanted = _asked_words(asks_for, subject)
+    return [t for t in wanted if (t in asked_text if _CJK_CHAR.search(t) else t in asked)]
 
 
 def question_focus(question: str, subject: Collection[str] = ()) -> list[str]:
     """The question's own content words (`_focus_words`: Chinese as words), less the subject's names and the words
     that ask: what is looked for around the quote when the judge's `asks_for` names no word of the question."""
+    return _asked_words(question, subject)
+
+
+def _asked_words(text: str, subject: Collection[str]) -> list[str]:
+    """`text`'s content words (`_focus_words`), once each, less the subject's names and the words that ask."""
     names = {token for name in subject for token in content_tokens(name)}
-    words = _focus_words(_QUESTION_ZH.sub(" ", question))
+    words = _focus_words(_QUESTION_ZH.sub(" ", text))
     return list(dict.fromkeys(t for t in words if t not in names and t not in _QUESTION_WORDS))
 
 
@@ -646,8 +644,8 @@ _QUESTION_ZH = re.compile("为什么|多少|什么|哪些|哪个|哪里|哪儿|�
 
 # A word that names the kind of answer is stated by an answer of that shape: "which version" by "v0.19.0".
 _ANSWER_SHAPES = {
-    "version": re.compile(r"(?<![\w.])v?\d+\.\d+"),
-    "版本": re.compile(r"(?<![\w.])v?\d+\.\d+|\d+(?:\.\d+)*\s*版"),
+    "version": re.compile(_VERSION_NUMBER),
+    "版本": re.compile(rf"{_VERSION_NUMBER}|\d+(?:\.\d+)*\s*版"),
 }
 
 
