@@ -169,7 +169,8 @@ class ServiceClient:
         return [Document(page_content=r["text"], metadata=r["metadata"]) for r in reply["results"]]
 
     def ask(self, question: str, k: int = 3) -> dict[str, Any]:
-        """{question, answer, abstained, citations: [{source, page, chunk_id, document_id, text}], context}."""
+        """{question, answer, abstained, citations: [{source, page, chunk_id, document_id, text}], context,
+        answerability: {answerable, reason, quote, missing} or None, rounds}."""
         return self._json(self.http.post("/v1/ask", json={"question": question, "k": k}))
 
     def index(self) -> dict[str, Any]:

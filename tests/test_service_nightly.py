@@ -13,6 +13,7 @@ import pytest
 import uvicorn
 from service_support import API_KEY, document_text, upload, wait_for_jobs
 
+from lessons.agents.grading import DEFAULT_MAX_ROUNDS
 from lessons.core.fakes import ScriptedChatModel
 from lessons.core.local_server import free_port
 
@@ -93,8 +94,10 @@ def test_ask_answers_with_citations_and_abstains_honestly(live):
     assert citations and all(c["source"] == "atlas.md" for c in citations)
     assert all(c["document_id"] == document["document_id"] for c in citations)
     assert any("atlas-7420" in c["text"] for c in citations) and reply["answerability"]["reason"] == "answerable"
+    assert reply["rounds"] == 1  # answered from the first retrieval
     reply = client.post("/v1/ask", json={"question": "Tell me about the unknown thing"}).json()
     assert reply["abstained"] is True and reply["citations"] == []
+    assert reply["rounds"] == DEFAULT_MAX_ROUNDS  # every rewrite tried before it says "not in the documents"
 
 
 def test_nightly_evaluates_new_documents_stores_each_run_and_reports_the_trend(live, tmp_path):
