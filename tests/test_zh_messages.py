@@ -346,3 +346,49 @@ def test_the_missing_chinese_plot_font_warning_is_chinese_where_only_a_chinese_r
         message = str(caught[0].message)
         assert expected in message and plot_fonts.INSTALL_COMMAND in message, message
     assert matplotlib.rcParams["font.sans-serif"] == before
+
+
+def test_the_three_agents_trace_shows_its_details_in_the_course_language(tmp_path, monkeypatch):
+    """Notebook 05's trace: the answerability check's reason (a catalogue message), the research agent's citation and
+    the retrieved count are Chinese where the reader sees them (`for_reader`); the trace itself keeps the English."""
+    from lessons.agents.answerability import AnswerabilityVerdict
+    from lessons.agents.three_agents import run_three_agents
+    from lessons.core.i18n import for_reader
+
+    def retriever(question):
+        return [Document("Team: €45 per user per month.", metadata={"source": "faq.html", "chunk_id": "c1"})]
+
+    def answerability(question, documents):
+        return AnswerabilityVerdict(False, "asked-for missing", quote="€45 per user per month", missing=("tier",))
+
+    def reply(messages, tools):
+        if tools == ["RelevanceCheck"]:
+            return {"topic_words_found": ["team"], "label": "CAN_ANSWER"}
+        return {"answer": "€45", "cited_chunks": [1], "found": "yes"}
+
+    monkeypatch.chdir(tmp_path)
+    details = {}
+    for language in ("zh", "en"):
+        monkeypatch.setenv("AGENTIC_RAG_LANG", language)
+        result = run_three_agents("Team 版多少钱？", retriever=retriever, llm=ScriptedChatModel(default=reply),
+                                  relevance="llm", answerability=answerability)  # fmt: skip
+        details[language] = {s.step: (for_reader(s.decision), for_reader(s.detail), s.detail) for s in result.trace}
+    assert details["zh"]["answerability_check"][1] == "缺少所问之物：'€45 per user per month'；缺少 ['tier']"
+    assert details["zh"]["research_agent"][1] == "引用 [1]：€45"
+    assert details["zh"]["retrieve"][0] == "1 个块"
+    assert details["zh"]["answerability_check"][2] == "asked-for missing: '€45 per user per month'; missing ['tier']"
+    assert details["en"]["answerability_check"][1] == details["en"]["answerability_check"][2]
+    assert details["en"]["research_agent"][1] == "cites [1]: €45" and details["en"]["retrieve"][0] == "1 chunks"
+
+
+def test_a_reader_text_survives_a_copy_in_the_course_language(monkeypatch):
+    import copy
+    import pickle
+
+    from lessons.agents.three_agents import FIGURE_NOT_IN_CHUNKS
+    from lessons.core.i18n import ReaderText, for_reader
+
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    text = ReaderText(FIGURE_NOT_IN_CHUNKS, figure="54")
+    for copied in (copy.deepcopy(text), pickle.loads(pickle.dumps(text))):
+        assert (str(copied), for_reader(copied)) == ("the figure 54 is in none of the chunks", for_reader(text))

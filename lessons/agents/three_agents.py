@@ -319,6 +319,12 @@ def standing_claims(claims: Sequence[str], draft: str, documents: Context, quest
     return [c for c in claims if claim_in_draft(c, draft) and not claim_is_grounded(c, context)]
 
 
+# The trace's details: English in the trace (`str`), the course language where a notebook shows `for_reader(detail)`.
+RETRIEVED_CHUNKS = N_("{n} chunks")
+RESEARCH_CITES = N_("cites {cited}: {answer}")
+RESEARCH_CANNOT_ANSWER = N_("cannot answer from the context")
+ANSWERABILITY_DETAIL = N_("{reason}: {quote}")
+ANSWERABILITY_DETAIL_MISSING = N_("{reason}: {quote}; missing {missing}")
 REPEATED_INSTRUCTION = N_("the draft repeats an instruction written in the documents: {instruction}")
 FIGURE_NOT_IN_CHUNKS = N_("the figure {figure} is in none of the chunks")
 
@@ -473,7 +479,7 @@ def build_three_agent_graph(
         documents = list(retriever(state["question"]))
         sources = ", ".join(dict.fromkeys(str(d.metadata.get("source", "?")) for d in documents))
         return {"documents": documents, "research_round": 0}, TraceStep(
-            "retrieve", 0, f"{len(documents)} chunks", sources
+            "retrieve", 0, ReaderText(RETRIEVED_CHUNKS, n=len(documents)), sources
         )
 
     @timed
@@ -488,7 +494,9 @@ def build_three_agent_graph(
         feedback = feedback_from(state["draft"], previous) if previous is not None else ""
         draft = research(model, state["question"], state["documents"], feedback)
         detail = (
-            f"cites {draft.cited_chunks}: {draft.answer}" if draft.found == "yes" else "cannot answer from the context"
+            ReaderText(RESEARCH_CITES, cited=draft.cited_chunks, answer=draft.answer)
+            if draft.found == "yes"
+            else ReaderText(RESEARCH_CANNOT_ANSWER)
         )
         return {"draft": draft, "research_round": round_number}, TraceStep(
             "research_agent", round_number, f"found={draft.found}", detail
@@ -497,8 +505,11 @@ def build_three_agent_graph(
     @timed
     def answerability_step(state):
         verdict = answerability(state["question"], state["documents"])
-        detail = f"{verdict.reason}: {verdict.quote[:120]!r}" + (
-            f"; missing {list(verdict.missing)}" if verdict.missing else ""
+        quote, reason = repr(verdict.quote[:120]), ReaderText(verdict.reason)  # the reasons are marked (answerability)
+        detail = (
+            ReaderText(ANSWERABILITY_DETAIL_MISSING, reason=reason, quote=quote, missing=list(verdict.missing))
+            if verdict.missing
+            else ReaderText(ANSWERABILITY_DETAIL, reason=reason, quote=quote)
         )
         return {"answerability": verdict}, TraceStep(
             "answerability_check",

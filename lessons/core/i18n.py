@@ -126,14 +126,26 @@ def t_marked(text: str, /, **values: object) -> str:
 class ReaderText(str):
     """A message code writes for a model and shows a reader: the `str` is the English the models read (like every
     prompt), `shown` the same message in the course language. `template` is marked with `N_()` where it is defined.
-    Introduced in notebook 05 (the verifier's findings); notebook 07's tool errors are the same."""
+    Introduced in notebook 05 (the verifier's findings); notebook 07's tool errors are the same.
+
+    A value that is itself a `ReaderText` (a reason marked with `N_()`: `ReaderText(reason)`) goes into `str` in
+    English and into `shown` in the course language."""
 
     shown: str
 
     def __new__(cls, template: str, /, **values: object) -> Self:
         text = super().__new__(cls, template.format(**values) if values else template)
-        text.shown = t_marked(template, **values)
+        text.shown = t_marked(template, **{name: for_reader(value) for name, value in values.items()})
         return text
+
+    def __reduce__(self):  # copied or pickled as both texts (the English alone is no catalogue key)
+        return _reader_text, (str(self), self.shown)
+
+
+def _reader_text(english: str, shown: str) -> ReaderText:
+    text = str.__new__(ReaderText, english)
+    text.shown = shown
+    return text
 
 
 def for_reader(text: str) -> str:

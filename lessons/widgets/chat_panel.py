@@ -24,7 +24,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from lessons.agents.three_agents import DEFAULT_MAX_RESEARCH_ROUNDS, Retriever, ThreeAgentResult, run_three_agents
-from lessons.core.i18n import t
+from lessons.core.i18n import for_reader, t
 from lessons.core.settings import get_settings
 from lessons.ingest.files import SUPPORTED_SUFFIXES, IngestLimits
 from lessons.retrieval.document_processor import process_documents
@@ -80,7 +80,7 @@ def render_result_html(result: ThreeAgentResult) -> str:
             + "</table>"
         )
     trace_rows = "".join(
-        f"<tr><td>{esc(s.step)}</td><td>{s.round}</td><td>{esc(s.decision)}</td><td>{esc(s.detail[:200])}</td>"
+        f"<tr><td>{esc(s.step)}</td><td>{s.round}</td><td>{esc(for_reader(s.decision))}</td><td>{esc(for_reader(s.detail)[:200])}</td>"
         f"<td>{s.seconds:.1f}</td></tr>"
         for s in result.trace
     )
