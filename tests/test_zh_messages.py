@@ -392,3 +392,35 @@ def test_a_reader_text_survives_a_copy_in_the_course_language(monkeypatch):
     text = ReaderText(FIGURE_NOT_IN_CHUNKS, figure="54")
     for copied in (copy.deepcopy(text), pickle.loads(pickle.dumps(text))):
         assert (str(copied), for_reader(copied)) == ("the figure 54 is in none of the chunks", for_reader(text))
+
+
+REPAIR_REQUEST = (
+    "Your previous reply could not be used (the model called no function). "
+    "Reply again with every required field filled in and valid."
+)
+
+
+def test_a_reply_without_a_function_call_is_explained_in_chinese_while_the_model_is_asked_in_english(
+    tmp_path, monkeypatch
+):
+    """Notebook 06's judge-failure demo: the inner cause (no function called) is Chinese in the message the reader
+    sees; the repair request the model reads stays English, word for word (its prompt, and so its cache key)."""
+    from lessons.core.structured import StructuredOutputError, invoke_structured
+    from lessons.evaluation import FaithfulnessVerdict
+
+    monkeypatch.chdir(tmp_path)
+    messages = {}
+    for language in ("zh", "en"):
+        monkeypatch.setenv("AGENTIC_RAG_LANG", language)
+        model = ScriptedChatModel(default="我看没问题！")
+        with pytest.raises(StructuredOutputError) as failure:
+            invoke_structured(model, FaithfulnessVerdict, "Is it consistent?", retries=1)
+        messages[language] = str(failure.value)
+        repair = [m.content for call in model.calls for m in call["messages"] if "could not be used" in str(m.content)]
+        assert repair == [REPAIR_REQUEST]
+    assert messages["zh"].startswith(
+        "尝试 2 次后仍没有得到有效的 FaithfulnessVerdict：ValueError('模型没有调用任何函数')。"
+    )
+    assert messages["en"].startswith(
+        "no valid FaithfulnessVerdict after 2 attempt(s): ValueError('the model called no function')"
+    )

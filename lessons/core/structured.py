@@ -28,7 +28,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ValidationError
 
-from lessons.core.i18n import t
+from lessons.core.i18n import N_, ReaderText, for_reader, t
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -51,11 +51,23 @@ class StructuredOutputError(RuntimeError):
                 "Try a shorter input, a simpler schema, or a larger model (AGENTIC_RAG_GGUF / DeepSeek).",
                 schema=schema.__name__,
                 attempts=attempts,
-                cause=repr(cause),
+                cause=_reader_cause(cause),
                 reply=repr(raw[:300]),
             )
         )
 
+
+def _reader_cause(cause: Exception | None) -> str:
+    """`repr(cause)`, with a message the code wrote as a `ReaderText` in the course language (the model read it in
+    English in the repair request)."""
+    if cause is not None and len(cause.args) == 1 and hasattr(cause.args[0], "shown"):
+        return f"{type(cause).__name__}({for_reader(cause.args[0])!r})"
+    return repr(cause)
+
+
+# Why a reply could not be used when it had no function call: English in the repair request the model reads,
+# the course language in the StructuredOutputError a notebook shows (notebook 06's judge-failure demo).
+NO_FUNCTION_CALLED = N_("the model called no function")
 
 LOCAL_METHOD = "function_calling"  # or "grammar": how the local llama.cpp server is asked (module docstring)
 
@@ -157,7 +169,7 @@ class _Attempts:
         if isinstance(parsed, self.schema):
             return parsed
         self.raw = result.get("raw")
-        self.error = result.get("parsing_error") or ValueError("the model called no function")
+        self.error = result.get("parsing_error") or ValueError(ReaderText(NO_FUNCTION_CALLED))
         self.messages = [*self.original, _repair_request(self.error)]
         return None
 
