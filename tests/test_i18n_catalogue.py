@@ -27,13 +27,13 @@ def test_an_untranslated_a_fuzzy_and_a_misplaced_placeholder_entry_each_fail_the
     catalog = read("zh")
     catalog.add("a new message {n}", "")
     catalog.add("a changed message", "一条改过的消息", flags=["fuzzy"])
-    catalog.add("{n} chunks", "{count} 个块")
+    catalog.add("{n} test-only chunks", "{count} 个仅供测试的块")  # a key the real catalogue does not have
     catalog.add("{x:5.1f}%", "{x:.2f}%")
     found = problems(catalog)
     assert found == [
         "untranslated: 'a new message {n}'",
         "fuzzy (check the translation, then remove the fuzzy flag): 'a changed message'",
-        "placeholders differ: ['{n:}'] in English, ['{count:}'] here: '{n} chunks'",
+        "placeholders differ: ['{n:}'] in English, ['{count:}'] here: '{n} test-only chunks'",
         "placeholders differ: ['{x:5.1f}'] in English, ['{x:.2f}'] here: '{x:5.1f}%'",
     ]
 
