@@ -1,0 +1,202 @@
+"""The semantic cache (lessons.retrieval.semantic_cache): its threshold calibrated on one half of the paraphrase
+pairs, measured on the other half, per embedder, per language and per corpus.
+
+The cache of each knowledge base holds every gold question of that corpus (`load_gold`, both languages) with its
+gold answer, keyed by the corpus's real version (`knowledge_base_version` of its chunks). The lookups are
+benchmarks/questions/paraphrases.jsonl: for a gold question (`of`), a paraphrase (a hit is wanted, and right when the
+stored question it finds is `of` or a gold question with the same evidence quote) and a "near" question that shares
+its words but asks something else (another quarter, office, release, package, default: any hit is a wrong answer).
+Each lookup is made twice: by similarity alone ("plain") and with the cache's guard (only stored questions that name
+the same numbers and versions compete: `specifics`).
+
+The pairs of each (corpus, language) cell are split by their position: odd pairs calibrate (half A), even pairs are
+measured (half B); the swap (calibrate on B, measure on A) is reported too. A threshold is the one that serves the
+most right answers with at most 1 % of the answers served wrong (`calibrate_threshold`). Embeddings only, no
+chat-model call. Writes benchmarks/results/semantic_cache.json.
+
+The module's default (`DEFAULT_THRESHOLDS`) is the threshold calibrated on every pair (`all_pairs_threshold`); the
+halves say how such a threshold does on pairs it was not calibrated on. `--analyse-only` re-analyses the stored rows.
+
+    python benchmarks/bench_semantic_cache.py [--embedders e5 use] [--analyse-only]
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.common import RESULTS, save
+
+PAIRS = Path(__file__).parent / "questions" / "paraphrases.jsonl"
+MAX_WRONG_RATE = 0.01
+
+
+def load_pairs() -> list[dict]:
+    rows = [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for row in rows:  # the pair's position in its cell decides its half; a pair's two questions share it
+        cell = [r for r in rows if (r["corpus"], r["language"], r["kind"]) == (row["corpus"], row["language"], "near")]
+        position = next(i for i, r in enumerate(cell) if r["of"] == row["of"])
+        row["half"] = "A" if position % 2 == 0 else "B"
+    return rows
+
+
+def equivalents(gold) -> dict[str, set[str]]:
+    """For each gold id, the gold ids whose answer is as right for it: itself, and those that quote the same evidence."""
+    from lessons.text.normalise import normalise_for_match
+
+    quotes = {q.id: {normalise_for_match(e) for e in q.evidence} for q in gold}
+    return {a: {b for b in quotes if b == a or quotes[a] & quotes[b]} for a in quotes}
+
+
+def probe_rows(embedder: str, pairs: list[dict]) -> list[dict]:
+    from lessons.core.embeddings import get_embeddings
+    from lessons.ingest.corpus import corpus_folder, load_gold
+    from lessons.retrieval.index import chunk_knowledge_base
+    from lessons.retrieval.semantic_cache import SemanticCache, knowledge_base_version
+
+    embeddings = get_embeddings(embedder)
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for corpus in ("course", "packages"):
+            gold = load_gold(corpus=corpus)
+            same = equivalents(gold)
+            version = knowledge_base_version(chunk_knowledge_base(folder=corpus_folder(corpus)))
+            cache = SemanticCache(Path(folder) / f"{corpus}.sqlite", embeddings, version, threshold=1.0)
+            start = time.perf_counter()
+            for question in gold:
+                cache.store(question.question, question.answer, {"id": question.id})
+            store_seconds = time.perf_counter() - start
+            mine = [p for p in pairs if p["corpus"] == corpus]
+            start = time.perf_counter()
+            for pair in mine:
+                for guard in (False, True):
+                    hit = cache.nearest(pair["question"], guard=guard)
+                    found = hit.metadata["id"] if hit else None
+                    rows.append(
+                        {
+                            **{key: pair[key] for key in ("id", "of", "corpus", "language", "kind", "half")},
+                            "guard": guard,
+                            "nearest": found,
+                            "similarity": round(hit.similarity, 5) if hit else -1.0,
+                            "correct": pair["kind"] == "paraphrase" and found in same[pair["of"]],
+                        }
+                    )
+            lookup_ms = 1000 * (time.perf_counter() - start) / max(2 * len(mine), 1)
+            print(f"{embedder} {corpus}: {len(gold)} stored in {store_seconds:.1f} s, {lookup_ms:.0f} ms per lookup")
+            for row in rows[-2 * len(mine) :]:
+                row["lookup_ms"] = round(lookup_ms, 1)
+    return rows
+
+
+def rates(rows: list[dict], threshold: float) -> dict:
+    from lessons.retrieval.semantic_cache import CacheProbe, cache_rates
+
+    result = cache_rates(
+        [CacheProbe(r["similarity"], r["correct"], r["kind"] == "paraphrase") for r in rows], threshold
+    )
+    near_hits = sum(1 for r in rows if r["kind"] == "near" and r["similarity"] >= threshold)
+    return {
+        "lookups": result.lookups,
+        "paraphrases": result.expected,
+        "served": result.hits,
+        "right": result.right_hits,
+        "wrong": result.wrong_hits,
+        "near_served": near_hits,
+        "hit_rate": round(result.hit_rate, 3),
+        "wrong_rate": round(result.wrong_rate, 3),
+    }
+
+
+def breakdown(rows: list[dict], threshold: float) -> dict:
+    cells = {"all": rows}
+    for language in ("en", "zh"):
+        cells[language] = [r for r in rows if r["language"] == language]
+    for corpus in ("course", "packages"):
+        for language in ("en", "zh"):
+            cells[f"{corpus}-{language}"] = [r for r in rows if (r["corpus"], r["language"]) == (corpus, language)]
+    return {name: rates(cell, threshold) for name, cell in cells.items() if cell}
+
+
+def calibrate(rows: list[dict]) -> float:
+    from lessons.retrieval.semantic_cache import CacheProbe, calibrate_threshold
+
+    probes = [CacheProbe(r["similarity"], r["correct"], r["kind"] == "paraphrase") for r in rows]
+    return calibrate_threshold(probes, MAX_WRONG_RATE)
+
+
+def distribution(rows: list[dict]) -> dict:
+    def summary(values):
+        values = [v for v in values if v > -1.0]  # -1: the guard left no stored question to compare with
+        if not values:
+            return {"n": 0}
+        return {"n": len(values), "min": min(values), "median": statistics.median(values), "max": max(values)}
+
+    right = [r["similarity"] for r in rows if r["correct"]]
+    wrong_para = [r["similarity"] for r in rows if r["kind"] == "paraphrase" and not r["correct"]]
+    near = [r["similarity"] for r in rows if r["kind"] == "near"]
+    result = {"paraphrase_right_nearest": summary(right), "near": summary(near)}
+    if wrong_para:
+        result["paraphrase_wrong_nearest"] = summary(wrong_para)
+    return result
+
+
+def analyse(embedder: str, rows: list[dict], guard: bool) -> dict:
+    from lessons.core.embeddings import EMBEDDERS
+    from lessons.retrieval.semantic_cache import DEFAULT_THRESHOLDS
+
+    shipped = calibrate(rows)  # on every pair: what the module ships, in-sample by construction
+    result = {"distribution": distribution(rows), "all_pairs_threshold": round(shipped, 4), "splits": {}}
+    for fit, test in (("A", "B"), ("B", "A")):
+        threshold = calibrate([r for r in rows if r["half"] == fit])
+        result["splits"][f"calibrated on {fit}, measured on {test}"] = {
+            "threshold": round(threshold, 4),
+            "calibration": breakdown([r for r in rows if r["half"] == fit], threshold),
+            "measured": breakdown([r for r in rows if r["half"] == test], threshold),
+        }
+    name = EMBEDDERS[embedder].name
+    default = DEFAULT_THRESHOLDS.get((name, guard))
+    if default is not None:
+        result["module_default"] = {"threshold": default, "all_pairs": breakdown(rows, default)}
+    result["embedder_name"] = name
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--embedders", nargs="+", default=["e5", "use"], choices=["e5", "use"])
+    parser.add_argument("--analyse-only", action="store_true", help="re-analyse the rows of the last results")
+    args = parser.parse_args()
+    pairs = load_pairs()
+    stored = json.loads((RESULTS / "semantic_cache.json").read_text()) if args.analyse_only else None
+    results = {"pairs": str(PAIRS.relative_to(PAIRS.parents[2])), "max_wrong_rate": MAX_WRONG_RATE, "embedders": {}}
+    for embedder in args.embedders:
+        rows = stored["embedders"][embedder]["rows"] if stored else probe_rows(embedder, pairs)
+        results["embedders"][embedder] = {"rows": rows}
+        for guard in (False, True):
+            mode = "guard" if guard else "plain"
+            analysis = analyse(embedder, [r for r in rows if r["guard"] == guard], guard)
+            results["embedders"][embedder][mode] = analysis
+            for split, numbers in analysis["splits"].items():
+                measured = numbers["measured"]
+                print(
+                    f"{embedder} {mode} {split}: threshold {numbers['threshold']}; measured hit rate "
+                    + ", ".join(f"{c} {measured[c]['hit_rate']:.0%}" for c in ("all", "en", "zh") if c in measured)
+                    + "; wrong "
+                    + ", ".join(
+                        f"{c} {measured[c]['wrong']}/{measured[c]['served']}"
+                        for c in ("all", "en", "zh")
+                        if c in measured
+                    )
+                )
+            print(f"{embedder} {mode} similarities: {json.dumps(analysis['distribution'])}")
+            print(f"{embedder} {mode} threshold calibrated on every pair: {analysis['all_pairs_threshold']}")
+    save("semantic_cache", results)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,207 @@
+"""The semantic cache: hits by similarity within one language, keyed by embedder and knowledge-base version;
+its threshold calibration. A fake embedder with hand-set vectors, no model."""
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from lessons.retrieval.semantic_cache import (
+    CacheProbe,
+    SemanticCache,
+    cache_rates,
+    calibrate_threshold,
+    knowledge_base_version,
+    normalise_question,
+    specifics,
+    specifics_conflict,
+)
+
+
+class TableEmbeddings(Embeddings):
+    """Vectors from a table (angle in degrees on a circle, so cosine similarities are known); counts its calls."""
+
+    def __init__(self, angles: dict[str, float], name: str = "table-embedder"):
+        self.angles, self.name, self.calls = angles, name, 0
+
+    def embed_query(self, text: str) -> list[float]:
+        self.calls += 1
+        angle = np.radians(self.angles[text])
+        return [float(np.cos(angle)), float(np.sin(angle)), 0.0]
+
+    def embed_documents(self, texts):
+        return [self.embed_query(text) for text in texts]
+
+
+ANGLES = {
+    "What port does Atlas use?": 0.0,
+    "Which port does Atlas listen on?": 10.0,  # cos 10° = 0.985
+    "What was ARR in Q2?": 40.0,  # cos 40° = 0.766 to the first question, cos 30° to the second
+    "Atlas 使用哪个端口？": 0.0,  # the same direction as the English question, in another language
+    "What was NRR in Q3 2026?": 90.0,
+    "What was NRR in Q2 2026?": 91.0,  # another quarter, one degree away: the guard's case
+    "How high was NRR in Q3 2026?": 93.0,
+}
+
+
+def cache(tmp_path, embeddings=None, kb="kb-1", threshold=0.95):
+    return SemanticCache(tmp_path / "cache.sqlite", embeddings or TableEmbeddings(ANGLES), kb, threshold=threshold)
+
+
+def test_normalise_question_ignores_case_spacing_width_and_end_punctuation():
+    assert normalise_question("  What is  Atlas? ") == normalise_question("what is atlas")
+    assert normalise_question("ＡＴＬＡＳ 端口？") == normalise_question("atlas 端口")
+    assert normalise_question("What is Atlas?") != normalise_question("What is Atlas 4?")
+
+
+def test_a_paraphrase_above_the_threshold_is_served_and_a_near_question_below_it_is_not(tmp_path):
+    semantic = cache(tmp_path)
+    semantic.store("What port does Atlas use?", "7420", {"sources": ["atlas_whitepaper.pdf"]})
+    hit = semantic.lookup("Which port does Atlas listen on?")
+    assert hit is not None and hit.answer == "7420" and not hit.exact
+    assert hit.similarity == pytest.approx(np.cos(np.radians(10)), abs=1e-6)
+    assert hit.metadata == {"sources": ["atlas_whitepaper.pdf"]}
+    assert semantic.lookup("What was ARR in Q2?") is None
+    assert semantic.nearest("What was ARR in Q2?", guard=False).similarity == pytest.approx(
+        np.cos(np.radians(40)), abs=1e-6
+    )
+
+
+def test_specifics_are_the_numbers_versions_codes_and_names_a_question_names():
+    assert specifics("Was ARR in Q3 2026 above EUR 15.3 million?") == {"arr", "q3", "2026", "eur", "15.3"}
+    assert specifics("Atlas 3.8.1 修复了什么？L3 数据保留多久？") == {"atlas", "3.8.1", "l3"}
+    assert specifics("How do I install JupyterLab? Then what?") == {"jupyterlab"}
+    assert specifics("安装 llama-cpp-python 的 Metal 预编译 wheel 需要什么版本？") == {
+        "llama-cpp-python",
+        "metal",
+        "wheel",
+    }
+
+
+def test_specifics_conflict_only_when_each_side_names_one_the_other_lacks():
+    lisbon = specifics("What mileage rate does Tidewell pay in Lisbon?")
+    assert specifics_conflict(specifics("What mileage rate does Tidewell pay in Rotterdam?"), lisbon)
+    assert not specifics_conflict(specifics("What is the per-kilometre allowance in Lisbon?"), lisbon)
+    assert not specifics_conflict(specifics("NRR in the third quarter of 2026?"), specifics("NRR in Q3 2026?"))
+    assert specifics_conflict(specifics("NRR in Q2 2026?"), specifics("NRR in Q3 2026?"))
+
+
+def test_the_guard_refuses_a_neighbour_that_names_another_quarter(tmp_path):
+    semantic = cache(tmp_path, threshold=0.99)
+    semantic.store("What was NRR in Q3 2026?", "118%")
+    assert semantic.lookup("What was NRR in Q2 2026?") is None
+    assert semantic.nearest("What was NRR in Q2 2026?") is None  # the only stored question names Q3, not Q2
+    assert semantic.nearest("What was NRR in Q2 2026?", guard=False).answer == "118%"  # cos 1° = 0.9998
+    unguarded = SemanticCache(tmp_path / "cache.sqlite", TableEmbeddings(ANGLES), "kb-1", threshold=0.99, guard=False)
+    assert unguarded.lookup("What was NRR in Q2 2026?").answer == "118%"  # what the guard prevents
+
+
+def test_the_guard_lets_the_nearest_question_with_the_same_specifics_win(tmp_path):
+    semantic = cache(tmp_path, threshold=0.99)
+    semantic.store("What was NRR in Q2 2026?", "112%")
+    semantic.store("What was NRR in Q3 2026?", "118%")
+    hit = semantic.lookup("How high was NRR in Q3 2026?")  # 2° from the Q2 question, 3° from the Q3 one
+    assert hit is not None and hit.answer == "118%"
+    assert semantic.nearest("How high was NRR in Q3 2026?", guard=False).answer == "112%"
+
+
+def test_an_entry_another_process_stores_is_seen(tmp_path):
+    reader, writer = cache(tmp_path), cache(tmp_path)
+    assert reader.lookup("Which port does Atlas listen on?") is None
+    writer.store("What port does Atlas use?", "7420")
+    assert reader.lookup("Which port does Atlas listen on?").answer == "7420"
+
+
+def test_the_same_question_normalised_is_served_without_embedding(tmp_path):
+    embeddings = TableEmbeddings(ANGLES)
+    semantic = cache(tmp_path, embeddings)
+    semantic.store("What port does Atlas use?", "7420")
+    calls = embeddings.calls
+    hit = semantic.lookup("what port does atlas use")
+    assert hit is not None and hit.exact and hit.answer == "7420"
+    assert embeddings.calls == calls
+
+
+def test_a_question_in_another_language_never_gets_the_stored_answer(tmp_path):
+    semantic = cache(tmp_path)
+    semantic.store("What port does Atlas use?", "7420")
+    assert semantic.nearest("Atlas 使用哪个端口？") is None  # same vector, other language: nothing to compare with
+
+
+def test_another_knowledge_base_version_or_embedder_sees_nothing_of_the_old_entries(tmp_path):
+    cache(tmp_path).store("What port does Atlas use?", "7420")
+    assert cache(tmp_path).lookup("What port does Atlas use?") is not None  # persisted in the file
+    assert cache(tmp_path, kb="kb-2").lookup("What port does Atlas use?") is None
+    assert cache(tmp_path, kb="kb-2").lookup("Which port does Atlas listen on?") is None
+    other = TableEmbeddings(ANGLES, name="another-embedder")
+    assert cache(tmp_path, embeddings=other).lookup("What port does Atlas use?") is None
+    assert len(cache(tmp_path)) == 1 and len(cache(tmp_path, kb="kb-2")) == 0
+
+
+def test_entries_are_json_and_float32_bytes_not_pickle(tmp_path):
+    cache(tmp_path).store("What port does Atlas use?", "7420", {"sources": ["a"]})
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        answer, vector = db.execute("SELECT answer, vector FROM semantic_cache").fetchone()
+    assert json.loads(answer) == {"answer": "7420", "metadata": {"sources": ["a"]}}
+    assert np.frombuffer(vector, dtype=np.float32) == pytest.approx([1.0, 0.0, 0.0])
+
+
+def test_a_new_entry_is_seen_by_the_next_lookup(tmp_path):
+    semantic = cache(tmp_path)
+    semantic.store("What was ARR in Q2?", "EUR 14.1 million")
+    assert semantic.lookup("Which port does Atlas listen on?") is None
+    semantic.store("What port does Atlas use?", "7420")
+    assert semantic.lookup("Which port does Atlas listen on?").answer == "7420"
+
+
+def test_bad_settings_are_refused_with_the_fix(tmp_path):
+    with pytest.raises(ValueError, match="no calibrated threshold for the embedder table-embedder"):
+        SemanticCache(tmp_path / "c.sqlite", TableEmbeddings(ANGLES), "kb-1")
+    with pytest.raises(ValueError, match="knowledge_base_version"):
+        SemanticCache(tmp_path / "c.sqlite", TableEmbeddings(ANGLES), "", threshold=0.9)
+    with pytest.raises(ValueError, match="cosine similarity"):
+        SemanticCache(tmp_path / "c.sqlite", TableEmbeddings(ANGLES), "kb-1", threshold=1.5)
+    with pytest.raises(ValueError, match="empty question"):
+        cache(tmp_path).store(" ? ", "x")
+
+
+def test_knowledge_base_version_names_the_chunks_in_any_order():
+    chunks = [Document("Atlas listens on port 7420.", metadata={"source": "a"}), Document("ARR grew.", metadata={})]
+    version = knowledge_base_version(chunks)
+    assert version == knowledge_base_version(chunks[::-1])
+    edited = [Document("Atlas listens on port 7421.", metadata={"source": "a"}), chunks[1]]
+    assert knowledge_base_version(edited) != version
+    assert knowledge_base_version(chunks[:1]) != version
+    with pytest.raises(ValueError, match="no chunks"):
+        knowledge_base_version([])
+
+
+def probes(*rows):
+    return [CacheProbe(similarity, correct, expected) for similarity, correct, expected in rows]
+
+
+def test_cache_rates_count_right_and_wrong_answers_served():
+    lookups = probes((0.99, True, True), (0.97, False, False), (0.95, True, True), (0.90, False, True))
+    rates = cache_rates(lookups, 0.96)
+    assert (rates.hits, rates.right_hits, rates.wrong_hits, rates.expected) == (2, 1, 1, 3)
+    assert rates.hit_rate == pytest.approx(1 / 3) and rates.wrong_rate == pytest.approx(0.5)
+
+
+def test_calibration_stops_above_the_highest_wrong_answer_and_sits_halfway():
+    lookups = probes((0.99, True, True), (0.98, True, True), (0.97, False, False), (0.96, True, True))
+    # Serving 0.96 would serve the wrong 0.97 too (1 wrong of 4 > 1 %): stop at 0.98, halfway to 0.97.
+    assert calibrate_threshold(lookups) == pytest.approx(0.975)
+    # With a quarter of the answers allowed wrong, all three right ones are served: halfway below 0.96 is nothing.
+    assert calibrate_threshold(lookups, max_wrong_rate=0.25) == pytest.approx(0.96)
+
+
+def test_calibration_serves_nothing_when_the_top_answer_is_wrong():
+    lookups = probes((0.99, False, False), (0.90, True, True))
+    threshold = calibrate_threshold(lookups)
+    assert threshold > 0.99
+    assert cache_rates(lookups, threshold).hits == 0
+    with pytest.raises(ValueError, match="needs lookups"):
+        calibrate_threshold([])
