@@ -417,7 +417,8 @@ display(Markdown("```mermaid\n" + graph.get_graph().draw_mermaid() + "\n```"))
 
 
 def show(result):
-    display(pd.DataFrame([{t("step"): s.step, t("round"): s.round, t("decision"): s.decision, t("detail"): s.detail[:140],
+    display(pd.DataFrame([{t("step"): s.step, t("round"): s.round, t("decision"): for_reader(s.decision),
+                           t("detail"): for_reader(s.detail)[:140],
                            t("seconds"): round(s.seconds, 1)} for s in result.trace]))
     print(f"→ {t_marked(result.outcome)}: {result.answer}")
     for c in result.citations:
