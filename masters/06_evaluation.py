@@ -436,8 +436,10 @@ pd.DataFrame(rows)
 # %%
 from lessons.core import ScriptedChatModel
 from lessons.evaluation import FaithfulnessVerdict, run_judge
+from lessons.ingest import for_course_language
 
-run_judge(ScriptedChatModel(default="Looks right to me!"), FaithfulnessVerdict, "consistent", "Is it consistent?")
+reply = for_course_language(en="Looks right to me!", zh="我看没问题！")  # a reply with no function call
+run_judge(ScriptedChatModel(default=reply), FaithfulnessVerdict, "consistent", "Is it consistent?")
 
 # %% [markdown]
 # ## 5. The pipelines, behind one interface
