@@ -184,6 +184,10 @@ def test_contradiction_handling():
     assert contradiction_handling("Team costs €45.") == "follows the consistent sources (€45)"
     assert contradiction_handling("Team costs €54.") == "follows the Q3 deck only (€54)"
     assert contradiction_handling("I do not know.") == "gives neither price"
+    # a figure counts whole: these hold a "45" or "54" only as part of another number
+    assert contradiction_handling("€45.90 with annual billing") == "gives neither price"
+    assert contradiction_handling("about €45,000 a year, or €1540 a seat.") == "gives neither price"
+    assert contradiction_handling("Team costs €45. (Q3 deck: 54.)") == "states the conflict"
 
 
 def test_a_gold_question_is_run_judged_and_summarised():

@@ -352,9 +352,14 @@ def summarise_runs(runs: Sequence[QuestionRun]) -> list[dict[str, Any]]:
     return rows
 
 
+def _says_figure(figure: str, answer: str) -> bool:
+    """`figure` stands alone in `answer`: "45" is not read in "45.90", "4.5", "€45,000" or "1450"."""
+    return re.search(rf"(?<![\d.,]){figure}(?!\d|[.,]\d)", answer) is not None
+
+
 def contradiction_handling(answer: str) -> str:
     """How an answer to the Team-plan price question treats the conflict (€45 everywhere, €54 in the Q3 deck). Introduced in notebook 05 (three-agent verification)."""
-    says45, says54 = "45" in answer, "54" in answer
+    says45, says54 = _says_figure("45", answer), _says_figure("54", answer)
     if says45 and says54:
         return t("states the conflict")
     if says45:
