@@ -14,7 +14,7 @@ router's "neither" threshold (half A), odd ones measure it (half B); the swap is
 through the local server; the LLM cache makes a re-run free. Accuracy per language, calls, seconds.
 Writes benchmarks/results/routing.json.
 
-    python benchmarks/bench_routing.py [--k 3] [--llm 60]
+    python benchmarks/bench_routing.py [--k 1 3 5] [--llm 60] [--reuse-embedding]
 """
 
 import argparse
@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import save
+from benchmarks.common import RESULTS, save
 
 QUESTIONS = Path(__file__).parent / "questions"
 CORPORA = ("course", "packages")
@@ -194,13 +194,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--k", nargs="+", type=int, default=[1, 3, 5], help="nearest chunks per knowledge base")
     parser.add_argument("--llm", type=int, default=0, help="route at most this many questions with the chat model")
+    parser.add_argument(
+        "--reuse-embedding", action="store_true", help="take the embedding router's results from the last run"
+    )
     args = parser.parse_args()
     rows = questions()
     print(
         f"{len(rows)} questions: "
         + ", ".join(f"{k} {sum(r['kind'] == k for r in rows)}" for k in sorted({r["kind"] for r in rows}))
     )
-    results = {"questions": len(rows), "embedding": embedding_router(rows, args.k)}
+    if args.reuse_embedding:
+        last = json.loads((RESULTS / "routing.json").read_text())
+        scores = {r["id"]: r["scores_by_k"] for r in last["rows"]}
+        for row in rows:
+            row["scores_by_k"] = {int(k): v for k, v in scores[row["id"]].items()}
+        results = {"questions": len(rows), "embedding": last["embedding"]}
+        results["embedding"]["by_k"] = {int(k): v for k, v in last["embedding"]["by_k"].items()}
+    else:
+        results = {"questions": len(rows), "embedding": embedding_router(rows, args.k)}
     for k, numbers in results["embedding"]["by_k"].items():
         for split, split_numbers in numbers["splits"].items():
             measured = split_numbers["measured"]

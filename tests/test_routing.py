@@ -101,6 +101,18 @@ def test_the_llm_router_returns_the_models_structured_choice():
     assert "company documents" in prompt and "package READMEs" in prompt and "How do I install chromadb?" in prompt
 
 
+def test_the_llm_router_shows_the_model_labels_and_answers_with_the_names():
+    model = ScriptedChatModel(responses=[{"route": "company_documents"}])
+    router = LLMRouter(
+        model, {"course": "Tidewell documents", "packages": "READMEs"}, labels={"course": "company_documents"}
+    )
+    assert router.route("What port does Atlas use?").route == "course"
+    prompt = "\n".join(str(message.content) for message in model.calls[0]["messages"])
+    assert "- company_documents: Tidewell documents" in prompt and "- packages: READMEs" in prompt
+    with pytest.raises(ValueError):
+        router.schema(route="course")  # the model answers with labels only
+
+
 def test_the_llm_router_asks_again_when_the_choice_is_not_a_route():
     model = ScriptedChatModel(responses=[{"route": "wikipedia"}, {"route": NEITHER}])
     router = LLMRouter(model, {"course": "company documents"})
