@@ -1,9 +1,9 @@
 """Does the running service refuse what its documents do not say? `/v1/ask` measured over HTTP.
 
 Starts the service the way a user does (`service.client.running_service`: `python -m service api` on 127.0.0.1, a
-temporary folder, SQLite, embedded Chroma, the course's settings from this process's environment), uploads every file
-of the corpus (`lessons.ingest.corpus.corpus_folder`: data/corpus for "course", the package READMEs for "packages"),
-waits until they are indexed, then asks `/v1/ask` — one question at a time, as a client would — the held-out
+temporary folder, SQLite, embedded Chroma, the course's settings from this process's environment), uploads the files
+of the corpus's knowledge base (`corpus_files`: data/corpus for "course", the READMEs MANIFEST.json lists for
+"packages"), waits until they are indexed, then asks `/v1/ask` — one question at a time, as a client would — the held-out
 questions `bench_answerability.py` measured the answerability check alone on: the answerable ones of
 benchmarks/questions/answerable_<corpus>.jsonl and the out-of-KB near misses of near_miss_2_<corpus>.jsonl (both
 languages; never tuned on). Per question: abstained, the answerability verdict in the reply (reason, quote, what was
@@ -169,20 +169,29 @@ def summarise(rows: list[dict], alone: dict[str, dict], names: tuple[str, ...] =
     return dict(sorted(cells.items()))
 
 
+def corpus_files(corpus: str) -> list[Path]:
+    """The files of the corpus's knowledge base, as `load_corpus` reads them: those its `MANIFEST.json` lists (the
+    package READMEs), else every file of the folder."""
+    from lessons.ingest.corpus import corpus_folder, manifest_files
+
+    folder = corpus_folder(corpus)
+    listed = manifest_files(folder)
+    return sorted(listed if listed is not None else (p for p in folder.iterdir() if p.is_file() and p.name[0] != "."))
+
+
 def ask_all(corpus: str, questions: list, rows: dict, path: Path, deadline: float) -> dict:
     """Start the service, upload the corpus, wait for it to be indexed, ask each question not in `rows` (saved after
     each) until `deadline` (time.monotonic()). What the run saw: the upload's jobs and seconds, the model server."""
     import httpx
 
     from lessons.core.local_server import server_status
-    from lessons.ingest.corpus import corpus_folder
     from service.client import running_service
 
     todo = [q for q in questions if f"{corpus}:{q.id}" not in rows]
     run: dict = {"corpus": corpus, "questions asked": 0, "model server before": server_status()}
     if not todo:
         return run
-    paths = sorted(p for p in corpus_folder(corpus).iterdir() if p.is_file() and not p.name.startswith("."))
+    paths = corpus_files(corpus)
     started = time.perf_counter()
     with running_service() as service, service.client() as client:
         run["service start seconds"] = round(time.perf_counter() - started, 1)

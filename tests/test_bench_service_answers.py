@@ -7,6 +7,7 @@ import pytest
 
 from benchmarks.bench_service_answers import (
     check_alone,
+    corpus_files,
     held_out_questions,
     holds_key_figure,
     key_figure,
@@ -142,3 +143,11 @@ def test_a_row_reads_the_reply_as_the_service_writes_it():
     assert measured["context"] == [("atlas_admin_guide.md", chunk.page_content)]
     refused = row("course", question, Answer(question.question, "Not in the documents.", True).as_json(), 5.0)
     assert refused["abstained"] is True and refused["key_figure_held"] is None and refused["answerability"] is None
+
+
+def test_it_uploads_the_files_the_knowledge_base_reads_and_never_the_manifest():
+    from lessons.ingest.corpus import corpus_folder
+
+    packages = corpus_files("packages")
+    assert packages and all(p.suffix == ".md" for p in packages)  # MANIFEST.json is no document
+    assert len(corpus_files("course")) == len([p for p in corpus_folder("course").iterdir() if p.is_file()])
