@@ -29,6 +29,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from lessons.agents.answerability import AnswerabilityCheck
+from lessons.agents.claim_check import figures
 from lessons.agents.three_agents import (
     DEFAULT_RELEVANCE,
     Retriever,
@@ -352,14 +353,12 @@ def summarise_runs(runs: Sequence[QuestionRun]) -> list[dict[str, Any]]:
     return rows
 
 
-def _says_figure(figure: str, answer: str) -> bool:
-    """`figure` stands alone in `answer`: "45" is not read in "45.90", "4.5", "€45,000" or "1450"."""
-    return re.search(rf"(?<![\d.,]){figure}(?!\d|[.,]\d)", answer) is not None
-
-
 def contradiction_handling(answer: str) -> str:
-    """How an answer to the Team-plan price question treats the conflict (€45 everywhere, €54 in the Q3 deck). Introduced in notebook 05 (three-agent verification)."""
-    says45, says54 = _says_figure("45", answer), _says_figure("54", answer)
+    """How an answer to the Team-plan price question treats the conflict (€45 everywhere, €54 in the Q3 deck): a
+    price counts as a whole figure (`claim_check.figures`: "45" is not read in "45.90", "€45,000" or "1450").
+    Introduced in notebook 05 (three-agent verification)."""
+    stated = figures(answer)
+    says45, says54 = "45" in stated, "54" in stated
     if says45 and says54:
         return t("states the conflict")
     if says45:
