@@ -179,11 +179,11 @@ def cached_embeddings(embeddings: Embeddings | None = None) -> Embeddings:
     from langchain_classic.embeddings import CacheBackedEmbeddings
     from langchain_classic.storage import LocalFileStore
 
-    from lessons.core.embeddings import get_embeddings
+    from lessons.core.embeddings import embedder_name, get_embeddings
     from lessons.core.settings import get_settings
 
     embeddings = embeddings or get_embeddings()
-    namespace = getattr(embeddings, "name", type(embeddings).__name__)
+    namespace = embedder_name(embeddings)
     store = LocalFileStore(get_settings().cache_dir / "embedding-cache")
     cached = CacheBackedEmbeddings.from_bytes_store(embeddings, store, namespace=namespace, key_encoder="sha256")
     cached.name = namespace

@@ -86,6 +86,14 @@ def _in_batches(encode, texts: list[str], batch_size: int, dim: int) -> list[lis
 
 
 EMBEDDERS = {"e5": E5Embeddings, "use": USEEmbeddings}
+
+
+def embedder_name(embeddings: Embeddings) -> str:
+    """What names an embedder's vectors (its `name`, else its class): a Chroma collection, a semantic-cache key and a
+    calibrated threshold are each tied to it, so vectors of two embedders are never compared."""
+    return str(getattr(embeddings, "name", type(embeddings).__name__))
+
+
 _instances: dict[str, Embeddings] = {}
 
 

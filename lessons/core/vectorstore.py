@@ -27,7 +27,7 @@ from langchain_chroma import Chroma
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from lessons.core.embeddings import get_embeddings
+from lessons.core.embeddings import embedder_name, get_embeddings
 from lessons.core.i18n import ReaderText
 from lessons.core.search_text import CONTEXT_HEADER, search_text
 from lessons.core.settings import get_settings
@@ -86,7 +86,7 @@ def store_location() -> ReaderText:
 
 
 def _collection_name(name: str, embeddings: Embeddings) -> str:
-    raw = f"{name}-{getattr(embeddings, 'name', type(embeddings).__name__)}"
+    raw = f"{name}-{embedder_name(embeddings)}"
     # Chroma: 3-512 characters from [a-zA-Z0-9._-], starting and ending with a letter or digit.
     return re.sub(r"[^a-zA-Z0-9._-]", "-", raw).strip("-._")[:512]
 

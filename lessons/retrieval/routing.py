@@ -26,6 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, Field, create_model
 
+from lessons.core.embeddings import embedder_name
 from lessons.core.i18n import t
 from lessons.core.search_text import search_text
 from lessons.core.structured import invoke_structured
@@ -90,7 +91,7 @@ class EmbeddingRouter:
         empty = [name for name, matrix in vectors.items() if len(matrix) == 0]
         if empty:
             raise ValueError(t("these knowledge bases have no chunks to route to: {names}", names=", ".join(empty)))
-        name = str(getattr(embeddings, "name", type(embeddings).__name__))
+        name = embedder_name(embeddings)
         threshold = DEFAULT_NEITHER_THRESHOLDS.get(name) if threshold is None else threshold
         if threshold is None:
             raise ValueError(

@@ -38,6 +38,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from lessons.core.embeddings import embedder_name
 from lessons.core.i18n import t
 from lessons.core.llm_cache import SQLiteFile
 from lessons.text.language import detect_language
@@ -93,10 +94,6 @@ def knowledge_base_version(chunks: Iterable[Document]) -> str:
     if not ids:
         raise ValueError(t("the knowledge base has no chunks: there is nothing a cached answer could come from"))
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16]
-
-
-def embedder_name(embeddings: Embeddings) -> str:
-    return str(getattr(embeddings, "name", type(embeddings).__name__))
 
 
 @dataclass(frozen=True)
