@@ -191,3 +191,14 @@ def test_full_width_characters_are_the_same_bm25_tokens_as_ascii():
     assert tokenize_bilingual("错误码 Ｅ５０２０ 于 ２０２６ 年 ＡＰＩ ｖ２．１４．０") == tokenize_bilingual(
         "错误码 E5020 于 2026 年 API v2.14.0"
     )
+
+
+def test_dense_search_with_a_metadata_filter_returns_only_chunks_that_meet_it():
+    store = memory_store()
+    store.add_documents(CHUNKS[:4])
+    unfiltered = dense_retriever(store, k=2).invoke("Which port does the server use?")
+    wanted = next(c.metadata["source"] for c in CHUNKS[:4] if c.metadata["source"] != unfiltered[0].metadata["source"])
+    filtered = dense_retriever(store, k=2, where={"source": {"$in": [wanted]}}).invoke(
+        "Which port does the server use?"
+    )
+    assert filtered and {d.metadata["source"] for d in filtered} == {wanted}

@@ -64,14 +64,16 @@ class ProcessedDocuments:
         return "\n".join(lines)
 
 
-def hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K, candidates: int = CANDIDATES):
+def hybrid_over(
+    chunks: Sequence[Document], store, k: int = DEFAULT_K, candidates: int = CANDIDATES, where: dict | None = None
+):
     """Dense and BM25 retrievers over the same chunks, each returning `candidates`, fused; the best `k`.
 
     The course's one hybrid factory (introduced in notebook 02; the grading loop, the evaluation's pipelines and
     techniques, the document processor and the deep-research agent build their hybrid first stage with it).
     `hybrid_retriever` is the fusion step itself, for retrievers built some other way (the service's live index).
     """
-    return hybrid_retriever(dense_retriever(store, candidates), bm25_retriever(chunks, candidates), k=k)
+    return hybrid_retriever(dense_retriever(store, candidates, where), bm25_retriever(chunks, candidates), k=k)
 
 
 def plain_first(plain: Sequence[Document], deep: Sequence[Document]) -> list[Document]:
@@ -97,11 +99,18 @@ def reranker_candidates(dense_of: Callable[[int], object], keyword_of: Callable[
     return RunnableLambda(lambda query: plain_first(plain.invoke(query), deep.invoke(query))[:size], name="hybrid")
 
 
-def reranked_hybrid_over(chunks: Sequence[Document], store, k: int = DEFAULT_K, candidates: int = RERANK_CANDIDATES):
+def reranked_hybrid_over(
+    chunks: Sequence[Document],
+    store,
+    k: int = DEFAULT_K,
+    candidates: int = RERANK_CANDIDATES,
+    where: dict | None = None,
+):
     """The hybrid first stage a reranker reads (notebook 05) over `chunks` and their `store`: `reranker_candidates`
-    with Chroma's dense search and BM25 — `max(k, candidates)` chunks."""
+    with Chroma's dense search (with `where`, a metadata filter, among the chunks that meet it: give the same
+    chunks to BM25) and BM25 — `max(k, candidates)` chunks."""
     return reranker_candidates(
-        lambda n: dense_retriever(store, n), lambda n: bm25_retriever(chunks, n), max(k, candidates)
+        lambda n: dense_retriever(store, n, where), lambda n: bm25_retriever(chunks, n), max(k, candidates)
     )
 
 
@@ -111,6 +120,7 @@ def reranked_hybrid(
     k: int = DEFAULT_K,
     candidates: int = RERANK_CANDIDATES,
     reranker: BaseDocumentCompressor | None | str = "default",
+    where: dict | None = None,
 ):
     """The course's one "hybrid top `candidates`, reranked, top `k`" retriever (notebook 02; notebooks 04-07, the
     evaluation's pipelines and techniques and the document processor build it here).
@@ -119,17 +129,19 @@ def reranked_hybrid(
     hybrid order, per language), any LangChain document compressor, or None / "none" for the hybrid top `k` alone.
     Each reranked passage carries the relevance model's own score in `metadata["relevance_score"]`
     (`lessons.retrieval.rerank.RELEVANCE_SCORE`) for a later step to read instead of scoring it again.
+    `where`: a Chroma metadata filter for the dense search, with `chunks` the ones that meet it
+    (`lessons.retrieval.metadata_filter.filtered_retriever`, notebook 09).
     """
     if isinstance(reranker, str):
         from lessons.retrieval.rerank import reranker_by_name
 
         reranker = reranker_by_name(reranker, top_n=k)
     if reranker is None:
-        return hybrid_over(chunks, store, k=k)
+        return hybrid_over(chunks, store, k=k, where=where)
     from langchain_classic.retrievers import ContextualCompressionRetriever
 
     return ContextualCompressionRetriever(
-        base_retriever=reranked_hybrid_over(chunks, store, k, candidates), base_compressor=reranker
+        base_retriever=reranked_hybrid_over(chunks, store, k, candidates, where), base_compressor=reranker
     )
 
 

@@ -102,17 +102,20 @@ class DenseRetriever(BaseRetriever):
 
     store: Chroma
     k: int = 10
+    where: dict | None = None  # a Chroma metadata filter (notebook 09): only chunks that meet it
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        hits = self.store.similarity_search_with_relevance_scores(query, k=self.k)
+        options = {"filter": self.where} if self.where else {}
+        hits = self.store.similarity_search_with_relevance_scores(query, k=self.k, **options)
         return [with_score(document, score) for document, score in hits]
 
 
-def dense_retriever(store: Chroma, k: int = 10) -> DenseRetriever:
-    """The baseline: the `k` chunks nearest to the question in the vector store."""
-    return DenseRetriever(store=store, k=k)
+def dense_retriever(store: Chroma, k: int = 10, where: dict | None = None) -> DenseRetriever:
+    """The baseline: the `k` chunks nearest to the question in the vector store (with `where`, a Chroma metadata
+    filter, among the chunks that meet it)."""
+    return DenseRetriever(store=store, k=k, where=where)
 
 
 class ScoredBM25Retriever(BM25Retriever):
