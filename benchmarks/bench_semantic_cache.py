@@ -45,26 +45,18 @@ def load_pairs() -> list[dict]:
     return rows
 
 
-def equivalents(gold) -> dict[str, set[str]]:
-    """For each gold id, the gold ids whose answer is as right for it: itself, and those that quote the same evidence."""
-    from lessons.text.normalise import normalise_for_match
-
-    quotes = {q.id: {normalise_for_match(e) for e in q.evidence} for q in gold}
-    return {a: {b for b in quotes if b == a or quotes[a] & quotes[b]} for a in quotes}
-
-
 def probe_rows(embedder: str, pairs: list[dict]) -> list[dict]:
     from lessons.core.embeddings import get_embeddings
     from lessons.ingest.corpus import corpus_folder, load_gold
     from lessons.retrieval.index import chunk_knowledge_base
-    from lessons.retrieval.semantic_cache import SemanticCache, knowledge_base_version
+    from lessons.retrieval.semantic_cache import SemanticCache, answer_equivalents, knowledge_base_version
 
     embeddings = get_embeddings(embedder)
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for corpus in ("course", "packages"):
             gold = load_gold(corpus=corpus)
-            same = equivalents(gold)
+            same = answer_equivalents(gold)
             version = knowledge_base_version(chunk_knowledge_base(folder=corpus_folder(corpus)))
             cache = SemanticCache(Path(folder) / f"{corpus}.sqlite", embeddings, version, threshold=1.0)
             start = time.perf_counter()

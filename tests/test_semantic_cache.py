@@ -205,3 +205,17 @@ def test_calibration_serves_nothing_when_the_top_answer_is_wrong():
     assert cache_rates(lookups, threshold).hits == 0
     with pytest.raises(ValueError, match="needs lookups"):
         calibrate_threshold([])
+
+
+def test_answer_equivalents_join_questions_that_quote_the_same_evidence():
+    from types import SimpleNamespace
+
+    from lessons.retrieval.semantic_cache import answer_equivalents
+
+    questions = [
+        SimpleNamespace(id="a", evidence=["Port 7420 by default."]),
+        SimpleNamespace(id="b", evidence=["Port  7420 by default.", "Another quote"]),
+        SimpleNamespace(id="c", evidence=["27 days of leave"]),
+    ]
+    same = answer_equivalents(questions)
+    assert same == {"a": {"a", "b"}, "b": {"a", "b"}, "c": {"c"}}

@@ -233,6 +233,16 @@ class SemanticCache(SQLiteFile):
         return self._matrix[language]
 
 
+def answer_equivalents(questions: Iterable[Any]) -> dict[str, set[str]]:
+    """For each question's id, the ids whose stored answer is as right for it: its own, and those of the questions
+    that quote the same evidence (`.id`, `.evidence`, as gold questions have them). A served answer is right when
+    the stored question it came from is among them (`benchmarks/bench_semantic_cache.py`, notebook 09)."""
+    from lessons.text.normalise import normalise_for_match
+
+    quotes = {q.id: {normalise_for_match(e) for e in q.evidence} for q in questions}
+    return {a: {b for b in quotes if b == a or quotes[a] & quotes[b]} for a in quotes}
+
+
 @dataclass(frozen=True)
 class CacheProbe:
     """One lookup in a calibration: the nearest stored question's similarity, whether serving its answer would be
