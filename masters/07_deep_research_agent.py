@@ -137,7 +137,9 @@ pd.DataFrame([{t("source"): s, t("pages"): len(pages.page_numbers(s)),
               for s in pages.sources]).set_index(t("source")).T
 
 # %%
-chunk = next(c for c in chunks if c.metadata["source"] == "atlas_whitepaper.pdf" and "| Tier" in c.page_content)
+# a chunk that ends where its page goes on with a table, in the notebook's language
+source, holds = for_course_language(en=("atlas_whitepaper.pdf", "| Tier"), zh=("data_security_policy_zh.docx", "各类事件的内部上报时限"))
+chunk = next(c for c in chunks if c.metadata["source"] == source and holds in c.page_content)
 page = pages.read(chunk.metadata["source"], pages.locate(chunk))
 print(t("A chunk of {chunk} characters sits on {source}, {title} ({page} characters).", chunk=len(chunk.page_content),
         source=page.source, title=page.title, page=len(page.text)))
@@ -286,7 +288,8 @@ check_read_page(my_read_page)
 # %%
 from lessons.agents import read_page
 
-for source_id, page_index in [("atlas_whitepaper.pdf", 6), ("pricing.pdf", 3), ("faq_zh.html", 99)]:
+good_page = for_course_language(en=("atlas_whitepaper.pdf", 6), zh=("data_security_policy_zh.docx", 7))
+for source_id, page_index in [good_page, ("pricing.pdf", 3), ("faq_zh.html", 99)]:
     seen = read_page(pages, source_id, page_index)
     print(seen.header, "→", (t("ERROR: ") + seen.error_for_reader) if seen.error else seen.evidence[0].page_content[:150].replace("\n", " ") + " …")
 
@@ -654,15 +657,16 @@ for qid, rows in disagree.groupby("id", sort=False):
 # ### The contradiction case
 #
 # An acceptable answer states the conflict or follows the sources that agree with each other (€45);
-# quoting only the Q3 deck's €54 is wrong. As in notebook 05, the question is the gold set's English one (`en-052`)
-# in both copies: the one document that disagrees is English. `contradiction_handling` (notebook 05) reads which
-# of these each method's answer did:
+# quoting only the Q3 deck's €54 is wrong. As in notebook 05, the question is the gold set's `en-052`, asked in the
+# reader's language (`contradiction_case`): the one document that disagrees is English, so the Chinese copy reads
+# it across languages. `contradiction_handling` (notebook 05) reads which of these each method's answer did:
 
-# %% [markdown] lang="zh" translates="fd6b4b30df3c"
+# %% [markdown] lang="zh" translates="e6bc34a5e74d"
 # ### 矛盾案例
 #
 # 一个可以接受的回答要么指出冲突，要么采信彼此一致的那些来源（€45）；只引用 Q3 演示文稿的 €54 是错的。
-# 和 notebook 05 一样，两个版本问的都是同一道英文题（`en-052`）：唯一与其他来源矛盾的文档是英文的。
+# 和 notebook 05 一样，问题是金标准问题集里的 `en-052`，用读者的语言提问（`contradiction_case`）：唯一与其他来源矛盾的文档是英文的，
+# 所以中文版跨语言去读它。
 # `contradiction_handling`（notebook 05）判断每种方法的回答属于哪一种：
 
 # %%

@@ -43,3 +43,21 @@ def test_the_running_example_is_the_one_given_for_the_course_language(tmp_path, 
         course_example(gold, en="en-052", zh="en-052")
     with pytest.raises(ValueError, match=r"'zh-999' is not among these 123 questions"):
         course_example(gold, en="en-052", zh="zh-999")
+
+
+def test_a_gold_question_is_asked_in_the_course_language_with_its_reference_and_evidence(tmp_path, monkeypatch):
+    from lessons.ingest.corpus import asked_in_course_language
+
+    question = next(q for q in load_gold() if q.id == "en-001")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    assert asked_in_course_language(question, zh="问题？") is question
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    asked = asked_in_course_language(question, zh="问题？")
+    assert (asked.id, asked.question, asked.language) == ("en-001", "问题？", "zh")
+    assert asked.model_dump(exclude={"question", "language"}) == question.model_dump(exclude={"question", "language"})
+    assert question.question != "问题？" and question.language == "en", "the gold question itself is not changed"
+    with pytest.raises(ValueError, match=r"no value for the course language 'zh' \(given: \['en'\]\)"):
+        asked_in_course_language(question)
+    with pytest.raises(ValueError, match=r"en-001 is asked in 'en' by the gold set: drop en=… from the call"):
+        asked_in_course_language(question, en="What?", zh="问题？")

@@ -151,6 +151,14 @@ def test_the_measure_sample_is_balanced_seeded_and_ends_with_the_contradiction()
     assert [q.type for q in measure_sample(gold, 1, 0, seed=3)] == ["multi_hop", "contradiction"]
 
 
+def test_the_chinese_copy_asks_the_contradiction_case_in_chinese(tmp_path, monkeypatch):
+    gold = load_gold()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    case = measure_sample(gold, 0, 0)[-1]
+    assert (case.id, case.language) == ("en-052", "zh") and "每用户每月" in case.question
+
+
 def test_search_recall_reads_the_whole_chunks_behind_the_shown_hits_per_reranker():
     def snippet_search(query):  # the snippet is cut; the whole chunk holds the quote
         hit = Document(

@@ -1,10 +1,12 @@
 """The measurement helpers of notebook 05: planted claims, the drill, the gold-set summary, the contradiction case."""
 
+import pytest
 from langchain_core.documents import Document
 
 from lessons.agents.three_agents import CrossEncoderRelevance
 from lessons.core.fakes import ScriptedChatModel
 from lessons.evaluation.three_agent_eval import (
+    CONTRADICTION_WORDINGS,
     INJECTED_INSTRUCTION,
     INVENTED_NAME,
     OBEYED_ANSWER,
@@ -12,6 +14,7 @@ from lessons.evaluation.three_agent_eval import (
     RelevanceComparison,
     better_relevance_checker,
     compare_relevance,
+    contradiction_case,
     contradiction_handling,
     drill_drafts,
     drill_findings,
@@ -30,7 +33,7 @@ from lessons.evaluation.three_agent_eval import (
     run_findings,
     summarise_runs,
 )
-from lessons.ingest.corpus import GoldQuestion
+from lessons.ingest.corpus import CORPUS_DIR, GoldQuestion, load_gold
 
 QUESTION = GoldQuestion(
     id="en-9",
@@ -188,6 +191,35 @@ def test_contradiction_handling():
     assert contradiction_handling("€45.90 with annual billing") == "gives neither price"
     assert contradiction_handling("about €45,000 a year, or €1540 a seat.") == "gives neither price"
     assert contradiction_handling("Team costs €45. (Q3 deck: 54.)") == "states the conflict"
+
+
+def test_the_contradiction_case_is_asked_in_the_readers_language_with_the_gold_reference(tmp_path, monkeypatch):
+    gold = load_gold()
+    english = next(q for q in gold if q.id == "en-052")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    assert contradiction_case(gold) == english, "the English copy asks the gold question itself"
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    chinese = contradiction_case(gold)
+    assert (chinese.id, chinese.language, chinese.type) == ("en-052", "zh", "contradiction")
+    assert chinese.question == "Atlas 的 Team 版 list price 是每用户每月多少？"
+    assert (chinese.answer, chinese.evidence, chinese.sources) == (english.answer, english.evidence, english.sources)
+    with pytest.raises(ValueError, match=r"en-052 is not among these 1 questions: pass the course gold set"):
+        contradiction_case([gold[0]])
+
+
+def test_the_chinese_wording_of_the_contradiction_case_retrieves_the_deck_that_disagrees():
+    """The reason for its wording (`CONTRADICTION_WORDINGS`): notebook 05's retriever (hybrid top 20, the best 4 handed
+    on) brings the Q3 deck's €54 chunk to the agents for it, and for an all-Chinese wording not even into the top 20."""
+    from lessons.retrieval import process_documents
+
+    kb = process_documents(CORPUS_DIR, index_name="kb", k=4)
+
+    def deck(documents):
+        return [d.metadata["source"] for d in documents if "€54 per user per month" in d.page_content]
+
+    assert deck(kb.retrieve(CONTRADICTION_WORDINGS["zh"])) == ["q3_2026_business_review.pptx"]
+    assert deck(kb.first_stage("Atlas Team 版每个用户每月多少钱？")) == []
 
 
 def test_a_gold_question_is_run_judged_and_summarised():

@@ -22,7 +22,7 @@ from lessons.evaluation.harness import measure
 from lessons.evaluation.judges import answer_completeness
 from lessons.evaluation.metrics import quotes_found
 from lessons.evaluation.pipelines import Pipeline
-from lessons.evaluation.three_agent_eval import contradiction_handling
+from lessons.evaluation.three_agent_eval import contradiction_case, contradiction_handling
 from lessons.ingest.corpus import GoldQuestion
 from lessons.ingest.questions import balanced_sample
 
@@ -57,7 +57,8 @@ def measure_sample(
     questions: Sequence[GoldQuestion], n_multi_hop: int, n_table: int, seed: int = 0, contradiction: bool = True
 ) -> list[GoldQuestion]:
     """Multi-hop and table questions, each drawn half English and half Chinese by the course's sampler
-    (`lessons.ingest.questions.balanced_sample`: seeded, the reader's language taking the odd one), then the contradiction case.
+    (`lessons.ingest.questions.balanced_sample`: seeded, the reader's language taking the odd one), then the contradiction case
+    asked in the reader's language (`lessons.evaluation.three_agent_eval.contradiction_case`).
 
     Introduced in notebook 07 (deep-research agent).
     """
@@ -65,7 +66,7 @@ def measure_sample(
     for kind, n in (("multi_hop", n_multi_hop), ("table", n_table)):
         sample += balanced_sample([q for q in questions if q.type == kind], n, seed)
     if contradiction:
-        sample += [q for q in questions if q.type == "contradiction"]
+        sample.append(contradiction_case(questions))
     return sample
 
 

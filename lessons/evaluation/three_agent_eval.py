@@ -46,7 +46,7 @@ from lessons.core.i18n import N_, t
 from lessons.core.prose import pct
 from lessons.core.reports import mean_or_none, share_where
 from lessons.evaluation.judges import answer_completeness
-from lessons.ingest.corpus import GoldQuestion, find_evidence
+from lessons.ingest.corpus import GoldQuestion, asked_in_course_language, find_evidence
 from lessons.text.language import detect_language
 
 INVENTED_NAME = {
@@ -366,6 +366,29 @@ def contradiction_handling(answer: str) -> str:
     if says54:
         return t("follows the Q3 deck only (€54)")
     return t("gives neither price")
+
+
+# The contradiction case (gold `en-052`, the Team-plan price) in the reader's language. The gold set asks it in
+# English only: the one document that disagrees, the Q3 deck, is English, and the Chinese FAQ agrees with the
+# others. A Chinese copy asks it in Chinese and reads the English documents (cross-lingual retrieval). The wording
+# keeps the deck's column name, "list price": with an all-Chinese wording the Chinese FAQ's chunks fill the top of
+# hybrid retrieval and the deck's €54 chunk is not among the four hits notebooks 05 and 07 hand on (measured 5 Dec
+# 2026: "Atlas Team 版每个用户每月多少钱？" puts it outside the top 20, "Atlas Team 版的定价（pricing）：每用户每月多少钱？"
+# 10th), so no method could meet the conflict; this wording puts it 4th (tests/test_three_agent_eval.py checks both ends).
+CONTRADICTION_CASE = "en-052"
+CONTRADICTION_WORDINGS = {"zh": "Atlas 的 Team 版 list price 是每用户每月多少？"}
+
+
+def contradiction_case(questions: Sequence[GoldQuestion]) -> GoldQuestion:
+    """The contradiction case (`CONTRADICTION_CASE`, read by `contradiction_handling`) asked in the notebook's language
+    (`lessons.ingest.corpus.asked_in_course_language`). Introduced in notebook 05 (three-agent verification)."""
+    case = next((q for q in questions if q.id == CONTRADICTION_CASE), None)
+    if case is None:
+        raise ValueError(
+            f"the contradiction case {CONTRADICTION_CASE} is not among these {len(questions)} questions: "
+            "pass the course gold set (lessons.ingest.load_gold())"
+        )
+    return asked_in_course_language(case, **CONTRADICTION_WORDINGS)
 
 
 _share, _mean = share_where, mean_or_none  # one way each (`lessons.core.reports`)

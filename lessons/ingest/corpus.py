@@ -129,6 +129,31 @@ def course_example(questions: list[GoldQuestion], **ids: str) -> GoldQuestion:
     return found
 
 
+def asked_in_course_language(question: GoldQuestion, **wordings: str) -> GoldQuestion:
+    """`question` asked in the notebook's language: `asked_in_course_language(q, zh="…")` for a gold question the
+    set asks in one language only.
+
+    Introduced in notebook 05 (three-agent verification), for the contradiction case: the reference answer and
+    the evidence stay the gold question's (the documents that hold them are in its language: cross-lingual
+    retrieval); the question text and the language are the reader's. In the question's own language it is
+    returned unchanged. Like `for_course_language`, a language without a wording is an error naming it; a wording
+    for the question's own language is an error too (the gold text is the question there).
+    """
+    from lessons.core.i18n import course_language
+
+    if question.language in wordings:
+        raise ValueError(
+            f"{question.id} is asked in {question.language!r} by the gold set: drop {question.language}=… from the call"
+        )
+    text = for_course_language(**{question.language: question.question, **wordings})
+    language = course_language()
+    return (
+        question
+        if language == question.language
+        else question.model_copy(update={"question": text, "language": language})
+    )
+
+
 def load_corpus(
     folder: Path = CORPUS_DIR, progress: bool = False, limits: IngestLimits = DEFAULT_LIMITS
 ) -> IngestResult:
