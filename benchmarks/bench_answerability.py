@@ -37,8 +37,17 @@ keeps the answerable ones of earlier samples out:
     python benchmarks/bench_answerability.py --seed 2 --exclude-dev --exclude-rows answerability-heldout-seed1 \
         --near-misses --answerable 10 --out-of-kb 10 --no-p-yes --name answerability-nearmiss-seed2
 
+Set 3 (answerable_3_<corpus>.jsonl and near_miss_3_<corpus>.jsonl, written by two people who had not read the check):
+
+    python benchmarks/bench_answerability.py --answerable-set 3 --near-misses 3 --all --no-p-yes \
+        --name answerability-fresh3
+
+The variant "check(extractive)" (`AnswerabilityCheck(extractive=True)`) is scored at analysis time: when the judge's
+quote fails as a quote, the sentences the packaged cross-encoder ranks first (Chinese: by the question's words) are
+checked as quotes — no chat-model call, so the stored rows of any run measure it.
+
     python benchmarks/bench_answerability.py [--answerable 8] [--out-of-kb 5] [--all] [--analyse-only]
-        [--seed N --exclude-dev] [--exclude-rows NAME ...] [--near-misses] [--answerable-set] [--name NAME]
+        [--seed N --exclude-dev] [--exclude-rows NAME ...] [--near-misses [SET]] [--answerable-set [SET]] [--name NAME]
     python benchmarks/bench_answerability.py --replay NAME ...
 """
 
@@ -158,7 +167,21 @@ VARIANTS = {  # the code check's settings compared at analysis time (the judge's
     "focus_any": {"focus_share": 0.01},  # one of them suffices
     "focus_all": {"focus_share": 1.0},  # every one of them
     "terms_floor": {"min_terms": 0.15},  # and 15 % of the question's content words around the quote
+    # when the judge's quote fails as a quote, the sentences the cross-encoder ranks first (English; Chinese: by the
+    # question's words) are checked as quotes (`AnswerabilityCheck(extractive=True)`; no chat-model call)
+    "extractive": {"fallback": None},
 }
+_SCORER = []  # the cross-encoder that ranks the extractive variant's sentences, loaded on first use
+
+
+def _fallback(row: dict, documents: list) -> list[str]:
+    """The sentences the extractive variant checks: `rank_sentences` with the packaged cross-encoder."""
+    from lessons.agents.answerability import rank_sentences
+    from lessons.retrieval.rerank import get_cross_encoder
+
+    if not _SCORER:
+        _SCORER.append(get_cross_encoder())
+    return rank_sentences(row["question"], documents, _SCORER[0])
 
 
 def verify(row: dict, subject=None) -> dict:
@@ -166,7 +189,7 @@ def verify(row: dict, subject=None) -> dict:
     `subject`: the corpus's `common_names` as the code computes them now (default: those stored with the row)."""
     from langchain_core.documents import Document
 
-    from lessons.agents.answerability import Evidence, verify_evidence
+    from lessons.agents.answerability import _QUOTE_FAILURES, Evidence, verify_evidence
 
     documents = [
         Document(d["text"], metadata={"context_header": d["context_header"], "source": d["source"]})
@@ -175,6 +198,9 @@ def verify(row: dict, subject=None) -> dict:
     evidence = Evidence(asks_for=row.get("asks_for", ""), quote=row["quote"], answer=row["answer"])
     checked = {}
     for name, options in VARIANTS.items():
+        if "fallback" in options:  # ranked only when the check's quote failed as a quote (the only case it is read)
+            failed = checked["check"]["reason"] in _QUOTE_FAILURES
+            options = {"fallback": _fallback(row, documents) if failed else []}
         reason, match, specifics, missing, terms = verify_evidence(
             row["question"], evidence, documents, row["subject"] if subject is None else subject, **options
         )
@@ -183,6 +209,7 @@ def verify(row: dict, subject=None) -> dict:
             "quote_coverage": match.coverage if match else 0.0,
             "missing": [s.text for s in missing],
             "term_coverage": terms,
+            "extracted": match.extracted if match else "",
         }
     return {**row, **checked["check"], "specifics": [s.text for s in specifics], "variants": checked}
 
@@ -223,6 +250,7 @@ PREFIXES = {
     "check(focus any)": "focus_any",
     "check(focus all)": "focus_all",
     "check(terms floor)": "terms_floor",
+    "check(extractive)": "extractive",
 }
 SIGNALS = (
     "p_yes",
@@ -240,6 +268,8 @@ SIGNALS = (
     "check+terms+p_yes",
     "check(answer)",
     "check(answer)+p_yes",
+    "check(extractive)",
+    "check(extractive)+p_yes",
 )
 
 
@@ -278,6 +308,7 @@ def analyse(rows: list[dict]) -> dict:
                     "check(answer)": auc(inside, outside, lambda r: ok(r, "answer")),
                     "check(no framing)": auc(inside, outside, lambda r: ok(r, "no_framing")),
                     "check(no focus)": auc(inside, outside, lambda r: ok(r, "no_focus")),
+                    "check(extractive)": auc(inside, outside, lambda r: ok(r, "extractive")),
                     "check*p_yes": auc(inside, outside, lambda r: ok(r) * max(r["p_yes"])) if read_p else None,
                     "quote_coverage": auc(inside, outside, lambda r: r["quote_coverage"]),
                     "term_coverage": auc(inside, outside, lambda r: r["term_coverage"] or 0.0),
@@ -358,11 +389,12 @@ def current_subject(corpus: str) -> frozenset:
     return common_names(chunk_knowledge_base(folder=corpus_folder(corpus)))
 
 
-def questions_of(corpus: str, near_misses: str | None = None, answerable_set: bool = False) -> list:
+def questions_of(corpus: str, near_misses: str | None = None, answerable_set: str | bool = False) -> list:
     """The corpus's gold questions; with `near_misses` (a set: "1", "2"), its out-of-KB ones replaced by that set of
     held-out near misses in benchmarks/questions/ (written independently of the check, never used to fit it; their
-    `note` is dropped); with `answerable_set`, its answerable ones replaced by answerable_<corpus>.jsonl there
-    (answerable questions written after the check's rules, never tuned on)."""
+    `note` is dropped); with `answerable_set` (a set: "1" or True, "3"), its answerable ones replaced by
+    answerable_<corpus>.jsonl there, or answerable_<set>_<corpus>.jsonl (answerable questions written after the
+    check's rules, never tuned on)."""
     from lessons.ingest import load_gold
 
     gold = load_gold(corpus=corpus)
@@ -376,7 +408,8 @@ def questions_of(corpus: str, near_misses: str | None = None, answerable_set: bo
         if any(q.answerable for q in out_of_kb):
             raise ValueError(f"{path}: a near miss must be out_of_kb — fix the question's type")
     if answerable_set:
-        path = QUESTIONS / f"answerable_{corpus}.jsonl"
+        number = "1" if answerable_set is True else str(answerable_set)
+        path = QUESTIONS / (f"answerable_{corpus}.jsonl" if number == "1" else f"answerable_{number}_{corpus}.jsonl")
         answerable = _question_file(path)
         if not all(q.answerable for q in answerable):
             raise ValueError(f"{path}: every question of this set must be answerable — move out_of_kb ones elsewhere")
@@ -410,24 +443,29 @@ def replay(names: list[str]) -> dict:
         rows = json.loads((RESULTS / f"{name}-rows.json").read_text(encoding="utf-8"))
         cells: dict = {}
         for row in rows.values():
-            reason = verify(row)["reason"]
+            checked = verify(row)
+            reason, extractive = checked["reason"], checked["variants"]["extractive"]["reason"]
             cell = cells.setdefault(
                 f"{row['corpus']}/{row['language']}",
-                {"answered": 0, "answerable": 0, "refused": 0, "out_of_kb": 0, "refusals_answerable": {}},
-            )
+                {"answered": 0, "answerable": 0, "refused": 0, "out_of_kb": 0, "refusals_answerable": {},
+                 "answered_extractive": 0, "refused_extractive": 0},
+            )  # fmt: skip
             if row["answerable"]:
                 cell["answerable"] += 1
                 cell["answered"] += reason == "answerable"
+                cell["answered_extractive"] += extractive == "answerable"
                 if reason != "answerable":
                     cell["refusals_answerable"][reason] = cell["refusals_answerable"].get(reason, 0) + 1
             else:
                 cell["out_of_kb"] += 1
                 cell["refused"] += reason != "answerable"
+                cell["refused_extractive"] += extractive != "answerable"
         report[name] = dict(sorted(cells.items()))
         for key, cell in report[name].items():
             print(
                 f"{name} {key}: answered {cell['answered']}/{cell['answerable']}, "
-                f"refused {cell['refused']}/{cell['out_of_kb']}; refusals of answerable: {cell['refusals_answerable']}"
+                f"refused {cell['refused']}/{cell['out_of_kb']}; refusals of answerable: {cell['refusals_answerable']}; "
+                f"extractive: answered {cell['answered_extractive']}, refused {cell['refused_extractive']}"
             )
     return report
 
@@ -457,8 +495,11 @@ def main() -> dict:
     )
     parser.add_argument(
         "--answerable-set",
-        action="store_true",
-        help="answerable questions from benchmarks/questions/answerable_<corpus>.jsonl (never tuned on) instead of gold",
+        nargs="?",
+        const="1",
+        metavar="SET",
+        help="answerable questions from a set of benchmarks/questions/ (1: answerable_<corpus>.jsonl, 3: "
+        "answerable_3_<corpus>.jsonl; never tuned on) instead of gold",
     )
     parser.add_argument(
         "--replay",

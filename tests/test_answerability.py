@@ -557,3 +557,71 @@ def test_the_benchmark_reads_a_fresh_answerable_set_and_replays_stored_rows(tmp_
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
     cell = bench.replay(["stored"])["stored"]["course/en"]
     assert (cell["answered"], cell["answerable"], cell["refused"], cell["out_of_kb"]) == (1, 1, 1, 1)
+
+
+class WordScorer:
+    """A stand-in cross-encoder (English): a sentence scores the number of the question's words it holds."""
+
+    languages = frozenset({"en"})
+
+    def __init__(self):
+        self.pairs = []
+
+    def score(self, pairs):
+        self.pairs.extend(pairs)
+        return [sum(w in s.lower() for w in q.lower().rstrip("?").split()) for q, s in pairs]
+
+
+RECORDINGS = Document(
+    "堡垒机会话录像保留 180 天。\n审计日志保留一年，由安全值班组每季度抽查。",
+    metadata={"source": "数据安全管理制度.md"},
+)
+
+
+def test_extractive_fallback_checks_the_sentence_a_paraphrasing_judge_did_not_copy():
+    """The zh judge translates or paraphrases ("日志保留 180 天"): not in the documents, refused by the quote alone.
+    With `extractive`, the chunks' sentences ranked by the question's words are checked as quotes; the one that
+    states the answer passes the same checks and becomes the verdict's quote. Off by default (no change)."""
+    from lessons.agents.answerability import rank_sentences
+
+    question = "堡垒机的会话录像要保留多长时间？"
+    evidence = Evidence(quote="日志保留 180 天", answer="180 天", asks_for="会话录像要保留多长时间")
+    plain = AnswerabilityCheck(ScriptedChatModel(responses=[]))
+    assert plain.judge(question, evidence, [RECORDINGS]).reason == "quote not in the documents"
+    check = AnswerabilityCheck(ScriptedChatModel(responses=[]), extractive=True, scorer=WordScorer())
+    verdict = check.judge(question, evidence, [RECORDINGS])
+    assert verdict.answerable and verdict.quote == "堡垒机会话录像保留 180 天。"
+    assert check.scorer().pairs == []  # a Chinese question: ranked by its words, not by the English cross-encoder
+    assert rank_sentences(question, [RECORDINGS], top=1) == ["堡垒机会话录像保留 180 天。"]
+
+
+def test_extractive_fallback_ranks_english_sentences_by_the_cross_encoder_and_keeps_every_check():
+    """An English question's sentences are ranked by the relevance model; the best ones still need the question's
+    specifics: a near miss (another office) stays refused, and a judge's quote that fails on the specifics is the
+    judge's evidence speaking (no fallback)."""
+    question = "How many weeks of paid parental leave do employees in the Rotterdam office receive?"
+    scorer = WordScorer()
+    check = AnswerabilityCheck(ScriptedChatModel(responses=[]), extractive=True, scorer=scorer)
+    verdict = check.judge(question, Evidence(quote="", answer="", asks_for="weeks of paid parental leave"), [HANDBOOK])
+    assert verdict.answerable and verdict.quote.startswith("Employees in the Rotterdam office receive sixteen weeks")
+    assert scorer.pairs and all(q == question for q, _ in scorer.pairs)
+    near_miss = question.replace("Rotterdam", "Lisbon")
+    refused = check.judge(near_miss, Evidence(quote="", answer="", asks_for="weeks of paid parental leave"), [HANDBOOK])
+    assert not refused.answerable and refused.reason == "no quote"
+    far = Document(HANDBOOK.page_content + " " + "Filler sentence. " * 30 + "Visitors sign in at the desk for 5 days.")
+    wrong = Evidence(
+        quote="Visitors sign in at the desk for 5 days.", answer="5", asks_for="weeks of paid parental leave"
+    )
+    assert check.judge(question, wrong, [far]).reason == "specifics missing"  # "how many weeks": no fallback then
+
+
+def test_the_benchmark_reads_answerable_set_3(tmp_path, monkeypatch):
+    """`--answerable-set 3` reads benchmarks/questions/answerable_3_<corpus>.jsonl (set 1 stays answerable_<corpus>)."""
+    import json
+
+    from benchmarks import bench_answerability as bench
+
+    line = {"id": "a3-1", "question": "Which port does Atlas use?", "language": "en", "type": "fact"}
+    (tmp_path / "answerable_3_course.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    monkeypatch.setattr(bench, "QUESTIONS", tmp_path)
+    assert [q.id for q in bench.questions_of("course", answerable_set="3") if q.answerable] == ["a3-1"]

@@ -21,7 +21,9 @@ made to **show its evidence**, and code can check the evidence:
    version" asks for a version number. A quote that repeats the question still counts when the chunk adds a figure
    the question lacks; when the judge copied the question as its quote, its answer, if it passes every check as a
    quote, is the evidence. With `check_answer`, the judge's short answer must also say something the question does
-   not, and be stated.
+   not, and be stated. With `extractive` (off by default), a quote that fails as a quote (none, not in the documents,
+   repeats the question) is replaced by the `FALLBACK_SENTENCES` sentences of the retrieved chunks that the
+   relevance model ranks first (`rank_sentences`; no chat-model call), each checked exactly as a quote would be.
 3. The relevance signals the pipeline already has — the chat model's P(yes) per chunk, and the
    cross-encoder's score that the reranker records in `metadata[CROSS_ENCODER_KEY]` — must reach the
    language's thresholds (`AnswerabilityThresholds`; 0 switches a signal off). The check never scores again.
@@ -38,17 +40,18 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from langchain_core.cross_encoders import BaseCrossEncoder
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 
 from lessons.agents.answering import format_context
-from lessons.agents.claim_check import claim_is_grounded, content_tokens, figures
+from lessons.agents.claim_check import claim_is_grounded, content_tokens, figures, sentences
 from lessons.core.i18n import N_
 from lessons.core.prompt_safety import DATA_RULE
 from lessons.core.search_text import CONTEXT_HEADER
 from lessons.core.structured import invoke_structured
-from lessons.retrieval.rerank import RELEVANCE_SCORE
+from lessons.retrieval.rerank import RELEVANCE_SCORE, cross_encoder_languages, score_pairs
 from lessons.text.language import detect_language
 from lessons.text.normalise import normalise_for_match
 
@@ -62,6 +65,7 @@ MIN_QUESTION_SHARE = 0.2  # of the question's own words around the quote, when t
 MIN_TERM_COVERAGE = 0.0  # share of the question's content words around the quote (0: not required; see verify_evidence)
 WINDOW_CHARS = 300  # the neighbourhood of a quote in which the question's figures must occur
 CONTEXT_CHARS = 1200  # each chunk as the judge reads it
+FALLBACK_SENTENCES = 2  # with `extractive`: the best-ranked sentences checked when the judge's quote fails as a quote
 
 
 class Evidence(BaseModel):
@@ -377,6 +381,7 @@ class QuoteMatch:
     end: int
     evidence: float = 1.0  # the share of the quote found in the chunk and NOT in the question: what it adds
     from_answer: bool = False  # the judge's answer, not its quote, is the evidence found (`verify_evidence`)
+    extracted: str = ""  # the sentence code chose when the judge's quote failed (`verify_evidence`'s `fallback`)
 
 
 def _marks(blocks, size: int, offset_of_needle: int = 1) -> list[bool]:
@@ -511,6 +516,7 @@ def verify_evidence(
     framing: bool = True,
     focus_share: float = MIN_FOCUS_SHARE,
     min_terms: float = MIN_TERM_COVERAGE,
+    fallback: Sequence[str] = (),
 ) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
     """The code half of the check: (reason, where the quote is, the specifics, those missing, term coverage).
 
@@ -530,7 +536,12 @@ def verify_evidence(
     `focus_share`: of the words naming what is asked (`focus_terms` of the judge's `asks_for`), the share that must
     occur around the quote, else "asked-for missing" (the missing words come back as specifics of kind "focus");
     0 switches it off. `min_terms`: the share of the question's content words that must occur around the quote (the
-    term coverage returned), else "too few of the question's words" (0, the default, switches it off)."""
+    term coverage returned), else "too few of the question's words" (0, the default, switches it off).
+
+    `fallback`: sentences of the chunks (`rank_sentences`, best first) checked in turn as the quote would be when the
+    judge's quote and answer both fail as quotes (no quote, not in the documents, repeats the question); the first
+    that passes every check is the evidence (`QuoteMatch.extracted`). A failure of the specifics or of what is asked
+    for is the judge's evidence speaking: no fallback then."""
     specifics = [s for s in question_specifics(question) if not (s.kind == "name" and s.forms[0] in subject)]
     if check_answer:
         problem = answer_problem(question, evidence.answer, documents)
@@ -544,6 +555,11 @@ def verify_evidence(
         instead = _check_quote(question, evidence.answer, evidence.asks_for, *options)
         if instead[0] == "answerable":
             return instead[0], replace(instead[1], from_answer=True), *instead[2:]
+    if checked[0] in _QUOTE_FAILURES:
+        for sentence in fallback:
+            instead = _check_quote(question, sentence, evidence.asks_for, *options)
+            if instead[0] == "answerable":
+                return instead[0], replace(instead[1], extracted=sentence), *instead[2:]
     return checked
 
 
@@ -594,6 +610,40 @@ def _check_quote(
     if min_terms and coverage is not None and coverage < min_terms:
         return "too few of the question's words", match, specifics, missing, coverage
     return "answerable", match, specifics, missing, coverage
+
+
+def candidate_sentences(documents: Sequence[Document]) -> list[str]:
+    """Every sentence and table row of `documents`, once each: each line cut into sentences (`claim_check.sentences`),
+    those shorter than `MIN_QUOTE_CHARS` left out. What `rank_sentences` ranks (introduced in notebook 04)."""
+    found = (s for d in documents for line in d.page_content.splitlines() for s in sentences(line))
+    return list(dict.fromkeys(s for s in found if len(_needle(s)) >= MIN_QUOTE_CHARS))
+
+
+def rank_sentences(
+    question: str,
+    documents: Sequence[Document],
+    scorer: BaseCrossEncoder | None = None,
+    top: int = FALLBACK_SENTENCES,
+) -> list[str]:
+    """The `top` sentences of `documents` most likely to state the answer, best first (introduced in notebook 04): by
+    the cross-encoder `scorer` when it reads the question's language (`cross_encoder_languages`: the packaged one is
+    English), else by the share of the question's own words (`question_focus`) each sentence holds."""
+    candidates = candidate_sentences(documents)
+    if not candidates:
+        return []
+    if scorer is not None and detect_language(question) in cross_encoder_languages(scorer):
+        scores = score_pairs(scorer, [(question, s) for s in candidates])
+    else:
+        words = question_focus(question)
+        scores = [_share_present(words, _normal(s)) for s in candidates]
+    ranked = sorted(range(len(candidates)), key=lambda i: -scores[i])  # stable: ties keep the chunks' order
+    return [candidates[i] for i in ranked[:top]]
+
+
+def _share_present(terms: Sequence[str], text: str) -> float:
+    """The share of `terms` that occur in `text` (normalised; Chinese terms looked for with the spaces removed)."""
+    unspaced = _unspaced(text)
+    return sum(t in (unspaced if _CJK_CHAR.search(t) else text) for t in terms) / len(terms) if terms else 0.0
 
 
 def focus_terms(question: str, asks_for: str, subject: Collection[str] = ()) -> list[str]:
@@ -739,6 +789,8 @@ class AnswerabilityCheck:
     the cross-encoder's scores are read from the chunks' metadata. A signal with no value is not applied.
     `subject`: the knowledge base's `common_names`, which no chunk needs to repeat.
     `check_answer`: also check the judge's short answer (`answer_problem`; `verify_evidence`).
+    `extractive`: when the judge's quote fails as a quote, check the sentences the relevance model ranks first
+    (`rank_sentences` with `scorer`, by default the configured cross-encoder; no chat-model call).
     """
 
     def __init__(
@@ -749,14 +801,24 @@ class AnswerabilityCheck:
         max_chars: int = CONTEXT_CHARS,
         subject: Collection[str] = (),
         check_answer: bool = False,
+        extractive: bool = False,
+        scorer: BaseCrossEncoder | None = None,
     ):
         self.model, self.prompts, self.max_chars = model, dict(prompts), max_chars
-        self.check_answer = check_answer
+        self.check_answer, self.extractive, self._scorer = check_answer, extractive, scorer
         self.subject = frozenset(name.casefold() for name in subject)
         self.thresholds = dict(thresholds or NO_THRESHOLDS)
         missing = {"en", "zh"} - set(self.thresholds)
         if missing:
             raise ValueError(f"no answerability thresholds for {sorted(missing)}: give one per language (en, zh)")
+
+    def scorer(self) -> BaseCrossEncoder:
+        """The relevance model that ranks the fallback sentences: the one given, else the configured cross-encoder."""
+        if self._scorer is None:
+            from lessons.retrieval.rerank import get_cross_encoder
+
+            self._scorer = get_cross_encoder()
+        return self._scorer
 
     def evidence(self, question: str, documents: Sequence[Document]) -> Evidence:
         """The judge's quote and short answer from `documents` (one chat-model call)."""
@@ -776,6 +838,11 @@ class AnswerabilityCheck:
         reason, match, specifics, missing, terms = verify_evidence(
             question, evidence, documents, self.subject, check_answer=self.check_answer
         )
+        if self.extractive and reason in _QUOTE_FAILURES:  # the sentences are ranked only when the quote failed
+            fallback = rank_sentences(question, documents, self.scorer())
+            reason, match, specifics, missing, terms = verify_evidence(
+                question, evidence, documents, self.subject, check_answer=self.check_answer, fallback=fallback
+            )
         best_p, best_ce = _best(p_yes or []), _best(cross_encoder_scores(documents))
         gate = self.thresholds[detect_language(question)]
         verdict = reason
@@ -786,7 +853,11 @@ class AnswerabilityCheck:
         return AnswerabilityVerdict(
             answerable=verdict == "answerable",
             reason=verdict,
-            quote=(evidence.answer if match and match.from_answer else evidence.quote).strip(),
+            quote=(
+                match.extracted or evidence.answer
+                if match and (match.from_answer or match.extracted)
+                else evidence.quote
+            ).strip(),
             answer=evidence.answer.strip(),
             asks_for=evidence.asks_for.strip(),
             document=match.document if match else None,
