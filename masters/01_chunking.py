@@ -85,7 +85,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 from tqdm.auto import tqdm
 
-from lessons.core import USAGE, t, t_labels
+from lessons.core import USAGE, course_language, t, t_labels
 from lessons.evaluation import findable_quotes
 from lessons.ingest import for_course_language, in_course_language, load_documents, load_gold, load_sections
 
@@ -641,10 +641,10 @@ from lessons.evaluation import run_parent_child
 
 parent_child = run_parent_child("parent-child", parent_child_chunks, documents)
 parents_by_id = {p.metadata["chunk_id"]: p for p in parent_child.parents}
-parent = max(parent_child.parents, key=lambda p: len(p.page_content))
+parent = max((p for p in parent_child.parents if p.metadata["language"] == course_language()), key=lambda p: len(p.page_content))
 children = [c for c in parent_child.chunks if c.metadata["parent_id"] == parent.metadata["chunk_id"]]
-print(t("{parents} parents, {children} children. The longest parent, {source} › {section_path} ({characters} characters), "
-        "has {n} children of {lengths} characters:", parents=len(parent_child.parents),
+print(t("{parents} parents, {children} children. The longest parent in the notebook's language, {source} › {section_path} "
+        "({characters} characters), has {n} children of {lengths} characters:", parents=len(parent_child.parents),
         children=len(parent_child.chunks), source=parent.metadata['source'],
         section_path=parent.metadata['section_path'], characters=len(parent.page_content), n=len(children),
         lengths=[len(c.page_content) for c in children]))
