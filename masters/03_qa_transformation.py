@@ -157,10 +157,11 @@ import json
 
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from lessons.core import course_language
+from lessons.core import course_language, schema_for_reader
 from lessons.transforms import qa_messages, qa_pair_list_schema
 
-print(json.dumps(convert_to_openai_tool(qa_pair_list_schema(MAX_PAIRS))["function"]["parameters"]["properties"]["pairs"], indent=1)[:700])
+pairs_schema = convert_to_openai_tool(qa_pair_list_schema(MAX_PAIRS))["function"]["parameters"]["properties"]["pairs"]
+print(json.dumps(schema_for_reader(pairs_schema), indent=1, ensure_ascii=False)[:700])  # the model reads it in English
 print(t("\n--- the system prompt for this chunk ---"))
 # a chunk in the notebook's language, one that holds gold evidence when the sample has one
 example = min(sample, key=lambda c: (c.metadata["language"] != course_language(), c.metadata["chunk_id"] not in holds_evidence))

@@ -79,7 +79,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels, t_marked
+from lessons.core import USAGE, get_chat_model, model_banner, schema_for_reader, t, t_labels, t_marked
 from lessons.ingest import balanced_sample, load_gold
 from lessons.retrieval import (
     build_index,
@@ -131,7 +131,7 @@ print(t("{chunks} chunks indexed; {gold} gold questions: {sample} to evaluate, {
 from lessons.agents import GateThresholds, GradeDocuments, RelevanceGate, grade_documents
 from lessons.ingest import in_course_language
 
-print(GradeDocuments.model_json_schema()["properties"])
+print(schema_for_reader(GradeDocuments.model_json_schema()["properties"]))  # the model reads the description in English
 scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # reads both scores
 examples = {  # two calibration questions in the notebook's language: section 2 reads their scores again, cached
     t("in the knowledge base"): next(q for q in in_course_language(calibration) if q.answerable),

@@ -94,7 +94,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels, t_marked
+from lessons.core import USAGE, get_chat_model, model_banner, schema_for_reader, t, t_labels, t_marked
 from lessons.ingest import CORPUS_DIR, balanced_sample, course_example, in_course_language, load_gold
 
 pd.set_option("display.max_colwidth", 90)
@@ -198,7 +198,7 @@ pd.DataFrame([{t("source"): d.metadata["source"], t("page"): d.metadata.get("pag
 # %%
 from lessons.agents import CrossEncoderRelevance, RelevanceCheck, check_relevance
 
-print(RelevanceCheck.model_json_schema()["properties"]["label"])
+print(schema_for_reader(RelevanceCheck.model_json_schema()["properties"]["label"]))  # the model reads the description in English
 cross_encoder_checker = CrossEncoderRelevance()
 print(t("cross-encoder: CAN_ANSWER from {can_answer}, PARTIAL from {partial}, else NO_MATCH",
         can_answer=cross_encoder_checker.can_answer, partial=cross_encoder_checker.partial))
@@ -536,11 +536,11 @@ pd.DataFrame([{"id": c.id, t("draft"): t_marked(c.kind), t("flagged"): c.flagged
 # %%
 from tqdm.auto import tqdm
 
-from lessons.evaluation import evaluate_question, summarise_runs
+from lessons.evaluation import contradiction_case, evaluate_question, summarise_runs
 
 sample = balanced_sample([q for q in gold if q.answerable and q.type != "contradiction"], N_IN_KB, SEED) + \
          balanced_sample([q for q in gold if not q.answerable], N_OUT_OF_KB, SEED) + \
-         [q for q in gold if q.type == "contradiction"]
+         [contradiction_case(gold)]  # asked in the reader's language (section 7's contradiction case)
 start = time.perf_counter()
 runs = [evaluate_question(q, retriever=kb.retrieve, llm=llm, max_research_rounds=MAX_RESEARCH_ROUNDS, relevance=RELEVANCE,
                           answerability=check) for q in tqdm(sample)]  # the answerability check gates the first draft
@@ -578,15 +578,18 @@ pd.DataFrame([{"id": r.id, t("type"): r.type, t("outcome"): t_marked(r.outcome),
 # Two sources disagree on a price. An acceptable answer states the conflict or follows the sources
 # that agree with each other (€45); an answer that quotes only the Q3 deck's €54 is wrong.
 # `contradiction_handling` reads which of these the answer did. The gold set asks this one in English only
-# (`en-052`): the deck that disagrees is an English document and the Chinese FAQ agrees with the others (€45),
-# so the Chinese copy runs the English question here too.
+# (`en-052`): the deck that disagrees is an English document and the Chinese FAQ agrees with the others (€45).
+# The Chinese copy asks it in Chinese (`contradiction_case`: the same reference answer and evidence) and reads the
+# English documents — cross-lingual retrieval. Its wording keeps the deck's column name, *list price*: asked all in
+# Chinese, the Chinese FAQ fills the top of the hybrid ranking and the deck is not among the four chunks handed on.
 
-# %% [markdown] lang="zh" translates="51f6c8444239"
+# %% [markdown] lang="zh" translates="f18071de90ce"
 # ### 矛盾案例
 #
 # 两个来源对一个价格各执一词。可以接受的回答要么指出这个冲突，要么采用彼此一致的那些来源（€45）；只引用 Q3 演示文稿的 €54 的回答是错的。`contradiction_handling` 判断回答属于哪一种。
-# 金标准问题集里这道题只有英文版（`en-052`）：与其他来源矛盾的 Q3 演示文稿是英文文档，中文 FAQ 的价格和其他来源一致（€45），
-# 所以中文版在这里用的也是这道英文问题。
+# 金标准问题集里这道题只有英文版（`en-052`）：与其他来源矛盾的 Q3 演示文稿是英文文档，中文 FAQ 的价格和其他来源一致（€45）。
+# 中文版用中文提问（`contradiction_case`：参考答案和证据不变），读的是英文文档——跨语言检索。问法里保留了演示文稿的列名 *list price*：
+# 全用中文提问时，中文 FAQ 占满混合检索排名的前列，演示文稿不在交下去的四个块里。
 
 # %%
 from lessons.evaluation import contradiction_handling, run_findings

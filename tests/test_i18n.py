@@ -17,6 +17,7 @@ from lessons.core.i18n import (
     course_language,
     folder_language,
     notebook_folder,
+    schema_for_reader,
     setting_language,
     t,
     t_labels,
@@ -105,6 +106,33 @@ def test_t_translates_and_formats_and_a_missing_translation_is_an_error(no_setti
         r"run `python -m tools\.i18n_catalogue update`",
     ):
         t("not in any table")
+
+
+def test_a_schema_is_shown_with_its_descriptions_in_the_readers_language(no_setting, monkeypatch, tmp_path):
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from lessons.agents.grading import GradeDocuments
+    from lessons.agents.three_agents import RelevanceCheck
+    from lessons.transforms.qa_transform import qa_pair_list_schema
+
+    shown = {  # the schemas notebooks 03, 04 and 05 print
+        "qa": convert_to_openai_tool(qa_pair_list_schema(2))["function"]["parameters"]["properties"]["pairs"],
+        "grade": GradeDocuments.model_json_schema()["properties"],
+        "relevance": RelevanceCheck.model_json_schema()["properties"]["label"],
+    }
+    root = _course(tmp_path)
+    monkeypatch.chdir(root / "notebooks")
+    assert all(schema_for_reader(schema) == schema for schema in shown.values()), "English: the schema the model reads"
+    monkeypatch.chdir(root / "notebooks" / "zh")
+    zh = {name: schema_for_reader(schema) for name, schema in shown.items()}
+    assert zh["grade"]["binary_score"]["description"] == "文档里有回答这个问题的信息时为 'yes'，否则为 'no'"
+    assert zh["grade"]["binary_score"]["enum"] == ["yes", "no"], "only descriptions change"
+    assert zh["qa"]["items"]["description"] == "读者可能会问的一个问题，只根据这段文本回答。"
+    assert zh["qa"]["maxItems"] == 2 and zh["relevance"]["enum"] == ["CAN_ANSWER", "PARTIAL", "NO_MATCH"]
+    assert zh["relevance"]["description"].startswith("CAN_ANSWER：")
+    assert shown["grade"]["binary_score"]["description"].startswith("'yes' if"), "the schema itself is not changed"
+    with pytest.raises(KeyError, match="no zh translation of 'an unmarked description'"):
+        schema_for_reader({"properties": {"x": {"description": "an unmarked description"}}})
 
 
 def test_t_labels_translates_the_listed_labels_for_display_and_leaves_the_rest(no_setting, monkeypatch, tmp_path):

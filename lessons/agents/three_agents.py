@@ -76,7 +76,10 @@ class RelevanceCheck(BaseModel):
         max_length=5, description="words or short phrases of the question's subject that appear in the chunks"
     )
     label: Literal["CAN_ANSWER", "PARTIAL", "NO_MATCH"] = Field(
-        description="CAN_ANSWER: the chunks contain the answer; PARTIAL: they mention the topic; NO_MATCH: unrelated"
+        # marked (N_) so that notebook 05 shows the labels' meaning in the reader's language; the model reads English
+        description=N_(
+            "CAN_ANSWER: the chunks contain the answer; PARTIAL: they mention the topic; NO_MATCH: unrelated"
+        )
     )
 
 

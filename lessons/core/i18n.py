@@ -153,6 +153,23 @@ def for_reader(text: str) -> str:
     return getattr(text, "shown", text)
 
 
+def schema_for_reader(schema: object) -> object:
+    """A JSON schema (or a part of one) as a reader sees it: every `description` in the course language, the rest as it is.
+
+    Introduced in notebook 03 (the QA pairs' schema); notebooks 04 and 05 print their graders' fields with it. The model
+    reads the English descriptions; each is marked with `N_()` where the schema defines it (a class docstring that
+    becomes a description too), so a description without a translation is an error in Chinese, never English.
+    """
+    if isinstance(schema, dict):
+        return {
+            key: t_marked(value) if key == "description" and isinstance(value, str) else schema_for_reader(value)
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [schema_for_reader(value) for value in schema]
+    return schema
+
+
 def t_labels(table, keys, /):
     """`table` (a DataFrame or its Styler) showing the labels in `keys` in the course language, for display only.
 

@@ -44,7 +44,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, create_model
 from tqdm.auto import tqdm
 
-from lessons.core.i18n import t
+from lessons.core.i18n import N_, t
 from lessons.core.llm_cache import SQLiteFile
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.settings import get_settings
@@ -90,12 +90,18 @@ Call the function with the question-and-answer pairs about this text."""
 class QAPair(BaseModel):
     """One question a reader could ask, answered only from the text."""
 
+    # The descriptions (this docstring too) are marked (N_) so that notebook 03 shows the schema in the reader's
+    # language (`lessons.core.i18n.schema_for_reader`); the model reads the English.
     question: str = Field(
-        min_length=2, description="A self-contained question that the text answers, in the text's language"
+        min_length=2, description=N_("A self-contained question that the text answers, in the text's language")
     )
     answer: str = Field(
-        min_length=1, description="The answer, taken only from the text; figures, names and units exactly as written"
+        min_length=1,
+        description=N_("The answer, taken only from the text; figures, names and units exactly as written"),
     )
+
+
+N_("One question a reader could ask, answered only from the text.")  # QAPair's docstring: the items' description
 
 
 class QAPairList(BaseModel):
@@ -104,7 +110,7 @@ class QAPairList(BaseModel):
     pairs: list[QAPair] = Field(
         min_length=1,
         max_length=DEFAULT_MAX_PAIRS,
-        description="Between 1 and the allowed number of question-and-answer pairs, most useful first",
+        description=N_("Between 1 and the allowed number of question-and-answer pairs, most useful first"),
     )
 
 
