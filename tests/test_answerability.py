@@ -625,3 +625,22 @@ def test_the_benchmark_reads_answerable_set_3(tmp_path, monkeypatch):
     (tmp_path / "answerable_3_course.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
     monkeypatch.setattr(bench, "QUESTIONS", tmp_path)
     assert [q.id for q in bench.questions_of("course", answerable_set="3") if q.answerable] == ["a3-1"]
+
+
+def test_the_grading_loop_s_default_gate_checks_the_best_sentence_when_the_judge_paraphrases():
+    """`default_gate` (the evaluation command's, notebook 06's and the service's grading loop) runs the check
+    `extractive` behind the relevance gate: a Chinese judge's paraphrased quote no longer refuses an answerable
+    question whose chunk states the answer; a near miss (another year, which the chunk does not state) is still
+    refused."""
+    from lessons.agents.grading import AnswerabilityGate, build_grading_loop, default_gate
+
+    model = judge_by_schema("日志保留 180 天", {"Evidence": {"quote": "日志保留 180 天", "answer": "180 天"}})
+    check = default_gate(model).check
+    assert check.extractive
+    loop = build_grading_loop(
+        model, lambda q: [RECORDINGS], max_rounds=1, grader=AnswerabilityGate(PassingGate(), check)
+    )
+    state = loop.invoke({"question": "堡垒机的会话录像要保留多长时间？"})
+    assert state["outcome"] == "answered" and state["trace"][0].check.quote == "堡垒机会话录像保留 180 天。"
+    near_miss = loop.invoke({"question": "2025 年的堡垒机会话录像要保留多长时间？"})
+    assert near_miss["outcome"] == "not_in_kb"
