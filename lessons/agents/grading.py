@@ -55,7 +55,8 @@ class GradeDocuments(BaseModel):
     """Binary relevance of one retrieved document to the question."""
 
     binary_score: Literal["yes", "no"] = Field(
-        description="'yes' if the document contains information that answers the question, otherwise 'no'"
+        # marked (N_) so that notebook 04 shows it in the reader's language; the model reads the English
+        description=N_("'yes' if the document contains information that answers the question, otherwise 'no'")
     )
 
 
