@@ -665,7 +665,7 @@ for qid, rows in disagree.groupby("id", sort=False):
 # ### 矛盾案例
 #
 # 一个可以接受的回答要么指出冲突，要么采信彼此一致的那些来源（€45）；只引用 Q3 演示文稿的 €54 是错的。
-# 和 notebook 05 一样，问题是金标准问题集里的 `en-052`，用读者的语言提问（`contradiction_case`）：唯一与其他来源矛盾的文档是英文的，
+# 和 notebook 05 一样，问题是金标准问题集（gold set）里的 `en-052`，用读者的语言提问（`contradiction_case`）：唯一与其他来源矛盾的文档是英文的，
 # 所以中文版跨语言去读它。
 # `contradiction_handling`（notebook 05）判断每种方法的回答属于哪一种：
 
