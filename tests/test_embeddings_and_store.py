@@ -45,6 +45,12 @@ def test_e5_adds_its_prefixes():
     assert not np.allclose(e5.embed_query("port 7420"), e5.embed_documents(["port 7420"])[0])
 
 
+def test_e5_embeds_queries_in_a_batch_as_one_by_one():
+    e5 = get_embeddings("e5")
+    assert np.allclose(e5.embed_queries(DOCS), [e5.embed_query(text) for text in DOCS], atol=1e-6)
+    assert e5.embed_queries([]) == []
+
+
 def test_use_threads_are_capped_for_small_machines():
     assert USEEmbeddings(threads=8).threads == 2
 

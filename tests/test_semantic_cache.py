@@ -219,3 +219,43 @@ def test_answer_equivalents_join_questions_that_quote_the_same_evidence():
     ]
     same = answer_equivalents(questions)
     assert same == {"a": {"a", "b"}, "b": {"a", "b"}, "c": {"c"}}
+
+
+class BatchTableEmbeddings(TableEmbeddings):
+    """The table embedder with a batch method, as the course's e5 embedder has (`embed_queries`)."""
+
+    def __init__(self, angles):
+        super().__init__(angles)
+        self.batches = 0
+
+    def embed_queries(self, texts):
+        self.batches += 1
+        return [
+            [float(np.cos(np.radians(self.angles[t]))), float(np.sin(np.radians(self.angles[t]))), 0.0] for t in texts
+        ]
+
+
+def test_store_many_stores_what_one_store_each_would_in_one_batch(tmp_path):
+    entries = [("What port does Atlas use?", "7420", {"id": "a"}), ("What was NRR in Q3 2026?", "112 %", None)]
+    one_by_one = cache(tmp_path / "one")
+    for question, answer, metadata in entries:
+        one_by_one.store(question, answer, metadata)
+    batch = BatchTableEmbeddings(ANGLES)
+    many = cache(tmp_path / "many", embeddings=batch)
+    assert many.store_many(entries) == 2 and batch.batches == 1 and batch.calls == 0
+    for question in ("Which port does Atlas listen on?", "How high was NRR in Q3 2026?"):
+        assert many.nearest(question) == one_by_one.nearest(question)
+    assert len(many) == 2
+    with pytest.raises(ValueError, match="empty question"):
+        many.store_many([("  ", "x", None)])
+
+
+def test_a_question_looked_up_twice_is_embedded_once(tmp_path):
+    embeddings = TableEmbeddings(ANGLES)
+    semantic = cache(tmp_path, embeddings=embeddings)
+    semantic.store("What port does Atlas use?", "7420")
+    calls = embeddings.calls
+    semantic.nearest("Which port does Atlas listen on?", guard=False)
+    semantic.nearest("Which port does Atlas listen on?", guard=True)
+    assert semantic.lookup("Which port does Atlas listen on?").answer == "7420"
+    assert embeddings.calls == calls + 1

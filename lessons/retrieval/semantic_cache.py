@@ -148,6 +148,7 @@ class SemanticCache(SQLiteFile):
             "answer TEXT NOT NULL, created REAL NOT NULL)",
         )
         self._matrix: dict[str, tuple[list[str], list[frozenset[str]], np.ndarray]] = {}  # language → rows, lazily
+        self._recent: dict[str, np.ndarray] = {}  # question → its vector, the last 64 embedded
 
     def key(self, question: str) -> str:
         """The content key: SHA-256 of the embedder's name, the knowledge base's version and the normalised question."""
@@ -170,6 +171,26 @@ class SemanticCache(SQLiteFile):
                 ),
             )  # fmt: skip
         self._matrix.pop(language, None)
+
+    def store_many(self, entries: Iterable[tuple[str, str, dict[str, Any] | None]]) -> int:
+        """Store many (question, answer, metadata) at once, their questions embedded in batches when the embedder
+        can (`embed_queries`); the same entries as one `store` each. Returns how many were stored."""
+        entries = list(entries)
+        if any(not normalise_question(question) for question, _, _ in entries):
+            raise ValueError(t("an empty question cannot be cached"))
+        questions = [question for question, _, _ in entries]
+        batch = getattr(self.embeddings, "embed_queries", None)
+        raw = batch(questions) if batch else [self.embeddings.embed_query(q) for q in questions]
+        rows = []
+        for (question, answer, metadata), vector in zip(entries, raw, strict=True):
+            payload = json.dumps({"answer": answer, "metadata": metadata or {}}, ensure_ascii=False)
+            vector = self._normalised(vector)
+            rows.append((self.key(question), self.embedder, self.kb_version, detect_language(question), question,
+                         vector.tobytes(), payload, time.time()))  # fmt: skip
+        with self._connect() as db:
+            db.executemany("INSERT OR REPLACE INTO semantic_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self._matrix.clear()
+        return len(rows)
 
     def lookup(self, question: str) -> CacheHit | None:
         """The stored answer of the nearest earlier question in the same language if it is close enough, else None."""
@@ -203,7 +224,16 @@ class SemanticCache(SQLiteFile):
         return int(self._connect().execute(query, (self.embedder, self.kb_version)).fetchone()[0])
 
     def _embed(self, question: str) -> np.ndarray:
-        vector = np.asarray(self.embeddings.embed_query(question), dtype=np.float32)
+        """The question's unit vector; the last few are remembered (a lookup with and without the guard, or a
+        `lookup` then `nearest`, embeds the question once)."""
+        if question not in self._recent:
+            if len(self._recent) >= 64:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[question] = self._normalised(self.embeddings.embed_query(question))
+        return self._recent[question]
+
+    def _normalised(self, raw: Sequence[float]) -> np.ndarray:
+        vector = np.asarray(raw, dtype=np.float32)
         norm = float(np.linalg.norm(vector))
         if not math.isfinite(norm) or norm == 0.0:
             raise ValueError(t("the embedder {name} returned a zero vector for a question", name=self.embedder))
