@@ -99,7 +99,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels, t_marked
+from lessons.core import USAGE, for_reader, get_chat_model, model_banner, t, t_labels, t_marked
 from lessons.ingest import course_example, for_course_language, load_documents, load_gold
 from lessons.retrieval import build_index, chunk_knowledge_base
 
@@ -536,7 +536,7 @@ def show_turns(agent):
     display(pd.DataFrame([{t("user"): turn.user, t("retrieved"): turn.retrieved, t("standalone question"): turn.standalone,
                            t("tool calls"): turn.research.tool_calls if turn.research else 0,
                            t("pages read"): len(turn.research.pages_read) if turn.research else 0,
-                           t("reply"): turn.reply[:160], t("seconds"): round(turn.seconds, 1)} for turn in agent.turns]))
+                           t("reply"): for_reader(turn.reply)[:160], t("seconds"): round(turn.seconds, 1)} for turn in agent.turns]))
 
 
 always = MainAgent(llm, researcher, mode="always")
@@ -553,7 +553,7 @@ for turn in for_course_language(en=["Which subscription tiers include Atlas Guar
 show_turns(decide_mode)
 print(t("The main agent's history (all it will ever see of the research):"))
 for role, text in decide_mode.history:
-    print(f"  {role}: {text[:150]}")
+    print(f"  {role}: {for_reader(text)[:150]}")
 
 # %% [markdown]
 # ## 6. Measure: deep research against single-shot hybrid RAG
@@ -718,7 +718,7 @@ findings = [
          calls=scripted_run.tool_calls, at_cap=scripted_run.at_cap)),
     t("**The conversation** (section 5): \"{user}\" became \"{standalone}\"; the reply: "
       "\"{reply}\" — check it against the release notes: a standalone question is necessary, not sufficient.",
-      user=second.user, standalone=second.standalone, reply=second.reply[:200]),
+      user=second.user, standalone=second.standalone, reply=for_reader(second.reply)[:200]),
 ]
 display(Markdown("\n".join(f"- {line}" for line in findings)))
 

@@ -344,6 +344,22 @@ def test_contexts_stay_isolated(mode):
     )
 
 
+def test_the_reply_shows_its_sources_in_the_readers_language_and_the_history_keeps_the_english(tmp_path, monkeypatch):
+    from lessons.core.i18n import for_reader
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    model = scripted(
+        [decision("read_page", source_id="handbook.docx", page_index=1), decision("answer")],
+        answer={"answer": "里斯本员工每年 25 天。", "cited_chunks": [1], "found": "yes"},
+    )
+    agent = MainAgent(model, DeepResearchAgent(model, search_tool, PAGES, max_steps=3))
+    turn = agent.ask("里斯本员工有几天年假？")
+    assert turn.reply == "里斯本员工每年 25 天。\nSources: handbook.docx, page 1", "the model reads the English"
+    assert agent.history[-1] == ("assistant", turn.reply)
+    assert for_reader(turn.reply) == "里斯本员工每年 25 天。\n来源：handbook.docx，第 1 页"
+
+
 def test_decide_mode_replies_without_retrieval_when_the_model_says_so():
     model = scripted([decision("answer")], needs="no")
     agent = MainAgent(model, DeepResearchAgent(model, search_tool, PAGES), mode="decide")

@@ -930,15 +930,22 @@ class Turn:
     seconds: float = 0.0
 
 
+REPLY_WITH_SOURCES = N_("{answer}\nSources: {sources}")
+SOURCE_PAGE = N_("{source}, page {page}")
+
+
 def format_reply(result: ResearchResult) -> str:
-    """The sub-agent's answer with its citations, as the main agent passes it on. Introduced in notebook 07 (deep-research agent)."""
+    """The sub-agent's answer with its citations, as the main agent passes it on. Introduced in notebook 07 (deep-research agent).
+
+    A reply with citations is a `ReaderText`: the English (`Sources: guide.md, page 2`, what `where` writes) goes into
+    the main agent's history, which the model reads; `for_reader(reply)` is the reply in the reader's language."""
     if not result.citations:
         return result.answer
-    return (
-        result.answer
-        + "\nSources: "
-        + "; ".join(where(Document("", metadata={"source": c.source, "page": c.page})) for c in result.citations)
-    )
+    sources = [
+        ReaderText(SOURCE_PAGE, source=c.source, page=c.page) if c.page is not None else c.source
+        for c in result.citations
+    ]
+    return ReaderText(REPLY_WITH_SOURCES, answer=result.answer, sources=ReaderText.joined("; ", sources))
 
 
 @dataclass

@@ -27,6 +27,7 @@ silent fall-back to English.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Self
@@ -140,6 +141,11 @@ class ReaderText(str):
 
     def __reduce__(self):  # copied or pickled as both texts (the English alone is no catalogue key)
         return _reader_text, (str(self), self.shown)
+
+    @classmethod
+    def joined(cls, separator: str, parts: Sequence[str]) -> ReaderText:
+        """`separator.join(parts)` in both languages: each `ReaderText` part in English and in the reader's language."""
+        return _reader_text(separator.join(map(str, parts)), separator.join(map(for_reader, parts)))
 
 
 def _reader_text(english: str, shown: str) -> ReaderText:
