@@ -139,9 +139,11 @@ composition
 #
 # The prompt forbids anything outside the chunk, asks for the facts people search for (figures,
 # definitions, steps, decisions), lets the model write fewer pairs when the text is thin, and names the
-# chunk's language so Chinese chunks get Chinese questions.
+# chunk's language so Chinese chunks get Chinese questions. The cell below prints the schema (its descriptions in
+# your language; the model reads them in English) and the prompt exactly as the model reads it, in English whatever
+# the notebook's language.
 
-# %% [markdown] lang="zh" translates="dc7bce914c73"
+# %% [markdown] lang="zh" translates="dba6af01fc8f"
 # ## 2. 一个 schema、一个提示词（prompt）和一个块
 #
 # 结构化输出就是全部的诀窍：模型必须*调用一个函数*，其参数是一个 `QAPairList`——一个由 `QAPair(question, answer)`
@@ -150,7 +152,8 @@ composition
 # 所以模型*不可能*输出超过 `n` 对。
 #
 # 提示词（prompt）禁止写块以外的任何内容，要求写人们会去搜的事实（数字、定义、步骤、决定），在文本内容单薄时允许模型少写几对，
-# 并注明块的语言，这样中文块得到的是中文问题。
+# 并注明块的语言，这样中文块得到的是中文问题。下面的单元格打印 schema（其中的描述用你的语言显示；模型读的是英文）
+# 和提示词——与模型读到的一字不差，不论 notebook 用哪种语言，都是英文。
 
 # %%
 import json

@@ -358,11 +358,11 @@ demo_result = researcher.research(demo.question)
 show_research(demo_result)
 
 # %% [markdown]
-# The prompt of the model's last decision, exactly as it was sent — everything the sub-agent knows is in
-# it; nothing of any conversation is:
+# The prompt of the model's last decision, exactly as it was sent (in English, whatever the notebook's language) —
+# everything the sub-agent knows is in it; nothing of any conversation is:
 
-# %% [markdown] lang="zh" translates="b3e41422656c"
-# 模型最后一次决定时的提示词，与发送时一字不差——子智能体知道的一切都在里面；任何对话内容都不在里面：
+# %% [markdown] lang="zh" translates="e04d09fc8dcd"
+# 模型最后一次决定时的提示词，与发送时一字不差（不论 notebook 用哪种语言，都是英文）——子智能体知道的一切都在里面；任何对话内容都不在里面：
 
 # %%
 from lessons.agents import last_decision_prompt
