@@ -42,9 +42,10 @@ Set 3 (answerable_3_<corpus>.jsonl and near_miss_3_<corpus>.jsonl, written by tw
     python benchmarks/bench_answerability.py --answerable-set 3 --near-misses 3 --all --no-p-yes \
         --name answerability-fresh3
 
-The variant "check(extractive)" (`AnswerabilityCheck(extractive=True)`) is scored at analysis time: when the judge's
-quote fails as a quote, the sentences the packaged cross-encoder ranks first (Chinese: by the question's words) are
-checked as quotes — no chat-model call, so the stored rows of any run measure it.
+The variant "check(extractive)" (`AnswerabilityCheck(extractive=True)`, the grading loop's default gate) is scored at
+analysis time: what is asked read from the question when the judge names none of its words, and when the judge's
+evidence fails, the sentences the packaged cross-encoder ranks first (Chinese: by the question's words) checked as
+quotes — no chat-model call, so the stored rows of any run measure it.
 
     python benchmarks/bench_answerability.py [--answerable 8] [--out-of-kb 5] [--all] [--analyse-only]
         [--seed N --exclude-dev] [--exclude-rows NAME ...] [--near-misses [SET]] [--answerable-set [SET]] [--name NAME]
@@ -167,9 +168,10 @@ VARIANTS = {  # the code check's settings compared at analysis time (the judge's
     "focus_any": {"focus_share": 0.01},  # one of them suffices
     "focus_all": {"focus_share": 1.0},  # every one of them
     "terms_floor": {"min_terms": 0.15},  # and 15 % of the question's content words around the quote
-    # when the judge's quote fails as a quote, the sentences the cross-encoder ranks first (English; Chinese: by the
-    # question's words) are checked as quotes (`AnswerabilityCheck(extractive=True)`; no chat-model call)
-    "extractive": {"fallback": None},
+    # `AnswerabilityCheck(extractive=True)`: what is asked read from the question when the judge names none of its
+    # words, and when the judge's evidence fails, the sentences the cross-encoder ranks first (English; Chinese: by
+    # the question's words) checked as quotes (no chat-model call)
+    "extractive": {"asked": True, "fallback": None},
 }
 _SCORER = []  # the cross-encoder that ranks the extractive variant's sentences, loaded on first use
 
@@ -189,7 +191,7 @@ def verify(row: dict, subject=None) -> dict:
     `subject`: the corpus's `common_names` as the code computes them now (default: those stored with the row)."""
     from langchain_core.documents import Document
 
-    from lessons.agents.answerability import _QUOTE_FAILURES, Evidence, verify_evidence
+    from lessons.agents.answerability import Evidence, verify_evidence
 
     documents = [
         Document(d["text"], metadata={"context_header": d["context_header"], "source": d["source"]})
@@ -198,11 +200,12 @@ def verify(row: dict, subject=None) -> dict:
     evidence = Evidence(asks_for=row.get("asks_for", ""), quote=row["quote"], answer=row["answer"])
     checked = {}
     for name, options in VARIANTS.items():
-        if "fallback" in options:  # ranked only when the check's quote failed as a quote (the only case it is read)
-            failed = checked["check"]["reason"] in _QUOTE_FAILURES
-            options = {"fallback": _fallback(row, documents) if failed else []}
+        names = row["subject"] if subject is None else subject
+        if "fallback" in options:  # ranked only when the evidence failed without (the only case it is read)
+            failed = verify_evidence(row["question"], evidence, documents, names, asked=True)[0] != "answerable"
+            options = {**options, "fallback": _fallback(row, documents) if failed else []}
         reason, match, specifics, missing, terms = verify_evidence(
-            row["question"], evidence, documents, row["subject"] if subject is None else subject, **options
+            row["question"], evidence, documents, names, **options
         )
         checked[name] = {
             "reason": reason,

@@ -597,8 +597,8 @@ def test_extractive_fallback_checks_the_sentence_a_paraphrasing_judge_did_not_co
 
 def test_extractive_fallback_ranks_english_sentences_by_the_cross_encoder_and_keeps_every_check():
     """An English question's sentences are ranked by the relevance model; the best ones still need the question's
-    specifics: a near miss (another office) stays refused, and a judge's quote that fails on the specifics is the
-    judge's evidence speaking (no fallback)."""
+    specifics: a near miss (another office) stays refused; a judge's quote that lacks them is replaced by the sentence
+    that states them."""
     question = "How many weeks of paid parental leave do employees in the Rotterdam office receive?"
     scorer = WordScorer()
     check = AnswerabilityCheck(ScriptedChatModel(responses=[]), extractive=True, scorer=scorer)
@@ -612,7 +612,9 @@ def test_extractive_fallback_ranks_english_sentences_by_the_cross_encoder_and_ke
     wrong = Evidence(
         quote="Visitors sign in at the desk for 5 days.", answer="5", asks_for="weeks of paid parental leave"
     )
-    assert check.judge(question, wrong, [far]).reason == "specifics missing"  # "how many weeks": no fallback then
+    plain = AnswerabilityCheck(ScriptedChatModel(responses=[]))
+    assert plain.judge(question, wrong, [far]).reason == "specifics missing"  # "how many weeks": not in 5 days
+    assert check.judge(question, wrong, [far]).quote.startswith("Employees in the Rotterdam office")  # the fallback's
 
 
 def test_the_benchmark_reads_answerable_set_3(tmp_path, monkeypatch):
@@ -644,3 +646,22 @@ def test_the_grading_loop_s_default_gate_checks_the_best_sentence_when_the_judge
     assert state["outcome"] == "answered" and state["trace"][0].check.quote == "堡垒机会话录像保留 180 天。"
     near_miss = loop.invoke({"question": "2025 年的堡垒机会话录像要保留多长时间？"})
     assert near_miss["outcome"] == "not_in_kb"
+
+
+def test_the_extractive_check_reads_what_is_asked_from_the_question_when_the_judge_names_nothing_of_it():
+    """The 1.5B judge often writes "what it asks for" as `asks_for`; then the check looked for a fifth of all the
+    question's words around the quote, and "graph" (in "LangGraph") let an on-topic sentence answer "the default
+    recursion limit". `extractive` looks for the words beside the question word instead (`asked_words`), half of them."""
+    from lessons.agents.answerability import asked_words
+
+    question = "What is the default recursion limit of a LangGraph graph?"
+    assert asked_words(question) == ["default", "recursion"]
+    assert asked_words("何嘉铭在杭州搜索实验室担任什么职位？") == ["职位"]
+    assert asked_words("Does Atlas support SSO?") == []
+    readme = Document("LangGraph is a low-level orchestration framework for building stateful agents as graphs.")
+    evidence = Evidence(quote=readme.page_content, answer="a framework", asks_for="what it asks for")
+    assert verify_evidence(question, evidence, [readme])[0] == "answerable"  # the old rule: the near miss passes
+    check = AnswerabilityCheck(ScriptedChatModel(responses=[]), extractive=True, scorer=WordScorer())
+    assert check.judge(question, evidence, [readme]).reason == "asked-for missing"
+    stated = Document(readme.page_content + " The default recursion limit is 25 steps.")
+    assert check.judge(question, evidence, [stated]).answerable
