@@ -90,7 +90,7 @@ def test_hybrid_rerank_uses_the_course_reranker_not_the_chat_model(monkeypatch):
     monkeypatch.setattr(
         document_processor,
         "reranked_hybrid_over",
-        lambda chunks, store, k, candidates: _FixedRetriever(docs=[LEAVE, PORT]),
+        lambda chunks, store, k, candidates, where=None: _FixedRetriever(docs=[LEAVE, PORT]),
     )
     model = ScriptedChatModel(default="unused")
     retrieve = PIPELINES["hybrid+rerank"].retrieval(Resources(chunks=[PORT, LEAVE], store=None, llm=model, rank_k=2))
