@@ -42,7 +42,7 @@ Set 3 (answerable_3_<corpus>.jsonl and near_miss_3_<corpus>.jsonl, written by tw
     python benchmarks/bench_answerability.py --answerable-set 3 --near-misses 3 --all --no-p-yes \
         --name answerability-fresh3
 
-The variant "check(extractive)" (`AnswerabilityCheck(extractive=True)`, the grading loop's default gate) is scored at
+The variant "check(extractive)" (`AnswerabilityCheck(extractive=True)`, opt-in) is scored at
 analysis time: what is asked read from the question when the judge names none of its words, and when the judge's
 evidence fails, the sentences the packaged cross-encoder ranks first (Chinese: by the question's words) checked as
 quotes — no chat-model call, so the stored rows of any run measure it.

@@ -629,16 +629,14 @@ def test_the_benchmark_reads_answerable_set_3(tmp_path, monkeypatch):
     assert [q.id for q in bench.questions_of("course", answerable_set="3") if q.answerable] == ["a3-1"]
 
 
-def test_the_grading_loop_s_default_gate_checks_the_best_sentence_when_the_judge_paraphrases():
-    """`default_gate` (the evaluation command's, notebook 06's and the service's grading loop) runs the check
-    `extractive` behind the relevance gate: a Chinese judge's paraphrased quote no longer refuses an answerable
-    question whose chunk states the answer; a near miss (another year, which the chunk does not state) is still
-    refused."""
+def test_the_extractive_check_answers_in_the_grading_loop_but_the_default_gate_keeps_the_plain_check():
+    """An extractive check behind the gate answers when a Chinese judge paraphrases its quote; `default_gate` keeps
+    the plain check (on held-out set 3 the extractive one answered as many more near misses as answerable questions)."""
     from lessons.agents.grading import AnswerabilityGate, build_grading_loop, default_gate
 
     model = judge_by_schema("日志保留 180 天", {"Evidence": {"quote": "日志保留 180 天", "answer": "180 天"}})
-    check = default_gate(model).check
-    assert check.extractive
+    assert not default_gate(model).check.extractive
+    check = AnswerabilityCheck(model, extractive=True, scorer=WordScorer())
     loop = build_grading_loop(
         model, lambda q: [RECORDINGS], max_rounds=1, grader=AnswerabilityGate(PassingGate(), check)
     )

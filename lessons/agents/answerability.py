@@ -21,7 +21,7 @@ made to **show its evidence**, and code can check the evidence:
    version" asks for a version number. A quote that repeats the question still counts when the chunk adds a figure
    the question lacks; when the judge copied the question as its quote, its answer, if it passes every check as a
    quote, is the evidence. With `check_answer`, the judge's short answer must also say something the question does
-   not, and be stated. With `extractive` (off by default; the grading loop's `default_gate` turns it on), code reads
+   not, and be stated. With `extractive` (off by default: on held-out set 3 it traded one for one), code reads
    what the question asks from the question itself when the judge's `asks_for` names none of its words (`asked_words`:
    the words beside its question word, `MIN_ASKED_SHARE` of them around the quote), and when the judge's evidence
    fails for any reason, the `FALLBACK_SENTENCES` sentences of the retrieved chunks that the relevance model ranks
