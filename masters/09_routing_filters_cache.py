@@ -82,7 +82,7 @@ from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
 from lessons.core import PROJECT_ROOT, USAGE, course_language, get_chat_model, metered, model_banner, num, t, t_labels
-from lessons.ingest import load_gold
+from lessons.ingest import load_gold, take_turns
 from lessons.retrieval import load_knowledge_base
 
 pd.set_option("display.max_colwidth", 80)
@@ -96,16 +96,6 @@ kb = {corpus: dict(zip(("chunks", "store"), load_knowledge_base(corpus), strict=
 for corpus in CORPORA:
     kb[corpus]["gold"] = load_gold(corpus=corpus)
 pd.DataFrame({c: {t("chunks"): len(v["chunks"]), t("gold questions"): len(v["gold"])} for c, v in kb.items()})
-
-
-# %%
-def round_robin(table, by, n=None):
-    """The rows of `table` taking turns over the groups `by` (first of each group, then second, …), the notebook's
-    language first in each turn; the first n."""
-    turns = table.assign(_turn=table.groupby(by, sort=False).cumcount(), _other=table["language"] != course_language())
-    ordered = turns.sort_values(["_turn", "_other", *by], kind="stable").drop(columns=["_turn", "_other"])
-    return ordered if n is None else ordered.head(n)
-
 
 # %% [markdown]
 # ## 1. Routing: the course documents, the package READMEs, or neither
@@ -142,7 +132,7 @@ rows = [{"id": q.id, "question": q.question, "language": q.language, "route": co
 off_corpus = pd.read_json(QUESTIONS_DIR / "off_corpus.jsonl", lines=True)
 routing = pd.concat([pd.DataFrame(rows), off_corpus[["id", "question", "language", "route"]]], ignore_index=True)
 routing["half"] = routing.groupby(["route", "language"]).cumcount().map(lambda i: "A" if i % 2 == 0 else "B")
-held_out = round_robin(routing[routing["half"] == "B"], ["language", "route"], ROUTE_QUESTIONS)
+held_out = take_turns(routing[routing["half"] == "B"], ["language", "route"], ROUTE_QUESTIONS)
 router = EmbeddingRouter.from_chunks({corpus: kb[corpus]["chunks"] for corpus in CORPORA})
 print(t("embedding router: threshold {threshold:.4f}, k = {k}; {n} held-out questions",
         threshold=router.threshold, k=router.k, n=len(held_out)))
@@ -195,7 +185,7 @@ check_route_of(route_of)
 # %%
 llm_router = LLMRouter(get_chat_model(max_tokens=64))
 n_llm = len(held_out) if FULL else N_ROUTE_LLM
-llm_sample = round_robin(held_out, ["language", "route"], n_llm).copy()
+llm_sample = take_turns(held_out, ["language", "route"], n_llm).copy()
 started = time.perf_counter()
 with metered() as route_meter:
     llm_sample["chat model"] = [llm_router.route(q).route for q in tqdm(llm_sample["question"], desc=t("chat-model router"))]
@@ -299,7 +289,7 @@ for corpus in CORPORA:
     named += [{"corpus": corpus, "language": q.language, "question": q, "names": named_documents(q.question, sources)}
               for q in kb[corpus]["gold"] if q.answerable and named_documents(q.question, sources)]
 named = pd.DataFrame(named)
-filter_sample = round_robin(named, ["language", "corpus"], None if FULL else N_FILTER)
+filter_sample = take_turns(named, ["language", "corpus"], None if FULL else N_FILTER)
 for corpus in CORPORA:  # evidence chunk ids of the sampled questions, and how many chunks hold their evidence
     kb[corpus]["items"] = {i.id: i for i in from_gold(filter_sample.loc[filter_sample["corpus"] == corpus, "question"],
                                                       kb[corpus]["chunks"])}
@@ -425,7 +415,7 @@ display(Markdown("\n".join(f"- {line}" for line in filter_findings)))
 from lessons.retrieval import SemanticCache, answer_equivalents, knowledge_base_version
 
 all_pairs = pd.read_json(QUESTIONS_DIR / "paraphrases.jsonl", lines=True)
-chosen = round_robin(all_pairs[all_pairs["kind"] == "near"], ["language", "corpus"], CACHE_PAIRS)["of"]
+chosen = take_turns(all_pairs[all_pairs["kind"] == "near"], ["language", "corpus"], CACHE_PAIRS)["of"]
 pairs = all_pairs[all_pairs["of"].isin(chosen)]
 cache_dir = Path(tempfile.mkdtemp(prefix="nb09-cache-"))
 caches, same_answer = {}, {}

@@ -80,3 +80,25 @@ def test_in_order_keeps_the_order_of_the_items_and_a_shared_stream_continues():
     first, second = balanced_sample(ITEMS, 4, rng), balanced_sample(ITEMS, 4, rng)
     assert ids(first) == ids(balanced_sample(ITEMS, 4, 4))
     assert ids(second) != ids(first)
+
+
+def test_take_turns_spreads_a_table_over_its_groups_the_readers_language_first(monkeypatch, tmp_path):
+    """Notebook 09's order: one row of every group per turn, the reader's language first within a turn."""
+    import pandas as pd
+
+    from lessons.ingest.questions import take_turns
+
+    table = pd.DataFrame(
+        {
+            "id": ["c-en-1", "c-en-2", "c-en-3", "p-en-1", "c-zh-1", "c-zh-2", "p-zh-1"],
+            "language": ["en", "en", "en", "en", "zh", "zh", "zh"],
+            "corpus": ["course", "course", "course", "packages", "course", "course", "packages"],
+        }
+    )
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    monkeypatch.chdir(tmp_path)  # no notebook folder decides the language
+    ordered = list(take_turns(table, ["language", "corpus"])["id"])
+    assert ordered == ["c-zh-1", "p-zh-1", "c-en-1", "p-en-1", "c-zh-2", "c-en-2", "c-en-3"]
+    assert list(take_turns(table, ["language", "corpus"], 3)["id"]) == ordered[:3]
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    assert list(take_turns(table, ["language", "corpus"], 2)["id"]) == ["c-en-1", "p-en-1"]

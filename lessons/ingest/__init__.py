@@ -18,6 +18,7 @@ _EXPORTS = {
     "load_documents": "lessons.ingest.corpus",
     "load_gold": "lessons.ingest.corpus",
     "load_sections": "lessons.ingest.corpus",
+    "take_turns": "lessons.ingest.questions",
 }
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "load_documents",
     "load_gold",
     "load_sections",
+    "take_turns",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -172,6 +172,24 @@ def _reader_first(languages: list[str]) -> list[str]:
     return [reader, *(language for language in languages if language != reader)] if reader in languages else languages
 
 
+def take_turns(table: Any, by: Sequence[str], n: int | None = None) -> Any:
+    """The rows of a question table (a pandas DataFrame with a `language` column) taking turns over the groups `by`:
+    the first row of every group, then the second of every group, …; within a turn the reader's language
+    (`course_language()`) first, then the groups in sorted order. The first `n` rows (None: all).
+
+    Introduced in notebook 09 (routing, filters, cache): a deterministic order that spreads a small sample over
+    routes, corpora and languages. No draw: `balanced_sample` stays the course's one random sampler; this only
+    orders rows already chosen (their own order kept within a group).
+    """
+    from lessons.core.i18n import course_language
+
+    turns = table.assign(
+        _turn=table.groupby(list(by), sort=False).cumcount(), _other=table["language"] != course_language()
+    )
+    ordered = turns.sort_values(["_turn", "_other", *by], kind="stable").drop(columns=["_turn", "_other"])
+    return ordered if n is None else ordered.head(n)
+
+
 def _in_order(items: Sequence[T], sample: Sequence[T]) -> list[T]:
     picked = {id(item) for item in sample}
     return [item for item in items if id(item) in picked]
