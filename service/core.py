@@ -239,15 +239,26 @@ class Service:
         return [{"text": d.page_content, "metadata": d.metadata} for d in ranked]
 
     def ask(self, question: str, k: int) -> dict:
-        """`/v1/ask`: the served pipeline's answer (`service.pipeline.answer`) over one snapshot of the index."""
-        from service.pipeline import answer, retrieve, subject_names
+        """`/v1/ask`: the served pipeline's answer (`service.pipeline.answer`) over one snapshot of the index — or,
+        with the answer cache on, the stored reply of an earlier question close enough to this one over the same
+        documents and `k` (`service.pipeline.answer_cache`); `cached` in the reply says which question it was."""
+        from service.pipeline import answer, answer_cache, retrieve, subject_names
 
         snapshot = self.snapshot()
+        cache = answer_cache(self.index, snapshot, self.settings.data_dir / "answers.sqlite") \
+            if self.settings.answer_cache else None  # fmt: skip
+        hit = cache.lookup(question) if cache is not None else None
+        if hit is not None and hit.metadata.get("k") == k:
+            cached = {"question": hit.question, "similarity": round(hit.similarity, 4), "exact": hit.exact}
+            return {**hit.metadata["reply"], "question": question, "cached": cached}
 
         def search(query: str):
             return retrieve(self.index, snapshot, query, k=k, reranker=self.reranker)
 
-        return answer(self.llm, question, search, subject_names(self.index, snapshot)).as_json()
+        reply = answer(self.llm, question, search, subject_names(self.index, snapshot)).as_json()
+        if cache is not None:
+            cache.store(question, reply["answer"], {"reply": reply, "k": k})
+        return {**reply, "cached": None}
 
     def index_stats(self) -> dict:
         """Chunks per generation and duplicate ids (`service.index.LiveIndex.stats`), with the active generations."""

@@ -14,12 +14,16 @@ Introduced in notebook 08 (from notebook to service).
   graded by the calibrated relevance gate and the course's answerability check (`lessons.agents.answerability`),
   answering from the chunks it let through and citing them (file, page, chunk) — or abstaining ("not in the
   documents"), with `answerability` in the reply saying why (the judge's quote, the specifics missing).
+- `answer_cache`: the semantic cache of notebook 09 in front of `answer` (`lessons.retrieval.semantic_cache`), one
+  per snapshot of the index: its version is a hash of the snapshot's chunks, so a reply written before an upload,
+  a replacement or a delete is never served. `AGENTIC_RAG_SERVICE_ANSWER_CACHE=false` turns it off.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -102,6 +106,7 @@ class Answer:
 
 
 _SUBJECTS: dict[frozenset, frozenset[str]] = {}
+_CACHES: dict[tuple, Any] = {}
 
 
 def subject_names(index, snapshot: Snapshot) -> frozenset[str]:
@@ -113,6 +118,26 @@ def subject_names(index, snapshot: Snapshot) -> frozenset[str]:
         _SUBJECTS.clear()  # one snapshot at a time: the live index moves on
         _SUBJECTS[key] = common_names(index.chunks(snapshot.generations)) if snapshot.generations else frozenset()
     return _SUBJECTS[key]
+
+
+def answer_cache(index, snapshot: Snapshot, path: Path):
+    """The `/v1/ask` replies cached for this snapshot's documents (a `SemanticCache` in the SQLite file `path`), or
+    None when the snapshot is empty. Keyed by `knowledge_base_version` of the snapshot's chunks: the same documents
+    give the same version after a restart, and another document set another one. The threshold is the one
+    calibrated for the index's embedder (`DEFAULT_THRESHOLDS`, notebook 09); an embedder without one serves only
+    the same question again (after `normalise_question`: case, spaces, the final question mark)."""
+    from lessons.core.embeddings import embedder_name
+    from lessons.retrieval.semantic_cache import DEFAULT_THRESHOLDS, SemanticCache, knowledge_base_version
+
+    if not snapshot.generations:
+        return None
+    key = (str(path), frozenset(snapshot.generations.items()))
+    if key not in _CACHES:
+        _CACHES.clear()  # one snapshot at a time: the live index moves on
+        version = knowledge_base_version(index.chunks(snapshot.generations))
+        threshold = DEFAULT_THRESHOLDS.get((embedder_name(index.embeddings), True), 1.0)
+        _CACHES[key] = SemanticCache(path, index.embeddings, version, threshold=threshold)
+    return _CACHES[key]
 
 
 def answer(

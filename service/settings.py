@@ -17,6 +17,7 @@ Introduced in notebook 08 (from notebook to service). Each storage is a setting,
 | `AGENTIC_RAG_SERVICE_POLL_SECONDS` | how often an idle worker looks for jobs | `0.5` |
 | `AGENTIC_RAG_SERVICE_WORKERS` | ingestion worker threads inside the API process (0: run `python -m service worker` instead, needs a Chroma server) | `1` |
 | `AGENTIC_RAG_SERVICE_RERANKER` | `default`: the hybrid top 20 reordered by `lessons.retrieval.rerank.default_reranker` (the cross-encoder for English, the fused order for Chinese); `none`: the hybrid order alone | `default` |
+| `AGENTIC_RAG_SERVICE_ANSWER_CACHE` | `/v1/ask` serves the stored reply of an earlier question close enough to this one (`lessons.retrieval.semantic_cache`, notebook 09), over the same documents only: the threshold calibrated for the embedder, or the same question alone when it has none; `false` answers every question anew | `true` |
 | `AGENTIC_RAG_SERVICE_NIGHTLY_PROBES` | a JSON Lines file of out-of-KB questions (gold format, `"type": "out_of_kb"`) every nightly run asks: its report's "abstained (out-of-KB)" | unset: abstention not measured |
 | `AGENTIC_RAG_SERVICE_URL` | where the nightly job finds the running service | `http://127.0.0.1:8008` |
 | `AGENTIC_RAG_SERVICE_HOST`, `AGENTIC_RAG_SERVICE_PORT` | where `python -m service api` listens | `127.0.0.1`, `8008` |
@@ -63,6 +64,7 @@ class ServiceSettings(EnvModel):
     workers: int = 1
     url: str | None = None  # default: http://127.0.0.1:<port>
     reranker: str = "default"
+    answer_cache: bool = True  # service.pipeline.answer_cache
     nightly_probes: Path | None = None  # service.nightly.load_probes reads and checks it
 
     @field_validator("max_upload_bytes", "max_attempts", "port", mode="before")

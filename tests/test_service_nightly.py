@@ -100,6 +100,37 @@ def test_ask_answers_with_citations_and_abstains_honestly(live):
     assert reply["rounds"] == DEFAULT_MAX_ROUNDS  # every rewrite tried before it says "not in the documents"
 
 
+def test_ask_serves_a_repeated_question_from_the_answer_cache_until_the_documents_change(live):
+    service, _url, client = live
+    add(client, "atlas.md", "atlas-7420")
+    first = client.post("/v1/ask", json={"question": "What is the marker of atlas?"}).json()
+    calls = len(service.llm.calls)
+    assert first["cached"] is None and calls > 0 and "atlas-7420" in first["answer"]
+    again = client.post("/v1/ask", json={"question": "  what is the marker of ATLAS"}).json()
+    assert len(service.llm.calls) == calls  # no chat-model call: the stored reply
+    assert again["cached"] == {"question": "What is the marker of atlas?", "similarity": 1.0, "exact": True}
+    assert again["question"] == "  what is the marker of ATLAS"
+    assert {key: again[key] for key in ("answer", "abstained", "citations")} == {
+        key: first[key] for key in ("answer", "abstained", "citations")
+    }
+    other_k = client.post("/v1/ask", json={"question": "What is the marker of atlas?", "k": 2}).json()
+    assert other_k["cached"] is None and len(service.llm.calls) > calls  # another k is another reply
+    add(client, "other.md", "other-5551")  # the documents changed: nothing stored before may be served
+    calls = len(service.llm.calls)
+    after = client.post("/v1/ask", json={"question": "What is the marker of atlas?"}).json()
+    assert after["cached"] is None and len(service.llm.calls) > calls
+
+
+def test_the_answer_cache_setting_turns_it_off(live, monkeypatch):
+    service, _url, client = live
+    monkeypatch.setattr(service, "settings", service.settings.model_copy(update={"answer_cache": False}))
+    add(client, "atlas.md", "atlas-7420")
+    for _ in range(2):
+        calls = len(service.llm.calls)
+        reply = client.post("/v1/ask", json={"question": "What is the marker of atlas?"}).json()
+        assert reply["cached"] is None and len(service.llm.calls) > calls
+
+
 def test_nightly_evaluates_new_documents_stores_each_run_and_reports_the_trend(live, tmp_path):
     from sqlalchemy import func, select
 
