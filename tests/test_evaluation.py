@@ -230,4 +230,12 @@ def test_unknown_pipeline_names_list_the_known_ones():
 
 
 def test_the_registry_covers_the_earlier_notebooks():
-    assert list(PIPELINES) == ["dense", "hybrid", "hybrid+rerank", "qa-hybrid", "grading-loop", "three-agents"]
+    assert list(PIPELINES) == [
+        "dense",
+        "hybrid",
+        "hybrid+rerank",
+        "qa-hybrid",
+        "grading-loop",
+        "three-agents",
+        "filtered+rerank",
+    ]

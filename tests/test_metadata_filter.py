@@ -102,3 +102,35 @@ def test_filtered_retrieval_returns_only_matching_chunks(tmp_path, monkeypatch):
     filtered_retriever(CHUNKS, "store", ChunkFilter(), k=2)
     assert len(calls["chunks"]) == len(CHUNKS) and "where" not in calls
     assert reranked_hybrid is not fake_factory
+
+
+def test_the_filtered_pipeline_searches_what_the_model_chose_and_reuses_one_retriever_per_filter(monkeypatch):
+    from langchain_core.retrievers import BaseRetriever
+
+    from lessons.agents.pipelines import PIPELINES, Resources, filtered_retrieval
+    from lessons.retrieval import metadata_filter
+
+    class Fixed(BaseRetriever):
+        docs: list
+
+        def _get_relevant_documents(self, query, *, run_manager=None):
+            return list(self.docs)
+
+    built = []
+
+    def fake_retriever(chunks, store, chunk_filter, k=4, **options):
+        built.append((chunk_filter.where, k, options["candidates"]))
+        return Fixed(docs=[c for c in chunks if metadata_filter.matches(c.metadata, chunk_filter.where)][:k])
+
+    monkeypatch.setattr(metadata_filter, "filtered_retriever", fake_retriever)
+    handbook = {"source": "employee_handbook.docx", "format": "any", "language": "any", "section": ""}
+    nowhere = {"source": "any", "format": "any", "language": "any", "section": "no such section"}
+    model = ScriptedChatModel(responses=[handbook, nowhere, handbook])
+    resources = Resources(chunks=CHUNKS, store=None, llm=model, rank_k=2, rerank_candidates=6)
+    retrieve = filtered_retrieval(resources)
+    assert retrieve("How many leave days does the handbook give?") == [CHUNKS[2]]
+    assert retrieve("What changed?") == CHUNKS[:2]  # the section matches nothing: dropped, searched unfiltered
+    assert retrieve("And the handbook's sick leave?") == [CHUNKS[2]]
+    assert built == [({"source": ["employee_handbook.docx"]}, 2, 6), ({}, 2, 6)]  # the handbook's retriever reused
+    assert len(model.calls) == 3  # one structured call per question
+    assert PIPELINES["filtered+rerank"].notebook == "09" and PIPELINES["filtered+rerank"].retrieval is None

@@ -3,8 +3,9 @@
 Introduced in notebook 06 (evaluation). A **pipeline** is a function `question -> PipelineResult` (answer,
 abstained, the chunks it retrieved, the chunks it answered from). `PIPELINES` names the pipelines of the earlier
 notebooks; `build_pipelines(names, resources)` makes them from `Resources` (chunks, their store, the chat model,
-sizes). The retrieval-only ones (dense, hybrid, hybrid + rerank, QA-hybrid) share ONE answer step — notebook 04's
-ungated answer (`answer_without_grading`) over their top `k` chunks — so they differ only in what they retrieve.
+sizes). The retrieval-only ones (dense, hybrid, hybrid + rerank, QA-hybrid, and notebook 09's metadata filter in
+front of hybrid + rerank) share ONE answer step — notebook 04's ungated answer (`answer_without_grading`) over their
+top `k` chunks — so they differ only in what they retrieve.
 `SERVED` ("grading-loop", the gated pipeline) is the one the service answers with, built over its own retriever by
 the registry entry's `over` (`grading_loop`). The gate's thresholds come from ONE call, `gate_thresholds()`.
 
@@ -111,6 +112,32 @@ def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:
     return _reranked(r, r.rank_k)
 
 
+def filtered_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """Notebook 09's metadata filter in front of `rerank_retrieval`: the chat model turns the question into a filter on
+    the chunks' metadata (`lessons.retrieval.metadata_filter.FilterBuilder`: one structured call, validated against
+    the metadata that exists — a condition that would match nothing is dropped), then the course's reranked hybrid over
+    the chunks it keeps (`filtered_retriever`); a question that names no document is searched unfiltered."""
+    from lessons.retrieval.metadata_filter import FilterBuilder, filtered_retriever
+    from lessons.retrieval.rerank import reranker_by_name
+
+    builder = FilterBuilder(r.llm, r.chunks)
+    retrievers: dict[str, Any] = {}  # one retriever (its BM25 index) per distinct filter
+
+    def retrieve(question: str) -> list[Document]:
+        chunk_filter = builder.build(question)
+        key = repr(chunk_filter.chroma_where())
+        if key not in retrievers:
+            reranker = reranker_by_name(
+                "default", top_n=r.rank_k, first_stage_weight=r.first_stage_weight, cross_lingual=r.cross_lingual
+            )
+            retrievers[key] = filtered_retriever(
+                r.chunks, r.store, chunk_filter, k=r.rank_k, candidates=r.rerank_candidates, reranker=reranker
+            )
+        return retrievers[key].invoke(question)
+
+    return retrieve
+
+
 def build_dense(r: Resources) -> Pipeline:
     return _retrieval_pipeline(dense_retrieval(r), r)
 
@@ -121,6 +148,10 @@ def build_hybrid(r: Resources) -> Pipeline:
 
 def build_hybrid_rerank(r: Resources) -> Pipeline:
     return _retrieval_pipeline(rerank_retrieval(r), r)
+
+
+def build_filtered_rerank(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(filtered_retrieval(r), r)
 
 
 def build_qa_hybrid(r: Resources) -> Pipeline:
@@ -249,6 +280,9 @@ PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
     PipelineSpec("grading-loop", "04", N_("hybrid top k graded by calibrated P(yes), rewrite up to a cap, answer from relevant chunks or abstain"),
                  build_grading_loop_pipeline, over=grading_loop),
     PipelineSpec("three-agents", "05", N_("relevance checker, research agent, verification agent (re-research capped)"), build_three_agents),
+    PipelineSpec("filtered+rerank", "09", N_("the chat model's metadata filter (document, type, language, section; "
+                 "validated against the chunks), then hybrid+rerank over the chunks it keeps, shared answer step"),
+                 build_filtered_rerank),
 ]}  # fmt: skip
 
 
