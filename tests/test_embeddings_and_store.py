@@ -105,3 +105,20 @@ def test_collections_are_kept_apart_per_embedder(tmp_path):
         open_store("kb", get_embeddings("use"), client=client),
     )
     assert e5._collection.name != use._collection.name
+
+
+def test_a_knowledge_base_index_leaves_its_passage_vectors_in_the_disk_cache(fresh_settings, monkeypatch):
+    """What build_index embedded by default is not embedded again by the next reader of the same chunks (the router
+    of notebook 09 reads every chunk of both knowledge bases)."""
+    from lessons.chunking import cached_embeddings
+    from lessons.core import embeddings as course_embeddings
+    from lessons.core.search_text import search_text
+    from lessons.retrieval.index import build_index
+
+    counting = CountingEmbeddings()
+    monkeypatch.setattr(course_embeddings, "get_embeddings", lambda name=None: counting)
+    chunks = [Document(text, metadata={"source": f"d{i}", "context_header": f"Doc {i}"}) for i, text in enumerate(DOCS)]
+    build_index(chunks, name="kb-cache-test")
+    assert counting.embedded == len(DOCS)
+    vectors = cached_embeddings().embed_documents([search_text(c) for c in chunks])
+    assert counting.embedded == len(DOCS) and len(vectors) == len(DOCS)  # every vector from the cache

@@ -48,9 +48,15 @@ def chunk_converted(converted, chunker: Chunker | None = None) -> list[Document]
 def build_index(chunks: Sequence[Document], name: str = "kb", embeddings: Embeddings | None = None):
     """The persistent Chroma collection `name` holding exactly `chunks` (only new ones are embedded).
 
-    `embeddings` defaults to the course embedder; pass `lessons.chunking.cached_embeddings()` to reuse
-    the vectors of texts that another collection already embedded.
+    `embeddings` defaults to the course embedder behind the disk cache of passage vectors
+    (`lessons.chunking.cached_embeddings()`): the vectors of texts another collection already embedded are reused,
+    and what this index embeds is there for the next one (notebook 09's router reads every chunk of both knowledge
+    bases again).
     """
+    if embeddings is None:
+        from lessons.chunking.strategies import cached_embeddings
+
+        embeddings = cached_embeddings()
     store = open_store(name, embeddings)
     index_documents(store, list(chunks), prune=True)
     return store
