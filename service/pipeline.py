@@ -97,12 +97,13 @@ class Answer:
     context: list[Document] = field(default_factory=list)
     answerability: dict[str, Any] | None = None  # the answerability check's verdict, when it ran
     rounds: int | None = None  # the grading loop's retrieval rounds (1: answered or refused from the first retrieval)
+    gate: dict[str, Any] | None = None  # the relevance gate's thresholds and best scores per round (`gate_report`)
 
     def as_json(self) -> dict[str, Any]:
         return {"question": self.question, "answer": self.answer, "abstained": self.abstained,
                 "citations": [asdict(c) for c in self.citations],
                 "context": [{"text": d.page_content, "metadata": d.metadata} for d in self.context],
-                "answerability": self.answerability, "rounds": self.rounds}  # fmt: skip
+                "answerability": self.answerability, "rounds": self.rounds, "gate": self.gate}  # fmt: skip
 
 
 _SUBJECTS: dict[frozenset, frozenset[str]] = {}
@@ -152,7 +153,9 @@ def answer(
     calibrated relevance gate, then the answerability check (`subject`: `subject_names` of the served documents).
     It answers from the chunks the gate let through and cites them, or says "not in the documents";
     `answerability` in the reply is the check's last verdict (the judge's quote, what was missing); `rounds` how many
-    retrievals the loop made (1: decided on the first; more: it rewrote the question)."""
+    retrievals the loop made (1: decided on the first; more: it rewrote the question); `gate` the relevance gate's
+    thresholds for the question's language and, per round, the best score of each signal and how many chunks passed
+    (`lessons.agents.pipelines.gate_report`): a refusal the gate made says how far below its threshold it was."""
     pipeline = PIPELINES[SERVED].over(llm, retriever, subject=subject, max_rounds=max_rounds)
     result = pipeline(question)
     verdict = result.details.get("check")
@@ -160,14 +163,18 @@ def answer(
                                             "quote": verdict.quote, "missing": list(verdict.missing)}  # fmt: skip
     if result.abstained:
         return Answer(question, not_in_documents_answer(question), True, context=result.retrieved,
-                      answerability=checked, rounds=result.details.get("rounds"))  # fmt: skip
+                      answerability=checked, rounds=result.details.get("rounds"),
+                      gate=result.details.get("gate"))  # fmt: skip
     cited = [
         Citation(
             **asdict(citation_of(d)), document_id=str(d.metadata.get("document_id", "")), text=d.page_content[:300]
         )
         for d in result.context
     ]
-    return Answer(question, result.answer, False, cited, result.retrieved, checked, result.details.get("rounds"))
+    details = result.details
+    return Answer(
+        question, result.answer, False, cited, result.retrieved, checked, details.get("rounds"), details.get("gate")
+    )
 
 
 def as_pipeline_result(reply: dict[str, Any], retrieved: list[Document] | None = None) -> PipelineResult:

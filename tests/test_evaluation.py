@@ -239,3 +239,25 @@ def test_the_registry_covers_the_earlier_notebooks():
         "three-agents",
         "filtered+rerank",
     ]
+
+
+def test_the_gate_report_says_how_far_below_its_thresholds_each_round_was():
+    from lessons.agents.grading import GateThresholds, RoundTrace
+    from lessons.agents.pipelines import gate_report
+
+    trace = [
+        RoundTrace(1, "q", ("no", "no"), "rewrite", (0.41, None), (0.2, -1.5)),
+        RoundTrace(2, "q again", ("yes", "no"), "answer", (0.9, 0.3), (None, None)),
+    ]
+    report = gate_report("Which port?", trace, {"en": GateThresholds(0.1, 0.77), "zh": 0.5})
+    assert report == {
+        "language": "en",
+        "thresholds": {"cross_encoder": 0.1, "p_yes": 0.77},
+        "rounds": [
+            {"round": 1, "query": "q", "best_cross_encoder": 0.2, "best_p_yes": 0.41, "passed": 0, "decision": "rewrite"},
+            {"round": 2, "query": "q again", "best_cross_encoder": None, "best_p_yes": 0.9, "passed": 1,
+             "decision": "answer"},
+        ],
+    }  # fmt: skip
+    assert gate_report("哪个端口？", trace, {"zh": 0.5})["thresholds"] == {"cross_encoder": 0.0, "p_yes": 0.5}
+    assert gate_report("Which port?", [], {"zh": 0.5}) == {"language": "en", "thresholds": None, "rounds": []}

@@ -13,7 +13,7 @@ import pytest
 import uvicorn
 from service_support import API_KEY, document_text, upload, wait_for_jobs
 
-from lessons.agents.grading import DEFAULT_MAX_ROUNDS
+from lessons.agents.grading import DEFAULT_GATE, DEFAULT_MAX_ROUNDS
 from lessons.core.fakes import ScriptedChatModel
 from lessons.core.local_server import free_port
 
@@ -95,9 +95,14 @@ def test_ask_answers_with_citations_and_abstains_honestly(live):
     assert all(c["document_id"] == document["document_id"] for c in citations)
     assert any("atlas-7420" in c["text"] for c in citations) and reply["answerability"]["reason"] == "answerable"
     assert reply["rounds"] == 1  # answered from the first retrieval
+    assert reply["gate"]["rounds"][0]["passed"] > 0 and reply["gate"]["language"] == "en"
     reply = client.post("/v1/ask", json={"question": "Tell me about the unknown thing"}).json()
     assert reply["abstained"] is True and reply["citations"] == []
     assert reply["rounds"] == DEFAULT_MAX_ROUNDS  # every rewrite tried before it says "not in the documents"
+    gate = reply["gate"]  # why: no round let a chunk through, and the thresholds it was measured against
+    assert gate["thresholds"] == {"cross_encoder": DEFAULT_GATE["en"].cross_encoder, "p_yes": DEFAULT_GATE["en"].p_yes}
+    assert [r["passed"] for r in gate["rounds"]] == [0] * DEFAULT_MAX_ROUNDS
+    assert [r["query"] for r in gate["rounds"]][:2] == ["Tell me about the unknown thing", "unknown thing again"]
 
 
 def test_ask_serves_a_repeated_question_from_the_answer_cache_until_the_documents_change(live):

@@ -211,21 +211,50 @@ def grading_loop(
     """The "grading-loop" pipeline over any retriever: notebook 04's loop as it ends — each round's chunks graded
     by `gate_grader` (the calibrated relevance gate, then the answerability check; `subject`: the knowledge base's
     `common_names`), answering from the chunks it let through or abstaining. Notebook 06 evaluates it over
-    `gate_retrieval`; the service (notebook 08) serves it over its live index. `details` holds the rounds and the
-    answerability check's last verdict (None when it did not run)."""
+    `gate_retrieval`; the service (notebook 08) serves it over its live index. `details` holds the rounds, the
+    answerability check's last verdict (None when it did not run) and `gate`: the language's thresholds and, per
+    round, the best score of each signal and how many chunks passed (`gate_report`) — how far below the threshold
+    a refused question was."""
     from lessons.agents.grading import build_grading_loop
 
+    thresholds = dict(thresholds) if thresholds is not None else gate_thresholds()[0]
     loop = build_grading_loop(llm, retrieve, max_rounds=max_rounds, grader=gate_grader(llm, thresholds, subject))
 
     def run(question: str) -> PipelineResult:
         state = loop.invoke({"question": question}, config={"recursion_limit": 50})
         abstained = state["outcome"] == "not_in_kb"
-        verdict = next((step.check for step in reversed(state.get("trace", [])) if step.check is not None), None)
+        trace = state.get("trace", [])
+        verdict = next((step.check for step in reversed(trace) if step.check is not None), None)
         return PipelineResult(state["answer"], abstained, list(state.get("documents", [])),
                               [] if abstained else list(state.get("relevant", [])),
-                              {"rounds": state.get("round"), "check": verdict})  # fmt: skip
+                              {"rounds": state.get("round"), "check": verdict,
+                               "gate": gate_report(question, trace, thresholds)})  # fmt: skip
 
     return run
+
+
+def gate_report(question: str, trace: Sequence[Any], thresholds: Mapping[str, Any]) -> dict[str, Any]:
+    """The gate's side of a grading-loop run, as JSON: the question's language, that language's thresholds
+    (`GateThresholds`; a bare number is a P(yes) threshold) and, per round (`RoundTrace`), the query, the best
+    cross-encoder score and P(yes) among its chunks (None: not read — the cross-encoder below its threshold, or the
+    signal switched off), how many chunks passed and what the loop decided."""
+    from lessons.agents.grading import GateThresholds
+    from lessons.text.language import detect_language
+
+    language = detect_language(question)
+    limit = thresholds.get(language)
+    if limit is not None and not isinstance(limit, GateThresholds):
+        limit = GateThresholds(0.0, float(limit))
+
+    def best(values: Sequence[float | None]) -> float | None:
+        read = [float(v) for v in values if v is not None]
+        return round(max(read), 4) if read else None
+
+    rounds = [{"round": step.round, "query": step.query, "best_cross_encoder": best(step.cross_encoder),
+               "best_p_yes": best(step.p_yes), "passed": step.grades.count("yes"), "decision": step.decision}
+              for step in trace]  # fmt: skip
+    return {"language": language, "thresholds": None if limit is None else
+            {"cross_encoder": limit.cross_encoder, "p_yes": limit.p_yes}, "rounds": rounds}  # fmt: skip
 
 
 def build_grading_loop_pipeline(r: Resources) -> Pipeline:
