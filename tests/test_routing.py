@@ -113,6 +113,16 @@ def test_the_llm_router_shows_the_model_labels_and_answers_with_the_names():
         router.schema(route="course")  # the model answers with labels only
 
 
+def test_the_llm_router_names_a_label_that_collides():
+    bases = {"course": "Tidewell documents", "packages": "READMEs"}
+    with pytest.raises(ValueError, match="course, packages share the label docs"):
+        LLMRouter(ScriptedChatModel(), bases, labels={"course": "docs", "packages": "docs"})
+    with pytest.raises(ValueError, match="give packages another label"):
+        LLMRouter(ScriptedChatModel(), bases, labels={"packages": NEITHER})
+    with pytest.raises(ValueError, match="none of them named neither"):
+        LLMRouter(ScriptedChatModel(), {NEITHER: "anything"})
+
+
 def test_the_llm_router_asks_again_when_the_choice_is_not_a_route():
     model = ScriptedChatModel(responses=[{"route": "wikipedia"}, {"route": NEITHER}])
     router = LLMRouter(model, {"course": "company documents"})

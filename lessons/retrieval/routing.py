@@ -239,10 +239,27 @@ class LLMRouter:
             )
         labels = dict(COURSE_LABELS if course and labels is None else labels or {})
         self.labels = {name: labels.get(name, name) for name in self.descriptions}
-        if NEITHER in self.labels.values() or len(set(self.labels.values())) < len(self.labels):
-            raise ValueError(
-                t("give the router at least one knowledge base, none of them named {neither}", neither=NEITHER)
-            )
+        shown = list(self.labels.values())
+        for name, label in self.labels.items():
+            if label == NEITHER:
+                raise ValueError(
+                    t(
+                        "the label {neither} is the router's answer for questions no knowledge base holds: give "
+                        "{name} another label (labels={{...}})",
+                        neither=NEITHER,
+                        name=name,
+                    )
+                )
+            if shown.count(label) > 1:
+                others = [other for other, same in self.labels.items() if same == label]
+                raise ValueError(
+                    t(
+                        "the knowledge bases {names} share the label {label}: the router could not tell its answer "
+                        "apart — give each its own label (labels={{...}})",
+                        names=", ".join(others),
+                        label=label,
+                    )
+                )
         self.model = model
         self.schema = route_schema(list(self.labels.values()))
 
