@@ -152,24 +152,24 @@ composition
 # 所以模型*不可能*输出超过 `n` 对。
 #
 # 提示词（prompt）禁止写块以外的任何内容，要求写人们会去搜的事实（数字、定义、步骤、决定），在文本内容单薄时允许模型少写几对，
-# 并注明块的语言，这样中文块得到的是中文问题。下面的单元格打印 schema（其中的描述用你的语言显示；模型读的是英文）
-# 和提示词——与模型读到的一字不差，不论 notebook 用哪种语言，都是英文。
+# 并注明块的语言，这样中文块得到的是中文问题。下面的单元格打印 schema（其中的描述用你的语言显示；模型读的是英文），
+# 再给出提示词：它与模型读到的一字不差，不论 notebook 用哪种语言，都是英文，所以中文版把它折叠起来——上面这段就是它的内容，
+# 想读原文时点开即可。
 
 # %%
 import json
 
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from lessons.core import course_language, schema_for_reader
+from lessons.core import course_language, schema_for_reader, show_model_text
 from lessons.transforms import qa_messages, qa_pair_list_schema
 
 pairs_schema = convert_to_openai_tool(qa_pair_list_schema(MAX_PAIRS))["function"]["parameters"]["properties"]["pairs"]
 print(json.dumps(schema_for_reader(pairs_schema), indent=1, ensure_ascii=False)[:700])  # the model reads it in English
-print(t("\n--- the system prompt for this chunk ---"))
 # a chunk in the notebook's language, one that holds gold evidence when the sample has one
 example = min(sample, key=lambda c: (c.metadata["language"] != course_language(), c.metadata["chunk_id"] not in holds_evidence))
-for message in qa_messages(example, MAX_PAIRS):
-    print(f"[{message.type}]\n{message.content}\n")
+show_model_text("\n".join(f"[{message.type}]\n{message.content}\n" for message in qa_messages(example, MAX_PAIRS)),
+                t("the system prompt for this chunk"))
 
 # %%
 from lessons.transforms import QACache, QATransformer
@@ -368,7 +368,9 @@ examples
 # 每个 QA 文档都带着它所属块的 `chunk_id`、来源、页码和小节，所以命中一个问题就能直接回到它出自的那一页：
 
 # %%
-qa_docs[0].metadata if qa_docs else t("no QA documents")
+# the first QA document in the notebook's language (any language when the sample has none)
+in_language = [d for d in qa_docs if d.metadata.get("language") == course_language()] or qa_docs
+in_language[0].metadata if in_language else t("no QA documents")
 
 # %% [markdown]
 # ## 6. The cache: a rebuild costs no LLM calls

@@ -362,12 +362,16 @@ show_research(demo_result)
 # everything the sub-agent knows is in it; nothing of any conversation is:
 
 # %% [markdown] lang="zh" translates="e04d09fc8dcd"
-# 模型最后一次决定时的提示词，与发送时一字不差（不论 notebook 用哪种语言，都是英文）——子智能体知道的一切都在里面；任何对话内容都不在里面：
+# 模型最后一次决定时的提示词，与发送时一字不差（不论 notebook 用哪种语言，都是英文，所以中文版把它折叠起来，点开即可阅读）。
+# 它依次写着：一步一步研究问题的规则（先找出笔记还没有回答问题的哪一部分，再选下一步：用简短的新查询 `search`、
+# 读取结果所在的整页 `read_page`，或在笔记回答了问题的每一部分时 `answer`）、两个来自别的文档的好步骤示例、问题本身、
+# 到目前为止的笔记、已做过的检索、可以读取的页面，以及还剩几步。子智能体知道的一切都在里面；任何对话内容都不在里面：
 
 # %%
 from lessons.agents import last_decision_prompt
+from lessons.core import show_model_text
 
-print(last_decision_prompt(demo_result, MAX_STEPS))
+show_model_text(last_decision_prompt(demo_result, MAX_STEPS), t("the prompt of the model's last decision"))
 
 # %% [markdown]
 # ## 4. The same tools as a tool-calling agent — the pattern of LangChain's docs

@@ -176,6 +176,31 @@ def schema_for_reader(schema: object) -> object:
     return schema
 
 
+def show_model_text(text: str, title: str) -> None:
+    """Show a text the model reads in English (a prompt, exactly as sent) under `title`, in the reader's language.
+
+    Introduced in notebook 03 (the QA prompt); notebook 07 shows its decision prompt with it. The course's prompts are
+    English whatever the notebook's language, and they are not translated (a translation would not be what the model
+    read). In English the text is printed under `title`; in another language `title` (already through `t()`) says what
+    it is and the English is folded away in a <details> block the reader opens when they want to read it — the
+    notebook's Markdown describes the prompt in the reader's language.
+    """
+    if course_language() == ENGLISH:
+        print(f"--- {title} ---\n{text}")
+        return
+    from html import escape
+
+    from IPython.display import HTML, display
+
+    summary = t("{what} (the English the model reads: click to open)", what=title)
+    display(
+        HTML(
+            f"<details><summary>{escape(summary)}</summary>"
+            f'<pre style="white-space: pre-wrap">{escape(str(text))}</pre></details>'
+        )
+    )
+
+
 def t_labels(table, keys, /):
     """`table` (a DataFrame or its Styler) showing the labels in `keys` in the course language, for display only.
 
