@@ -229,7 +229,7 @@ check_wait_for_job(wait_for_job)
 # ## 2. 检索：混合检索，再用课程的重排器
 #
 # `POST /v1/search` 在当前生效版本的一个快照上运行 `service.pipeline.retrieve`：dense 检索和 BM25 用倒数排名融合（reciprocal rank fusion, RRF）
-# （RRF）合并（notebook 02），融合后的前 20 个再由 `lessons.retrieval.rerank.default_reranker` 重排（reranking）——英文问题用
+# 合并（notebook 02），融合后的前 20 个再由 `lessons.retrieval.rerank.default_reranker` 重排（reranking）——英文问题用
 # 打包的交叉编码器，中文问题保留融合后的顺序（英文模型会把好的中文段落往下压）。每个命中的 `score`，英文是交叉编码器给出的
 # 概率，中文是融合分数。
 
