@@ -171,3 +171,16 @@ def test_a_second_level_summarises_summaries_and_expands_to_chunks():
     for summary in top:
         leaves = tree.leaves_of(summary)
         assert leaves and all(leaf in CHUNKS for leaf in leaves)
+
+
+def test_members_can_take_the_summarys_place_nearest_to_the_question_first():
+    leave, port = CHUNKS[3], CHUNKS[0]
+    summary = summary_document("leave and port", [leave, port], level=1, language="en")
+    tree = SummaryTree(leaves=[leave, port], summaries=[summary])
+    store = memory_store()
+    index_documents(store, tree.documents())
+    first_stage = RunnableLambda(lambda q: [summary])
+    in_document_order = SummaryTreeRetriever(first_stage=first_stage, tree=tree, k=2).invoke("port")
+    by_question = SummaryTreeRetriever(first_stage=first_stage, tree=tree, k=2, members="question", store=store)
+    assert in_document_order == [leave, port]
+    assert by_question.invoke("port") == [port, leave] and by_question.invoke("leave") == [leave, port]

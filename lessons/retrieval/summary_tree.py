@@ -192,13 +192,18 @@ class SummaryTree:
             found.extend(self.leaves_of(self._by_id[member]))
         return found
 
-    def expand(self, ranked: Sequence[Document]) -> list[Document]:
-        """`ranked` with every summary replaced, in its place, by its member chunks; each chunk once, where it
-        first appears. The result holds chunks only."""
+    def expand(
+        self, ranked: Sequence[Document], order: Callable[[list[Document]], list[Document]] | None = None
+    ) -> list[Document]:
+        """`ranked` with every summary replaced, in its place, by its member chunks (in document order, or in the
+        order `order` gives them); each chunk once, where it first appears. The result holds chunks only."""
         seen: set[str] = set()
         out: list[Document] = []
         for document in ranked:
-            for leaf in self.leaves_of(document):
+            leaves = self.leaves_of(document)
+            if order is not None and is_summary(document):
+                leaves = order(leaves)
+            for leaf in leaves:
                 key = str(leaf.metadata[ID_KEY])
                 if key not in seen:
                     seen.add(key)
@@ -290,20 +295,43 @@ def index_vectors(store, chunks: Sequence[Document]) -> np.ndarray:
     return np.asarray([by_id[i] for i in ids], dtype=np.float64)
 
 
+def question_order(store, query: str) -> Callable[[list[Document]], list[Document]]:
+    """An order for a summary's members: nearest to `query` first (cosine of the vectors `store` holds for them)."""
+    question = np.asarray(store.embeddings.embed_query(query), dtype=np.float64)
+
+    def order(leaves: list[Document]) -> list[Document]:
+        vectors = index_vectors(store, leaves)
+        similarity = vectors @ question / np.maximum(np.linalg.norm(vectors, axis=1) * np.linalg.norm(question), 1e-12)
+        return [leaves[i] for i in np.argsort(-similarity, kind="stable")]
+
+    return order
+
+
+MEMBER_ORDERS = ("document", "question")
+
+
 class SummaryTreeRetriever(BaseRetriever):
-    """A first stage over leaves and summaries, summaries expanded to their chunks, then a reranker; the best `k`."""
+    """A first stage over leaves and summaries, summaries expanded to their chunks, then a reranker; the best `k`.
+
+    `members`: "document" puts a summary's chunks in its place in document order; "question" nearest to the question
+    first (`question_order`, needs `store`)."""
 
     first_stage: Runnable
     tree: SummaryTree
     reranker: BaseDocumentCompressor | None = None
     k: int = 4
     candidates: int = 20  # chunks the reranker reads after expansion (the default pipeline reads as many)
+    members: str = "document"
+    store: object = None
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     def expanded(self, query: str) -> list[Document]:
         """The fused list over leaves and summaries, every summary replaced by its chunks: `candidates` chunks."""
-        return self.tree.expand(self.first_stage.invoke(query))[: self.candidates]
+        if self.members not in MEMBER_ORDERS:
+            raise ValueError(f"members={self.members!r}: use one of {', '.join(MEMBER_ORDERS)}")
+        order = question_order(self.store, query) if self.members == "question" else None
+        return self.tree.expand(self.first_stage.invoke(query), order)[: self.candidates]
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         candidates = self.expanded(query)
@@ -318,11 +346,13 @@ def summary_tree_retriever(
     k: int = 4,
     candidates: int | None = None,
     reranker: BaseDocumentCompressor | None | str = "default",
+    members: str = "document",
 ) -> SummaryTreeRetriever:
     """The course's reranked hybrid (`lessons.retrieval.document_processor.reranked_hybrid_over`, the same reranker
     as `reranked_hybrid`) over `tree.documents()` and their `store` (`build_index(tree.documents(), name=…)`), with
     summaries expanded to their member chunks before reranking: the reranker reads `candidates` chunks, as many as
-    in the default pipeline."""
+    in the default pipeline. `members`: the order a summary's chunks take its place in ("document" or "question",
+    `SummaryTreeRetriever`)."""
     from lessons.retrieval.document_processor import RERANK_CANDIDATES, reranked_hybrid_over
 
     candidates = candidates or RERANK_CANDIDATES
@@ -336,6 +366,8 @@ def summary_tree_retriever(
         reranker=reranker,
         k=k,
         candidates=candidates,
+        members=members,
+        store=store,
     )
 
 
