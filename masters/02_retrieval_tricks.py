@@ -973,7 +973,7 @@ from lessons.widgets import technique_explorer
 
 technique_explorer(
     {t.name: t.retriever for t in techniques},
-    question=sample[0].question,
+    question=example.question,  # the running example, in the notebook's language
     selected=[BASELINE, "hybrid (RRF)", "hybrid → cross-encoder, by language"],
     gold=answerable,
 )
