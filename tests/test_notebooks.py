@@ -8,6 +8,7 @@ import pytest
 from checks.exercises import count_exercises
 from lessons.core.settings import PROJECT_ROOT
 from tools.notebook_runner import execute_notebook
+from tools.zh_outputs import unexplained_findings
 
 pytestmark = pytest.mark.notebook
 
@@ -28,9 +29,10 @@ def test_there_are_notebooks():
     [*SOLUTIONS, *[PROJECT_ROOT / "notebooks" / p.name for p in SOLUTIONS], *CHINESE],
     ids=lambda p: str(p.relative_to(PROJECT_ROOT)),
 )
-def test_notebook_runs_and_its_checks_behave(path: Path, request):
+def test_notebook_runs_and_its_checks_behave(path: Path, request, tmp_path):
     exercises = count_exercises(nbformat.read(path, as_version=4))
-    run = execute_notebook(path, quick=True)
+    chinese = path.parent.name == "zh"
+    run = execute_notebook(path, quick=True, out_dir=tmp_path if chinese else None)
     request.config.notebook_runs.append(run)
     assert run.passed, f"{run.notebook} failed:\n{run.error}"
     assert len(run.checks) == exercises, f"expected {exercises} check results, got {run.checks}"
@@ -40,3 +42,10 @@ def test_notebook_runs_and_its_checks_behave(path: Path, request):
     else:
         passed = [c for c in run.checks if c["passed"]]
         assert not passed, f"a check passes on the blank exercise, so it cannot fail: {passed}"
+    if chinese:  # a Chinese reader meets no English sentence in the outputs but the ones shown on purpose
+        english = unexplained_findings(Path(run.executed_path))
+        assert not english, (
+            f"{run.notebook} shows English in its outputs (python -m tools.zh_outputs lists them): translate the "
+            "message with t(), show the reader's language, or name the cell in tools.zh_outputs.ON_PURPOSE with "
+            "the reason:\n  " + "\n  ".join(f"cell {n} [{kind}]: {text[:120]}" for n, kind, text in english)
+        )

@@ -8,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from lessons.core.settings import PROJECT_ROOT
-from tools.zh_outputs import UNTRANSLATED, english_runs, main, notebook_findings
+from tools.zh_outputs import (
+    ON_PURPOSE,
+    UNTRANSLATED,
+    english_runs,
+    main,
+    notebook_findings,
+    unexplained_findings,
+)
 
 CHINESE_NOTEBOOKS = sorted((PROJECT_ROOT / "notebooks" / "zh").glob("*.ipynb"))
 
@@ -43,9 +50,9 @@ def test_no_english_sentence_in_a_chinese_notebooks_markdown(notebook: Path):
     )
 
 
-def executed(tmp_path: Path, outputs: list[dict]) -> Path:
-    path = tmp_path / "05_executed.ipynb"
-    cells = [{"cell_type": "code", "source": "x", "outputs": outputs, "metadata": {}, "execution_count": 1}]
+def executed(tmp_path: Path, outputs: list[dict], name: str = "05_executed", source: str = "x") -> Path:
+    path = tmp_path / f"{name}.ipynb"
+    cells = [{"cell_type": "code", "source": source, "outputs": outputs, "metadata": {}, "execution_count": 1}]
     path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")
     return path
 
@@ -124,3 +131,52 @@ def test_a_course_messages_words_inside_a_quoted_english_sentence_are_not_called
     assert (1, "stream", quote.removeprefix("BM25 ").rstrip(".")) in found  # BM25: not a word (a digit)
     assert not [run for _, kind, run in found if kind == "stream" and run.endswith(UNTRANSLATED)], found
     assert (1, "text/plain", "measured on" + UNTRANSLATED) in found
+
+
+def test_english_in_an_output_fails_the_audit_unless_its_cell_shows_it_on_purpose(tmp_path, capsys):
+    """The notebook tests run this audit on every quick run of a Chinese copy (tests/test_notebooks.py): an English
+    sentence fails it, the same sentence in a cell `ON_PURPOSE` names is listed with its reason and passes, and a
+    catalogue message shown in English fails even there."""
+    sentence = {"output_type": "stream", "name": "stdout", "text": "S1 (en): The Team plan costs 45 euros per user.\n"}
+    stray = executed(tmp_path, [sentence], name="00_setup", source="print(plan)")
+    assert unexplained_findings(stray) == [(1, "stream", "The Team plan costs")]
+    assert main([str(stray)]) == 1
+    assert "1 to fix" in capsys.readouterr().out
+    code, reason = ON_PURPOSE["00_setup"][0]
+    shown = executed(tmp_path, [sentence], name="00_setup", source=f"sentences = [\n    {code} …\n]")
+    assert notebook_findings(shown) == [(1, "stream", "The Team plan costs")] and unexplained_findings(shown) == []
+    assert main([str(shown)]) == 0
+    assert f"(on purpose: {reason})" in capsys.readouterr().out
+    header = {"output_type": "execute_result", "data": {"text/plain": "   factual consistency\n0  0.5\n"}}
+    untranslated = executed(tmp_path, [sentence, header], name="00_setup", source=f"[{code}]")
+    assert unexplained_findings(untranslated) == [(1, "text/plain", "factual consistency" + UNTRANSLATED)]
+    elsewhere = executed(tmp_path, [sentence], name="01_chunking", source=f"[{code}]")
+    assert unexplained_findings(elsewhere), "an entry explains a cell of its own notebook only"
+
+
+def test_a_prompt_folded_away_is_not_met_but_its_summary_and_a_cut_off_fence_are_read_right():
+    """`show_model_text` folds the English prompt into a <details> block under a Chinese summary: the reader opens it
+    on purpose. An English summary is still English; a chunk that cuts a code fence off shows code, not prose; a
+    plain-text table's columns are read apart."""
+    prompt = "You write question-and-answer pairs that help a search engine find a text again later."
+    folded = (
+        f"<details><summary>这个块的系统提示词（模型读到的英文原文：点击展开）</summary><pre>{prompt}</pre></details>"
+    )
+    assert english_runs(folded) == []
+    assert english_runs(folded.replace("这个块的系统提示词", "The system prompt for this chunk")) == [
+        "The system prompt for this chunk"
+    ]
+    assert english_runs(f"<pre>{prompt}</pre>") == [prompt.rstrip(".")], "not folded: met"
+    cut = "<td><small>rag_techniques_note_zh.md #18</small><br>```python from collections import defaultdict def rrf…</td>"
+    assert english_runs(cut) == []
+
+
+def test_the_on_purpose_cells_are_still_in_the_chinese_copies():
+    """An entry whose code no Chinese copy has any more explains nothing: it must go (or follow the code)."""
+    stale = []
+    for stem, entries in ON_PURPOSE.items():
+        notebook = PROJECT_ROOT / "notebooks" / "zh" / f"{stem}.ipynb"
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"] if notebook.exists() else []
+        sources = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+        stale += [f"{stem}: {code!r}" for code, _ in entries if sum(code in source for source in sources) != 1]
+    assert not stale, "tools.zh_outputs.ON_PURPOSE names code that is not in exactly one cell:\n  " + "\n  ".join(stale)
