@@ -347,7 +347,8 @@ by_language = outcomes.groupby("language").agg(
     pairs_per_chunk=("pairs", "mean"),
 )
 print(t("Pairs per chunk against chunk length: thin chunks get fewer pairs."))
-print(outcomes.groupby(pd.cut(outcomes["chunk characters"], [0, 100, 300, 600, 900]), observed=True)["pairs"].mean().round(2).to_string())
+pairs_by_length = outcomes.groupby(pd.cut(outcomes["chunk characters"], [0, 100, 300, 600, 900]), observed=True)["pairs"]
+print(pairs_by_length.mean().round(2).rename_axis(t("chunk characters")).to_string())
 t_labels(by_language.style.format({"valid": "{:.0%}", "first_try": "{:.0%}", "pairs_per_chunk": "{:.2f}"}),
          ["language", "chunks", "valid", "first_try", "pairs_per_chunk"])
 

@@ -48,6 +48,25 @@ def test_the_reasons_no_document_was_read_are_in_the_course_language(tmp_path, m
     assert "notes.rtf: UnsupportedFileType: 'notes.rtf' — supported: " in str(english.value)
 
 
+def test_the_skipped_files_warning_and_the_index_report_are_in_the_course_language(tmp_path, monkeypatch, caplog):
+    """Notebook 05 shows the warning for each file a folder skips; notebook 03 prints what indexing did."""
+    from lessons.core.vectorstore import IndexStats
+
+    folder = bad_folder(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for language, skipped, report in (
+        ("zh", "已跳过 empty.txt：'empty.txt' 是空文件", "嵌入了 4 个块，0 个已在索引中，移除了 1 个"),
+        ("en", "Skipped empty.txt: 'empty.txt' is empty", "4 chunks embedded, 0 already indexed, 1 removed"),
+    ):
+        monkeypatch.setenv("AGENTIC_RAG_LANG", language)
+        caplog.clear()
+        with pytest.raises(NoDocumentsError):
+            process_documents(folder)
+        warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+        assert any(message.startswith(skipped) for message in warnings), (language, warnings)
+        assert str(IndexStats(added=4, already_indexed=0, removed=1)) == report
+
+
 def test_the_service_clients_timeout_is_in_the_course_language(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")

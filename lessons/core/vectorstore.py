@@ -28,7 +28,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from lessons.core.embeddings import embedder_name, get_embeddings
-from lessons.core.i18n import ReaderText
+from lessons.core.i18n import ReaderText, t
 from lessons.core.search_text import CONTEXT_HEADER, search_text
 from lessons.core.settings import get_settings
 from lessons.core.store_names import CHROMA_SERVER, EMBEDDED_CHROMA
@@ -111,7 +111,12 @@ class IndexStats:
     removed: int
 
     def __str__(self) -> str:
-        return f"{self.added} chunks embedded, {self.already_indexed} already indexed, {self.removed} removed"
+        return t(
+            "{added} chunks embedded, {already} already indexed, {removed} removed",
+            added=self.added,
+            already=self.already_indexed,
+            removed=self.removed,
+        )
 
 
 def index_documents(

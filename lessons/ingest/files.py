@@ -437,7 +437,7 @@ def _link_problem(path: Path, root: Path, real_root: Path) -> IngestError | None
 
 
 def _skipped(path: Path, error: IngestError) -> Skipped:
-    logger.warning("Skipped %s: %s", path.name, error)
+    logger.warning(t("Skipped {name}: {reason}", name=path.name, reason=error))
     return Skipped(str(path), f"{type(error).__name__}: {error}")
 
 
