@@ -21,11 +21,7 @@ made to **show its evidence**, and code can check the evidence:
    version" asks for a version number. A quote that repeats the question still counts when the chunk adds a figure
    the question lacks; when the judge copied the question as its quote, its answer, if it passes every check as a
    quote, is the evidence. With `check_answer`, the judge's short answer must also say something the question does
-   not, and be stated. With `extractive` (off by default: on held-out set 3 it traded one for one), code reads
-   what the question asks from the question itself when the judge's `asks_for` names none of its words (`asked_words`:
-   the words beside its question word, `MIN_ASKED_SHARE` of them around the quote), and when the judge's evidence
-   fails for any reason, the `FALLBACK_SENTENCES` sentences of the retrieved chunks that the relevance model ranks
-   first (`rank_sentences`; no chat-model call) are checked in turn exactly as a quote would be.
+   not, and be stated.
 3. The relevance signals the pipeline already has — the chat model's P(yes) per chunk, and the
    cross-encoder's score that the reranker records in `metadata[CROSS_ENCODER_KEY]` — must reach the
    language's thresholds (`AnswerabilityThresholds`; 0 switches a signal off). The check never scores again.
@@ -42,18 +38,17 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from langchain_core.cross_encoders import BaseCrossEncoder
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 
 from lessons.agents.answering import format_context
-from lessons.agents.claim_check import claim_is_grounded, content_tokens, figures, sentences
+from lessons.agents.claim_check import claim_is_grounded, content_tokens, figures
 from lessons.core.i18n import N_
 from lessons.core.prompt_safety import DATA_RULE
 from lessons.core.search_text import CONTEXT_HEADER
 from lessons.core.structured import invoke_structured
-from lessons.retrieval.rerank import RELEVANCE_SCORE, cross_encoder_languages, score_pairs
+from lessons.retrieval.rerank import RELEVANCE_SCORE
 from lessons.text.language import detect_language
 from lessons.text.normalise import normalise_for_match
 
@@ -67,9 +62,6 @@ MIN_QUESTION_SHARE = 0.2  # of the question's own words around the quote, when t
 MIN_TERM_COVERAGE = 0.0  # share of the question's content words around the quote (0: not required; see verify_evidence)
 WINDOW_CHARS = 300  # the neighbourhood of a quote in which the question's figures must occur
 CONTEXT_CHARS = 1200  # each chunk as the judge reads it
-FALLBACK_SENTENCES = 3  # with `extractive`: the best-ranked sentences checked when the judge's evidence fails
-ASKED_WORDS = 2  # with `extractive`: the words beside the question word that name what it asks ("default recursion")
-MIN_ASKED_SHARE = 0.5  # of them around the quote (or of the question's own words when it has no question word)
 
 
 class Evidence(BaseModel):
@@ -385,7 +377,6 @@ class QuoteMatch:
     end: int
     evidence: float = 1.0  # the share of the quote found in the chunk and NOT in the question: what it adds
     from_answer: bool = False  # the judge's answer, not its quote, is the evidence found (`verify_evidence`)
-    extracted: str = ""  # the sentence code chose when the judge's quote failed (`verify_evidence`'s `fallback`)
 
 
 def _marks(blocks, size: int, offset_of_needle: int = 1) -> list[bool]:
@@ -520,8 +511,6 @@ def verify_evidence(
     framing: bool = True,
     focus_share: float = MIN_FOCUS_SHARE,
     min_terms: float = MIN_TERM_COVERAGE,
-    fallback: Sequence[str] = (),
-    asked: bool = False,
 ) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
     """The code half of the check: (reason, where the quote is, the specifics, those missing, term coverage).
 
@@ -541,19 +530,15 @@ def verify_evidence(
     `focus_share`: of the words naming what is asked (`focus_terms` of the judge's `asks_for`), the share that must
     occur around the quote, else "asked-for missing" (the missing words come back as specifics of kind "focus");
     0 switches it off. `min_terms`: the share of the question's content words that must occur around the quote (the
-    term coverage returned), else "too few of the question's words" (0, the default, switches it off).
-
-    `fallback`: sentences of the chunks (`rank_sentences`, best first) checked in turn as the quote would be when the
-    judge's quote (and answer) fail, for any reason; the first that passes every check is the evidence
-    (`QuoteMatch.extracted`). `asked`: when the judge's `asks_for` names no word of the question, `MIN_ASKED_SHARE`
-    of the words beside the question word (`asked_words`) must occur around the quote, instead of
-    `MIN_QUESTION_SHARE` of all the question's words."""
+    term coverage returned), else "too few of the question's words" (0, the default, switches it off). When the
+    judge's `asks_for` names no word of the question, `MIN_QUESTION_SHARE` of the question's own words must occur
+    around the quote instead."""
     specifics = [s for s in question_specifics(question) if not (s.kind == "name" and s.forms[0] in subject)]
     if check_answer:
         problem = answer_problem(question, evidence.answer, documents)
         if problem:
             return problem, None, specifics, [], None
-    options = (documents, subject, specifics, min_coverage, names_near_quote, framing, focus_share, min_terms, asked)
+    options = (documents, subject, specifics, min_coverage, names_near_quote, framing, focus_share, min_terms)
     checked = _check_quote(question, evidence.quote, evidence.asks_for, *options)
     if checked[0] in _QUOTE_FAILURES and evidence.answer.strip() != evidence.quote.strip():
         # The judge copied the question (or a heading) as its quote and the answering passage as its answer: the
@@ -561,11 +546,6 @@ def verify_evidence(
         instead = _check_quote(question, evidence.answer, evidence.asks_for, *options)
         if instead[0] == "answerable":
             return instead[0], replace(instead[1], from_answer=True), *instead[2:]
-    if checked[0] != "answerable":
-        for sentence in fallback:
-            instead = _check_quote(question, sentence, evidence.asks_for, *options)
-            if instead[0] == "answerable":
-                return instead[0], replace(instead[1], extracted=sentence), *instead[2:]
     return checked
 
 
@@ -584,7 +564,6 @@ def _check_quote(
     framing: bool,
     focus_share: float,
     min_terms: float,
-    asked: bool = False,
 ) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
     """`verify_evidence` for one quote."""
     quoted = len(_needle(quote))
@@ -609,9 +588,7 @@ def _check_quote(
     if missing:
         return "specifics missing", match, specifics, missing, coverage
     focus, share = focus_terms(question, asks_for, subject), focus_share
-    if not focus and asked:  # the judge named nothing of the question: what the question asks, read from it
-        focus, share = asked_words(question, subject) or question_focus(question, subject), MIN_ASKED_SHARE
-    elif not focus:  # the judge named nothing of the question ("what it asks for"): the question's own words, fewer
+    if not focus:  # the judge named nothing of the question ("what it asks for"): the question's own words, fewer
         focus, share = question_focus(question, subject), min(focus_share, MIN_QUESTION_SHARE)
     absent = focus_missing(focus, window, share) if focus_share else []
     if absent:
@@ -619,40 +596,6 @@ def _check_quote(
     if min_terms and coverage is not None and coverage < min_terms:
         return "too few of the question's words", match, specifics, missing, coverage
     return "answerable", match, specifics, missing, coverage
-
-
-def candidate_sentences(documents: Sequence[Document]) -> list[str]:
-    """Every sentence and table row of `documents`, once each: each line cut into sentences (`claim_check.sentences`),
-    those shorter than `MIN_QUOTE_CHARS` left out. What `rank_sentences` ranks (introduced in notebook 04)."""
-    found = (s for d in documents for line in d.page_content.splitlines() for s in sentences(line))
-    return list(dict.fromkeys(s for s in found if len(_needle(s)) >= MIN_QUOTE_CHARS))
-
-
-def rank_sentences(
-    question: str,
-    documents: Sequence[Document],
-    scorer: BaseCrossEncoder | None = None,
-    top: int = FALLBACK_SENTENCES,
-) -> list[str]:
-    """The `top` sentences of `documents` most likely to state the answer, best first (introduced in notebook 04): by
-    the cross-encoder `scorer` when it reads the question's language (`cross_encoder_languages`: the packaged one is
-    English), else by the share of the question's own words (`question_focus`) each sentence holds."""
-    candidates = candidate_sentences(documents)
-    if not candidates:
-        return []
-    if scorer is not None and detect_language(question) in cross_encoder_languages(scorer):
-        scores = score_pairs(scorer, [(question, s) for s in candidates])
-    else:
-        words = question_focus(question)
-        scores = [_share_present(words, _normal(s)) for s in candidates]
-    ranked = sorted(range(len(candidates)), key=lambda i: -scores[i])  # stable: ties keep the chunks' order
-    return [candidates[i] for i in ranked[:top]]
-
-
-def _share_present(terms: Sequence[str], text: str) -> float:
-    """The share of `terms` that occur in `text` (normalised; Chinese terms looked for with the spaces removed)."""
-    unspaced = _unspaced(text)
-    return sum(t in (unspaced if _CJK_CHAR.search(t) else text) for t in terms) / len(terms) if terms else 0.0
 
 
 def focus_terms(question: str, asks_for: str, subject: Collection[str] = ()) -> list[str]:
@@ -664,52 +607,6 @@ def focus_terms(question: str, asks_for: str, subject: Collection[str] = ()) -> 
     asked_text = _unspaced(_normal(question))
     wanted = _asked_words(asks_for, subject)
     return [t for t in wanted if (t in asked_text if _CJK_CHAR.search(t) else t in asked)]
-
-
-_ASKING = re.compile(r"\b(?:what|which|who|whom|whose|how|when|where)\b", re.IGNORECASE)
-_ASKING_ZH = re.compile("什么|多少|哪些|哪个|哪一个|哪|几|谁")
-# Words between the question word and what it asks for ("What is the ...", "Which ... does"), and those that end it.
-_NOT_ASKED = frozenset(
-    ["is", "are", "was", "were", "does", "do", "did", "can", "could", "should", "would", "will", "has", "have", "had",
-     "the", "a", "an", "of", "for", "in", "on", "at", "by", "with", "from", "to", "that", "this", "must", "may",
-     "might", "per", "and", "or", "its", "it", "i", "we", "you", "my", "our", "your", "their"]
-)  # fmt: skip
-
-
-def asked_words(question: str, subject: Collection[str] = ()) -> list[str]:
-    """What `question` asks for, read from the question itself: the first `ASKED_WORDS` words after its question word
-    ("What is the default recursion limit of ..." → default, recursion; "Which insurance company ..." → insurance,
-    company), or for Chinese the word beside 什么 / 多少 / 哪个 (担任什么职位 → 职位). Empty when it has none (a yes/no
-    question). Used by the `extractive` check when the judge's `asks_for` names no word of the question; introduced
-    in notebook 04."""
-    from lessons.retrieval.retrievers import tokenize_jieba
-
-    names = {token for name in subject for token in content_tokens(name)}
-    found: list[str] = []
-    if _CJK_CHAR.search(question):
-        words = [w for w in tokenize_jieba(_normal(question)) if w.strip()]
-        for i, word in enumerate(words):
-            if not _ASKING_ZH.search(word):
-                continue
-            for j in (i + 1, i + 2, i - 1):
-                near = words[j] if 0 <= j < len(words) else ""
-                if _CJK_CHAR.search(near) and near not in _ZH_FUNCTION_WORDS and not _ASKING_ZH.search(near) \
-                        and near not in ("个", "是", "要"):  # fmt: skip
-                    found.append(near)
-                    break
-    else:
-        asking = _ASKING.search(question)
-        taken: list[str] = []
-        for word in re.findall(r"[A-Za-z][\w.-]*", question[asking.end() :] if asking else ""):
-            if word.lower() in _NOT_ASKED:
-                if taken:
-                    break
-                continue
-            taken.append(word)
-            if len(taken) >= ASKED_WORDS:
-                break
-        found = [t for word in taken for t in content_tokens(word)]
-    return [t for t in dict.fromkeys(found) if t not in names and t not in _QUESTION_WORDS]
 
 
 def question_focus(question: str, subject: Collection[str] = ()) -> list[str]:
@@ -844,9 +741,6 @@ class AnswerabilityCheck:
     the cross-encoder's scores are read from the chunks' metadata. A signal with no value is not applied.
     `subject`: the knowledge base's `common_names`, which no chunk needs to repeat.
     `check_answer`: also check the judge's short answer (`answer_problem`; `verify_evidence`).
-    `extractive`: read what the question asks from it when the judge's `asks_for` names none of its words
-    (`asked_words`), and when the judge's evidence fails, check the sentences the relevance model ranks first
-    (`rank_sentences` with `scorer`, by default the configured cross-encoder; no chat-model call).
     """
 
     def __init__(
@@ -857,24 +751,14 @@ class AnswerabilityCheck:
         max_chars: int = CONTEXT_CHARS,
         subject: Collection[str] = (),
         check_answer: bool = False,
-        extractive: bool = False,
-        scorer: BaseCrossEncoder | None = None,
     ):
         self.model, self.prompts, self.max_chars = model, dict(prompts), max_chars
-        self.check_answer, self.extractive, self._scorer = check_answer, extractive, scorer
+        self.check_answer = check_answer
         self.subject = frozenset(name.casefold() for name in subject)
         self.thresholds = dict(thresholds or NO_THRESHOLDS)
         missing = {"en", "zh"} - set(self.thresholds)
         if missing:
             raise ValueError(f"no answerability thresholds for {sorted(missing)}: give one per language (en, zh)")
-
-    def scorer(self) -> BaseCrossEncoder:
-        """The relevance model that ranks the fallback sentences: the one given, else the configured cross-encoder."""
-        if self._scorer is None:
-            from lessons.retrieval.rerank import get_cross_encoder
-
-            self._scorer = get_cross_encoder()
-        return self._scorer
 
     def evidence(self, question: str, documents: Sequence[Document]) -> Evidence:
         """The judge's quote and short answer from `documents` (one chat-model call)."""
@@ -891,15 +775,9 @@ class AnswerabilityCheck:
         p_yes: Sequence[float | None] | None = None,
     ) -> AnswerabilityVerdict:
         """The verdict from evidence already asked for: the code check, then the thresholds (no model call)."""
-        options = {"check_answer": self.check_answer, "asked": self.extractive}
         reason, match, specifics, missing, terms = verify_evidence(
-            question, evidence, documents, self.subject, **options
+            question, evidence, documents, self.subject, check_answer=self.check_answer
         )
-        if self.extractive and reason != "answerable":  # the sentences are ranked only when the judge's evidence failed
-            fallback = rank_sentences(question, documents, self.scorer())
-            reason, match, specifics, missing, terms = verify_evidence(
-                question, evidence, documents, self.subject, **options, fallback=fallback
-            )
         best_p, best_ce = _best(p_yes or []), _best(cross_encoder_scores(documents))
         gate = self.thresholds[detect_language(question)]
         verdict = reason
@@ -910,11 +788,7 @@ class AnswerabilityCheck:
         return AnswerabilityVerdict(
             answerable=verdict == "answerable",
             reason=verdict,
-            quote=(
-                match.extracted or evidence.answer
-                if match and (match.from_answer or match.extracted)
-                else evidence.quote
-            ).strip(),
+            quote=(evidence.answer if match and match.from_answer else evidence.quote).strip(),
             answer=evidence.answer.strip(),
             asks_for=evidence.asks_for.strip(),
             document=match.document if match else None,

@@ -244,10 +244,7 @@ def default_gate(
 ) -> RelevanceGate | AnswerabilityGate:
     """The grading loop's gate — one call for every pipeline: the `RelevanceGate` with `thresholds` (default
     `DEFAULT_GATE`), followed by the answerability check (`AnswerabilityGate`) unless `answerability` is False.
-    `subject`: the knowledge base's `common_names`, which the check does not ask every chunk to repeat.
-
-    The check is not `extractive` here: on set 3, never tuned on (benchmarks/results/answerability-fresh3.json), the
-    extractive variant answered 3 more of 40 answerable questions and 3 more of 40 near misses than the check."""
+    `subject`: the knowledge base's `common_names`, which the check does not ask every chunk to repeat."""
     gate = RelevanceGate(model, thresholds or DEFAULT_GATE)
     check = AnswerabilityCheck(model, subject=subject)
     return AnswerabilityGate(gate, check) if answerability else gate
