@@ -167,7 +167,7 @@ VARIANTS = {  # the code check's settings compared at analysis time (the judge's
     "names_near_quote": {"names_near_quote": True},
     "any_coverage": {"min_coverage": 0.0},
     "answer": {"check_answer": True},  # the judge's short answer must be new to the question and stated
-    "no_framing": {"framing": False},  # every quote character must come from the chunk (no framing from the question)
+    "framing": {"framing": True},  # words the judge took from the question count as copied (the default before)
     "no_focus": {"focus_share": 0.0},  # the words naming what is asked are not looked for around the quote
     "focus_any": {"focus_share": 0.01},  # one of them suffices
     "focus_all": {"focus_share": 1.0},  # every one of them
@@ -233,7 +233,7 @@ def _pairs(row: dict, signal: str) -> list[tuple[float, float]]:
 PREFIXES = {
     "check(names near)": "names_near_quote",
     "check(answer)": "answer",
-    "check(no framing)": "no_framing",
+    "check(framing)": "framing",
     "check(no focus)": "no_focus",
     "check(focus any)": "focus_any",
     "check(focus all)": "focus_all",
@@ -241,7 +241,7 @@ PREFIXES = {
 }
 SIGNALS = (
     "p_yes",
-    "check(no framing)",
+    "check(framing)",
     "check(no focus)",
     "check(focus any)",
     "check",
@@ -291,7 +291,7 @@ def analyse(rows: list[dict]) -> dict:
                     "check": auc(inside, outside, ok),
                     "check(names near)": auc(inside, outside, lambda r: ok(r, "names_near_quote")),
                     "check(answer)": auc(inside, outside, lambda r: ok(r, "answer")),
-                    "check(no framing)": auc(inside, outside, lambda r: ok(r, "no_framing")),
+                    "check(framing)": auc(inside, outside, lambda r: ok(r, "framing")),
                     "check(no focus)": auc(inside, outside, lambda r: ok(r, "no_focus")),
                     "check*p_yes": auc(inside, outside, lambda r: ok(r) * max(r["p_yes"])) if read_p else None,
                     "quote_coverage": auc(inside, outside, lambda r: r["quote_coverage"]),
