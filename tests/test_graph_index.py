@@ -110,3 +110,10 @@ def test_without_graph_neighbours_the_first_stage_order_is_kept():
 def test_summary_counts_the_graph():
     graph = graph_of({"a": ["X", "Y"], "b": ["X"]}, {"a": [("X", "is", "Y")]})
     assert graph.summary(max_share=1.0) == {"chunks": 2, "entities": 2, "related pairs": 1, "hubs": 0}
+
+
+def test_the_seeds_keep_their_ranks_above_hits_the_graph_also_reaches():
+    chunks = [chunk(c) for c in "abcd"]
+    graph = graph_of({"a": ["Hangzhou"], "d": ["Hangzhou"], "b": [], "c": []})
+    retriever = GraphExpansionRetriever.over(Fixed(documents=chunks), graph, chunks, seeds=2, k=4)
+    assert [d.metadata["chunk_id"] for d in retriever.invoke("q")] == ["a", "b", "d", "c"]

@@ -298,10 +298,12 @@ class GraphExpansionRetriever(BaseRetriever):
         return cls(first_stage=first_stage, graph=graph, chunks={chunk_key(c): c for c in chunks}, **options)
 
     def expand(self, hits: Sequence[Document]) -> list[Document]:
-        """The graph's list for these hits: related chunks, best first, each with the entities it shares."""
+        """The graph's list for these hits: the seeds first (the centre of the neighbourhood: left out, a seed would
+        fall below every hit the graph also reaches), then the related chunks, best first, each with the entities
+        it shares."""
         seeds = [chunk_key(hit) for hit in hits[: self.seeds]]
         related = self.graph.related_chunks(seeds, self.max_share)
-        return [
+        return list(hits[: self.seeds]) + [
             Document(page_content=self.chunks[key].page_content, metadata={**self.chunks[key].metadata, GRAPH: names})
             for key, _, names in related
             if key in self.chunks
@@ -310,7 +312,5 @@ class GraphExpansionRetriever(BaseRetriever):
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         hits = self.first_stage.invoke(query, config={"callbacks": run_manager.get_child()})
         expanded = self.expand(hits)
-        if not expanded:
-            return list(hits[: self.k])
         fused = reciprocal_rank_fusion([hits, expanded], weights=[1 - self.graph_weight, self.graph_weight])
         return fused[: self.k]
