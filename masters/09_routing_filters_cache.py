@@ -4,6 +4,7 @@
 #     quick_parameters:
 #       CACHE_PAIRS: 8
 #       N_FILTER: 1
+#       N_GRAPH_CHUNKS: 2
 #       N_ROUTE_LLM: 1
 #       ROUTE_QUESTIONS: 24
 #   jupytext:
@@ -41,8 +42,9 @@
 # | routing by the chat model | `lessons.retrieval.routing.LLMRouter` | one structured call per question |
 # | metadata filters | `lessons.retrieval.metadata_filter.FilterBuilder`, `filtered_retriever` | one structured call per question |
 # | semantic cache | `lessons.retrieval.semantic_cache.SemanticCache` | none (it saves calls) |
+# | Graph RAG (section 4, on the multi-hop questions) | `lessons.retrieval.graph_index.extract_graph`, `GraphExpansionRetriever` | one structured call per chunk, to build the graph |
 
-# %% [markdown] lang="zh" translates="aba238594500"
+# %% [markdown] lang="zh" translates="04d37078bf66"
 # # 09 · 路由（routing）、元数据过滤（metadata filter）和语义缓存（semantic cache），各自实测
 #
 # | | |
@@ -62,6 +64,7 @@
 # | 由对话模型路由 | `lessons.retrieval.routing.LLMRouter` | 每个问题一次结构化调用 |
 # | 元数据过滤 | `lessons.retrieval.metadata_filter.FilterBuilder`、`filtered_retriever` | 每个问题一次结构化调用 |
 # | 语义缓存 | `lessons.retrieval.semantic_cache.SemanticCache` | 不用（它省下调用） |
+# | Graph RAG（第 4 节，用多跳问题） | `lessons.retrieval.graph_index.extract_graph`、`GraphExpansionRetriever` | 每个块一次结构化调用，用来构建图 |
 
 # %% tags=["parameters"]
 # Parameters (the test suite runs this notebook with smaller values)
@@ -71,6 +74,7 @@ N_ROUTE_LLM = 12  # of them, routed by the chat model too (one call each)
 N_FILTER = 12  # gold questions that name a document, filtered by the chat model (one call each)
 CACHE_PAIRS = None  # paraphrase pairs the semantic cache is measured on (None: all of them)
 K = 4  # chunks retrieved; hit@K and recall@K
+N_GRAPH_CHUNKS = 10  # hits of the Graph RAG example whose entities the chat model extracts (one call each)
 
 # %%
 import tempfile
@@ -594,35 +598,157 @@ display(Markdown("\n".join(f"- {line}" for line in cache_findings)))
 # 缓存的键里还有知识库的版本，所以文档一改，缓存就清空，而不会给出文档已经不再支持的回答。
 
 # %% [markdown]
+# ## 4. Graph RAG: the names that link two chunks
+#
+# A multi-hop question joins facts that sit in different chunks, often in different documents: a meeting's minutes
+# name the customer that reported a bug, the customer cases say when that customer deployed Atlas. The chunk of the
+# second hop may share few words with the question — but it shares a **name** with the chunk of the first.
+# **Graph RAG** makes the names explicit. The chat model reads each chunk once and lists the named things in it and
+# how they relate (`extract_graph`: one structured call per chunk, at most five names and three relations, through
+# the LLM cache); code normalises the names (case, width, whitespace, "X (Y)" as one entity) and `EntityGraph`
+# links every chunk to the entities it mentions — a plain dict, no graph library needed at this size. At question
+# time `GraphExpansionRetriever` takes the reranked hybrid's top three hits as seeds, collects the chunks that
+# share an entity with them (rarer entities count more; one that most chunks mention links nothing), and fuses that
+# list with the first stage's by reciprocal rank fusion.
+#
+# Building the graph is the expensive part — one call per chunk, seconds each on a laptop — so this notebook reads
+# only the hits of one multi-hop question (`N_GRAPH_CHUNKS` of them); `benchmarks/bench_graph_rag.py` measured the
+# technique on every multi-hop gold question of both corpora, and the last table of this section shows its results.
+
+# %% [markdown] lang="zh" translates="b7af336b6d32"
+# ## 4. Graph RAG：把两个块连起来的名字
+#
+# 多跳问题要把分散在不同块、常常是不同文档里的事实连起来：会议纪要说出报告问题的客户，客户案例说出这家客户什么时候部署了
+# Atlas。第二跳的块和问题可能没几个词相同——但它和第一跳的块共有一个**名字**。**Graph RAG** 把这些名字明确地抽出来。
+# 对话模型把每个块读一遍，列出其中的命名事物以及它们之间的关系（`extract_graph`：每个块一次结构化调用，最多五个名字、
+# 三条关系，经过 LLM 缓存）；代码把名字规范化（大小写、全角半角、空白，“X (Y)” 算同一个实体），`EntityGraph` 把每个块连到
+# 它提到的实体上——只是一个普通的 dict，这个规模用不着图库。提问时，`GraphExpansionRetriever` 把重排混合检索的前三个命中
+# 作为种子，收集和它们共有实体的块（越少见的实体分量越重；大多数块都提到的实体不连任何块），再用倒数排名融合（RRF）把这个
+# 列表和第一阶段的列表合并。
+#
+# 构建图是最贵的部分——每个块一次调用，在笔记本电脑上每次要好几秒——所以这个 notebook 只读一个多跳问题的命中
+# （`N_GRAPH_CHUNKS` 个）；`benchmarks/bench_graph_rag.py` 在两个语料库的全部多跳金标准问题上测了这项技术，本节最后一张表
+# 给出它的结果。
+
+# %%
+from lessons.evaluation import evidence_ranks
+from lessons.retrieval import EntityGraph, GraphExpansionRetriever, extract_graph
+
+graph_example = course_example(kb["course"]["gold"], en="en-053", zh="zh-029")
+graph_first = reranked_hybrid(kb["course"]["chunks"], kb["course"]["store"], k=10)
+graph_hits = graph_first.invoke(graph_example.question)
+with metered() as graph_meter:
+    extraction = extract_graph(llm, graph_hits, max_chunks=N_GRAPH_CHUNKS,
+                               progress=lambda chunks: tqdm(chunks, desc=t("entities")))
+graph = EntityGraph.from_extraction(extraction)
+print(graph_example.question)
+pd.DataFrame([{t("rank"): rank, t("source"): hit.metadata["source"],
+               t("entities"): ", ".join(extraction.entities.get(str(hit.metadata["chunk_id"]), [])),
+               t("relations"): "; ".join(" → ".join(r) for r in extraction.relations.get(str(hit.metadata["chunk_id"]), []))}
+              for rank, hit in enumerate(graph_hits[:N_GRAPH_CHUNKS], start=1)]).set_index(t("rank"))
+
+# %%
+graph_retriever = GraphExpansionRetriever.over(graph_first, graph, kb["course"]["chunks"], k=10)
+graph_found = graph_retriever.invoke(graph_example.question)
+graph_findings = [
+    t("The graph of {chunks} chunks: {entities} entities, {pairs} related pairs, {hubs} hub entities left out; "
+      "built with {calls} chat-model calls (+{cached} from the cache) in {seconds:.1f} s.",
+      chunks=graph.summary()["chunks"], entities=graph.summary()["entities"], pairs=graph.summary()["related pairs"],
+      hubs=graph.summary()["hubs"], calls=graph_meter.totals.calls, cached=graph_meter.totals.cached_calls,
+      seconds=extraction.seconds),
+    t("Evidence of the example at ranks {default} in the reranked hybrid and {graph} after graph expansion "
+      "({added} of the top 5 brought in by a shared entity).",
+      default=", ".join(map(str, evidence_ranks(graph_hits, graph_example))) or "—",
+      graph=", ".join(map(str, evidence_ranks(graph_found, graph_example))) or "—",
+      added=sum(1 for d in graph_found[:5] if d.metadata.get("graph_entities"))),
+]
+display(Markdown("\n".join(f"- {line}" for line in graph_findings)))
+
+# %%
+import json
+
+bench = json.loads((PROJECT_ROOT / "benchmarks" / "results" / "graph_rag.json").read_text(encoding="utf-8"))
+graph_names = {"default": t("reranked hybrid"), "context expansion": t("context expansion"),
+               "graph expansion": t("graph expansion")}
+graph_rows = [{t("corpus"): corpus, t("language"): language, t("questions"): result["by_language"]["default"][language]["n"],
+               **{f"{metric} · {label}": result["by_language"][name][language][metric]
+                  for metric in ("recall@5", "MRR@10") for name, label in graph_names.items()}}
+              for corpus, result in bench["corpora"].items() for language in ("en", "zh")
+              if language in result["by_language"]["default"]]
+pd.DataFrame(graph_rows).set_index([t("corpus"), t("language")])
+
+# %%
+per_question = [(r["id"], r["graph expansion"]["recall@5"] - r["default"]["recall@5"])
+                for result in bench["corpora"].values() for r in result["rows"]]
+cost = bench["extraction_cost"]
+graph_findings += [
+    t("benchmarks/bench_graph_rag.py ({date}): graph expansion raised recall@5 on {gained} of {n} multi-hop questions "
+      "({gained_ids}) and lowered it on {lost} ({lost_ids}).", date=bench["machine"]["date"], n=len(per_question),
+      gained=sum(d > 0 for _, d in per_question), gained_ids=", ".join(i for i, d in per_question if d > 0) or "—",
+      lost=sum(d < 0 for _, d in per_question), lost_ids=", ".join(i for i, d in per_question if d < 0) or "—"),
+    t("Its graphs were built from {chunks} chunks read in rank order (every question's first hit, then its second, …): "
+      "the top {depth} of every question complete within the {budget:.0f}-minute budget; {calls} chat-model calls, "
+      "{prompt:,} prompt and {completion:,} completion tokens, {minutes:.0f} min on a shared 2-core machine.",
+      chunks=sum(r["extracted"]["chunks"] for r in bench["corpora"].values()), budget=bench["settings"]["budget_minutes"],
+      depth=min(r["extracted"]["complete_depth"] for r in bench["corpora"].values()), minutes=cost["seconds"] / 60,
+      calls=cost["calls"] + cost["cached_calls"], prompt=cost["prompt_tokens"], completion=cost["completion_tokens"]),
+    t("Across those questions {added} passage(s) of the graph's top 5 came from outside the reranked hybrid's top 10; "
+      "the rest of what it changed is the order of the hits.",
+      added=sum(r["graph_added_top5"] for result in bench["corpora"].values() for r in result["rows"])),
+]
+display(Markdown("\n".join(f"- {line}" for line in graph_findings[2:])))
+
+# %% [markdown]
+# Where can the graph help? Where the chunk of the second hop is in reach but ranked low, and it names the same
+# rare thing as a top hit — a customer, a meeting, a release: the shared name pulls it up. Where does it not? Where
+# the reranked hybrid already has both hops in its top five (the first column of the table); where the name that
+# links the hops is one most chunks mention (Atlas, Tidewell), which the graph leaves out; where the 1.5B model
+# misses a name, or writes it in English in one chunk and in Chinese in the other with nothing to join the two;
+# and where the second hop was never read — the graph reaches only the chunks whose entities were extracted. It
+# also costs what the other techniques do not: a call per chunk before the first question, paid again when the
+# documents change. The findings above name the questions it raised and lowered; context expansion, which costs
+# no call, is the one to beat.
+
+# %% [markdown] lang="zh" translates="1064a97ce236"
+# 图在哪里能有用？第二跳的块够得着、但排得靠后，而且它和某个靠前的命中提到同一个少见的事物——一家客户、一次会议、一个版本：
+# 共有的名字把它拉上来。在哪里没用？重排混合检索的前五名里已经有了两跳的块（表的第一列）；连接两跳的名字是大多数块都提到的
+# （Atlas、Tidewell），图把它排除在外；1.5B 模型漏掉了一个名字，或者在一个块里写英文、在另一个块里写中文，没有什么把两者
+# 对上；以及第二跳的块根本没被读过——图只能到达抽取过实体的块。它还有别的技术没有的代价：第一个问题之前每个块一次调用，
+# 文档一改就要再付一次。上面的发现列出了它提升和拉低的问题；不花任何调用的上下文扩展（context expansion），才是要超过的对手。
+
+# %% [markdown]
 # ## What we found
 
 # %% [markdown] lang="zh" translates="88176c282aeb"
 # ## 我们发现了什么
 
 # %%
-display(Markdown("\n".join(f"- {line}" for line in [*route_findings, *filter_findings, *cache_findings,
+display(Markdown("\n".join(f"- {line}" for line in [*route_findings, *filter_findings, *cache_findings, *graph_findings,
                  t("The whole notebook took {minutes:.1f} min.", minutes=(time.perf_counter() - notebook_started) / 60)])))
 
 # %% [markdown]
 # ## What's next
 #
-# - Two techniques the other courses teach are not in this notebook yet: **Graph RAG** (entities and relations
-#   extracted from the chunks, retrieval that follows them) and **RAPTOR** (a tree of cluster summaries). Both
-#   need many chat-model calls per chunk to build; they are left to a later notebook, measured the same way.
+# - **RAPTOR** (a tree of cluster summaries, retrieval over leaves and summaries), which the other courses teach
+#   too, is not in this notebook: it needs many chat-model calls to build, and is left to a later notebook,
+#   measured the same way. Graph RAG is here only at the scale a laptop allows: a graph of a whole knowledge base
+#   costs one call per chunk (`benchmarks/bench_graph_rag.py --scope corpus` builds one); `N_GRAPH_CHUNKS` reads
+#   more of the example's hits.
 # - Larger measurements: `FULL = True` routes and filters every question with the chat model (one call each, the
 #   seconds per call as the tables above measured them); `benchmarks/bench_routing.py` and `benchmarks/bench_semantic_cache.py` measure both on more
 #   questions, with held-out halves.
 # - The service of notebook 08 does not use the cache or the router yet, and notebook 06's comparison has no row
-#   for them.
+#   for them, nor for graph expansion.
 
-# %% [markdown] lang="zh" translates="085073345b58"
+# %% [markdown] lang="zh" translates="8cb77ed528fc"
 # ## 下一步
 #
-# - 其他课程教的两种技术还不在这个 notebook 里：**Graph RAG**（从块里抽取实体和关系，检索时沿着它们走）和
-#   **RAPTOR**（由聚类摘要组成的树）。两者构建时每个块都要花很多次对话模型调用；留给以后的 notebook，用同样的方式实测。
+# - 其他课程也教的 **RAPTOR**（由聚类摘要组成的树，在叶子和摘要上一起检索）不在这个 notebook 里：构建它要花很多次
+#   对话模型调用，留给以后的 notebook，用同样的方式实测。Graph RAG 在这里只做到笔记本电脑承受得起的规模：整个知识库的图
+#   每个块要一次调用（`benchmarks/bench_graph_rag.py --scope corpus` 会构建它）；`N_GRAPH_CHUNKS` 让例子的更多命中被读取。
 # - 更大的测量：`FULL = True` 让对话模型对每个问题都做路由和过滤（每个问题一次调用，每次的秒数见上面的表）；
 #   `benchmarks/bench_routing.py` 和 `benchmarks/bench_semantic_cache.py` 在更多问题上测这两者，并留出一半做检验。
-# - notebook 08 的服务还没有用上缓存和路由器，notebook 06 的比较表里也还没有它们的行。
+# - notebook 08 的服务还没有用上缓存和路由器，notebook 06 的比较表里也还没有它们的行，图扩展也没有。
 
 # %%
 print(USAGE.report())
