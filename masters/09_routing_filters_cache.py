@@ -730,25 +730,32 @@ display(Markdown("\n".join(f"- {line}" for line in [*route_findings, *filter_fin
 # ## What's next
 #
 # - **RAPTOR** (a tree of cluster summaries, retrieval over leaves and summaries), which the other courses teach
-#   too, is not in this notebook: it needs many chat-model calls to build, and is left to a later notebook,
-#   measured the same way. Graph RAG is here only at the scale a laptop allows: a graph of a whole knowledge base
-#   costs one call per chunk (`benchmarks/bench_graph_rag.py --scope corpus` builds one); `N_GRAPH_CHUNKS` reads
-#   more of the example's hits.
+#   too, is built in `lessons.retrieval.summary_tree` and measured by `benchmarks/bench_raptor.py` on the questions
+#   whose answer spans sections: on the course corpus it never brought more evidence into the top 5 than the
+#   default pipeline, for one chat-model call per cluster, so this notebook does not spend its minutes on it.
+#   Graph RAG is here only at the scale a laptop allows: a graph of a whole knowledge base costs one call per chunk
+#   (`benchmarks/bench_graph_rag.py --scope corpus` builds one); `N_GRAPH_CHUNKS` reads more of the example's hits.
 # - Larger measurements: `FULL = True` routes and filters every question with the chat model (one call each, the
 #   seconds per call as the tables above measured them); `benchmarks/bench_routing.py` and `benchmarks/bench_semantic_cache.py` measure both on more
 #   questions, with held-out halves.
-# - The service of notebook 08 does not use the cache or the router yet, and notebook 06's comparison has no row
-#   for them, nor for graph expansion.
+# - The service of notebook 08 answers a repeated question from this semantic cache (`AGENTIC_RAG_SERVICE_ANSWER_CACHE`;
+#   any upload or delete starts a new one); it does not route. The metadata filter is a pipeline of the evaluation
+#   command and of notebook 06's `FULL` run (`filtered+rerank`); the router, the cache and graph expansion have no
+#   row there yet.
 
-# %% [markdown] lang="zh" translates="8cb77ed528fc"
+# %% [markdown] lang="zh" translates="4ae0bbfd912f"
 # ## 下一步
 #
-# - 其他课程也教的 **RAPTOR**（由聚类摘要组成的树，在叶子和摘要上一起检索）不在这个 notebook 里：构建它要花很多次
-#   对话模型调用，留给以后的 notebook，用同样的方式实测。Graph RAG 在这里只做到笔记本电脑承受得起的规模：整个知识库的图
-#   每个块要一次调用（`benchmarks/bench_graph_rag.py --scope corpus` 会构建它）；`N_GRAPH_CHUNKS` 让例子的更多命中被读取。
+# - 其他课程也教的 **RAPTOR**（由聚类摘要组成的树，在叶子和摘要上一起检索）在 `lessons.retrieval.summary_tree` 里实现，
+#   由 `benchmarks/bench_raptor.py` 在答案跨章节的问题上实测：在课程语料库上，它从没有比默认流水线（pipeline）把更多证据带进前 5，
+#   却要为每个聚类花一次对话模型调用，所以这个 notebook 不把时间花在它上面。Graph RAG 在这里只做到笔记本电脑承受得起的
+#   规模：整个知识库的图每个块要一次调用（`benchmarks/bench_graph_rag.py --scope corpus` 会构建它）；`N_GRAPH_CHUNKS`
+#   让例子的更多命中被读取。
 # - 更大的测量：`FULL = True` 让对话模型对每个问题都做路由和过滤（每个问题一次调用，每次的秒数见上面的表）；
 #   `benchmarks/bench_routing.py` 和 `benchmarks/bench_semantic_cache.py` 在更多问题上测这两者，并留出一半做检验。
-# - notebook 08 的服务还没有用上缓存和路由器，notebook 06 的比较表里也还没有它们的行，图扩展也没有。
+# - notebook 08 的服务会用这里的语义缓存回答重复的问题（`AGENTIC_RAG_SERVICE_ANSWER_CACHE`；任何上传或删除都会换一个新
+#   缓存），但不做路由。元数据过滤是评测（evaluation）命令和 notebook 06 `FULL` 运行里的一条流水线（`filtered+rerank`）；路由器、
+#   缓存和图扩展在那里还没有自己的行。
 
 # %%
 print(USAGE.report())
