@@ -668,8 +668,8 @@ display(Markdown("\n".join(f"- {line}" for line in graph_findings)))
 import json
 
 bench = json.loads((PROJECT_ROOT / "benchmarks" / "results" / "graph_rag.json").read_text(encoding="utf-8"))
-graph_names = {"default": t("reranked hybrid"), "context expansion": t("context expansion"),
-               "graph expansion": t("graph expansion")}
+graph_names = {"default": "reranked hybrid", "context expansion": "context expansion",  # technique names, as in 02
+               "graph expansion": "graph expansion"}
 graph_rows = [{t("corpus"): corpus, t("language"): language, t("questions"): result["by_language"]["default"][language]["n"],
                **{f"{metric} · {label}": result["by_language"][name][language][metric]
                   for metric in ("recall@5", "MRR@10") for name, label in graph_names.items()}}
