@@ -167,6 +167,29 @@ def test_a_silent_server_that_keeps_working_is_not_replaced(fake_model, monkeypa
     assert again.pid == first.pid and local_server._pid_alive(first.pid)
 
 
+LONG_SPIN_WHEN_FLAGGED = SPINNING_WHEN_FLAGGED.replace("time.time() - began < 4", "time.time() - began < 20")
+
+
+def test_a_working_server_is_used_at_once_not_waited_for_under_the_lock(fake_model, monkeypatch, tmp_path):
+    """A server working for another process (its CPU time grows, /v1/models unanswered) is used at once: waiting for
+    it to fall silent held the shared lock, and every other kernel — even one answered from the LLM cache — queued
+    behind it for minutes (seen 6 Dec, three processes on one server)."""
+    import time
+
+    flag = tmp_path / "busy"
+    monkeypatch.setattr(
+        local_server,
+        "server_command",
+        lambda model, alias, port: [sys.executable, "-c", LONG_SPIN_WHEN_FLAGGED, str(port), alias, str(flag)],
+    )
+    first = ensure_server(timeout=20)
+    flag.touch()
+    started = time.monotonic()
+    again = ensure_server(timeout=20)
+    assert again.pid == first.pid and local_server._pid_alive(first.pid)
+    assert time.monotonic() - started < 10, "it waited for the 20-second busy spell to end"
+
+
 def test_the_server_keeps_a_prompt_prefix_cache_of_the_size_set(fresh_settings, monkeypatch, tmp_path):
     monkeypatch.setenv("AGENTIC_RAG_PROMPT_CACHE_MB", "256")
     fresh_settings()

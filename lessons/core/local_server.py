@@ -189,35 +189,33 @@ BUSY_GRACE_SECONDS = 120.0  # how long a running server may take to answer /v1/m
 
 
 def _answers_within(state: ServerInfo, grace: float) -> bool:
-    """Whether the running server answers /v1/models within `grace` seconds (polled while its process lives).
+    """Whether the running server is fit to use: it answers /v1/models, or its process is working.
 
-    A server busy with another process's long prompt on two cores can take more than a few seconds
-    to answer; replacing it then killed that process's request mid-way ("could not reach the local
-    model server"). llama.cpp's server answers /v1/models only between completions, so with several
-    kernels queued it can stay silent for minutes while it works: a server whose process keeps using
-    CPU is busy, not hung, and its deadline moves on (up to `BUSY_LIMIT_SECONDS`). Only a server
-    silent *and idle* for the whole grace period, or one whose process has died, is replaced.
+    A server busy with another process's long prompt on two cores can take minutes to answer: llama.cpp's server
+    answers /v1/models only between completions. Replacing it then killed that process's request mid-way ("could
+    not reach the local model server"), and waiting for a gap held the shared lock, so every other kernel — even
+    one whose answers were all in the LLM cache — waited behind it for minutes. A server whose process keeps using
+    CPU is working for someone: it is used at once, and this process's requests queue at the server like the
+    others'. Only a server silent *and idle* for the whole grace period, or one whose process has died, is replaced.
     """
-    start = time.monotonic()
-    deadline = start + grace
-    cpu, busy = _cpu_seconds(state.pid), False
+    deadline = time.monotonic() + grace
+    cpu, probe = _cpu_seconds(state.pid), PROBE_SECONDS  # a short first probe, then longer ones for a slow idle server
     while True:
-        wait = 10.0 if busy else min(10.0, max(1.0, deadline - time.monotonic()))
-        if served_models(state.url, timeout=wait) is not None:
+        if served_models(state.url, timeout=min(probe, max(1.0, deadline - time.monotonic()))) is not None:
             return True
+        probe = 10.0
         if not _pid_alive(state.pid):
             return False
         now_cpu = _cpu_seconds(state.pid)
-        busy = now_cpu is not None and cpu is not None and now_cpu > cpu + 0.5  # working: not hung
-        if busy:
-            deadline = min(time.monotonic() + grace, start + BUSY_LIMIT_SECONDS)
+        if now_cpu is not None and cpu is not None and now_cpu > cpu + 0.5:
+            return True  # working, not hung: its answer to this process comes in its turn
         cpu = now_cpu
         if time.monotonic() >= deadline:
             return False
         time.sleep(1.0)
 
 
-BUSY_LIMIT_SECONDS = 3600.0  # the longest a working but silent server is waited for
+PROBE_SECONDS = 3.0  # how long the first /v1/models probe waits before the server's CPU time is read
 
 
 def _cpu_seconds(pid: int | None) -> float | None:
