@@ -151,17 +151,22 @@ SPINNING_WHEN_FLAGGED = FAKE_OPENAI_SERVER.replace(
 )
 
 
-def test_a_silent_server_that_keeps_working_is_not_replaced(fake_model, monkeypatch, tmp_path):
-    # With several kernels queued, llama.cpp answers /v1/models only between completions: silent for
-    # longer than the grace period, but busy. Replacing it killed every queued request (seen 1 Dec).
-    flag = tmp_path / "busy"
+def _flagged_server(monkeypatch, code: str, flag):
+    """A fake server running `code` (its GET spins while `flag` exists), started, then flagged: busy from now on."""
     monkeypatch.setattr(
         local_server,
         "server_command",
-        lambda model, alias, port: [sys.executable, "-c", SPINNING_WHEN_FLAGGED, str(port), alias, str(flag)],
+        lambda model, alias, port: [sys.executable, "-c", code, str(port), alias, str(flag)],
     )
     first = ensure_server(timeout=20)
     flag.touch()
+    return first
+
+
+def test_a_silent_server_that_keeps_working_is_not_replaced(fake_model, monkeypatch, tmp_path):
+    # With several kernels queued, llama.cpp answers /v1/models only between completions: silent for
+    # longer than the grace period, but busy. Replacing it killed every queued request (seen 1 Dec).
+    first = _flagged_server(monkeypatch, SPINNING_WHEN_FLAGGED, tmp_path / "busy")
     monkeypatch.setattr(local_server, "BUSY_GRACE_SECONDS", 1.5)
     again = ensure_server(timeout=20)
     assert again.pid == first.pid and local_server._pid_alive(first.pid)
@@ -176,14 +181,7 @@ def test_a_working_server_is_used_at_once_not_waited_for_under_the_lock(fake_mod
     behind it for minutes (seen 6 Dec, three processes on one server)."""
     import time
 
-    flag = tmp_path / "busy"
-    monkeypatch.setattr(
-        local_server,
-        "server_command",
-        lambda model, alias, port: [sys.executable, "-c", LONG_SPIN_WHEN_FLAGGED, str(port), alias, str(flag)],
-    )
-    first = ensure_server(timeout=20)
-    flag.touch()
+    first = _flagged_server(monkeypatch, LONG_SPIN_WHEN_FLAGGED, tmp_path / "busy")
     started = time.monotonic()
     again = ensure_server(timeout=20)
     assert again.pid == first.pid and local_server._pid_alive(first.pid)
