@@ -9,6 +9,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import save
+from lessons.core.embeddings import unit_vectors
 from lessons.core.vectorstore import chroma_client
 
 N, DIM, QUERIES = 10_000, 384, 200
@@ -16,8 +17,7 @@ N, DIM, QUERIES = 10_000, 384, 200
 
 def main():
     rng = np.random.default_rng(0)
-    vectors = rng.normal(size=(N, DIM)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = unit_vectors(rng.normal(size=(N, DIM)).astype(np.float32))
     with tempfile.TemporaryDirectory() as tmp:
         collection = chroma_client(Path(tmp)).create_collection("bench", configuration={"hnsw": {"space": "cosine"}})
         start = time.perf_counter()

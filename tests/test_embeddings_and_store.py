@@ -5,7 +5,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from lessons.core.embeddings import E5Embeddings, USEEmbeddings, get_embeddings
+from lessons.core.embeddings import E5Embeddings, USEEmbeddings, get_embeddings, unit_vectors
 from lessons.core.vectorstore import chroma_client, content_id, index_documents, open_store
 
 DOCS = [
@@ -14,6 +14,23 @@ DOCS = [
     "Atlas Server listens on port 7420 by default.",
     "Atlas Server 默认监听 7420 端口。",
 ]
+
+
+def test_unit_vectors_scale_a_vector_or_each_row_to_length_one_and_keep_a_float_dtype():
+    matrix = unit_vectors(np.asarray([[3.0, 4.0], [0.0, 2.0]], dtype=np.float32))
+    assert matrix.dtype == np.float32 and np.allclose(matrix, [[0.6, 0.8], [0.0, 1.0]])
+    assert np.allclose(unit_vectors([3, 4]), [0.6, 0.8])
+
+
+def test_a_zero_vector_is_an_error_naming_the_text_and_the_embedder_in_the_course_language(monkeypatch):
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    with pytest.raises(ValueError, match=r"^the embedder fake turned 'second' into a zero or non-finite vector"):
+        unit_vectors([[1.0, 0.0], [0.0, 0.0]], ["first", "second"], "fake")
+    with pytest.raises(ValueError, match=r"^vector 1 of 2 is zero or not finite"):
+        unit_vectors([[1.0, 0.0], [np.nan, 1.0]])
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    with pytest.raises(ValueError, match=r"^嵌入模型 fake 把 'second' 变成了零向量或非有限向量"):
+        unit_vectors([[1.0, 0.0], [0.0, 0.0]], ["first", "second"], "fake")
 
 
 @pytest.fixture(scope="module", params=["e5", "use"])

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
+from lessons.core.embeddings import unit_vectors
 from lessons.core.fakes import ScriptedChatModel
 from lessons.retrieval.routing import (
     NEITHER,
@@ -31,8 +32,7 @@ class TableEmbeddings(Embeddings):
 
 
 def unit(*values):
-    vector = np.asarray(values, dtype=np.float32)
-    return vector / np.linalg.norm(vector)
+    return unit_vectors(np.asarray(values, dtype=np.float32))
 
 
 VECTORS = {
@@ -70,6 +70,13 @@ def test_the_embedding_router_refuses_bad_settings():
         EmbeddingRouter({**VECTORS, NEITHER: VECTORS["course"]}, embeddings, threshold=0.5)
     with pytest.raises(ValueError, match="at least 1"):
         EmbeddingRouter(VECTORS, embeddings, threshold=0.5, k=0)
+
+
+def test_a_question_the_embedder_turns_into_a_zero_vector_is_an_error_not_a_zero_score():
+    embeddings = TableEmbeddings({"?": [0.0, 0.0, 0.0]})
+    router = EmbeddingRouter(VECTORS, embeddings, threshold=0.5)
+    with pytest.raises(ValueError, match=r"^the embedder table-embedder turned '\?' into a zero or non-finite vector"):
+        router.scores("?")
 
 
 def test_balanced_accuracy_weighs_each_route_alike():

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from lessons.core.i18n import t
 from lessons.core.settings import get_settings
 
 
@@ -68,9 +69,7 @@ class USEEmbeddings(Embeddings):
         self._model = USE(threads=self.threads)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.maximum(norms, 1e-12)
+        return unit_vectors(np.asarray(self._model.encode(list(texts)), dtype=np.float32), texts, self.name)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return _in_batches(self._encode, texts, self.batch_size, self.dim)
@@ -97,6 +96,48 @@ def embedder_name(embeddings: Embeddings) -> str:
     """What names an embedder's vectors (its `name`, else its class): a Chroma collection, a semantic-cache key and a
     calibrated threshold are each tied to it, so vectors of two embedders are never compared."""
     return str(getattr(embeddings, "name", type(embeddings).__name__))
+
+
+def unit_vectors(
+    vectors: np.ndarray | Sequence[float] | Sequence[Sequence[float]],
+    texts: str | Sequence[str] | None = None,
+    embedder: Embeddings | str | None = None,
+) -> np.ndarray:
+    """`vectors` scaled to length 1: one vector, or each row of a matrix (a float array keeps its dtype), so that a
+    dot product of two is their cosine similarity.
+
+    A zero or non-finite vector has no direction, and no embedder that works returns one: it is an error, never
+    clamped to a zero similarity. `texts` (one per row, or one for all the rows: the token vectors of one text) and
+    `embedder` name in it what was embedded and by which model; without them, the row.
+    """
+    vectors = np.asarray(vectors)
+    if not np.issubdtype(vectors.dtype, np.floating):
+        vectors = vectors.astype(np.float64)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    broken = ~np.isfinite(norms) | (norms == 0.0)
+    if broken.any():
+        row = int(np.flatnonzero(broken.reshape(-1))[0])
+        if texts is None or embedder is None:
+            raise ValueError(
+                t(
+                    "vector {row} of {rows} is zero or not finite: it has no direction, so no cosine similarity. "
+                    "Embed its text again with an embedder that works",
+                    row=row,
+                    rows=broken.size,
+                )
+            )
+        text = texts if isinstance(texts, str) else texts[row]
+        name = embedder if isinstance(embedder, str) else embedder_name(embedder)
+        raise ValueError(
+            t(
+                "the embedder {name} turned {text} into a zero or non-finite vector: it has no direction, so no cosine "
+                "similarity. Check that the text is not empty and that the model loaded; a fake embedder in a test "
+                "needs a small constant component so that no text embeds to zero",
+                name=name,
+                text=repr(text[:80] + ("…" if len(text) > 80 else "")),
+            )
+        )
+    return vectors / norms
 
 
 _instances: dict[str, Embeddings] = {}

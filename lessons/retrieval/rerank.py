@@ -35,6 +35,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
+from lessons.core.embeddings import unit_vectors
 from lessons.core.i18n import t
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.search_text import search_text
@@ -355,10 +356,10 @@ class EmbeddingReranker(BaseDocumentCompressor):
         if not head:
             return []
         embeddings = self._embedder()
-        question = np.asarray(embeddings.embed_query(query), dtype=float)
-        passages = np.asarray(embeddings.embed_documents([search_text(d) for d in head]), dtype=float)
-        norms = np.maximum(np.linalg.norm(passages, axis=1) * np.linalg.norm(question), 1e-12)
-        similarity = passages @ question / norms
+        question = unit_vectors(np.asarray(embeddings.embed_query(query), dtype=float), query, embeddings)
+        texts = [search_text(d) for d in head]
+        passages = unit_vectors(np.asarray(embeddings.embed_documents(texts), dtype=float), texts, embeddings)
+        similarity = passages @ question
         ranked = sorted(
             (with_score(d, s) for d, s in zip(head, similarity)), key=lambda d: d.metadata["score"], reverse=True
         )

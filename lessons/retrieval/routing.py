@@ -26,7 +26,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from pydantic import BaseModel, Field, create_model
 
-from lessons.core.embeddings import embedder_name
+from lessons.core.embeddings import embedder_name, unit_vectors
 from lessons.core.i18n import t
 from lessons.core.search_text import search_text
 from lessons.core.structured import invoke_structured
@@ -124,14 +124,15 @@ class EmbeddingRouter:
         cached = cached_embeddings(embeddings)
         vectors = {}
         for route, documents in chunks.items():
-            matrix = np.asarray(cached.embed_documents([search_text(d) for d in documents]), dtype=np.float32)
-            vectors[route] = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+            texts = [search_text(d) for d in documents]
+            matrix = np.asarray(cached.embed_documents(texts), dtype=np.float32)
+            vectors[route] = unit_vectors(matrix, texts, embeddings)
         return cls(vectors, embeddings, threshold, k)
 
     def scores(self, question: str) -> dict[str, float]:
         """Each base's score for `question`: the mean cosine similarity of its `k` chunks nearest to it."""
         query = np.asarray(self.embeddings.embed_query(question), dtype=np.float32)
-        query /= max(float(np.linalg.norm(query)), 1e-12)
+        query = unit_vectors(query, question, self.embeddings)
         result = {}
         for route, matrix in self.vectors.items():
             similarities = matrix @ query

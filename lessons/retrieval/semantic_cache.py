@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import time
 from collections.abc import Iterable, Sequence
@@ -38,7 +37,7 @@ import numpy as np
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from lessons.core.embeddings import embedder_name
+from lessons.core.embeddings import embedder_name, unit_vectors
 from lessons.core.i18n import t
 from lessons.core.llm_cache import SQLiteFile
 from lessons.text.language import detect_language
@@ -184,7 +183,7 @@ class SemanticCache(SQLiteFile):
         rows = []
         for (question, answer, metadata), vector in zip(entries, raw, strict=True):
             payload = json.dumps({"answer": answer, "metadata": metadata or {}}, ensure_ascii=False)
-            vector = self._normalised(vector)
+            vector = unit_vectors(np.asarray(vector, dtype=np.float32), question, self.embedder)
             rows.append((self.key(question), self.embedder, self.kb_version, detect_language(question), question,
                          vector.tobytes(), payload, time.time()))  # fmt: skip
         with self._connect() as db:
@@ -229,15 +228,9 @@ class SemanticCache(SQLiteFile):
         if question not in self._recent:
             if len(self._recent) >= 64:
                 self._recent.pop(next(iter(self._recent)))
-            self._recent[question] = self._normalised(self.embeddings.embed_query(question))
+            vector = np.asarray(self.embeddings.embed_query(question), dtype=np.float32)
+            self._recent[question] = unit_vectors(vector, question, self.embedder)
         return self._recent[question]
-
-    def _normalised(self, raw: Sequence[float]) -> np.ndarray:
-        vector = np.asarray(raw, dtype=np.float32)
-        norm = float(np.linalg.norm(vector))
-        if not math.isfinite(norm) or norm == 0.0:
-            raise ValueError(t("the embedder {name} returned a zero vector for a question", name=self.embedder))
-        return vector / norm
 
     def _row(self, key: str) -> tuple[str, str] | None:
         return self._connect().execute("SELECT question, answer FROM semantic_cache WHERE key = ?", (key,)).fetchone()

@@ -33,6 +33,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from pydantic import ConfigDict
 
+from lessons.core.embeddings import unit_vectors
 from lessons.core.i18n import t
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.search_text import CONTEXT_HEADER, search_text
@@ -81,8 +82,7 @@ def cluster_vectors(vectors: np.ndarray, max_size: int = MAX_MEMBERS, min_size: 
         raise ValueError(f"max_size {max_size} and min_size {min_size} must be at least 1")
     if len(vectors) < 2:
         return [[0]] if len(vectors) == 1 and min_size <= 1 else []
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    root = to_tree(linkage(unit, method="ward"))
+    root = to_tree(linkage(unit_vectors(vectors), method="ward"))
     clusters, stack = [], [root]
     while stack:
         node = stack.pop()
@@ -297,11 +297,11 @@ def index_vectors(store, chunks: Sequence[Document]) -> np.ndarray:
 
 def question_order(store, query: str) -> Callable[[list[Document]], list[Document]]:
     """An order for a summary's members: nearest to `query` first (cosine of the vectors `store` holds for them)."""
-    question = np.asarray(store.embeddings.embed_query(query), dtype=np.float64)
+    question = unit_vectors(np.asarray(store.embeddings.embed_query(query), dtype=np.float64), query, store.embeddings)
 
     def order(leaves: list[Document]) -> list[Document]:
-        vectors = index_vectors(store, leaves)
-        similarity = vectors @ question / np.maximum(np.linalg.norm(vectors, axis=1) * np.linalg.norm(question), 1e-12)
+        vectors = unit_vectors(index_vectors(store, leaves), [search_text(d) for d in leaves], store.embeddings)
+        similarity = vectors @ question
         return [leaves[i] for i in np.argsort(-similarity, kind="stable")]
 
     return order
