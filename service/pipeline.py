@@ -21,6 +21,7 @@ Introduced in notebook 08 (from notebook to service).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -106,19 +107,41 @@ class Answer:
                 "answerability": self.answerability, "rounds": self.rounds, "gate": self.gate}  # fmt: skip
 
 
-_SUBJECTS: dict[frozenset, frozenset[str]] = {}
-_CACHES: dict[tuple, Any] = {}
+@dataclass
+class SnapshotFacts:
+    """What the service derives from one snapshot's chunks, read from the index once for both: the served documents'
+    `common_names` (`subject`) and their `knowledge_base_version` (None for an empty snapshot), with the answer
+    caches opened for that version (one per SQLite file)."""
+
+    index: Any
+    generations: frozenset
+    subject: frozenset[str]
+    version: str | None
+    caches: dict[str, Any] = field(default_factory=dict)
+
+
+_FACTS: list[SnapshotFacts] = []  # one snapshot at a time: the live index moves on
+_FACTS_LOCK = threading.Lock()
+
+
+def snapshot_facts(index, snapshot: Snapshot) -> SnapshotFacts:
+    """The `SnapshotFacts` of this index's snapshot, computed on its first request and kept until another snapshot
+    (or another index) asks."""
+    from lessons.agents.answerability import common_names
+    from lessons.retrieval.semantic_cache import knowledge_base_version
+
+    key = frozenset(snapshot.generations.items())
+    with _FACTS_LOCK:
+        if not _FACTS or _FACTS[0].index is not index or _FACTS[0].generations != key:
+            chunks = index.chunks(snapshot.generations) if snapshot.generations else []
+            version = knowledge_base_version(chunks) if chunks else None
+            _FACTS[:] = [SnapshotFacts(index, key, common_names(chunks), version)]
+        return _FACTS[0]
 
 
 def subject_names(index, snapshot: Snapshot) -> frozenset[str]:
     """The served documents' `common_names` (their subject, which no chunk need repeat), once per snapshot."""
-    from lessons.agents.answerability import common_names
-
-    key = frozenset(snapshot.generations.items())
-    if key not in _SUBJECTS:
-        _SUBJECTS.clear()  # one snapshot at a time: the live index moves on
-        _SUBJECTS[key] = common_names(index.chunks(snapshot.generations)) if snapshot.generations else frozenset()
-    return _SUBJECTS[key]
+    return snapshot_facts(index, snapshot).subject
 
 
 def answer_cache(index, snapshot: Snapshot, path: Path):
@@ -128,17 +151,16 @@ def answer_cache(index, snapshot: Snapshot, path: Path):
     calibrated for the index's embedder (`DEFAULT_THRESHOLDS`, notebook 09); an embedder without one serves only
     the same question again (after `normalise_question`: case, spaces, the final question mark)."""
     from lessons.core.embeddings import embedder_name
-    from lessons.retrieval.semantic_cache import DEFAULT_THRESHOLDS, SemanticCache, knowledge_base_version
+    from lessons.retrieval.semantic_cache import DEFAULT_THRESHOLDS, SemanticCache
 
-    if not snapshot.generations:
+    facts = snapshot_facts(index, snapshot)
+    if facts.version is None:
         return None
-    key = (str(path), frozenset(snapshot.generations.items()))
-    if key not in _CACHES:
-        _CACHES.clear()  # one snapshot at a time: the live index moves on
-        version = knowledge_base_version(index.chunks(snapshot.generations))
-        threshold = DEFAULT_THRESHOLDS.get((embedder_name(index.embeddings), True), 1.0)
-        _CACHES[key] = SemanticCache(path, index.embeddings, version, threshold=threshold)
-    return _CACHES[key]
+    with _FACTS_LOCK:
+        if str(path) not in facts.caches:
+            threshold = DEFAULT_THRESHOLDS.get((embedder_name(index.embeddings), True), 1.0)
+            facts.caches[str(path)] = SemanticCache(path, index.embeddings, facts.version, threshold=threshold)
+        return facts.caches[str(path)]
 
 
 def answer(

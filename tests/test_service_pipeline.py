@@ -1,5 +1,6 @@
 """The service's retrieve(): hybrid candidates, then the course's reranker (the packaged cross-encoder for English,
-the fused order for Chinese), or the hybrid order alone when the setting turns the reranker off."""
+the fused order for Chinese), or the hybrid order alone when the setting turns the reranker off; and what the service
+derives once per snapshot of the index (the documents' subject, the answer cache)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from lessons.retrieval import bm25_retriever
-from service.pipeline import CANDIDATES, RERANK_CANDIDATES, Snapshot, retrieve, service_reranker
+from service.pipeline import (
+    CANDIDATES,
+    RERANK_CANDIDATES,
+    Snapshot,
+    answer_cache,
+    retrieve,
+    service_reranker,
+    subject_names,
+)
 
 ENGLISH = "On which port does Atlas Server expose its APIs by default?"
 CHINESE = "杭州办公室的员工每年有多少天年假？"
@@ -100,3 +109,42 @@ def test_the_setting_turns_the_reranker_off_and_refuses_other_names(fresh_settin
     monkeypatch.setenv("AGENTIC_RAG_SERVICE_RERANKER", "cross-encoder")
     with pytest.raises(SettingsError, match="AGENTIC_RAG_SERVICE_RERANKER"):
         load_service_settings()
+
+
+class ChunkReadingIndex:
+    """What the per-snapshot memo needs from service.index.LiveIndex: each document's chunks by generation, and how
+    many times they were read."""
+
+    def __init__(self, documents: dict[str, str]):
+        self.documents, self.reads, self.embeddings = documents, 0, object()
+
+    def chunks(self, generations):
+        self.reads += 1
+        return [Document(self.documents[d], metadata={"source": f"{d}.md", "chunk_id": f"{d}:{j}:0"})
+                for d, j in generations.items()]  # fmt: skip
+
+
+THREE_DOCUMENTS = {d: f"Tidewell {d} rules for Atlas." for d in ("leave", "pricing", "security")}
+
+
+def test_the_subject_and_the_answer_cache_of_a_snapshot_read_its_chunks_once(tmp_path):
+    index, snapshot = ChunkReadingIndex(THREE_DOCUMENTS), Snapshot({d: 1 for d in THREE_DOCUMENTS})
+    cache = answer_cache(index, snapshot, tmp_path / "answers.sqlite")
+    assert subject_names(index, snapshot) == {"tidewell", "atlas"}
+    assert answer_cache(index, snapshot, tmp_path / "answers.sqlite") is cache
+    assert index.reads == 1
+    assert answer_cache(index, Snapshot({}), tmp_path / "answers.sqlite") is None
+    assert subject_names(index, Snapshot({})) == frozenset()
+
+
+def test_another_snapshot_or_another_index_is_never_served_the_last_ones_facts(tmp_path):
+    index, snapshot = ChunkReadingIndex(THREE_DOCUMENTS), Snapshot({d: 1 for d in THREE_DOCUMENTS})
+    path = tmp_path / "answers.sqlite"
+    first = answer_cache(index, snapshot, path)
+    subject_names(index, snapshot)
+    replaced = Snapshot({**snapshot.generations, "leave": 2})
+    index.documents["leave"] = "Tidewell leave rules for Atlas and Orca."
+    assert answer_cache(index, replaced, path).kb_version != first.kb_version
+    assert subject_names(index, replaced) == {"tidewell", "atlas", "orca"} and index.reads == 2
+    other = ChunkReadingIndex({d: f"Lisbon {d} notes." for d in THREE_DOCUMENTS})  # same generations, other documents
+    assert subject_names(other, snapshot) == {"lisbon"}
