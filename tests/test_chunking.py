@@ -6,8 +6,8 @@ import re
 import jieba
 import numpy as np
 import pytest
+from fakes import KeywordEmbeddings
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from lessons.chunking import (
@@ -69,17 +69,9 @@ def doc(text, **metadata):
     return Document(page_content=text, metadata={"source": "test.md", "language": "en", **metadata})
 
 
-class TopicEmbeddings(Embeddings):
-    """Sentences about backups point one way, everything else another: a boundary SemanticChunker must find."""
-
-    def _vector(self, text):
-        return [1.0, 0.0] if ("备份" in text or "backup" in text.lower()) else [0.0, 1.0]
-
-    def embed_documents(self, texts):
-        return [self._vector(text) for text in texts]
-
-    def embed_query(self, text):
-        return self._vector(text)
+def topic_embeddings(name=None):
+    """Sentences about backups (备份) point one way, everything else another: a boundary SemanticChunker must find."""
+    return KeywordEmbeddings(("backup", "备份"), name=name)
 
 
 def test_recursive_chunker_respects_size_and_keeps_metadata():
@@ -121,7 +113,7 @@ def test_embedder_token_counter_counts_without_the_prefix():
 
 def test_embedder_token_counter_names_the_fix_for_another_embedder():
     with pytest.raises(TypeError, match="get_embeddings\\('e5'\\)"):
-        embedder_token_counter(TopicEmbeddings())
+        embedder_token_counter(topic_embeddings())
 
 
 def test_sentence_chunks_end_at_sentence_ends_in_both_languages():
@@ -141,7 +133,7 @@ def test_semantic_chunker_cuts_where_the_topic_changes_without_adding_spaces():
     text = "备份每天凌晨两点运行。备份保留三十天。端口是七四二零。控制台使用七四八零端口。证书每年更新。"
     chunks = [
         chunk.page_content
-        for chunk in semantic_chunker(TopicEmbeddings(), breakpoint_percentile=50, buffer_size=0)(
+        for chunk in semantic_chunker(topic_embeddings(), breakpoint_percentile=50, buffer_size=0)(
             [doc(text, language="zh")]
         )
     ]
@@ -224,20 +216,10 @@ def test_parents_of_keeps_rank_order_drops_repeats_and_stops_at_k():
 
 
 def test_cached_embeddings_embed_each_text_once_and_keep_the_model_name(fresh_settings):
-    class CountingEmbeddings(TopicEmbeddings):
-        name = "topic-model"
-
-        def __init__(self):
-            self.embedded = []
-
-        def embed_documents(self, texts):
-            self.embedded += texts
-            return super().embed_documents(texts)
-
-    model = CountingEmbeddings()
+    model = topic_embeddings(name="topic-model")
     cached = cached_embeddings(model)
     first = cached.embed_documents(["备份", "port"])
     again = cached.embed_documents(["port", "证书"])
-    assert model.embedded == ["备份", "port", "证书"]
+    assert model.documents == ["备份", "port", "证书"]
     assert again[0] == first[1]
     assert cached.name == "topic-model"

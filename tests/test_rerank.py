@@ -3,6 +3,7 @@
 import math
 
 import pytest
+from fakes import TableEmbeddings
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 
@@ -223,27 +224,13 @@ def test_plain_hybrid_order_comes_first_then_what_the_deeper_fusion_adds():
     assert [d.page_content for d in plain_first(docs("b", "a"), docs("a", "c", "b", "d"))] == ["b", "a", "c", "d"]
 
 
-class _ByText:
-    """Fake embeddings: a fixed vector per passage text, the question along the first axis; counts its calls."""
-
-    def __init__(self, vectors):
-        self.vectors, self.calls = vectors, 0
-
-    def embed_query(self, text):
-        self.calls += 1
-        return [1.0, 0.0]
-
-    def embed_documents(self, texts):
-        self.calls += 1
-        return [self.vectors[text] for text in texts]
-
-
 def in_language(language, *texts):
     return [Document(page_content=text, metadata={"language": language}) for text in texts]
 
 
 CHINESE_QUESTION = "Chroma 的核心 API 只有几个函数？"
-CLOSER = {"a": [0.1, 1.0], "b": [0.5, 0.5], "c": [1.0, 0.1]}  # c is nearest the question, a farthest
+# The question along the first axis; c is nearest it, a farthest.
+CLOSER = {CHINESE_QUESTION: [1.0, 0.0], "a": [0.1, 1.0], "b": [0.5, 0.5], "c": [1.0, 0.1]}
 
 
 def test_a_question_is_cross_lingual_when_no_candidate_is_in_its_language():
@@ -266,7 +253,7 @@ def test_the_default_reranker_reorders_a_cross_lingual_question_by_the_multiling
     from lessons.retrieval.rerank import RELEVANCE_SCORE, default_reranker
 
     reranker = default_reranker(top_n=3)
-    reranker.cross_lingual.embeddings = _ByText(CLOSER)
+    reranker.cross_lingual.embeddings = TableEmbeddings(CLOSER)
     ranked = reranker.compress_documents(in_language("en", "a", "b", "c"), CHINESE_QUESTION)
     # RRF of the first stage (a, b, c; weight 0.2) and the embedder (c, b, a; weight 0.8); the old route kept a, b, c
     assert [d.page_content for d in ranked] == ["c", "b", "a"]
@@ -277,7 +264,9 @@ def test_an_in_language_chinese_question_keeps_the_first_stage_order():
     from lessons.retrieval.rerank import default_reranker
 
     reranker = default_reranker(top_n=3)
-    embeddings = reranker.cross_lingual.embeddings = _ByText({"甲": [0.1, 1.0], "乙": [0.5, 0.5], "丙": [1.0, 0.1]})
+    embeddings = reranker.cross_lingual.embeddings = TableEmbeddings(
+        {"甲": [0.1, 1.0], "乙": [0.5, 0.5], "丙": [1.0, 0.1]}
+    )
     ranked = reranker.compress_documents(in_language("zh", "甲", "乙", "丙"), CHINESE_QUESTION)
     assert [d.page_content for d in ranked] == ["甲", "乙", "丙"] and embeddings.calls == 0
 
@@ -285,7 +274,7 @@ def test_an_in_language_chinese_question_keeps_the_first_stage_order():
 def test_the_embedding_reranker_reads_only_its_depth_and_the_rest_follow():
     from lessons.retrieval.rerank import EmbeddingReranker
 
-    route = EmbeddingReranker(embeddings=_ByText(CLOSER), depth=3, first_stage_weight=0.0, top_n=5)
+    route = EmbeddingReranker(embeddings=TableEmbeddings(CLOSER), depth=3, first_stage_weight=0.0, top_n=5)
     ranked = route.compress_documents(in_language("en", "a", "b", "c", "d", "e"), CHINESE_QUESTION)
     assert [d.page_content for d in ranked] == ["c", "b", "a", "d", "e"]
     assert ranked[0].metadata[SCORE] > ranked[1].metadata[SCORE] > ranked[2].metadata[SCORE]

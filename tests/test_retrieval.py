@@ -1,14 +1,12 @@
 """First-stage retrievers: tokenizers, scored dense/BM25 results, reciprocal rank fusion, small-to-big."""
 
-import itertools
 import random
 
-import chromadb
 import pytest
-from langchain_chroma import Chroma
+from fakes import KeywordEmbeddings
+from fakes import memory_store as fake_store
 from langchain_classic.retrievers import EnsembleRetriever
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
 from lessons.retrieval import bm25_retriever, child_chunks, dense_retriever, hybrid_retriever, small_to_big_retriever
@@ -21,8 +19,6 @@ from lessons.retrieval.retrievers import (
     with_score,
 )
 
-_names = itertools.count()
-
 
 def chunk(text, source="a.md", index=0, **metadata):
     return Document(
@@ -31,32 +27,12 @@ def chunk(text, source="a.md", index=0, **metadata):
     )
 
 
-class WordEmbeddings(Embeddings):
-    """Bag-of-words vectors over a tiny vocabulary: enough to make nearest neighbours predictable."""
-
-    VOCABULARY = ("port", "leave", "backup", "price", "server", "days", "night", "euros")
-
-    def _embed(self, text):
-        words = text.lower().replace("?", " ").replace(".", " ").split()
-        vector = [float(words.count(word)) for word in self.VOCABULARY] + [0.01]
-        norm = sum(v * v for v in vector) ** 0.5
-        return [v / norm for v in vector]
-
-    def embed_documents(self, texts):
-        return [self._embed(t) for t in texts]
-
-    def embed_query(self, text):
-        return self._embed(text)
+# Bag-of-words vectors over a tiny vocabulary: enough to make nearest neighbours predictable.
+VOCABULARY = ("port", "leave", "backup", "price", "server", "days", "night", "euros")
 
 
 def memory_store():
-    return Chroma(
-        collection_name=f"test-{next(_names)}",
-        embedding_function=WordEmbeddings(),
-        client=chromadb.EphemeralClient(settings=chromadb.Settings(anonymized_telemetry=False)),
-        collection_configuration={"hnsw": {"space": "cosine"}},
-        relevance_score_fn=lambda distance: 1.0 - distance,
-    )
+    return fake_store(KeywordEmbeddings(VOCABULARY))
 
 
 class FixedRetriever(BaseRetriever):

@@ -3,7 +3,7 @@ structured routing decision against a scripted model."""
 
 import numpy as np
 import pytest
-from langchain_core.embeddings import Embeddings
+from fakes import TableEmbeddings
 
 from lessons.core.embeddings import unit_vectors
 from lessons.core.fakes import ScriptedChatModel
@@ -16,19 +16,6 @@ from lessons.retrieval.routing import (
     decide,
     route_schema,
 )
-
-
-class TableEmbeddings(Embeddings):
-    name = "table-embedder"
-
-    def __init__(self, vectors: dict[str, list[float]]):
-        self.vectors = vectors
-
-    def embed_query(self, text):
-        return self.vectors[text]
-
-    def embed_documents(self, texts):
-        return [self.vectors[text] for text in texts]
 
 
 def unit(*values):

@@ -7,8 +7,8 @@ embeds and `lessons.retrieval.retrievers.bm25_retriever` indexes `search_text` (
 
 from __future__ import annotations
 
+from fakes import KeywordEmbeddings
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
 from lessons.agents.three_agents import format_context
 from lessons.chunking.base import number_chunks
@@ -24,26 +24,9 @@ from lessons.retrieval.retrievers import (
 )
 
 
-class RecordingWordEmbeddings(Embeddings):
-    """Bag-of-words vectors over a tiny vocabulary; remembers every text it embedded as a document."""
-
-    name = "recording-words"
-    VOCABULARY = ("license", "httpx", "pydantic", "chromadb")
-
-    def __init__(self):
-        self.documents: list[str] = []
-
-    def _embed(self, text: str) -> list[float]:
-        words = text.lower().replace("?", " ").replace(">", " ").split()
-        vector = [float(words.count(word)) for word in self.VOCABULARY]
-        return vector if any(vector) else [0.01] * len(self.VOCABULARY)
-
-    def embed_documents(self, texts):
-        self.documents += list(texts)
-        return [self._embed(text) for text in texts]
-
-    def embed_query(self, text):
-        return self._embed(text)
+def recording_embeddings():
+    """Bag-of-words vectors over a tiny vocabulary; `documents` holds every text it embedded as a document."""
+    return KeywordEmbeddings(("license", "httpx", "pydantic", "chromadb"), name="recording-words")
 
 
 def license_chunks() -> list[Document]:
@@ -73,7 +56,7 @@ def test_number_chunks_puts_the_header_in_metadata_and_leaves_the_text_and_its_i
 
 
 def test_the_header_reaches_the_embedder_but_not_the_store_text_nor_the_prompt(tmp_path):
-    chunks, embeddings = license_chunks(), RecordingWordEmbeddings()
+    chunks, embeddings = license_chunks(), recording_embeddings()
     store = open_store("kb", embeddings, client=chroma_client(tmp_path))
     index_documents(store, chunks)
     assert sorted(embeddings.documents) == sorted(search_text(c) for c in chunks)
@@ -92,7 +75,7 @@ def test_the_header_reaches_the_embedder_but_not_the_store_text_nor_the_prompt(t
 
 
 def test_a_store_built_before_the_header_existed_is_embedded_again_not_reused(tmp_path):
-    chunks, embeddings = license_chunks(), RecordingWordEmbeddings()
+    chunks, embeddings = license_chunks(), recording_embeddings()
     store = open_store("kb", embeddings, client=chroma_client(tmp_path))
     index_documents(store, without_context_header(chunks))  # what a cache folder from before context headers holds
     embeddings.documents.clear()

@@ -6,8 +6,8 @@ import sqlite3
 
 import numpy as np
 import pytest
+from fakes import TableEmbeddings
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
 from lessons.retrieval.semantic_cache import (
     CacheProbe,
@@ -20,22 +20,6 @@ from lessons.retrieval.semantic_cache import (
     specifics_conflict,
 )
 
-
-class TableEmbeddings(Embeddings):
-    """Vectors from a table (angle in degrees on a circle, so cosine similarities are known); counts its calls."""
-
-    def __init__(self, angles: dict[str, float], name: str = "table-embedder"):
-        self.angles, self.name, self.calls = angles, name, 0
-
-    def embed_query(self, text: str) -> list[float]:
-        self.calls += 1
-        angle = np.radians(self.angles[text])
-        return [float(np.cos(angle)), float(np.sin(angle)), 0.0]
-
-    def embed_documents(self, texts):
-        return [self.embed_query(text) for text in texts]
-
-
 ANGLES = {
     "What port does Atlas use?": 0.0,
     "Which port does Atlas listen on?": 10.0,  # cos 10° = 0.985
@@ -45,10 +29,12 @@ ANGLES = {
     "What was NRR in Q2 2026?": 91.0,  # another quarter, one degree away: the guard's case
     "How high was NRR in Q3 2026?": 93.0,
 }
+# Each question's vector at its angle (degrees) on a circle, so every cosine similarity is known.
+ON_CIRCLE = {text: [float(np.cos(np.radians(a))), float(np.sin(np.radians(a))), 0.0] for text, a in ANGLES.items()}
 
 
 def cache(tmp_path, embeddings=None, kb="kb-1", threshold=0.95):
-    return SemanticCache(tmp_path / "cache.sqlite", embeddings or TableEmbeddings(ANGLES), kb, threshold=threshold)
+    return SemanticCache(tmp_path / "cache.sqlite", embeddings or TableEmbeddings(ON_CIRCLE), kb, threshold=threshold)
 
 
 def test_normalise_question_ignores_case_spacing_width_and_end_punctuation():
@@ -95,7 +81,9 @@ def test_the_guard_refuses_a_neighbour_that_names_another_quarter(tmp_path):
     assert semantic.lookup("What was NRR in Q2 2026?") is None
     assert semantic.nearest("What was NRR in Q2 2026?") is None  # the only stored question names Q3, not Q2
     assert semantic.nearest("What was NRR in Q2 2026?", guard=False).answer == "118%"  # cos 1° = 0.9998
-    unguarded = SemanticCache(tmp_path / "cache.sqlite", TableEmbeddings(ANGLES), "kb-1", threshold=0.99, guard=False)
+    unguarded = SemanticCache(
+        tmp_path / "cache.sqlite", TableEmbeddings(ON_CIRCLE), "kb-1", threshold=0.99, guard=False
+    )
     assert unguarded.lookup("What was NRR in Q2 2026?").answer == "118%"  # what the guard prevents
 
 
@@ -116,7 +104,7 @@ def test_an_entry_another_process_stores_is_seen(tmp_path):
 
 
 def test_the_same_question_normalised_is_served_without_embedding(tmp_path):
-    embeddings = TableEmbeddings(ANGLES)
+    embeddings = TableEmbeddings(ON_CIRCLE)
     semantic = cache(tmp_path, embeddings)
     semantic.store("What port does Atlas use?", "7420")
     calls = embeddings.calls
@@ -136,7 +124,7 @@ def test_another_knowledge_base_version_or_embedder_sees_nothing_of_the_old_entr
     assert cache(tmp_path).lookup("What port does Atlas use?") is not None  # persisted in the file
     assert cache(tmp_path, kb="kb-2").lookup("What port does Atlas use?") is None
     assert cache(tmp_path, kb="kb-2").lookup("Which port does Atlas listen on?") is None
-    other = TableEmbeddings(ANGLES, name="another-embedder")
+    other = TableEmbeddings(ON_CIRCLE, name="another-embedder")
     assert cache(tmp_path, embeddings=other).lookup("What port does Atlas use?") is None
     assert len(cache(tmp_path)) == 1 and len(cache(tmp_path, kb="kb-2")) == 0
 
@@ -159,11 +147,11 @@ def test_a_new_entry_is_seen_by_the_next_lookup(tmp_path):
 
 def test_bad_settings_are_refused_with_the_fix(tmp_path):
     with pytest.raises(ValueError, match="no calibrated threshold for the embedder table-embedder"):
-        SemanticCache(tmp_path / "c.sqlite", TableEmbeddings(ANGLES), "kb-1")
+        SemanticCache(tmp_path / "c.sqlite", TableEmbeddings(ON_CIRCLE), "kb-1")
     with pytest.raises(ValueError, match="knowledge_base_version"):
-        SemanticCache(tmp_path / "c.sqlite", TableEmbeddings(ANGLES), "", threshold=0.9)
+        SemanticCache(tmp_path / "c.sqlite", TableEmbeddings(ON_CIRCLE), "", threshold=0.9)
     with pytest.raises(ValueError, match="cosine similarity"):
-        SemanticCache(tmp_path / "c.sqlite", TableEmbeddings(ANGLES), "kb-1", threshold=1.5)
+        SemanticCache(tmp_path / "c.sqlite", TableEmbeddings(ON_CIRCLE), "kb-1", threshold=1.5)
     with pytest.raises(ValueError, match="empty question"):
         cache(tmp_path).store(" ? ", "x")
 
@@ -224,15 +212,13 @@ def test_answer_equivalents_join_questions_that_quote_the_same_evidence():
 class BatchTableEmbeddings(TableEmbeddings):
     """The table embedder with a batch method, as the course's e5 embedder has (`embed_queries`)."""
 
-    def __init__(self, angles):
-        super().__init__(angles)
+    def __init__(self, vectors):
+        super().__init__(vectors)
         self.batches = 0
 
     def embed_queries(self, texts):
         self.batches += 1
-        return [
-            [float(np.cos(np.radians(self.angles[t]))), float(np.sin(np.radians(self.angles[t]))), 0.0] for t in texts
-        ]
+        return [self._vector(text) for text in texts]
 
 
 def test_store_many_stores_what_one_store_each_would_in_one_batch(tmp_path):
@@ -240,7 +226,7 @@ def test_store_many_stores_what_one_store_each_would_in_one_batch(tmp_path):
     one_by_one = cache(tmp_path / "one")
     for question, answer, metadata in entries:
         one_by_one.store(question, answer, metadata)
-    batch = BatchTableEmbeddings(ANGLES)
+    batch = BatchTableEmbeddings(ON_CIRCLE)
     many = cache(tmp_path / "many", embeddings=batch)
     assert many.store_many(entries) == 2 and batch.batches == 1 and batch.calls == 0
     for question in ("Which port does Atlas listen on?", "How high was NRR in Q3 2026?"):
@@ -251,7 +237,7 @@ def test_store_many_stores_what_one_store_each_would_in_one_batch(tmp_path):
 
 
 def test_a_question_looked_up_twice_is_embedded_once(tmp_path):
-    embeddings = TableEmbeddings(ANGLES)
+    embeddings = TableEmbeddings(ON_CIRCLE)
     semantic = cache(tmp_path, embeddings=embeddings)
     semantic.store("What port does Atlas use?", "7420")
     calls = embeddings.calls

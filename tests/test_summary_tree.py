@@ -1,14 +1,11 @@
 """The summary tree (RAPTOR): deterministic bounded clusters, one summary per cluster in its language, bounded prompts,
 answers from the LLM cache on a re-run, and summaries that always map back to their member chunks."""
 
-import itertools
-
-import chromadb
 import numpy as np
 import pytest
-from langchain_chroma import Chroma
+from fakes import KeywordEmbeddings
+from fakes import memory_store as fake_store
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableLambda
 
 from lessons.core.fakes import ScriptedChatModel
@@ -28,24 +25,12 @@ from lessons.retrieval.summary_tree import (
     summary_tree_retriever,
 )
 
-_names = itertools.count()
+TOPICS = ("port", "leave", "backup", "price", "端口", "年假", "overview")  # one axis per topic word
 
 
-class TopicEmbeddings(Embeddings):
-    """One axis per topic word: chunks about the same topic are neighbours."""
-
-    TOPICS = ("port", "leave", "backup", "price", "端口", "年假", "overview")
-
-    def _embed(self, text):
-        vector = [float(text.lower().count(word)) for word in self.TOPICS] + [0.01]
-        norm = sum(v * v for v in vector) ** 0.5
-        return [v / norm for v in vector]
-
-    def embed_documents(self, texts):
-        return [self._embed(t) for t in texts]
-
-    def embed_query(self, text):
-        return self._embed(text)
+def topic_embeddings():
+    """Chunks about the same topic are neighbours."""
+    return KeywordEmbeddings(TOPICS)
 
 
 def chunk(text, source, index, language="en"):
@@ -67,13 +52,7 @@ CHUNKS = [
 
 
 def memory_store():
-    return Chroma(
-        collection_name=f"tree-{next(_names)}",
-        embedding_function=TopicEmbeddings(),
-        client=chromadb.EphemeralClient(settings=chromadb.Settings(anonymized_telemetry=False)),
-        collection_configuration={"hnsw": {"space": "cosine"}},
-        relevance_score_fn=lambda distance: 1.0 - distance,
-    )
+    return fake_store(topic_embeddings())
 
 
 def numbered_summaries(messages, tools):
@@ -98,7 +77,7 @@ def test_clusters_follow_the_vectors_are_bounded_and_deterministic():
 
 def test_one_summary_per_cluster_per_language_asked_in_that_language():
     model = ScriptedChatModel(default=numbered_summaries)
-    tree = build_summary_tree(CHUNKS, model, TopicEmbeddings(), max_members=3)
+    tree = build_summary_tree(CHUNKS, model, topic_embeddings(), max_members=3)
     assert len(model.calls) == len(tree.summaries) == sum(tree.clusters.values()) == 4
     assert tree.clusters == {"1-en": 2, "1-zh": 2}
     for call in model.calls:
@@ -123,9 +102,9 @@ def test_a_summary_prompt_reads_at_most_k_passages_and_c_characters():
 def test_a_rebuild_is_answered_by_the_llm_cache(tmp_path):
     cache = SQLiteLLMCache(tmp_path / "llm.sqlite")
     first_model = ScriptedChatModel(default=numbered_summaries, cache=cache)
-    first = build_summary_tree(CHUNKS, first_model, TopicEmbeddings(), max_members=3)
+    first = build_summary_tree(CHUNKS, first_model, topic_embeddings(), max_members=3)
     again_model = ScriptedChatModel(default=numbered_summaries, cache=cache)
-    again = build_summary_tree(CHUNKS, again_model, TopicEmbeddings(), max_members=3)
+    again = build_summary_tree(CHUNKS, again_model, topic_embeddings(), max_members=3)
     assert len(first_model.calls) == 4 and again_model.calls == []
     assert [s.metadata["chunk_id"] for s in again.summaries] == [s.metadata["chunk_id"] for s in first.summaries]
 
@@ -136,7 +115,9 @@ def overview_of_the_port(messages, tools):
 
 
 def test_a_summary_hit_from_the_index_comes_back_as_its_member_chunks_never_as_itself():
-    tree = build_summary_tree(CHUNKS, ScriptedChatModel(default=overview_of_the_port), TopicEmbeddings(), max_members=3)
+    tree = build_summary_tree(
+        CHUNKS, ScriptedChatModel(default=overview_of_the_port), topic_embeddings(), max_members=3
+    )
     store = memory_store()
     index_documents(store, tree.documents())
     retriever = summary_tree_retriever(tree, store, k=3, candidates=3, reranker=None)
@@ -165,7 +146,7 @@ def test_expansion_puts_members_in_the_summarys_place_and_fails_loudly_when_memb
 
 def test_a_second_level_summarises_summaries_and_expands_to_chunks():
     model = ScriptedChatModel(default=numbered_summaries)
-    tree = build_summary_tree(CHUNKS, model, TopicEmbeddings(), levels=2, max_members=3)
+    tree = build_summary_tree(CHUNKS, model, topic_embeddings(), levels=2, max_members=3)
     top = [s for s in tree.summaries if s.metadata["level"] == 2]
     assert top and len(model.calls) == len(tree.summaries)
     for summary in top:
