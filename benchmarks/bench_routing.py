@@ -6,7 +6,7 @@ Questions and the route each should take:
 - the held-out near misses (benchmarks/questions/near_miss*_<corpus>.jsonl) → their corpus; the few whose note
   calls them "plainly off" (明显…) ask about the corpus's subject too (a Tidewell allowance the handbook does not list),
   so their route is their corpus, and they are reported apart as well;
-- benchmarks/questions/off_corpus.jsonl (30 questions about neither corpus, en and zh) → "neither".
+- data/eval/off_corpus.jsonl (30 questions about neither corpus, en and zh) → "neither".
 
 The questions of each (set, corpus, language) cell are split by position: even positions calibrate the embedding
 router's "neither" threshold (half A), odd ones measure it (half B); the swap is reported too. The chat-model router
@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, save
+from lessons.ingest.corpus import GOLD_DIR
 
 QUESTIONS = Path(__file__).parent / "questions"
 CORPORA = ("course", "packages")
@@ -45,7 +46,7 @@ def questions() -> list[dict]:
                 plainly_off = q["note"].lower().startswith("plainly off") or q["note"].startswith("明显")
                 kind = "near-miss-plainly-off" if plainly_off else "near-miss"
                 rows.append({**{k: q[k] for k in ("id", "question", "language")}, "kind": kind, "route": corpus})
-    for line in (QUESTIONS / "off_corpus.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (GOLD_DIR / "off_corpus.jsonl").read_text(encoding="utf-8").splitlines():
         q = json.loads(line)
         rows.append({**{k: q[k] for k in ("id", "question", "language")}, "kind": "off-corpus", "route": q["route"]})
     cells: dict[tuple, int] = {}

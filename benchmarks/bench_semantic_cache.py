@@ -3,7 +3,7 @@ pairs, measured on the other half, per embedder, per language and per corpus.
 
 The cache of each knowledge base holds every gold question of that corpus (`load_gold`, both languages) with its
 gold answer, keyed by the corpus's real version (`knowledge_base_version` of its chunks). The lookups are
-benchmarks/questions/paraphrases.jsonl: for a gold question (`of`), a paraphrase (a hit is wanted, and right when the
+data/eval/paraphrases.jsonl: for a gold question (`of`), a paraphrase (a hit is wanted, and right when the
 stored question it finds is `of` or a gold question with the same evidence quote) and a "near" question that shares
 its words but asks something else (another quarter, office, release, package, default: any hit is a wrong answer).
 Each lookup is made twice: by similarity alone ("plain") and with the cache's guard (only stored questions that name
@@ -31,8 +31,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import RESULTS, save
+from lessons.ingest.corpus import GOLD_DIR
 
-PAIRS = Path(__file__).parent / "questions" / "paraphrases.jsonl"
+PAIRS = GOLD_DIR / "paraphrases.jsonl"
 MAX_WRONG_RATE = 0.01
 
 

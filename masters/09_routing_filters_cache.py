@@ -86,12 +86,11 @@ from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
 from lessons.core import PROJECT_ROOT, USAGE, course_language, get_chat_model, metered, model_banner, num, t, t_labels
-from lessons.ingest import load_gold, take_turns
+from lessons.ingest import GOLD_DIR, load_gold, take_turns
 from lessons.retrieval import load_knowledge_base
 
 pd.set_option("display.max_colwidth", 80)
 pd.set_option("display.width", 200)
-QUESTIONS_DIR = PROJECT_ROOT / "benchmarks" / "questions"
 print(model_banner())
 llm = get_chat_model()
 notebook_started = time.perf_counter()
@@ -107,7 +106,7 @@ pd.DataFrame({c: {t("chunks"): len(v["chunks"]), t("gold questions"): len(v["gol
 # A team with two knowledge bases does not want to search both for every question, and a question about
 # neither should be refused before any retrieval. The routing set: every gold question of both corpora
 # (its route is its corpus — the out-of-KB ones too, since they ask about the corpus's subject) and 30
-# questions about neither (`benchmarks/questions/off_corpus.jsonl`: cooking, geography, …).
+# questions about neither (`data/eval/off_corpus.jsonl`: cooking, geography, …).
 #
 # - The **embedding router** scores each base by the mean cosine similarity of its 3 chunks nearest to
 #   the question; the best base wins, and below a threshold the answer is "neither". The threshold was
@@ -116,12 +115,12 @@ pd.DataFrame({c: {t("chunks"): len(v["chunks"]), t("gold questions"): len(v["gol
 # - The **chat-model router** gets a one-line description of each base and makes one forced structured
 #   decision (`invoke_structured`, the way the agents decide).
 
-# %% [markdown] lang="zh" translates="bd6346cea4ee"
+# %% [markdown] lang="zh" translates="07494aa7bb47"
 # ## 1. 路由：课程文档、软件包 README，还是都不是
 #
 # 一个有两个知识库的团队，不想每个问题都把两个库都检索一遍；而一个两边都不相关的问题，应该在任何检索之前就被拒答（abstain）。
 # 路由测试集：两个语料库的每一道金标准问题（它的路由就是它所在的语料库——知识库外问题（out-of-KB question）也一样，
-# 因为它们问的是这个语料库的主题），再加 30 道两边都不相关的问题（`benchmarks/questions/off_corpus.jsonl`：烹饪、地理……）。
+# 因为它们问的是这个语料库的主题），再加 30 道两边都不相关的问题（`data/eval/off_corpus.jsonl`：烹饪、地理……）。
 #
 # - **嵌入路由器**给每个知识库打分：取离问题最近的 3 个块，求余弦相似度的平均；最高分的库胜出，低于阈值就答“neither”（都不是）。
 #   这个阈值由 `benchmarks/bench_routing.py` 在这些问题的一半上校准（每个语料库、每种语言里隔一道取一道），
@@ -133,7 +132,7 @@ from lessons.retrieval import EmbeddingRouter, LLMRouter
 
 rows = [{"id": q.id, "question": q.question, "language": q.language, "route": corpus}
         for corpus in CORPORA for q in kb[corpus]["gold"]]
-off_corpus = pd.read_json(QUESTIONS_DIR / "off_corpus.jsonl", lines=True)
+off_corpus = pd.read_json(GOLD_DIR / "off_corpus.jsonl", lines=True)
 routing = pd.concat([pd.DataFrame(rows), off_corpus[["id", "question", "language", "route"]]], ignore_index=True)
 routing["half"] = routing.groupby(["route", "language"]).cumcount().map(lambda i: "A" if i % 2 == 0 else "B")
 held_out = take_turns(routing[routing["half"] == "B"], ["language", "route"], ROUTE_QUESTIONS)
@@ -399,11 +398,11 @@ display(Markdown("\n".join(f"- {line}" for line in filter_findings)))
 # than the question asked ("NRR in Q2" never answers "NRR in Q3").
 #
 # The test: each knowledge base's cache holds every gold question with its gold answer. The lookups are pairs
-# written for the purpose (`benchmarks/questions/paraphrases.jsonl`): a **paraphrase** of a gold question (its
+# written for the purpose (`data/eval/paraphrases.jsonl`): a **paraphrase** of a gold question (its
 # answer should be served) and a **near** question in the same words that asks something else (another quarter,
 # office, release or package: any answer served is wrong).
 
-# %% [markdown] lang="zh" translates="c136dde151fa"
+# %% [markdown] lang="zh" translates="3033c8f524de"
 # ## 3. 放在回答前面的语义缓存
 #
 # 本地模型写一份回答要花好几秒；一个和已答问题足够接近的问题，可以立即拿到那份回答。`SemanticCache` 保存回答，
@@ -412,13 +411,13 @@ display(Markdown("\n".join(f"- {line}" for line in filter_findings)))
 # 版本或名称的已存问题参与竞争（“Q2 的 NRR”永远不会回答“Q3 的 NRR”）。
 #
 # 测试：每个知识库的缓存存入它的每一道金标准问题及其金标准答案。查询用的是为此专门写的问题对
-# （`benchmarks/questions/paraphrases.jsonl`）：一道金标准问题的**同义改写**（应该拿到它的回答），和一道用词相同、
+# （`data/eval/paraphrases.jsonl`）：一道金标准问题的**同义改写**（应该拿到它的回答），和一道用词相同、
 # 问的却是别的东西的**相近问题**（另一个季度、办公室、版本或软件包：给出任何回答都是错的）。
 
 # %%
 from lessons.retrieval import SemanticCache, answer_equivalents, knowledge_base_version
 
-all_pairs = pd.read_json(QUESTIONS_DIR / "paraphrases.jsonl", lines=True)
+all_pairs = pd.read_json(GOLD_DIR / "paraphrases.jsonl", lines=True)
 chosen = take_turns(all_pairs[all_pairs["kind"] == "near"], ["language", "corpus"], CACHE_PAIRS)["of"]
 pairs = all_pairs[all_pairs["of"].isin(chosen)]
 cache_dir = Path(tempfile.mkdtemp(prefix="nb09-cache-"))
@@ -667,11 +666,14 @@ display(Markdown("\n".join(f"- {line}" for line in graph_findings)))
 # %%
 import json
 
+from lessons.core import N_
+from lessons.evaluation import technique_label
+
 bench = json.loads((PROJECT_ROOT / "benchmarks" / "results" / "graph_rag.json").read_text(encoding="utf-8"))
-graph_names = {"default": "reranked hybrid", "context expansion": "context expansion",  # technique names, as in 02
-               "graph expansion": "graph expansion"}
+graph_names = {"default": N_("reranked hybrid"), "context expansion": N_("context expansion"),  # technique names
+               "graph expansion": N_("graph expansion")}  # shown in the reader's language, as in 02
 graph_rows = [{t("corpus"): corpus, t("language"): language, t("questions"): result["by_language"]["default"][language]["n"],
-               **{f"{metric} · {label}": result["by_language"][name][language][metric]
+               **{f"{metric} · {technique_label(label)}": result["by_language"][name][language][metric]
                   for metric in ("recall@5", "MRR@10") for name, label in graph_names.items()}}
               for corpus, result in bench["corpora"].items() for language in ("en", "zh")
               if language in result["by_language"]["default"]]

@@ -10,6 +10,7 @@ from lessons.core.exports import lazy_exports
 
 _EXPORTS = {
     "CORPUS_DIR": "lessons.ingest.corpus",
+    "GOLD_DIR": "lessons.ingest.corpus",
     "balanced_sample": "lessons.ingest.questions",
     "convert_file": "lessons.ingest.files",
     "course_example": "lessons.ingest.corpus",
@@ -23,6 +24,7 @@ _EXPORTS = {
 
 __all__ = [
     "CORPUS_DIR",
+    "GOLD_DIR",
     "balanced_sample",
     "convert_file",
     "course_example",

@@ -43,7 +43,7 @@ from lessons.core.llm_cache import SQLiteFile
 from lessons.text.language import detect_language
 from lessons.text.normalise import fold_width
 
-# Calibrated by benchmarks/bench_semantic_cache.py on every pair of benchmarks/questions/paraphrases.jsonl, per
+# Calibrated by benchmarks/bench_semantic_cache.py on every pair of data/eval/paraphrases.jsonl, per
 # (embedder name, guard): the threshold that serves the most right answers with no wrong one. Held out, the same
 # method served 1 wrong answer of 19 (calibrated on half A, 0.962) and 0 of 14 (on half B, 0.9728): the 1 % goal is
 # not shown on 47 pairs. Without the guard, or with the USE embedder, no threshold separates paraphrases from near
