@@ -64,7 +64,7 @@
 #
 # | | |
 # |---|---|
-# | **你将学到** | 适用于中文的关键词检索（BM25）；用倒数排名融合（RRF）做混合检索（hybrid retrieval）；small-to-big 检索；用真正的交叉编码器（cross-encoder）重排（reranking）——以及为什么重排模型的训练数据决定了它在哪里有效（英文模型遇到中文问题），又怎样按语言路由来解决；为什么重排器（reranker）可能输给它自己的输入，又怎样把它的排名与第一阶段的排名融合来解决，以及为文档是另一种语言的问题准备的跨语言路由；把对话模型（chat model）回答 yes/no 的概率当作评审（judge），并与交叉编码器对比衡量；HyDE、多查询（multi-query）和后退一步（step-back）的查询改写（query rewriting）；上下文重排（连同相邻块（chunk）一起评审候选）和上下文扩展（context expansion）——以及怎样判断其中哪些真正有用、对哪些问题有用、代价多大 |
+# | **你将学到** | 适用于中文的关键词检索（BM25）；用倒数排名融合（RRF）做混合检索（hybrid retrieval）；由小到大检索（small-to-big）；用真正的交叉编码器（cross-encoder）重排（reranking）——以及为什么重排模型的训练数据决定了它在哪里有效（英文模型遇到中文问题），又怎样按语言路由来解决；为什么重排器（reranker）可能输给它自己的输入，又怎样把它的排名与第一阶段的排名融合来解决，以及为文档是另一种语言的问题准备的跨语言路由；把对话模型（chat model）回答 yes/no 的概率当作评审（judge），并与交叉编码器对比衡量；HyDE、多查询（multi-query）和后退一步（step-back）的查询改写（query rewriting）；上下文重排（contextual rerank：连同相邻块（chunk）一起评审候选）和上下文扩展（context expansion）——以及怎样判断其中哪些真正有用、对哪些问题有用、代价多大 |
 # | **前置条件** | notebook 00（整套工具能跑通）；notebook 01 会有帮助（块、金标准问题集（gold set）、命中率（hit@k） 和 召回率（recall@k）） |
 # | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **9.8 分钟**（588 秒，58 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 5 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由本次运行算出：离线使用 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（llama.cpp）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2（ONNX） |
@@ -74,22 +74,22 @@
 #
 # | 技术 | 思路 | 每个问题的对话模型调用次数 | LangChain 组件 |
 # |---|---|---|---|
-# | dense（基线） | 按嵌入（embedding）找最近的块 | 0 | `Chroma` |
+# | 稠密检索（基线） | 按嵌入（embedding）找最近的块 | 0 | `Chroma` |
 # | BM25 | 关键词重合，用一个能切分中文的分词器 | 0 | `BM25Retriever` |
-# | hybrid（RRF） | 稠密检索 + BM25，按倒数排名融合 | 0 | `EnsembleRetriever` |
-# | hybrid（RRF），重排器（reranker）的候选 | 同样的融合，但用每个检索器的前 `RERANK_CANDIDATES` 个：重排器（reranker）要重排的那个列表，保持融合顺序 | 0 | `EnsembleRetriever` |
-# | small-to-big | 用小片段匹配，返回它们所在的整个块 | 0 | `ParentDocumentRetriever` |
-# | hybrid + 相邻块 | 每个命中连同它周围的块一起扩大 | 0 | — |
-# | hybrid → 交叉编码器 | 一个相关性模型把问题和段落放在一起读，重排前 `RERANK_CANDIDATES` 个 | 0 | `CrossEncoderReranker` |
+# | 混合检索（RRF） | 稠密检索 + BM25，按倒数排名融合 | 0 | `EnsembleRetriever` |
+# | 混合检索（RRF），重排器（reranker）的候选 | 同样的融合，但用每个检索器的前 `RERANK_CANDIDATES` 个：重排器（reranker）要重排的那个列表，保持融合顺序 | 0 | `EnsembleRetriever` |
+# | 由小到大检索 | 用小片段匹配，返回它们所在的整个块 | 0 | `ParentDocumentRetriever` |
+# | 混合检索 + 相邻块 | 每个命中连同它周围的块一起扩大 | 0 | — |
+# | 混合检索 → 交叉编码器 | 一个相关性模型把问题和段落放在一起读，重排前 `RERANK_CANDIDATES` 个 | 0 | `CrossEncoderReranker` |
 # | … 按语言（课程的默认设置） | 英文把交叉编码器的排名与混合检索的排名融合，中文保留混合检索的顺序，没有一个候选是问题的语言时用多语言嵌入模型 | 0 | `CrossEncoderReranker` |
 # | … 带相邻块 | 每个候选连同它周围的文字一起打分（上下文重排） | 0 | `CrossEncoderReranker` |
 # | 上下文扩展 + 交叉编码器 | 重排，扩大最好的命中，再重排这些文本块 | 0 | — |
-# | hybrid → ColBERT（`COLBERT = True` 时） | 延迟交互（late interaction）：逐个匹配 token 向量 | 0 | `CrossEncoderReranker` |
-# | hybrid → LLM 重排 | 对话模型评审前 `LLM_RERANK_CANDIDATES` 个中的每一个：P(yes) | 每个候选一次（每次一个 token） | `CrossEncoderReranker` |
+# | 混合检索 → ColBERT（`COLBERT = True` 时） | 延迟交互（late interaction）：逐个匹配 token 向量 | 0 | `CrossEncoderReranker` |
+# | 混合检索 → LLM 重排 | 对话模型评审前 `LLM_RERANK_CANDIDATES` 个中的每一个：P(yes) | 每个候选一次（每次一个 token） | `CrossEncoderReranker` |
 # | 上下文 LLM 重排 | 前 `LLM_RERANK_CANDIDATES` 个按文档顺序排好，在一次回答里一起评审 | 1 | — |
 # | HyDE | 用一个假想的答案去检索 | 1 | 一条 Runnable 链 |
-# | multi-query | 再检索三个改写，然后融合 | 1 | `MultiQueryRetriever` |
-# | step-back | 再检索更一般的问题，然后融合 | 1 | `MultiQueryRetriever` |
+# | 多查询 | 再检索三个改写，然后融合 | 1 | `MultiQueryRetriever` |
+# | 后退一步 | 再检索更一般的问题，然后融合 | 1 | `MultiQueryRetriever` |
 #
 # 不用对话模型的技术在每个可回答的金标准问题上运行；调用对话模型的技术在一个固定的、带随机种子的样本上运行
 # （一半英文，一半中文），因为本地模型每次调用要一秒或更久。想让 LLM 的数字更可靠，就在参数单元格里调大
@@ -114,7 +114,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from lessons.core import USAGE, get_chat_model, model_banner, t, t_labels
+from lessons.core import N_, USAGE, get_chat_model, model_banner, t, t_labels
 from lessons.evaluation import relevant_chunk_counts
 from lessons.ingest import balanced_sample, course_example, load_gold
 from lessons.retrieval import build_index, chunk_knowledge_base
@@ -188,7 +188,7 @@ display(HTML(side_by_side_html({"dense (baseline)": dense.invoke(example.questio
 # 有两种解决办法：用分词器（`jieba`），或者用相互重叠（overlap）的字符对（*二元组*，bigram），后者完全不需要词典。
 
 # %%
-from lessons.evaluation import Technique, breakdown, evaluate_techniques
+from lessons.evaluation import TECHNIQUE_LABELS, Technique, breakdown, evaluate_techniques
 from lessons.retrieval import TOKENIZERS, bm25_retriever
 
 chinese_example = by_id["zh-023"]
@@ -200,7 +200,7 @@ tokenizer_results = evaluate_techniques(
     [Technique(f"BM25 · {name}", bm25_retriever(chunks, 10, tokenize)) for name, tokenize in TOKENIZERS.items()],
     cheap_questions, relevant, progress=False,
 )
-t_labels(breakdown(tokenizer_results, "hit@5", by="language"), ["technique"])
+t_labels(breakdown(tokenizer_results, "hit@5", by="language"), ["technique"], values=TECHNIQUE_LABELS)
 
 
 # %% [markdown]
@@ -295,9 +295,9 @@ display(HTML(side_by_side_html(
 # chunks, so the comparison is fair: same amount of text per result.
 
 # %% [markdown] lang="zh" translates="68ac883d989f"
-# ## 4. Small-to-big：用小的匹配，返回大的
+# ## 4. 由小到大检索：用小的匹配，返回大的
 #
-# 长块的嵌入会把几个话题混在一起。Small-to-big 嵌入小片段（约 200 个字符，一两句话），用它们和问题匹配，
+# 长块的嵌入会把几个话题混在一起。由小到大检索嵌入小片段（约 200 个字符，一两句话），用它们和问题匹配，
 # 然后返回每个片段所在的块。LangChain 的 `ParentDocumentRetriever` 负责这一映射；子片段有它们自己的 Chroma 集合
 # （只嵌入一次，之后复用）。父块（parent chunk）就是基线自己的块，所以比较是公平的：每个结果的文本量相同。
 
@@ -457,7 +457,7 @@ rerank_table(chinese_example, routed, t("score"))
 # （权重是在两个知识库上一起选的）。下面是它的两个英文问题，以及每种排序把证据放在第几名：
 
 # %%
-from lessons.evaluation import evidence_ranks
+from lessons.evaluation import evidence_ranks, technique_label
 from lessons.retrieval import DEFAULT_FIRST_STAGE_WEIGHT, fusion_reach, load_knowledge_base, reranked_hybrid
 
 print(t("first-stage weight {weight}: the first stage can overturn at most {places} place(s) of the cross-encoder's "
@@ -469,10 +469,11 @@ orders = {  # the same candidates (plain hybrid's top 10 first), three orders
     "hybrid (RRF)": reranked_hybrid(pk_chunks, pk_store, k=10, candidates=RERANK_CANDIDATES, reranker=None),
     "hybrid → cross-encoder": reranked_hybrid(pk_chunks, pk_store, k=10, candidates=RERANK_CANDIDATES,
                                               reranker=cross_encoder_reranker(top_n=10, model=cross_encoder)),
-    "hybrid → default reranker": reranked_hybrid(pk_chunks, pk_store, k=10, candidates=RERANK_CANDIDATES),
+    N_("hybrid → default reranker"): reranked_hybrid(pk_chunks, pk_store, k=10, candidates=RERANK_CANDIDATES),
 }
 fusion_examples = [pk_gold["pkg-en-050"], pk_gold["pkg-en-057"]]
-pd.DataFrame({name: [evidence_ranks(order.invoke(q.question), q) for q in fusion_examples] for name, order in orders.items()},
+pd.DataFrame({technique_label(name): [evidence_ranks(order.invoke(q.question), q) for q in fusion_examples]
+              for name, order in orders.items()},
              index=pd.Index([q.question for q in fusion_examples], name=t("evidence at ranks")))
 
 # %% [markdown]
@@ -535,7 +536,7 @@ pk_chinese = [q for q in pk_gold.values() if q.answerable and q.language == "zh"
 crossing_rows = evaluate_techniques([Technique(name, orders[name]) for name in ("hybrid (RRF)", "hybrid → default reranker")],
                                     pk_chinese, relevant_chunk_counts(pk_chunks, pk_chinese), progress=False)
 t_labels(summarise(crossing_rows, "hybrid (RRF)")[["questions", "recall@5", "MRR@10", "Δ recall@5", "Δ MRR@10", "ms/query"]],
-         ["technique", "questions", "ms/query"])
+         ["technique", "questions", "ms/query"], values=TECHNIQUE_LABELS)
 
 # %% [markdown]
 # ## 6. The chat model as a judge: P(yes) from log-probabilities
@@ -683,7 +684,7 @@ display(Markdown(
 # tokens.
 
 # %% [markdown] lang="zh" translates="229cf7fb15bc"
-# ## 7. 改写查询：HyDE、multi-query、step-back
+# ## 7. 改写查询：HyDE、多查询、后退一步
 #
 # 问题和回答它的段落写法不同。**HyDE**（hypothetical document embeddings，假想文档嵌入）让模型写一个简短的
 # *假想答案*，再用它去检索：它读起来像那些段落。其中的事实可能是编造的；只用到它的措辞。我们把它限制在 120 个 token。
@@ -741,7 +742,7 @@ check_hyde(make_hyde)
 # %% [markdown] lang="zh" translates="ad72a2d19119"
 # **Multi-query** 让模型给出问题的三个改写（一个有类型的列表，所以不需要解析），分别检索它们和原问题，
 # 再用 RRF 融合这些列表——LangChain 的 `MultiQueryRetriever` 只是把它们拼接起来，这会让第一个改写决定列表的前几名。
-# 有两道防护，都是在第一次运行中 multi-query 远不如基线之后加上的：1.5B 的模型常常把*中文*问题改写成*英文*，
+# 有两道防护，都是在第一次运行中多查询远不如基线之后加上的：1.5B 的模型常常把*中文*问题改写成*英文*，
 # 而英文查询在中文段落中找不到什么——所以丢掉语言不同的改写（`usable_rewrites`）；并且原问题保留一半的融合权重，
 # 改写们分享另一半。
 #
@@ -888,7 +889,7 @@ print(t("{techniques} techniques with the chat model × {questions} questions in
         seconds=time.perf_counter() - start, cached=llm_results['cached_calls'].sum(), calls=llm_results['llm_calls'].sum()))
 errors = results[results["error"].notna()]
 if len(errors):
-    display(t_labels(errors[["technique", "question_id", "error"]], ["technique", "error"]))
+    display(t_labels(errors[["technique", "question_id", "error"]], ["technique", "error"], values=TECHNIQUE_LABELS))
 
 # %% [markdown]
 # **Every question, no chat model** — the sturdy numbers, per language (n in the column names):
@@ -901,14 +902,15 @@ cheap_names = [t.name for t in cheap]
 cheap_rows = results[results["technique"].isin(cheap_names)]
 columns = ["questions", "hit@5", "recall@5", "MRR@10", "nDCG@10", "Δ recall@5", "Δ MRR@10", "chars@5", "ms/query"]
 overall = summarise(cheap_rows, BASELINE)
-display(t_labels(overall[columns], ["technique", "questions", "ms/query"]))
+display(t_labels(overall[columns], ["technique", "questions", "ms/query"], values=TECHNIQUE_LABELS))
 per_language = pd.concat({metric: breakdown(cheap_rows, metric, by="language") for metric in ["recall@5", "MRR@10"]}, axis=1)
-t_labels(per_language, ["technique"])
+shown = t_labels(per_language, ["technique"], values=TECHNIQUE_LABELS)  # the techniques in the reader's language
+shown
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
 for ax, metric in zip(axes, ["recall@5", "MRR@10"]):
-    per_language[metric].iloc[::-1].plot.barh(ax=ax, width=0.8)
+    shown[metric].iloc[::-1].plot.barh(ax=ax, width=0.8)
     ax.set_xlim(0, 1)
     ax.set_xlabel(metric)
     ax.legend(loc="lower right", fontsize=8)
@@ -930,13 +932,13 @@ sample_ids = [q.id for q in sample]
 comparison = summarise(results, BASELINE, question_ids=sample_ids)
 t_labels(comparison[["questions", "hit@5", "recall@5", "MRR@10", "Δ recall@5", "Δ MRR@10", "chars@5", "ms/query",
                      "LLM calls/query", "tokens/query", "cached share"]],
-         ["technique", "questions", "ms/query", "LLM calls/query", "tokens/query", "cached share"])
+         ["technique", "questions", "ms/query", "LLM calls/query", "tokens/query", "cached share"], values=TECHNIQUE_LABELS)
 
 # %%
 from lessons.evaluation import LLM_REFERENCES, gains_over
 
 gains = gains_over(comparison, LLM_REFERENCES(LLM_RERANK_CANDIDATES))
-t_labels(gains, ["compared with", "LLM calls/query", "ms/query"])
+t_labels(gains, ["technique", "compared with", "LLM calls/query", "ms/query"], values=TECHNIQUE_LABELS)
 
 # %% [markdown]
 # ### What helped, and what did not

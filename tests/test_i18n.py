@@ -196,6 +196,44 @@ def test_t_labels_translates_the_listed_labels_for_display_and_leaves_the_rest(n
         t_labels(table, ["not in any table"])
 
 
+def test_t_labels_shows_technique_names_in_the_course_language_and_leaves_the_keys_english(
+    no_setting, monkeypatch, tmp_path
+):
+    """Notebook 02's tables name each technique in the reader's language (the glossary's term); the code still filters
+    and joins on the English names."""
+    import pandas as pd
+
+    from lessons.evaluation import BASELINE, LLM_REFERENCES, TECHNIQUE_LABELS, technique_label
+
+    root = _course(tmp_path)
+    rows = pd.DataFrame({"technique": [BASELINE, "hybrid (RRF)", "multi-query"], "recall@5": [0.5, 0.6, 0.7]})
+    summary = rows.set_index("technique")
+    gains = pd.DataFrame({"compared with": [BASELINE], "recall@5": [0.1]}, index=pd.Index(["HyDE"], name="technique"))
+    monkeypatch.chdir(root / "notebooks")
+    assert t_labels(summary, ["technique"], values=TECHNIQUE_LABELS) is summary, "English: the very table"
+    assert technique_label("hybrid → cross-encoder (top 10)") == "hybrid → cross-encoder (top 10)"
+    monkeypatch.chdir(root / "notebooks" / "zh")
+    shown = t_labels(summary, ["technique"], values=TECHNIQUE_LABELS)
+    assert list(shown.index) == ["稠密检索（基线）", "混合检索（RRF）", "多查询"] and shown.index.name == "技术"
+    assert list(summary.index) == [BASELINE, "hybrid (RRF)", "multi-query"], "the table itself keeps the keys"
+    shown = t_labels(gains, ["technique", "compared with"], values=TECHNIQUE_LABELS)
+    assert shown.iloc[0, 0] == "稠密检索（基线）" and list(shown.index) == ["HyDE"], "a column of names, HyDE stays"
+    cells = t_labels(rows, ["technique"], values=TECHNIQUE_LABELS)
+    assert list(cells.iloc[:, 0]) == ["稠密检索（基线）", "混合检索（RRF）", "多查询"]
+    html = t_labels(summary.style.format(precision=2), ["technique"], values=TECHNIQUE_LABELS).to_html()
+    assert "稠密检索（基线）" in html and "dense (baseline)" not in html and ">0.50<" in html, "a Styler"
+    nested = pd.concat({"recall@5": summary}, axis=1)
+    assert t_labels(nested, ["technique"], values=TECHNIQUE_LABELS)["recall@5"].index[0] == "稠密检索（基线）"
+    references = LLM_REFERENCES(10)
+    assert technique_label(references["hybrid → LLM rerank"]) == "混合检索 → 交叉编码器（前 10 个）", "a template"
+    assert technique_label("BM25 · bigrams") == "BM25 · 二元组"
+    assert [technique_label(name) for name in references] == [
+        "混合检索 → LLM 重排", "混合检索 → 上下文 LLM 重排", "HyDE", "多查询", "后退一步"
+    ]  # fmt: skip
+    with pytest.raises(KeyError, match="no zh translation of 'a new technique'"):
+        technique_label("a new technique")
+
+
 class _NoField(BaseModel):
     pass
 

@@ -3,6 +3,7 @@
 from langchain_core.documents import Document
 from langchain_core.runnables import RunnableLambda
 
+from lessons.evaluation import BASELINE
 from lessons.ingest.corpus import GoldQuestion
 from lessons.widgets.retrieval_explorer import run_techniques, side_by_side_html, technique_explorer
 
@@ -43,15 +44,21 @@ def test_run_techniques_runs_only_the_chosen_ones():
 def test_the_explorer_speaks_the_language_of_its_notebook_folder(tmp_path, monkeypatch):
     """In notebooks/zh the question box, the picker, the button and the score label are Chinese."""
     monkeypatch.delenv("AGENTIC_RAG_LANG", raising=False)
-    techniques = {"dense": RunnableLambda(lambda q: [doc(q, 0.5)])}
+    techniques = {BASELINE: RunnableLambda(lambda q: [doc(q, 0.5)]), "HyDE": RunnableLambda(lambda q: [])}
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "masters").mkdir()
     monkeypatch.chdir(tmp_path / "notebooks")
-    english = technique_explorer(techniques, "which port?", ["dense"])
+    english = technique_explorer(techniques, "which port?", [BASELINE])
     assert [w.description for w in english.children[:3]] == ["Question", "Techniques", "Search"]
+    assert english.children[1].options == ((BASELINE, BASELINE), ("HyDE", "HyDE"))
     (tmp_path / "notebooks" / "zh").mkdir()
     monkeypatch.chdir(tmp_path / "notebooks" / "zh")
-    chinese = technique_explorer(techniques, "哪个端口？", ["dense"])
+    chinese = technique_explorer(techniques, "哪个端口？", [BASELINE])
     assert [w.description for w in chinese.children[:3]] == ["问题", "技术", "检索"]
-    html = side_by_side_html({"dense": [doc("one", 0.91)]}, k=1)
-    assert "分数 0.910" in html and "score" not in html and ">dense<" in html, "technique names stay"
+    picker = chinese.children[1]
+    assert picker.options == (("稠密检索（基线）", BASELINE), ("HyDE", "HyDE")) and picker.value == (BASELINE,), (
+        "the picker shows the glossary's term and keeps the English name as its value"
+    )
+    html = side_by_side_html({BASELINE: [doc("one", 0.91)], "small-to-big": []}, k=1)
+    assert "分数 0.910" in html and "score" not in html, html
+    assert ">稠密检索（基线）<" in html and ">由小到大检索<" in html and "baseline" not in html, "technique names too"

@@ -10,6 +10,7 @@ loaded on first use, so `from lessons.core import X` imports only X's module.
 from lessons.core.exports import lazy_exports
 
 _EXPORTS = {
+    "N_": "lessons.core.i18n",
     "PROJECT_ROOT": "lessons.core.settings",
     "USAGE": "lessons.core.usage",
     "ScriptedChatModel": "lessons.core.fakes",
@@ -34,6 +35,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "N_",
     "PROJECT_ROOT",
     "USAGE",
     "ScriptedChatModel",

@@ -201,29 +201,51 @@ def show_model_text(text: str, title: str) -> None:
     )
 
 
-def t_labels(table, keys, /):
+def t_labels(table, keys, /, values=None):
     """`table` (a DataFrame or its Styler) showing the labels in `keys` in the course language, for display only.
 
     The summary tables of lessons/ helpers are read by their English column names, so a master translates
     them where it displays them: `display(t_labels(summary, ["questions", "language"]))`. The column and
     row labels (every level) and the names of the index and column axes that are in `keys` are shown
-    through `t()`; other labels (metric names such as hit@5, technique names) stay as they are. `keys` is a
-    literal list, so tests/test_i18n.py finds every key. On a Styler only the display changes: its
+    through `t()`; other labels (metric names such as hit@5) stay as they are. `keys` is a literal list, so
+    tests/test_i18n.py finds every key.
+
+    `values` shows names the code keeps in English as data — the techniques of notebook 02 — in the course
+    language too: a mapping from a column's or an index level's (English) name to the function that shows one
+    value, e.g. `values=TECHNIQUE_LABELS` (lessons.evaluation: "technique" → `technique_label`). The labels of an
+    index or columns level of that name and the cells of a column of that name are shown through it (plot the
+    returned DataFrame and its axis and legend show them too). On a Styler only the display changes: its
     `.format()` and `subset=` still name the English columns. In English `t()` returns the key: no change.
     """
     names = {key: t(key) for key in keys}
-    if all(key == name for key, name in names.items()):
+    values = dict(values or {})
+    if all(key == name for key, name in names.items()) and (not values or course_language() == ENGLISH):
         return table  # English: the very table, displayed as before
 
     def label(name):
         return names.get(name, name) if isinstance(name, str) else name
 
+    def shown_by(show):
+        return lambda value: show(value) if isinstance(value, str) else value
+
     if hasattr(table, "format_index"):  # a pandas Styler
-        for axis in ("index", "columns"):
-            table = table.format_index(label, axis=axis).format_index_names(label, axis=axis)
+        for column in [c for c in table.data.columns if c in values]:
+            table = table.format(shown_by(values[column]), subset=[column])
+        for axis, index in (("index", table.data.index), ("columns", table.data.columns)):
+            for level, level_name in enumerate(index.names):
+                table = table.format_index(shown_by(values.get(level_name, label)), axis=axis, level=level)
+            table = table.format_index_names(label, axis=axis)
         return table
     if not hasattr(table, "columns"):  # a Series
+        for level_name in [n for n in table.index.names if n in values]:
+            table = table.rename(index=shown_by(values[level_name]), level=level_name)
         return table.rename(index=label).rename_axis(index=label)
+    cells = [column for column in table.columns if column in values]
+    if cells:
+        table = table.assign(**{column: table[column].map(shown_by(values[column])) for column in cells})
+    for axis, index in (("index", table.index), ("columns", table.columns)):
+        for level_name in [n for n in index.names if n in values]:
+            table = table.rename(**{axis: shown_by(values[level_name])}, level=level_name)
     return table.rename(index=label, columns=label).rename_axis(index=label, columns=label)
 
 

@@ -11,6 +11,7 @@ table against the baseline, always compared on the same questions.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
-from lessons.core.i18n import t
+from lessons.core.i18n import N_, t, t_marked
 from lessons.core.usage import UsageMeter
 from lessons.evaluation.metrics import relevance_labels, retrieval_scores
 from lessons.ingest.corpus import GoldQuestion
@@ -35,11 +36,13 @@ from lessons.retrieval.retrievers import bm25_retriever, dense_retriever, small_
 HIT_K = 5
 RANK_K = 10
 METRICS = [f"hit@{HIT_K}", f"recall@{HIT_K}", f"MRR@{RANK_K}", f"nDCG@{RANK_K}"]
-BASELINE = "dense (baseline)"
+BASELINE = N_("dense (baseline)")
 # Hybrid fused from each retriever's top `candidates`: the candidates every reranker of notebook 02 reads, in the deep
 # fusion's own order (the rerankers read them with plain hybrid's order first, `document_processor.plain_first`,
 # which is also what the Chinese route keeps: the deep order ranks worse on the package READMEs).
-DEEP_HYBRID = "hybrid (RRF), the rerankers' candidates"
+DEEP_HYBRID = N_("hybrid (RRF), the rerankers' candidates")
+# The chat-model rerankers' fair comparison: the cross-encoder over the same top N (a name made from a template).
+CROSS_ENCODER_TOP = N_("hybrid → cross-encoder (top {n})")
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,36 @@ class Technique:
     def on_sample(self) -> bool:
         """Whether the technique runs on the sample (it calls the chat model, or is compared with one that does)."""
         return self.uses_llm or self.sample_only
+
+
+# Names made from a template: a number or a tokenizer's name fills the placeholder (the tokenizer's through the catalogue).
+NAME_TEMPLATES = (CROSS_ENCODER_TOP, N_("BM25 · {tokenizer}"))
+
+
+def _template_pattern(template: str) -> re.Pattern:
+    parts = re.split(r"\{(\w+)\}", template)  # literal, name, literal, name, …, literal
+    return re.compile("".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)" for i, part in enumerate(parts)))
+
+
+def technique_label(name: str) -> str:
+    """A technique's name as the reader sees it: the English name (the key the code filters on) in the course language.
+
+    Introduced in notebook 02 (retrieval tricks): its tables, plot axes, side-by-side columns and explorer show every
+    name through it (notebook 09 its graph table). Each name is marked with `N_()` where it is defined, so the Chinese
+    uses the glossary's term (稠密检索（基线）, 混合检索（RRF）); acronyms and proper names stay (BM25, HyDE, ColBERT). A
+    name made from a template in `NAME_TEMPLATES` is shown through the template; a name the catalogue lacks is an
+    error in Chinese, as for `t()`.
+    """
+    for template in NAME_TEMPLATES:
+        match = _template_pattern(template).fullmatch(name)
+        if match:
+            values = {key: value if value.isdigit() else t_marked(value) for key, value in match.groupdict().items()}
+            return t_marked(template, **values)
+    return t_marked(name)
+
+
+# For `t_labels(table, keys, values=TECHNIQUE_LABELS)`: the columns or index levels that hold technique names.
+TECHNIQUE_LABELS = {"technique": technique_label, "compared with": technique_label}
 
 
 def build_techniques(
@@ -107,34 +140,34 @@ def build_techniques(
     )
     techniques = [
         Technique(BASELINE, dense_retriever(store, k)),
-        Technique("BM25", bm25_retriever(chunks, k)),
-        Technique("hybrid (RRF)", hybrid(k)),
+        Technique(N_("BM25"), bm25_retriever(chunks, k)),
+        Technique(N_("hybrid (RRF)"), hybrid(k)),
         Technique(DEEP_HYBRID, hybrid_over(chunks, store, k=k, candidates=candidates)),  # the list the rerankers reorder
-        Technique("small-to-big", small_to_big_retriever(chunks)),
-        Technique("hybrid + neighbours", ContextExpansionRetriever(
+        Technique(N_("small-to-big"), small_to_big_retriever(chunks)),
+        Technique(N_("hybrid + neighbours"), ContextExpansionRetriever(
             first_stage=hybrid(k), neighbours=neighbours, hits=hits, max_block_chars=max_block_chars)),
-        Technique("hybrid → cross-encoder", reranked(candidates, cross_encoder_reranker(k, model))),
-        Technique("hybrid → cross-encoder, by language", reranked(candidates, routed)),
-        Technique("hybrid → cross-encoder with neighbours", reranked(candidates, routed_with_neighbours)),
-        Technique("context expansion + cross-encoder", ContextExpansionRetriever(
+        Technique(N_("hybrid → cross-encoder"), reranked(candidates, cross_encoder_reranker(k, model))),
+        Technique(N_("hybrid → cross-encoder, by language"), reranked(candidates, routed)),
+        Technique(N_("hybrid → cross-encoder with neighbours"), reranked(candidates, routed_with_neighbours)),
+        Technique(N_("context expansion + cross-encoder"), ContextExpansionRetriever(
             first_stage=hybrid(candidates), neighbours=neighbours, reranker=routed, block_reranker=routed,
             hits=hits, max_block_chars=max_block_chars)),
     ]  # fmt: skip
     if colbert:
         colbert_reranker = ScoredCrossEncoderReranker(model=ColbertScorer(), top_n=k, with_header=True)
-        techniques.append(Technique("hybrid → ColBERT", reranked(candidates, colbert_reranker)))
+        techniques.append(Technique(N_("hybrid → ColBERT"), reranked(candidates, colbert_reranker)))
     if llm is None:
         return techniques
     return techniques + [
-        Technique(f"hybrid → cross-encoder (top {llm_candidates})", reranked(llm_candidates, cross_encoder_reranker(k, model)),
+        Technique(CROSS_ENCODER_TOP.format(n=llm_candidates), reranked(llm_candidates, cross_encoder_reranker(k, model)),
                   sample_only=True),
-        Technique("hybrid → LLM rerank", reranked(llm_candidates, llm_reranker(llm, top_n=k, max_chars=max_block_chars)),
+        Technique(N_("hybrid → LLM rerank"), reranked(llm_candidates, llm_reranker(llm, top_n=k, max_chars=max_block_chars)),
                   uses_llm=True),
-        Technique("hybrid → contextual LLM rerank", reranked(llm_candidates, ContextualListwiseReranker(llm=llm, top_n=k)),
+        Technique(N_("hybrid → contextual LLM rerank"), reranked(llm_candidates, ContextualListwiseReranker(llm=llm, top_n=k)),
                   uses_llm=True),
-        Technique("HyDE", hyde_retriever(llm, dense_retriever(store, k)), uses_llm=True),
-        Technique("multi-query", multi_query_retriever(llm, dense_retriever(store, k)), uses_llm=True),
-        Technique("step-back", step_back_retriever(llm, dense_retriever(store, k)), uses_llm=True),
+        Technique(N_("HyDE"), hyde_retriever(llm, dense_retriever(store, k)), uses_llm=True),
+        Technique(N_("multi-query"), multi_query_retriever(llm, dense_retriever(store, k)), uses_llm=True),
+        Technique(N_("step-back"), step_back_retriever(llm, dense_retriever(store, k)), uses_llm=True),
     ]  # fmt: skip
 
 
@@ -243,7 +276,7 @@ def breakdown(
 def LLM_REFERENCES(llm_candidates: int = 10) -> dict[str, str]:
     """Each chat-model technique and the technique without the chat model it should beat (notebook 02)."""
     return {
-        "hybrid → LLM rerank": f"hybrid → cross-encoder (top {llm_candidates})",
+        "hybrid → LLM rerank": CROSS_ENCODER_TOP.format(n=llm_candidates),
         "hybrid → contextual LLM rerank": "hybrid → LLM rerank",
         "HyDE": BASELINE,
         "multi-query": BASELINE,
@@ -257,6 +290,7 @@ def gains_over(comparison: pd.DataFrame, references: Mapping[str, str]) -> pd.Da
     gains = pd.DataFrame(
         {name: comparison.loc[name, METRICS] - comparison.loc[ref, METRICS] for name, ref in present.items()}
     ).T
+    gains.index.name = "technique"
     gains.insert(0, "compared with", list(present.values()))
     gains["LLM calls/query"] = comparison.loc[list(present), "LLM calls/query"]
     gains["ms/query"] = comparison.loc[list(present), "ms/query"]
@@ -379,7 +413,7 @@ def retrieval_findings(
             t(
                 "- **{technique}**: recall@5 {recall} against the baseline's {base_recall}, with {ratio:.1f}× the "
                 "baseline's characters in the top 5 ({chars:,.0f} vs {base_chars:,.0f}){more_text}",
-                technique=technique,
+                technique=technique_label(technique),
                 recall=num(mean(technique, "recall@5"), 3),
                 base_recall=num(mean(baseline, "recall@5"), 3),
                 ratio=ratio,
@@ -406,8 +440,8 @@ def retrieval_findings(
                 "- **{name}** vs {reference} on the {n} sampled questions: recall@5 {recall}, MRR@10 {mrr} — it "
                 "{verb}, at {calls:.1f} chat-model calls per question (on so few questions one question moves a "
                 "mean by up to {step:.2f}).",
-                name=name,
-                reference=row["compared with"],
+                name=technique_label(name),
+                reference=technique_label(row["compared with"]),
                 n=llm_sample,
                 recall=signed(d_rec),
                 mrr=signed(d_mrr),
@@ -433,7 +467,7 @@ def retrieval_findings(
                 "removes {removed} of the dense baseline's recall@5 misses over both languages (goal ≥ {misses_goal}: "
                 "{misses_met}).",
                 label=label,
-                best=best,
+                best=technique_label(best),
                 english=num(english, 3),
                 english_goal=num(english_goal, 2),
                 english_met=t("met") if english >= english_goal else t("missed"),

@@ -33,6 +33,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 from pydantic import ConfigDict
 
 from lessons.chunking.base import BILINGUAL_SEPARATORS
+from lessons.core.i18n import N_
 from lessons.core.search_text import search_text
 from lessons.core.vectorstore import index_documents, open_store
 from lessons.text.cjk import CJK_IDEOGRAPHS
@@ -91,9 +92,9 @@ def tokenize_whitespace(text: str) -> list[str]:
 
 
 TOKENIZERS: dict[str, Callable[[str], list[str]]] = {
-    "whitespace": tokenize_whitespace,
-    "jieba": tokenize_jieba,
-    "bigrams": tokenize_bilingual,
+    N_("whitespace"): tokenize_whitespace,  # the names are marked: notebook 02 shows "BM25 · <name>" in Chinese too
+    N_("jieba"): tokenize_jieba,
+    N_("bigrams"): tokenize_bilingual,
 }
 
 

@@ -15,6 +15,7 @@ from langchain_core.runnables import Runnable
 
 from lessons.core.i18n import t
 from lessons.evaluation.metrics import relevance_labels
+from lessons.evaluation.retrieval_evaluation import technique_label
 from lessons.ingest.corpus import GoldQuestion
 from lessons.retrieval.retrievers import SCORE
 
@@ -41,8 +42,12 @@ def _cell(document: Document, rank: int, relevant: bool | None) -> str:
 
 
 def side_by_side_html(results: Mapping[str, Sequence[Document]], k: int = 5, gold: GoldQuestion | None = None) -> str:
-    """An HTML table: one column per technique, one row per rank; ✅ marks a chunk with gold evidence."""
-    header = "".join(f"<th style='text-align:left;padding:4px'>{html.escape(name)}</th>" for name in results)
+    """An HTML table: one column per technique, one row per rank; ✅ marks a chunk with gold evidence.
+
+    `results` is keyed by the techniques' English names; each column is headed by `technique_label(name)`."""
+    header = "".join(
+        f"<th style='text-align:left;padding:4px'>{html.escape(technique_label(name))}</th>" for name in results
+    )
     labels = {
         name: relevance_labels([d.page_content for d in documents], gold.evidence) if gold else [None] * len(documents)
         for name, documents in results.items()
@@ -74,7 +79,10 @@ def technique_explorer(
     by_text = {q.question: q for q in gold}
     question_box = widgets.Textarea(value=question, description=t("Question"), layout=widgets.Layout(width="95%"))
     picker = widgets.SelectMultiple(
-        options=list(techniques), value=tuple(selected), description=t("Techniques"), rows=min(len(techniques), 10)
+        options=[(technique_label(name), name) for name in techniques],
+        value=tuple(selected),
+        description=t("Techniques"),
+        rows=min(len(techniques), 10),
     )
     button = widgets.Button(description=t("Search"), button_style="primary")
     output = widgets.Output()
