@@ -632,7 +632,7 @@ check_yes_probability(yes_probability)
 # %% [markdown] lang="zh" translates="9880f27bc08a"
 # `lessons.retrieval.rerank.LLMRelevanceScorer` 把它封装成一个 LangChain `BaseCrossEncoder`，所以它能接入和真正的交叉编码器
 # 同样的 `CrossEncoderReranker`。它用问题的语言来提问（中文问题用中文措辞，`RELEVANCE_PROMPTS`），并把问题放在段落之前：
-# llama.cpp 会复用已经读过的前缀。这里它评审我们例子的 hybrid 前 `LLM_RERANK_CANDIDATES` 个候选，
+# llama.cpp 会复用已经读过的前缀。这里它评审我们例子的混合检索前 `LLM_RERANK_CANDIDATES` 个候选，
 # 交叉编码器评审同样的候选：
 
 # %%
@@ -830,7 +830,7 @@ pd.DataFrame({
 # **上下文扩展**更进一步：它把每个重排后的命中连同按文档顺序的相邻块扩成一个文本块（块带有 `source` 和 `chunk_index`）：
 # 最好的命中最多带 10 个相邻块，每往后一名少一个，从第 10 名起只带 1 个；由近及远，前后交替，
 # 上限为 `MAX_BLOCK_CHARS` 个字符。一个块只加入第一个认领它的文本块，相邻块之间的重叠会被去掉；然后这些文本块
-# 作为完整的段落再重排一次。每个名次最多可以带多少个相邻块，以及在我们的例子里（hybrid 顺序）它实际得到了多少——
+# 作为完整的段落再重排一次。每个名次最多可以带多少个相邻块，以及在我们的例子里（混合检索的顺序）它实际得到了多少——
 # 字符上限和文档的首尾与预算一样常常起决定作用：
 
 # %%
