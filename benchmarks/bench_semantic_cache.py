@@ -17,7 +17,14 @@ chat-model call. Writes benchmarks/results/semantic_cache.json.
 The module's default (`DEFAULT_THRESHOLDS`) is the threshold calibrated on every pair (`all_pairs_threshold`); the
 halves say how such a threshold does on pairs it was not calibrated on. `--analyse-only` re-analyses the stored rows.
 
-    python benchmarks/bench_semantic_cache.py [--embedders e5 use] [--analyse-only]
+`--heldout` measures instead the held-out lookups of benchmarks/questions/cache_heldout.jsonl (never used to fit a
+threshold) at the module's `DEFAULT_THRESHOLDS`, not recalibrated: per cell and overall, the paraphrase hit rate
+(right answers served) and the wrong-answer rate — near questions served, as a share of the near questions, and
+wrong answers as a share of the answers served — each with its 95 % Wilson interval, and whether the ≤ 1 % goal is
+shown (upper bound ≤ 1 %), missed (point estimate > 1 %) or not decidable. Plain lookups have no shipped threshold:
+they are measured at the guard's, to show what the guard adds. Writes benchmarks/results/semantic_cache_heldout.json.
+
+    python benchmarks/bench_semantic_cache.py [--embedders e5 use] [--analyse-only] [--heldout]
 """
 
 import argparse
@@ -34,6 +41,7 @@ from benchmarks.common import RESULTS, save
 from lessons.ingest.corpus import GOLD_DIR
 
 PAIRS = GOLD_DIR / "paraphrases.jsonl"
+HELDOUT = Path(__file__).parent / "questions" / "cache_heldout.jsonl"
 MAX_WRONG_RATE = 0.01
 
 
@@ -159,11 +167,90 @@ def analyse(embedder: str, rows: list[dict], guard: bool) -> dict:
     return result
 
 
+def load_heldout() -> list[dict]:
+    rows = [json.loads(line) for line in HELDOUT.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for row in rows:
+        row["half"] = "held-out"  # never calibrated on
+    return rows
+
+
+def goal(wrong: int, n: int) -> dict:
+    """A wrong-answer rate with its 95 % Wilson interval, and what it says about the ≤ 1 % goal."""
+    from lessons.agents.grading import wilson_interval
+
+    low, high = wilson_interval(wrong, n)
+    rate = wrong / n if n else 0.0
+    if n and high <= MAX_WRONG_RATE:
+        verdict = "shown"
+    elif n and rate > MAX_WRONG_RATE:
+        verdict = "missed"
+    else:
+        verdict = "not decidable"
+    return {"wrong": wrong, "n": n, "rate": round(rate, 4), "ci95": [round(low, 4), round(high, 4)], "goal": verdict}
+
+
+def heldout_cells(rows: list[dict], threshold: float) -> dict:
+    """`breakdown` at `threshold`, each cell with the intervals of its hit rate and of its two wrong-answer rates."""
+    from lessons.agents.grading import wilson_interval
+
+    cells = breakdown(rows, threshold)
+    for cell in cells.values():
+        low, high = wilson_interval(cell["right"], cell["paraphrases"])
+        cell["hit_rate_ci95"] = [round(low, 3), round(high, 3)]
+        cell["near_served_of_near"] = goal(cell["near_served"], cell["lookups"] - cell["paraphrases"])
+        cell["wrong_of_served"] = goal(cell["wrong"], cell["served"])
+    return cells
+
+
+def heldout(embedders: list[str]) -> None:
+    """Measure the held-out lookups at the module's shipped threshold (see the module docstring)."""
+    import os
+
+    from lessons.core.embeddings import EMBEDDERS
+    from lessons.retrieval.semantic_cache import DEFAULT_THRESHOLDS
+
+    lookups = load_heldout()
+    results = {"lookups": str(HELDOUT.relative_to(HELDOUT.parents[2])), "max_wrong_rate": MAX_WRONG_RATE}
+    results["embedders"] = {}
+    for embedder in embedders:
+        threshold = DEFAULT_THRESHOLDS.get((EMBEDDERS[embedder].name, True))
+        if threshold is None:
+            print(f"{embedder}: no shipped threshold, nothing to measure")
+            continue
+        start = time.perf_counter()
+        rows = probe_rows(embedder, lookups)
+        seconds = time.perf_counter() - start
+        entry = {"embedder_name": EMBEDDERS[embedder].name, "threshold": threshold, "rows": rows}
+        entry["seconds"], entry["load_average"] = round(seconds, 1), [round(x, 2) for x in os.getloadavg()]
+        for guard in (False, True):
+            mode = "guard" if guard else "plain (at the guard's threshold)"
+            mine = [r for r in rows if r["guard"] == guard]
+            cells = heldout_cells(mine, threshold)
+            served = sorted(r["id"] for r in mine if r["kind"] == "near" and r["similarity"] >= threshold)
+            entry["guard" if guard else "plain"] = {"cells": cells, "near_served": served}
+            for name, cell in cells.items():
+                near, wrong = cell["near_served_of_near"], cell["wrong_of_served"]
+                print(
+                    f"{embedder} {mode} {name}: hit rate {cell['right']}/{cell['paraphrases']} "
+                    f"({cell['hit_rate']:.0%}, 95 % {cell['hit_rate_ci95'][0]:.0%}–{cell['hit_rate_ci95'][1]:.0%}); "
+                    f"near served {near['wrong']}/{near['n']} ({near['rate']:.1%}, 95 % up to {near['ci95'][1]:.1%}: "
+                    f"{near['goal']}); wrong of served {wrong['wrong']}/{wrong['n']} (up to {wrong['ci95'][1]:.1%}: "
+                    f"{wrong['goal']})"
+                )
+            print(f"{embedder} {mode} near questions served: {', '.join(served) or 'none'}")
+        results["embedders"][embedder] = entry
+    save("semantic_cache_heldout", results)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedders", nargs="+", default=["e5", "use"], choices=["e5", "use"])
     parser.add_argument("--analyse-only", action="store_true", help="re-analyse the rows of the last results")
+    parser.add_argument("--heldout", action="store_true", help="measure the held-out lookups at the shipped threshold")
     args = parser.parse_args()
+    if args.heldout:
+        heldout(args.embedders)
+        return
     pairs = load_pairs()
     stored = json.loads((RESULTS / "semantic_cache.json").read_text()) if args.analyse_only else None
     results = {"pairs": str(PAIRS.relative_to(PAIRS.parents[2])), "max_wrong_rate": MAX_WRONG_RATE, "embedders": {}}

@@ -1,0 +1,52 @@
+"""The semantic cache benchmark's held-out mode: its verdict on the ≤ 1 % goal, its per-cell counts, and its set."""
+
+import pytest
+
+from benchmarks import bench_semantic_cache as bench
+
+
+def test_the_goal_is_shown_only_when_the_upper_bound_is_within_one_percent():
+    assert bench.goal(0, 500)["goal"] == "shown"  # Wilson upper bound 0.77 %
+    assert bench.goal(0, 210)["goal"] == "not decidable"  # 0 wrong, but the bound is 1.8 %
+    assert bench.goal(2, 210)["goal"] == "not decidable"  # 0.95 %: not above the goal, not shown
+    missed = bench.goal(3, 100)
+    assert missed["goal"] == "missed" and missed["rate"] == 0.03 and missed["ci95"][0] < 0.03 < missed["ci95"][1]
+    assert bench.goal(0, 0)["goal"] == "not decidable"
+
+
+def test_heldout_cells_count_near_questions_served_and_wrong_answers_served():
+    def row(corpus, language, kind, similarity, correct=False):
+        return {"corpus": corpus, "language": language, "kind": kind, "similarity": similarity, "correct": correct}
+
+    rows = [
+        row("course", "en", "paraphrase", 0.99, correct=True),
+        row("course", "en", "paraphrase", 0.95, correct=True),  # below the threshold: not served
+        row("course", "en", "near", 0.98),  # served: a wrong answer
+        row("course", "en", "near", 0.90),
+        row("packages", "zh", "paraphrase", 0.99),  # served, but another question's answer
+        row("packages", "zh", "near", 0.50),
+    ]
+    cells = bench.heldout_cells(rows, threshold=0.97)
+    course = cells["course-en"]
+    assert (course["right"], course["paraphrases"], course["hit_rate"]) == (1, 2, 0.5)
+    assert course["near_served_of_near"]["wrong"] == 1 and course["near_served_of_near"]["n"] == 2
+    assert course["wrong_of_served"]["wrong"] == 1 and course["wrong_of_served"]["n"] == 2
+    assert cells["packages-zh"]["near_served_of_near"]["wrong"] == 0
+    assert cells["packages-zh"]["wrong_of_served"] == bench.goal(1, 1)
+    assert cells["all"]["near_served_of_near"]["n"] == 3 and cells["all"]["served"] == 3
+
+
+@pytest.mark.parametrize("corpus", ["course", "packages"])
+def test_every_heldout_lookup_is_tied_to_an_answerable_gold_question_of_its_cell(corpus):
+    from lessons.ingest.corpus import load_gold
+
+    gold = {q.id: q for q in load_gold(corpus=corpus)}
+    lookups = [r for r in bench.load_heldout() if r["corpus"] == corpus]
+    asked = {q.question.casefold() for q in gold.values()}
+    assert lookups and len({r["id"] for r in lookups}) == len(lookups)
+    for lookup in lookups:
+        of = gold[lookup["of"]]
+        assert of.answerable and of.language == lookup["language"], lookup["id"]
+        assert lookup["kind"] in ("paraphrase", "near") and lookup["question"].casefold() not in asked
+        assert lookup["id"].startswith("hc-para-" if lookup["kind"] == "paraphrase" else "hc-near-")
+        assert bool(lookup["note"]) == (lookup["kind"] == "near"), lookup["id"]
