@@ -47,6 +47,12 @@ Set 4 (answerable_4_<corpus>.jsonl and near_miss_4_<corpus>.jsonl, likewise):
     python benchmarks/bench_answerability.py --answerable-set 4 --near-misses 4 --all --no-p-yes \
         --name answerability-fresh4
 
+Set 5 (answerable_5_<corpus>.jsonl and near_miss_5_<corpus>.jsonl, likewise; measured once, 6 Dec 2026, with
+framing off, the default chosen after set 4: framing on and off answer and refuse the same questions on set 5):
+
+    python benchmarks/bench_answerability.py --answerable-set 5 --near-misses 5 --all --no-p-yes \
+        --name answerability-fresh5
+
 An "extractive" variant (what is asked read from the question itself, and the cross-encoder's best sentences checked
 as quotes when the judge's evidence failed) was measured on sets 3 and 4, answered fewer and refused fewer than the
 check on set 4 (30 and 18 of 40, against 33 and 21), and was removed; the results files written before keep its rows.
