@@ -740,12 +740,14 @@ display(Markdown("\n".join(f"- {line}" for line in [*route_findings, *filter_fin
 # - Larger measurements: `FULL = True` routes and filters every question with the chat model (one call each, the
 #   seconds per call as the tables above measured them); `benchmarks/bench_routing.py` and `benchmarks/bench_semantic_cache.py` measure both on more
 #   questions, with held-out halves.
-# - The service of notebook 08 answers a repeated question from this semantic cache (`AGENTIC_RAG_SERVICE_ANSWER_CACHE`;
-#   any upload or delete starts a new one); it does not route. The metadata filter is a pipeline of the evaluation
+# - The service of notebook 08 answers a repeated question from this cache (any upload or delete starts a new one),
+#   by default only the same question again: `AGENTIC_RAG_SERVICE_ANSWER_CACHE=exact`. `semantic` turns on the
+#   similarity lookup above, with the near questions' risk measured here; `off` answers every question anew. It does
+#   not route. The metadata filter is a pipeline of the evaluation
 #   command and of notebook 06's `FULL` run (`filtered+rerank`); the router, the cache and graph expansion have no
 #   row there yet.
 
-# %% [markdown] lang="zh" translates="4ae0bbfd912f"
+# %% [markdown] lang="zh" translates="13fe0f82403f"
 # ## 下一步
 #
 # - 其他课程也教的 **RAPTOR**（由聚类摘要组成的树，在叶子和摘要上一起检索）在 `lessons.retrieval.summary_tree` 里实现，
@@ -755,8 +757,9 @@ display(Markdown("\n".join(f"- {line}" for line in [*route_findings, *filter_fin
 #   让例子的更多命中被读取。
 # - 更大的测量：`FULL = True` 让对话模型对每个问题都做路由和过滤（每个问题一次调用，每次的秒数见上面的表）；
 #   `benchmarks/bench_routing.py` 和 `benchmarks/bench_semantic_cache.py` 在更多问题上测这两者，并留出一半做检验。
-# - notebook 08 的服务会用这里的语义缓存回答重复的问题（`AGENTIC_RAG_SERVICE_ANSWER_CACHE`；任何上传或删除都会换一个新
-#   缓存），但不做路由。元数据过滤是评测（evaluation）命令和 notebook 06 `FULL` 运行里的一条流水线（`filtered+rerank`）；路由器、
+# - notebook 08 的服务会用这里的缓存回答重复的问题（任何上传或删除都会换一个新缓存），默认只认同一个问题：
+#   `AGENTIC_RAG_SERVICE_ANSWER_CACHE=exact`。`semantic` 打开上面的相似度查找，相近问题的风险就是这里测出的；`off` 每个问题都重新回答。
+#   服务不做路由。元数据过滤是评测（evaluation）命令和 notebook 06 `FULL` 运行里的一条流水线（`filtered+rerank`）；路由器、
 #   缓存和图扩展在那里还没有自己的行。
 
 # %%

@@ -239,17 +239,19 @@ class Service:
         return [{"text": d.page_content, "metadata": d.metadata} for d in ranked]
 
     def ask(self, question: str, k: int) -> dict:
-        """`/v1/ask`: the served pipeline's answer (`service.pipeline.answer`) over one snapshot of the index — or,
-        with the answer cache on, the stored reply of an earlier question close enough to this one over the same
-        documents and `k` (`service.pipeline.answer_cache`); `cached` in the reply says which question it was."""
+        """`/v1/ask`: the served pipeline's answer (`service.pipeline.answer`) over one snapshot of the index — or
+        a stored reply over the same documents and `k` (`service.pipeline.answer_cache`): by default (`exact`) the
+        reply to the same question, with `AGENTIC_RAG_SERVICE_ANSWER_CACHE=semantic` also one to a close enough
+        question; `cached` in the reply says which question it was and which mode served it."""
         from service.pipeline import answer, answer_cache, retrieve, subject_names
 
         snapshot = self.snapshot()
-        cache = answer_cache(self.index, snapshot, self.settings.data_dir / "answers.sqlite") \
-            if self.settings.answer_cache else None  # fmt: skip
-        hit = cache.lookup(question) if cache is not None else None
+        mode = self.settings.answer_cache
+        cache = None if mode == "off" else answer_cache(self.index, snapshot, self.settings.data_dir / "answers.sqlite")
+        hit = cache.lookup(question, exact=mode == "exact") if cache is not None else None
         if hit is not None and hit.metadata.get("k") == k:
-            cached = {"question": hit.question, "similarity": round(hit.similarity, 4), "exact": hit.exact}
+            cached = {"question": hit.question, "similarity": round(hit.similarity, 4), "exact": hit.exact,
+                      "mode": mode}  # fmt: skip
             return {**hit.metadata["reply"], "question": question, "cached": cached}
 
         def search(query: str):

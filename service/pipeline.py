@@ -16,7 +16,9 @@ Introduced in notebook 08 (from notebook to service).
   documents"), with `answerability` in the reply saying why (the judge's quote, the specifics missing).
 - `answer_cache`: the semantic cache of notebook 09 in front of `answer` (`lessons.retrieval.semantic_cache`), one
   per snapshot of the index: its version is a hash of the snapshot's chunks, so a reply written before an upload,
-  a replacement or a delete is never served. `AGENTIC_RAG_SERVICE_ANSWER_CACHE=false` turns it off.
+  a replacement or a delete is never served. By default the service serves only the same question's reply from
+  it (`AGENTIC_RAG_SERVICE_ANSWER_CACHE=exact`); `semantic` also a close question's (it can be another question's
+  answer: `service.settings` gives the measured rate), `off` none.
 """
 
 from __future__ import annotations
@@ -147,7 +149,8 @@ def subject_names(index, snapshot: Snapshot) -> frozenset[str]:
 def answer_cache(index, snapshot: Snapshot, path: Path):
     """The `/v1/ask` replies cached for this snapshot's documents (a `SemanticCache` in the SQLite file `path`), or
     None when the snapshot is empty. Keyed by `knowledge_base_version` of the snapshot's chunks: the same documents
-    give the same version after a restart, and another document set another one. The threshold is the one
+    give the same version after a restart, and another document set another one. Its threshold, used only in the
+    `semantic` mode (`lookup(question)`; the default `exact` mode looks up `lookup(question, exact=True)`), is the one
     calibrated for the index's embedder (`DEFAULT_THRESHOLDS`, notebook 09); an embedder without one serves only
     the same question again (after `normalise_question`: case, spaces, the final question mark)."""
     from lessons.core.embeddings import embedder_name

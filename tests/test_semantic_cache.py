@@ -113,6 +113,16 @@ def test_the_same_question_normalised_is_served_without_embedding(tmp_path):
     assert embeddings.calls == calls
 
 
+def test_an_exact_lookup_serves_only_the_same_question_and_embeds_nothing(tmp_path):
+    embeddings = TableEmbeddings(ON_CIRCLE)
+    semantic = cache(tmp_path, embeddings)
+    semantic.store("What port does Atlas use?", "7420")
+    calls = embeddings.calls
+    assert semantic.lookup("Which port does Atlas listen on?", exact=True) is None  # served without exact=True
+    assert semantic.lookup("  what port does ATLAS use", exact=True).exact
+    assert semantic.lookup("", exact=True) is None and embeddings.calls == calls
+
+
 def test_a_question_in_another_language_never_gets_the_stored_answer(tmp_path):
     semantic = cache(tmp_path)
     semantic.store("What port does Atlas use?", "7420")

@@ -113,7 +113,12 @@ def test_ask_serves_a_repeated_question_from_the_answer_cache_until_the_document
     assert first["cached"] is None and calls > 0 and "atlas-7420" in first["answer"]
     again = client.post("/v1/ask", json={"question": "  what is the marker of ATLAS"}).json()
     assert len(service.llm.calls) == calls  # no chat-model call: the stored reply
-    assert again["cached"] == {"question": "What is the marker of atlas?", "similarity": 1.0, "exact": True}
+    assert again["cached"] == {
+        "question": "What is the marker of atlas?",
+        "similarity": 1.0,
+        "exact": True,
+        "mode": "exact",
+    }
     assert again["question"] == "  what is the marker of ATLAS"
     assert {key: again[key] for key in ("answer", "abstained", "citations")} == {
         key: first[key] for key in ("answer", "abstained", "citations")
@@ -126,9 +131,29 @@ def test_ask_serves_a_repeated_question_from_the_answer_cache_until_the_document
     assert after["cached"] is None and len(service.llm.calls) > calls
 
 
+def test_by_default_a_near_question_is_never_served_an_earlier_answer_and_semantic_mode_opts_in(live, monkeypatch):
+    from lessons.core.embeddings import embedder_name
+    from lessons.retrieval import semantic_cache
+
+    service, _url, client = live
+    assert service.settings.answer_cache == "exact"
+    name = embedder_name(service.index.embeddings)  # a threshold low enough to match a near question
+    monkeypatch.setitem(semantic_cache.DEFAULT_THRESHOLDS, (name, True), 0.3)
+    add(client, "atlas.md", "atlas-7420")
+    client.post("/v1/ask", json={"question": "What is the marker of atlas?"})
+    calls = len(service.llm.calls)
+    near = client.post("/v1/ask", json={"question": "What is the old marker of atlas?"}).json()
+    assert near["cached"] is None and len(service.llm.calls) > calls  # answered anew, not the stored reply
+    monkeypatch.setattr(service, "settings", service.settings.model_copy(update={"answer_cache": "semantic"}))
+    calls = len(service.llm.calls)
+    served = client.post("/v1/ask", json={"question": "What was the marker of atlas?"}).json()
+    assert len(service.llm.calls) == calls and served["cached"]["mode"] == "semantic"
+    assert served["cached"]["exact"] is False and served["cached"]["similarity"] >= 0.3
+
+
 def test_the_answer_cache_setting_turns_it_off(live, monkeypatch):
     service, _url, client = live
-    monkeypatch.setattr(service, "settings", service.settings.model_copy(update={"answer_cache": False}))
+    monkeypatch.setattr(service, "settings", service.settings.model_copy(update={"answer_cache": "off"}))
     add(client, "atlas.md", "atlas-7420")
     for _ in range(2):
         calls = len(service.llm.calls)

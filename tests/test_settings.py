@@ -83,3 +83,27 @@ def test_the_service_key_is_a_secret_and_a_bad_number_is_named(fresh_settings, m
         match=r"AGENTIC_RAG_SERVICE_MAX_ATTEMPTS='many' is not a whole number — set e\.g\. AGENTIC_RAG_SERVICE_MAX_ATTEMPTS=3",
     ):
         load_service_settings()
+
+
+@pytest.mark.parametrize(
+    ("value", "mode"),
+    [(None, "exact"), ("exact", "exact"), ("Semantic", "semantic"), ("off", "off"), ("true", "exact"), ("false", "off"),
+     ("1", "exact"), ("0", "off")],
+)  # fmt: skip
+def test_the_answer_cache_is_a_mode_exact_by_default_and_the_old_switch_maps_onto_it(fresh_settings, monkeypatch,
+                                                                                     value, mode):  # fmt: skip
+    from service.settings import load_service_settings
+
+    fresh_settings()
+    if value is not None:
+        monkeypatch.setenv("AGENTIC_RAG_SERVICE_ANSWER_CACHE", value)
+    assert load_service_settings().answer_cache == mode
+
+
+def test_an_unknown_answer_cache_mode_names_the_modes(fresh_settings, monkeypatch):
+    from service.settings import load_service_settings
+
+    fresh_settings()
+    monkeypatch.setenv("AGENTIC_RAG_SERVICE_ANSWER_CACHE", "fuzzy")
+    with pytest.raises(SettingsError, match=r"AGENTIC_RAG_SERVICE_ANSWER_CACHE='fuzzy' — use 'exact'"):
+        load_service_settings()

@@ -191,8 +191,12 @@ class SemanticCache(SQLiteFile):
         self._matrix.clear()
         return len(rows)
 
-    def lookup(self, question: str) -> CacheHit | None:
-        """The stored answer of the nearest earlier question in the same language if it is close enough, else None."""
+    def lookup(self, question: str, exact: bool = False) -> CacheHit | None:
+        """The stored answer of the nearest earlier question in the same language if it is close enough, else None.
+        With `exact`, only the same question after `normalise_question` (nothing embedded, no threshold): the
+        service's default, since a semantic hit can be another question's answer (notebook 09 measures how often)."""
+        if exact:
+            return self._exact(question)
         hit = self.nearest(question)
         return hit if hit is not None and (hit.exact or hit.similarity >= self.threshold) else None
 
@@ -201,9 +205,8 @@ class SemanticCache(SQLiteFile):
         `specifics` do not conflict with the question's), whatever its similarity; None when there is none."""
         if not normalise_question(question):
             return None
-        exact = self._row(self.key(question))
-        if exact is not None:
-            return self._hit(exact, 1.0, exact=True)
+        if (exact := self._exact(question)) is not None:
+            return exact
         keys, named, matrix = self._vectors(detect_language(question))
         if not keys:
             return None
@@ -231,6 +234,11 @@ class SemanticCache(SQLiteFile):
             vector = np.asarray(self.embeddings.embed_query(question), dtype=np.float32)
             self._recent[question] = unit_vectors(vector, question, self.embedder)
         return self._recent[question]
+
+    def _exact(self, question: str) -> CacheHit | None:
+        """The stored answer of this very question (after `normalise_question`), else None."""
+        row = self._row(self.key(question)) if normalise_question(question) else None
+        return None if row is None else self._hit(row, 1.0, exact=True)
 
     def _row(self, key: str) -> tuple[str, str] | None:
         return self._connect().execute("SELECT question, answer FROM semantic_cache WHERE key = ?", (key,)).fetchone()
