@@ -17,8 +17,9 @@ chat-model call. Writes benchmarks/results/semantic_cache.json.
 The module's default (`DEFAULT_THRESHOLDS`) is the threshold calibrated on every pair (`all_pairs_threshold`); the
 halves say how such a threshold does on pairs it was not calibrated on. `--analyse-only` re-analyses the stored rows.
 
-`--heldout` measures instead the held-out lookups of benchmarks/questions/cache_heldout.jsonl (never used to fit a
-threshold) at the module's `DEFAULT_THRESHOLDS`, not recalibrated: per cell and overall, the paraphrase hit rate
+`--heldout` measures instead the lookups of benchmarks/questions/cache_heldout.jsonl (never used to fit a threshold,
+but development data for the guard's contrast words since they were chosen by reading them: see
+benchmarks/questions/README.md) at the module's `DEFAULT_THRESHOLDS`, not recalibrated: per cell and overall, the paraphrase hit rate
 (right answers served) and the wrong-answer rate — near questions served, as a share of the near questions, and
 wrong answers as a share of the answers served — each with its 95 % Wilson interval, and whether the ≤ 1 % goal is
 shown (upper bound ≤ 1 %), missed (point estimate > 1 %) or not decidable. Plain lookups have no shipped threshold:

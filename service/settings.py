@@ -8,7 +8,6 @@ Introduced in notebook 08 (from notebook to service). Each storage is a setting,
 | `AGENTIC_RAG_SERVICE_DATA_DIR` | where the default database, file store and embedded index live | `<cache_dir>/service` |
 | `AGENTIC_RAG_SERVICE_DATABASE_URL` | any SQLAlchemy URL, e.g. `postgresql+psycopg://user@host/db` | SQLite in the data folder |
 | `AGENTIC_RAG_SERVICE_FILE_STORE` | the folder raw uploads are kept in | `<data_dir>/files` |
-| `AGENTIC_RAG_CHROMA_URL` | a Chroma server (`chroma run`) instead of the embedded store (the course's own setting) | unset |
 | `AGENTIC_RAG_SERVICE_COLLECTION` | the Chroma collection of the service's chunks | `service-docs` |
 | `AGENTIC_RAG_SERVICE_MAX_UPLOAD_BYTES` | a larger upload fails its job with `FileTooLarge` | 25 MiB (the course's limit) |
 | `AGENTIC_RAG_SERVICE_MAX_ATTEMPTS` | attempts of a job before it is failed for good | `3` |
@@ -17,10 +16,13 @@ Introduced in notebook 08 (from notebook to service). Each storage is a setting,
 | `AGENTIC_RAG_SERVICE_POLL_SECONDS` | how often an idle worker looks for jobs | `0.5` |
 | `AGENTIC_RAG_SERVICE_WORKERS` | ingestion worker threads inside the API process (0: run `python -m service worker` instead, needs a Chroma server) | `1` |
 | `AGENTIC_RAG_SERVICE_RERANKER` | `default`: the hybrid top 20 reordered by `lessons.retrieval.rerank.default_reranker` (the cross-encoder for English, the fused order for Chinese); `none`: the hybrid order alone | `default` |
-| `AGENTIC_RAG_SERVICE_ANSWER_CACHE` | which stored reply `/v1/ask` may serve instead of answering (`service.pipeline.answer_cache`, over the same documents and `k` only): `exact` the reply to the same question (after `normalise_question`: case, spaces, the final question mark); `semantic` also the reply to a question whose embedding is close enough (notebook 09's cache: the threshold calibrated for the embedder, with the specifics guard) — opt-in, because it serves near questions another question's answer: at 0.9724 on 311 held-out lookups, 16 of 210 near questions (7.6 %, 95 % upper bound 12 %; `benchmarks/results/semantic_cache_heldout.json`); `off` answers every question anew. The old switch still reads: `true` is `exact`, `false` is `off` | `exact` |
+| `AGENTIC_RAG_SERVICE_ANSWER_CACHE` | which stored reply `/v1/ask` may serve instead of answering (`service.pipeline.answer_cache`, over the same documents and `k` only): `exact` the reply to the same question (after `normalise_question`: case, spaces, the final question mark); `semantic` also the reply to a question whose embedding is close enough (notebook 09's cache: the threshold calibrated for the embedder, with the specifics guard) — opt-in, because it serves near questions another question's answer: on the 311 lookups of `benchmarks/questions/cache_heldout.jsonl`, 6 of 210 near questions (2.9 %, 95 % upper bound 6.1 %; `benchmarks/results/semantic_cache_heldout.json`) — measured on the lookups the guard's contrast words were chosen from, so a fresh set must confirm it (before them: 16 of 210); `off` answers every question anew. The old switch still reads: `true` is `exact`, `false` is `off` | `exact` |
 | `AGENTIC_RAG_SERVICE_NIGHTLY_PROBES` | a JSON Lines file of out-of-KB questions (gold format, `"type": "out_of_kb"`) every nightly run asks: its report's "abstained (out-of-KB)" | unset: abstention not measured |
 | `AGENTIC_RAG_SERVICE_URL` | where the nightly job finds the running service | `http://127.0.0.1:8008` |
 | `AGENTIC_RAG_SERVICE_HOST`, `AGENTIC_RAG_SERVICE_PORT` | where `python -m service api` listens | `127.0.0.1`, `8008` |
+
+The index is embedded Chroma in the data folder, or a Chroma server: the course's own setting `AGENTIC_RAG_CHROMA_URL`
+(in the table of `lessons/core/settings.py`, like every variable without the `AGENTIC_RAG_SERVICE_` prefix).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from lessons.retrieval.semantic_cache import (
     SemanticCache,
     cache_rates,
     calibrate_threshold,
+    contrasts,
     knowledge_base_version,
     normalise_question,
     specifics,
@@ -28,6 +29,8 @@ ANGLES = {
     "What was NRR in Q3 2026?": 90.0,
     "What was NRR in Q2 2026?": 91.0,  # another quarter, one degree away: the guard's case
     "How high was NRR in Q3 2026?": 93.0,
+    "Can an Atlas backup be restored onto a newer Atlas version?": 180.0,
+    "Can an Atlas backup be restored onto an older Atlas version?": 180.5,  # one word apart, cos 0.5° = 0.99996
 }
 # Each question's vector at its angle (degrees) on a circle, so every cosine similarity is known.
 ON_CIRCLE = {text: [float(np.cos(np.radians(a))), float(np.sin(np.radians(a))), 0.0] for text, a in ANGLES.items()}
@@ -59,12 +62,18 @@ def test_a_paraphrase_above_the_threshold_is_served_and_a_near_question_below_it
 def test_specifics_are_the_numbers_versions_codes_and_names_a_question_names():
     assert specifics("Was ARR in Q3 2026 above EUR 15.3 million?") == {"arr", "q3", "2026", "eur", "15.3"}
     assert specifics("Atlas 3.8.1 修复了什么？L3 数据保留多久？") == {"atlas", "3.8.1", "l3"}
-    assert specifics("How do I install JupyterLab? Then what?") == {"jupyterlab"}
-    assert specifics("安装 llama-cpp-python 的 Metal 预编译 wheel 需要什么版本？") == {
-        "llama-cpp-python",
-        "metal",
-        "wheel",
-    }
+    assert specifics("How do I set up JupyterLab? Then what?") == {"jupyterlab"}
+    assert specifics("How do I install JupyterLab? Then what?") == {"jupyterlab", "~install"}
+    assert specifics("Metal 预编译 wheel 需要什么版本？") == {"metal", "wheel"}
+
+
+def test_contrasts_are_the_words_that_make_another_question_whatever_the_embedding_says():
+    assert contrasts("Can a backup be restored onto a newer version?") == {"newer"}
+    assert contrasts("What was the gross revenue retention, annually?") == {"gross", "yearly"}
+    assert contrasts("How many days do part-time staff get at the LATEST?") == {"part-time", "newest"}
+    assert contrasts("Atlas Ingest 对英文文档默认的分块上限是多少？") == {"english", "max"}
+    assert contrasts("如果按月付费，每个用户每月多少欧元？") == {"monthly"}  # 每月 is no period of payment
+    assert contrasts("What port does Atlas use?") == frozenset()
 
 
 def test_specifics_conflict_only_when_each_side_names_one_the_other_lacks():
@@ -73,6 +82,25 @@ def test_specifics_conflict_only_when_each_side_names_one_the_other_lacks():
     assert not specifics_conflict(specifics("What is the per-kilometre allowance in Lisbon?"), lisbon)
     assert not specifics_conflict(specifics("NRR in the third quarter of 2026?"), specifics("NRR in Q3 2026?"))
     assert specifics_conflict(specifics("NRR in Q2 2026?"), specifics("NRR in Q3 2026?"))
+
+
+def test_a_contrast_only_one_question_names_is_a_conflict():
+    newer, older = specifics("Restored onto a newer version?"), specifics("Restored onto an older version?")
+    assert specifics_conflict(newer, older)
+    assert specifics_conflict(specifics("Restored onto another version?"), newer)  # one side names it
+    assert specifics_conflict(specifics("英文文档的分块上限？"), specifics("中文文档的分块上限？"))
+    assert specifics_conflict(
+        specifics("Pydantic 2.14.3 停止为哪个版本构建？"), specifics("Pydantic 2.14.3 开始为哪个版本构建？")
+    )
+    assert not specifics_conflict(specifics("The newest release?"), specifics("The latest release?"))  # one sense
+
+
+def test_the_guard_refuses_the_answer_of_the_same_question_with_the_opposite_word(tmp_path):
+    semantic = cache(tmp_path, threshold=0.99)
+    semantic.store("Can an Atlas backup be restored onto a newer Atlas version?", "yes")
+    assert semantic.lookup("Can an Atlas backup be restored onto an older Atlas version?") is None
+    hit = semantic.nearest("Can an Atlas backup be restored onto an older Atlas version?", guard=False)
+    assert hit.similarity > 0.9999  # what the embedding alone would serve
 
 
 def test_the_guard_refuses_a_neighbour_that_names_another_quarter(tmp_path):
