@@ -71,6 +71,7 @@ def scripted_run(question, *, retriever, llm, max_research_rounds):
 panel = ChatPanel(ScriptedChatModel(), retriever=lambda question: [], run=scripted_run)
 panel""",
 ]
+# Not a field of lessons.core.settings: a knob of this test alone, read when pytest collects it.
 RUN_ALL_TIMEOUT_S = int(os.environ.get("AGENTIC_RAG_BROWSER_TIMEOUT", "1500"))
 
 if not CHROMIUM.exists():

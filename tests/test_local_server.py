@@ -37,11 +37,12 @@ def test_a_server_that_never_answers_is_stopped_and_reported(fake_model, monkeyp
     assert not local_server._pid_alive(pid)
 
 
-def test_a_port_in_use_is_named_with_the_fix(fake_model, monkeypatch):
+def test_a_port_in_use_is_named_with_the_fix(fake_model, fresh_settings, monkeypatch):
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         monkeypatch.setenv("AGENTIC_RAG_PORT", str(busy.getsockname()[1]))
+        fresh_settings.cache_clear()  # AGENTIC_RAG_PORT is a setting: read anew
         with pytest.raises(ServerError, match="already in use.*unset AGENTIC_RAG_PORT"):
             ensure_server(timeout=5)
 

@@ -1,8 +1,13 @@
 import os
+import re
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from lessons.core.settings import SettingsError
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_defaults_are_offline(fresh_settings):
@@ -39,6 +44,9 @@ def test_forcing_local_ignores_the_key(fresh_settings, monkeypatch):
         ("AGENTIC_RAG_EMBEDDER", "bert", "e5, use"),
         ("AGENTIC_RAG_CHROMA_URL", "localhost", "use http://HOST:PORT"),
         ("DEEPSEEK_PRICE_INPUT", "cheap", "not a number"),
+        ("AGENTIC_RAG_PORT", "http", "not a port — set a whole number from 1 to 65535"),
+        ("AGENTIC_RAG_PORT", "70000", "or unset AGENTIC_RAG_PORT to let the course choose a free one"),
+        ("AGENTIC_RAG_NO_LOCAL", "yes", "is not 1 or 0 — set AGENTIC_RAG_NO_LOCAL=1 to skip"),
     ],
 )
 def test_bad_values_name_the_variable_and_the_fix(fresh_settings, monkeypatch, name, value, fragment):
@@ -46,6 +54,42 @@ def test_bad_values_name_the_variable_and_the_fix(fresh_settings, monkeypatch, n
     with pytest.raises(SettingsError) as error:
         fresh_settings()
     assert name in str(error.value) and fragment in str(error.value)
+
+
+def test_the_runner_and_server_variables_are_settings_too(fresh_settings, monkeypatch, tmp_path):
+    settings = fresh_settings()
+    assert (settings.usage_file, settings.port, settings.no_local) == (None, None, False)
+    monkeypatch.setenv("AGENTIC_RAG_USAGE_FILE", str(tmp_path / "usage.json"))
+    monkeypatch.setenv("AGENTIC_RAG_PORT", " 8099 ")
+    monkeypatch.setenv("AGENTIC_RAG_NO_LOCAL", "1")
+    fresh_settings.cache_clear()
+    settings = fresh_settings()
+    assert (settings.usage_file, settings.port, settings.no_local) == (tmp_path / "usage.json", 8099, True)
+
+
+def _table_variables(doc: str) -> Counter:
+    """The variables named in the first column of a settings table (a docstring's `| `NAME` | … |` rows)."""
+    return Counter(
+        name
+        for line in doc.splitlines()
+        if line.startswith("| `")
+        for name in re.findall(r"`([A-Z][A-Z0-9_]+)`", line.split(" | ")[0])
+    )
+
+
+def test_every_variable_the_code_names_has_one_row_in_the_settings_tables():
+    import lessons.core.settings
+    import service.settings
+
+    rows = _table_variables(lessons.core.settings.__doc__) + _table_variables(service.settings.__doc__)
+    files = [f for folder in ("lessons", "service", "tools", "scripts", "checks", "benchmarks", "tests", "masters")
+             for f in (ROOT / folder).rglob("*") if f.suffix in (".py", ".sh")]  # fmt: skip
+    named = {name for f in files for name in re.findall(r"AGENTIC_RAG_[A-Z0-9_]*[A-Z0-9]\b", f.read_text())}
+    named.discard("AGENTIC_RAG_SERVICE")  # the service's prefix, not a variable
+    assert sorted(named - set(rows)) == []
+    assert sorted(name for name, count in rows.items() if count > 1) == []
+    fields = {lessons.core.settings.Settings.variable(f) for f in lessons.core.settings.Settings.model_fields}
+    assert sorted(fields - set(rows)) == []
 
 
 def test_the_environment_wins_over_dotenv_and_empty_means_the_default(fresh_settings, tmp_path, monkeypatch):

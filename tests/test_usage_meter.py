@@ -115,9 +115,10 @@ def test_a_meter_passed_as_a_callback_counts_that_invocation():
     assert meter.totals.calls == 1 and meter.totals.input_tokens == 1
 
 
-def test_a_scoped_meter_does_not_overwrite_the_runner_usage_file(tmp_path, monkeypatch):
+def test_a_scoped_meter_does_not_overwrite_the_runner_usage_file(tmp_path, monkeypatch, fresh_settings):
     path = tmp_path / "usage.json"
     monkeypatch.setenv("AGENTIC_RAG_USAGE_FILE", str(path))
+    assert fresh_settings().usage_file == path  # a setting, read through get_settings()
     with metered():
         ScriptedChatModel(default="x").invoke("q")
     assert not path.exists()  # only the process-wide USAGE writes the runner's file

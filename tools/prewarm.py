@@ -386,7 +386,7 @@ def _local_model_not_needed(settings: Settings) -> str | None:
         return "DeepSeek is the active model"
     if settings.server_url:
         return f"the course uses the server at {settings.server_url}"
-    if os.environ.get("AGENTIC_RAG_NO_LOCAL") == "1":
+    if settings.no_local:
         return "AGENTIC_RAG_NO_LOCAL=1"
     return None
 
@@ -398,7 +398,7 @@ def _setup_stamp_prefix(root: Path) -> str:
 
 def install_step(root: Path = PROJECT_ROOT) -> Step:
     """`scripts/setup.sh`: packages and the llama.cpp runtime (its own stamp makes a re-run take seconds)."""
-    no_local = os.environ.get("AGENTIC_RAG_NO_LOCAL") == "1"
+    no_local = get_settings().no_local
 
     def installed() -> bool:
         # setup.sh leaves .venv/.installed-<hash of pyproject + lock>-<extras>, e.g. -local or -local,dev.

@@ -59,6 +59,8 @@ def _checked(value: str, where: str) -> str:
 
 def setting_language(env_file: Path | None = None) -> str:
     """The language `AGENTIC_RAG_LANG` chooses: the environment first, then `.env`; English when unset."""
+    # Not a field of lessons.core.settings: t() asks on every call and follows a changed environment or .env at
+    # once (get_settings() is read once per process), and the error names where the value came from.
     value = os.environ.get(VARIABLE, "").strip()
     if value:
         return _checked(value, "the environment")

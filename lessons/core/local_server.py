@@ -280,11 +280,10 @@ def _start(model_path: Path, alias: str, timeout: float) -> ServerInfo:
 
 def _choose_port() -> int:
     """AGENTIC_RAG_PORT if set; else the port the last server used, when free (so open clients reconnect)."""
-    wanted = os.environ.get("AGENTIC_RAG_PORT", "").strip()
-    if not wanted:
+    port = get_settings().port
+    if port is None:
         last = _last_port()
         return last if last and not port_in_use(last) else free_port()
-    port = int(wanted)
     if port_in_use(port):
         raise ServerError(
             f"port {port} (AGENTIC_RAG_PORT) is already in use on {HOST} — stop what uses it "

@@ -174,6 +174,7 @@ def cache_root() -> Path:
 
     Outside the checkout on purpose: a second clone (a CI run, a workshop copy) reuses the same builds.
     """
+    # Not a field of lessons.core.settings: scripts/setup.sh runs this module before the course's packages exist.
     explicit = os.environ.get("AGENTIC_RAG_WHEEL_CACHE", "").strip()
     if explicit:
         return Path(explicit).expanduser()

@@ -22,6 +22,15 @@ environment variable (or a line in `.env` at the project root):
 | `AGENTIC_RAG_CHROMA_URL` | a Chroma server (`chroma run`), e.g. `http://127.0.0.1:8000`, instead of the embedded store | unset |
 | `DEEPSEEK_PRICE_INPUT`, `DEEPSEEK_PRICE_OUTPUT` | DeepSeek's list price per million tokens, when it changed | `lessons.core.usage` |
 | `AGENTIC_RAG_CHECK_LOG` | a file each exercise check appends its result to (JSON lines; the notebook runner sets it) | unset |
+| `AGENTIC_RAG_USAGE_FILE` | a file the process-wide usage meter (`lessons.core.usage.USAGE`) rewrites with its totals (JSON) after each LLM call (the notebook runner sets it) | unset |
+| `AGENTIC_RAG_PORT` | the port of the local model server `lessons.core.local_server` starts | the last server's port when free, else a free one |
+| `AGENTIC_RAG_NO_LOCAL` | `1` skips the local model runtime (DeepSeek only, no C compiler needed): `scripts/setup.sh` builds no llama.cpp (it reads the environment alone, before the venv exists), `make prewarm` prepares no local model | `0` |
+| `AGENTIC_RAG_LANG` | the course language outside a notebook folder, `en` or `zh` (`lessons.core.i18n`, which reads it itself) | `en` |
+| `AGENTIC_RAG_WHEEL_CACHE` | where the llama.cpp builds are kept (`lessons.core.runtime_build`, which reads it itself) | `$XDG_CACHE_HOME/agentic-rag`, else `~/.cache/agentic-rag` |
+| `AGENTIC_RAG_BROWSER_TIMEOUT` | seconds `tests/test_browser.py` waits for JupyterLab to run every cell (tests only) | `1500` |
+
+The last three are read where they are used, not by this model: the comment at each read says why. The service's
+variables (`AGENTIC_RAG_SERVICE_*`) are in the table of `service/settings.py`.
 """
 
 from __future__ import annotations
@@ -141,6 +150,12 @@ class Settings(EnvModel):
     deepseek_price_output: float | None = Field(None, validation_alias="DEEPSEEK_PRICE_OUTPUT")
     # where `checks.run_check` appends each result as a JSON line (the headless notebook runner sets it)
     check_log: Path | None = Field(None, validation_alias="AGENTIC_RAG_CHECK_LOG")
+    # where the process-wide `lessons.core.usage.USAGE` writes its totals after each call (the notebook runner sets it)
+    usage_file: Path | None = Field(None, validation_alias="AGENTIC_RAG_USAGE_FILE")
+    # the local model server's port (`lessons.core.local_server`); None: the last server's port when free, else a free one
+    port: int | None = Field(None, validation_alias="AGENTIC_RAG_PORT")
+    # skip the local model runtime (`tools.prewarm`; `scripts/setup.sh` reads the variable itself, and only `1` counts)
+    no_local: bool = Field(False, validation_alias="AGENTIC_RAG_NO_LOCAL")
 
     SWITCHES: ClassVar[dict[str, bool]] = {"1": True, "true": True, "yes": True, "on": True,
                                            "0": False, "false": False, "no": False, "off": False}  # fmt: skip
@@ -179,7 +194,39 @@ class Settings(EnvModel):
             return cls.SWITCHES[value.lower()]
         return value
 
-    @field_validator("gguf_path", "cache_dir", "model_dir", "llm_cache_file", "check_log", mode="after")
+    @field_validator("port", mode="before")
+    @classmethod
+    def _port(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return None
+        name = cls.variable(info.field_name)
+        try:
+            port = int(value)
+        except ValueError:
+            port = 0
+        if not 0 < port < 65536:
+            raise ValueError(
+                f"{name}={value.strip()!r} is not a port — set a whole number from 1 to 65535, e.g. {name}=8080, "
+                f"or unset {name} to let the course choose a free one"
+            )
+        return port
+
+    @field_validator("no_local", mode="before")
+    @classmethod
+    def _one_or_zero(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str):
+            if value.strip() not in ("1", "0"):
+                name = cls.variable(info.field_name)
+                raise ValueError(
+                    f"{name}={value.strip()!r} is not 1 or 0 — set {name}=1 to skip the local model runtime "
+                    "(scripts/setup.sh reads only 1), or unset it"
+                )
+            return value.strip() == "1"
+        return value
+
+    @field_validator("gguf_path", "cache_dir", "model_dir", "llm_cache_file", "check_log", "usage_file", mode="after")
     @classmethod
     def _home(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None

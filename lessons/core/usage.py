@@ -166,7 +166,7 @@ class UsageMeter(BaseCallbackHandler):
             self._write()
 
     def _write(self) -> None:
-        path = self._usage_file or (os.environ.get("AGENTIC_RAG_USAGE_FILE") if self._env_file else None)
+        path = self._usage_file or (get_settings().usage_file if self._env_file else None)
         if not path:
             return
         tmp = Path(f"{path}.tmp")
