@@ -85,10 +85,21 @@ def _log_since(offset: int) -> str:
     return text[offset if offset <= len(text) else 0 :].decode("utf-8", errors="replace")
 
 
-def main(names: list[str], name: str = "notebooks") -> dict:
+def select_notebooks(names: list[str]) -> list[Path]:
+    """The solutions/ notebooks whose names start with one of `names` (all of them when none is given); a name that
+    matches no notebook (a typo, `--help`) stops the run before anything is measured or written."""
     notebooks = sorted((PROJECT_ROOT / "solutions").glob("*.ipynb"))
-    if names:
-        notebooks = [p for p in notebooks if any(p.stem.startswith(n) for n in names)]
+    unknown = [n for n in names if not any(p.stem.startswith(n) for p in notebooks)]
+    if unknown:
+        raise SystemExit(
+            f"no notebook in solutions/ starts with {', '.join(map(repr, unknown))}: give the start of a notebook's "
+            f"name ({', '.join(p.stem for p in notebooks)}), or nothing for all of them"
+        )
+    return [p for p in notebooks if not names or any(p.stem.startswith(n) for n in names)]
+
+
+def main(names: list[str], name: str = "notebooks") -> dict:
+    notebooks = select_notebooks(names)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AGENTIC_RAG_CACHE_DIR"] = str(Path(tmp) / "cache")
@@ -142,5 +153,6 @@ def main(names: list[str], name: str = "notebooks") -> dict:
 
 
 if __name__ == "__main__":
+    select_notebooks(sys.argv[1:])  # a wrong name stops here, before a results file named after it is written
     name = "notebooks" if len(sys.argv) == 1 else "notebooks-" + "-".join(sys.argv[1:])
     save(name, main(sys.argv[1:], name))

@@ -1,6 +1,8 @@
 """The first-run benchmark reads the local model's speed from the server's own log (benchmarks/bench_notebooks.py)."""
 
-from benchmarks.bench_notebooks import server_speed
+import pytest
+
+from benchmarks.bench_notebooks import select_notebooks, server_speed
 
 # Two calls as llama-cpp-python 0.3.36's server logs them: the first evaluates 211 prompt tokens, the second reuses
 # a 212-token prefix and evaluates 20. "prompt eval time" reads ≈ 0 ms in this build: the prompt's time is the
@@ -34,3 +36,10 @@ def test_server_speed_sums_every_call_and_takes_prompt_time_as_total_less_genera
 def test_server_speed_of_a_log_without_calls_is_none():
     assert server_speed("INFO:     Uvicorn running on http://127.0.0.1:8931\n") is None
     assert server_speed("") is None
+
+
+def test_a_name_that_matches_no_notebook_stops_the_run_and_names_it():
+    assert [p.stem for p in select_notebooks(["00_", "09"])][:1] == ["00_setup"]
+    assert len(select_notebooks([])) >= 10
+    with pytest.raises(SystemExit, match="'--help'"):
+        select_notebooks(["00_setup", "--help"])
