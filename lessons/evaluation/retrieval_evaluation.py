@@ -69,6 +69,9 @@ def _template_pattern(template: str) -> re.Pattern:
     return re.compile("".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)" for i, part in enumerate(parts)))
 
 
+_TEMPLATE_PATTERNS = tuple((template, _template_pattern(template)) for template in NAME_TEMPLATES)  # built once
+
+
 def technique_label(name: str) -> str:
     """A technique's name as the reader sees it: the English name (the key the code filters on) in the course language.
 
@@ -78,8 +81,8 @@ def technique_label(name: str) -> str:
     name made from a template in `NAME_TEMPLATES` is shown through the template; a name the catalogue lacks is an
     error in Chinese, as for `t()`.
     """
-    for template in NAME_TEMPLATES:
-        match = _template_pattern(template).fullmatch(name)
+    for template, pattern in _TEMPLATE_PATTERNS:
+        match = pattern.fullmatch(name)
         if match:
             values = {key: value if value.isdigit() else t_marked(value) for key, value in match.groupdict().items()}
             return t_marked(template, **values)
