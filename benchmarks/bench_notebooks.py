@@ -2,6 +2,7 @@
 
     python benchmarks/bench_notebooks.py                       # every solutions/ notebook, in order
     python benchmarks/bench_notebooks.py 02_retrieval_tricks   # some of them
+    python benchmarks/bench_notebooks.py --zh 02               # the Chinese learner copies (notebooks/zh/)
 
 The run starts from an EMPTY cache folder (`AGENTIC_RAG_CACHE_DIR` pointing at a new temporary folder):
 no LLM answers, no QA pairs, no converted documents, no embeddings, no Chroma index — a learner's first
@@ -10,7 +11,10 @@ within the run come from the run's own cache, as on a learner's machine; a noteb
 building what no earlier notebook built). It starts its own local model server and stops it at the end.
 The budget the course holds itself to: ≤ 10 min per notebook, ≤ 30 min for the whole course (00–08), on 2
 cores. Run it on an idle machine: another busy process on two cores changes everything.
-Writes benchmarks/results/notebooks.json; BENCH_NOTEBOOKS_OUT=<folder> keeps the executed notebooks there.
+The Chinese copies (`--zh`) make their own chat-model calls (Chinese prompts, Chinese questions) and keep their
+exercises blank, as a Chinese learner's first Run All does; their rows carry `"language": "zh"` and render the
+"用时" rows (`scripts.time_rows`).
+Writes benchmarks/results/notebooks.json (notebooks-zh….json for `--zh`); BENCH_NOTEBOOKS_OUT=<folder> keeps the executed notebooks there.
 Each row also carries the speed the local model server itself reported while that notebook ran
 (`server_speed`, read from the server's log): the same notebook on a laptop twice as fast at prompts
 takes about half its chat-model time, so a reader can scale the rows to their own machine.
@@ -85,21 +89,26 @@ def _log_since(offset: int) -> str:
     return text[offset if offset <= len(text) else 0 :].decode("utf-8", errors="replace")
 
 
-def select_notebooks(names: list[str]) -> list[Path]:
-    """The solutions/ notebooks whose names start with one of `names` (all of them when none is given); a name that
-    matches no notebook (a typo, `--help`) stops the run before anything is measured or written."""
-    notebooks = sorted((PROJECT_ROOT / "solutions").glob("*.ipynb"))
+FOLDERS = {"en": PROJECT_ROOT / "solutions", "zh": PROJECT_ROOT / "notebooks" / "zh"}
+
+
+def select_notebooks(names: list[str], language: str = "en") -> list[Path]:
+    """The notebooks of `language` (solutions/, or the Chinese learner copies) whose names start with one of `names`
+    (all of them when none is given); a name that matches no notebook (a typo, `--help`) stops the run before
+    anything is measured or written."""
+    folder = FOLDERS[language]
+    notebooks = sorted(folder.glob("*.ipynb"))
     unknown = [n for n in names if not any(p.stem.startswith(n) for p in notebooks)]
     if unknown:
         raise SystemExit(
-            f"no notebook in solutions/ starts with {', '.join(map(repr, unknown))}: give the start of a notebook's "
+            f"no notebook in {folder.relative_to(PROJECT_ROOT)}/ starts with {', '.join(map(repr, unknown))}: give the start of a notebook's "
             f"name ({', '.join(p.stem for p in notebooks)}), or nothing for all of them"
         )
     return [p for p in notebooks if not names or any(p.stem.startswith(n) for n in names)]
 
 
-def main(names: list[str], name: str = "notebooks") -> dict:
-    notebooks = select_notebooks(names)
+def main(names: list[str], name: str = "notebooks", language: str = "en") -> dict:
+    notebooks = select_notebooks(names, language)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AGENTIC_RAG_CACHE_DIR"] = str(Path(tmp) / "cache")
@@ -112,6 +121,7 @@ def main(names: list[str], name: str = "notebooks") -> dict:
             rows.append(
                 {
                     "notebook": path.stem,
+                    "language": language,
                     "passed": run.passed,
                     "seconds": round(run.seconds, 1),
                     "within budget": run.seconds <= BUDGET_SECONDS,
@@ -152,7 +162,15 @@ def main(names: list[str], name: str = "notebooks") -> dict:
     }
 
 
+def results_name(names: list[str], language: str) -> str:
+    """The results file of a run: notebooks[-zh][-names…]."""
+    return "-".join(["notebooks", *(["zh"] if language == "zh" else []), *names])
+
+
 if __name__ == "__main__":
-    select_notebooks(sys.argv[1:])  # a wrong name stops here, before a results file named after it is written
-    name = "notebooks" if len(sys.argv) == 1 else "notebooks-" + "-".join(sys.argv[1:])
-    save(name, main(sys.argv[1:], name))
+    arguments = sys.argv[1:]
+    language = "zh" if "--zh" in arguments else "en"
+    names = [a for a in arguments if a != "--zh"]
+    select_notebooks(names, language)  # a wrong name stops here, before a results file named after it is written
+    name = results_name(names, language)
+    save(name, main(names, name, language))

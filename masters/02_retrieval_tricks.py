@@ -66,7 +66,7 @@
 # |---|---|
 # | **你将学到** | 适用于中文的关键词检索（BM25）；用倒数排名融合（RRF）做混合检索（hybrid retrieval）；由小到大检索（small-to-big）；用真正的交叉编码器（cross-encoder）重排（reranking）——以及为什么重排模型的训练数据决定了它在哪里有效（英文模型遇到中文问题），又怎样按语言路由来解决；为什么重排器（reranker）可能输给它自己的输入，又怎样把它的排名与第一阶段的排名融合来解决，以及为文档是另一种语言的问题准备的跨语言路由；把对话模型（chat model）回答 yes/no 的概率当作评审（judge），并与交叉编码器对比衡量；HyDE、多查询（multi-query）和后退一步（step-back）的查询改写（query rewriting）；上下文重排（contextual rerank：连同相邻块（chunk）一起评审候选）和上下文扩展（context expansion）——以及怎样判断其中哪些真正有用、对哪些问题有用、代价多大 |
 # | **前置条件** | notebook 00（整套工具能跑通）；notebook 01 会有帮助（块、金标准问题集（gold set）、命中率（hit@k） 和 召回率（recall@k）） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **9.8 分钟**（588 秒，58 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 5 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **9.8 分钟**（588 秒，58 次对话模型调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 5 日，在 10 分钟预算以内；测的是英文版，中文版尚未单独实测）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由本次运行算出：离线使用 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（llama.cpp）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2（ONNX） |
 #
 # 下面的每一种技术都是一个 LangChain 检索器（retriever）——一个从问题到排好序的块的 Runnable——每一种都用同样的方式、

@@ -6,7 +6,9 @@
 
 The figures come from `benchmarks/bench_notebooks.py` (a first Run All from an empty cache folder, each
 notebook in a fresh kernel): the most recent passing row per notebook over every
-`benchmarks/results/notebooks*.json`. The row is the front matter's only typed figure, so it is rendered
+`benchmarks/results/notebooks*.json`, per language: the "用时" row comes from a run of the Chinese copy
+(`bench_notebooks.py --zh`, rows with `"language": "zh"`) when there is one, else from the English run and says so.
+The row is the front matter's only typed figure, so it is rendered
 here from the measurement instead of typed by hand; the Chinese twin of the front-matter cell gets the
 same figures and the hash of the new English text (`scripts.notebooks.source_hash`), so the twins stay in
 step. A notebook without a measurement keeps its row. Tooling only: nothing in lessons/ imports this.
@@ -31,7 +33,7 @@ EN = (
 )
 ZH = (
     "离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **{minutes:.1f} 分钟**（{seconds:.0f} 秒，{calls} 次对话模型调用；"
-    "`benchmarks/bench_notebooks.py`，{date}，{budget}{load}）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络）"
+    "`benchmarks/bench_notebooks.py{flag}`，{date}，{budget}{load}{copy}）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络）"
 )
 BUDGET = {
     "en": ("within the 10-minute budget", "over the 10-minute budget"),
@@ -47,16 +49,19 @@ ROW = {
 }
 LABEL = {"en": "Time", "zh": "用时"}
 FIRST_USE = {"对话模型": "（chat model）"}  # the glossary's terms in the Chinese row, glossed on a notebook's first use
+# the "用时" row measured on the English copy (no run of the Chinese one yet) says so
+ENGLISH_COPY = "；测的是英文版，中文版尚未单独实测"
 BUSY_LOAD = 2.6  # the benchmark's own model server and kernel keep two cores at about 2
 
 
-def measurements(results: Path = RESULTS) -> dict[str, dict]:
-    """The most recent passing measurement of each notebook (later files and later rows win)."""
+def measurements(results: Path = RESULTS, language: str = "en") -> dict[str, dict]:
+    """The most recent passing measurement of each notebook's copy in `language` (later files and later rows win;
+    a row that names no language measured the English copy)."""
     rows: list[tuple[str, float, dict]] = []
     for path in sorted(results.glob("notebooks*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         for position, row in enumerate(data.get("notebooks", [])):
-            if row.get("passed"):
+            if row.get("passed") and row.get("language", "en") == language:
                 row = {**row, "run": path.stem}  # the file names the notebooks that ran in one cache folder
                 rows.append((str(row.get("started", "")), path.stat().st_mtime + position / 1000, row))
     latest: dict[str, dict] = {}
@@ -74,10 +79,14 @@ def _date(started: str, language: str) -> str:
 
 def row_text(row: dict, language: str, before: str = "") -> str:
     """The Time row's cell for one measurement, in `language`. A glossary term of the Chinese row that the
-    Chinese text `before` the row has not used yet gets its English on this first use (docs/GLOSSARY.zh.md)."""
+    Chinese text `before` the row has not used yet gets its English on this first use (docs/GLOSSARY.zh.md).
+    A Chinese row rendered from a run of the English copy says so."""
     seconds = float(row["seconds"])
     load = row.get("load_average_before")
+    measured_zh = row.get("language", "en") == "zh"
     text = (EN if language == "en" else ZH).format(
+        flag=" --zh" if measured_zh else "",
+        copy="" if measured_zh else ENGLISH_COPY,
         minutes=seconds / 60,
         seconds=seconds,
         calls=row.get("llm_calls", 0),
@@ -120,9 +129,10 @@ def _front_matter_source(path: Path) -> str | None:
     )
 
 
-def update_master(path: Path, row: dict) -> str:
-    """The master's text with its Time row(s) rendered from `row`, and the Chinese twin's hash renewed
-    when the twin was up to date with the old English (a twin already stale stays stale)."""
+def update_master(path: Path, row: dict, zh_row: dict | None = None) -> str:
+    """The master's text with its Time row(s) rendered from `row` (the "用时" row from `zh_row`, the Chinese copy's
+    run, when there is one), and the Chinese twin's hash renewed when the twin was up to date with the old English
+    (a twin already stale stays stale)."""
     from scripts.notebooks import source_hash
 
     text = path.read_text(encoding="utf-8")
@@ -131,7 +141,8 @@ def update_master(path: Path, row: dict) -> str:
         found = ROW[language].search(text)
         if found is None:
             continue
-        cell = f"# | **{LABEL[language]}** | {row_text(row, language, chinese_before(text, found.start()))} |"
+        measured = zh_row if language == "zh" and zh_row is not None else row
+        cell = f"# | **{LABEL[language]}** | {row_text(measured, language, chinese_before(text, found.start()))} |"
         text = text[: found.start()] + cell + text[found.end() :]
     if before is None:
         return text
@@ -241,13 +252,13 @@ def update_facilitator(text: str, latest: dict[str, dict]) -> str:
 def render(write: bool = False, say=print) -> list[str]:
     """The masters (by stem) and docs/FACILITATOR.md whose rows differ from the measurements; with `write`, each
     is rewritten."""
-    latest, stale = measurements(), []
+    latest, chinese, stale = measurements(), measurements(language="zh"), []
     for path in sorted((ROOT / "masters").glob("*.py")):
         row = latest.get(path.stem)
         if row is None:
             say(f"{path.stem}: no measurement in {RESULTS.relative_to(ROOT)}; row kept")
             continue
-        text = update_master(path, row)
+        text = update_master(path, row, chinese.get(path.stem))
         if text != path.read_text(encoding="utf-8"):
             stale.append(path.stem)
             if write:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks.bench_notebooks import select_notebooks, server_speed
+from benchmarks.bench_notebooks import results_name, select_notebooks, server_speed
 
 # Two calls as llama-cpp-python 0.3.36's server logs them: the first evaluates 211 prompt tokens, the second reuses
 # a 212-token prefix and evaluates 20. "prompt eval time" reads ≈ 0 ms in this build: the prompt's time is the
@@ -43,3 +43,13 @@ def test_a_name_that_matches_no_notebook_stops_the_run_and_names_it():
     assert len(select_notebooks([])) >= 10
     with pytest.raises(SystemExit, match="'--help'"):
         select_notebooks(["00_setup", "--help"])
+
+
+def test_the_chinese_copies_are_measured_on_their_own_and_saved_apart():
+    (chinese,) = select_notebooks(["02"], "zh")
+    assert chinese.parent.name == "zh" and chinese.parent.parent.name == "notebooks"
+    assert select_notebooks(["02"])[0].parent.name == "solutions"
+    assert results_name(["02", "05"], "zh") == "notebooks-zh-02-05"
+    assert results_name([], "en") == "notebooks"
+    with pytest.raises(SystemExit, match="notebooks/zh/"):
+        select_notebooks(["99"], "zh")

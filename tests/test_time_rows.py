@@ -92,6 +92,23 @@ def test_the_latest_passing_measurement_wins(tmp_path):
     assert measurements(tmp_path)["09_demo"]["seconds"] == 712.0
 
 
+def test_the_chinese_row_comes_from_the_chinese_copys_run_and_otherwise_says_it_is_the_english_one(tmp_path):
+    chinese = {**ROW, "language": "zh", "seconds": 540.0, "llm_calls": 44, "started": "2026-12-06 08:30"}
+    (tmp_path / "notebooks-09.json").write_text(json.dumps({"notebooks": [ROW]}))
+    (tmp_path / "notebooks-zh-09.json").write_text(json.dumps({"notebooks": [chinese]}))
+    assert measurements(tmp_path)["09_demo"]["seconds"] == 712.0  # an English row is never the Chinese run
+    assert measurements(tmp_path, language="zh")["09_demo"]["seconds"] == 540.0
+    path = master(tmp_path)
+    rendered = update_master(path, ROW, chinese)
+    assert "**11.9 min** measured (712 s" in rendered
+    assert (
+        "**9.0 分钟**（540 秒，44 次对话模型" in rendered and "bench_notebooks.py --zh`，2026 年 12 月 6 日" in rendered
+    )
+    assert "测的是英文版" not in rendered
+    english_only = update_master(path, ROW)
+    assert "**11.9 分钟**（712 秒" in english_only and "；测的是英文版，中文版尚未单独实测）" in english_only
+
+
 def test_the_facilitator_agenda_row_is_rendered_from_the_measurement():
     from scripts.time_rows import update_facilitator
 
