@@ -8,8 +8,8 @@ Every variant must fit in that budget:
 
 - "default top 5": the baseline (its recall is recall@5);
 - "expanded within budget": the same 10 hits in the same order, each widened with its neighbours
-  (`ChunkNeighbours.around`: `neighbour_budget(rank)` neighbours, nearest first, at most `MAX_BLOCK_CHARS` a block)
-  while the budget lasts — a block is capped at what is left, a hit that no longer fits is skipped for the next;
+  (`expand_hits(..., budget=)`: `neighbour_budget(rank)` neighbours, nearest first, at most `MAX_BLOCK_CHARS` a
+  block) while the budget lasts — a block is capped at what is left, a hit that no longer fits is skipped for the next;
 - "expanded when the top 2 share a section": expansion as above only when the first two hits sit in one section
   of one document (same `source` and `section_path`), else the baseline;
 - "blocks reranked, then fitted": the 10 hits widened with no budget (`expand_hits`), the blocks reranked by the
@@ -44,7 +44,7 @@ from benchmarks.common import save
 from lessons.evaluation.harness import measure
 from lessons.evaluation.metrics import evidence_recall_at_k, mrr_at_k, quotes_found, relevance_labels
 from lessons.ingest.corpus import load_gold
-from lessons.retrieval.context_expansion import MAX_BLOCK_CHARS, ChunkNeighbours, expand_hits, neighbour_budget
+from lessons.retrieval.context_expansion import MAX_BLOCK_CHARS, ChunkNeighbours, expand_hits
 from lessons.retrieval.document_processor import reranked_hybrid
 from lessons.retrieval.index import load_knowledge_base
 from lessons.retrieval.rerank import default_reranker
@@ -56,27 +56,6 @@ EXPANDED = "expanded within budget"
 GATED = "expanded when the top 2 share a section"
 REBLOCKED = "blocks reranked, then fitted"
 VARIANTS = (BASELINE, EXPANDED, GATED, REBLOCKED)
-
-
-def within_budget(hits: Sequence[Document], neighbours: ChunkNeighbours, budget: int) -> list[Document]:
-    """`hits` in order, each widened with its neighbours while `budget` characters last: a block is capped at what is
-    left (and at `MAX_BLOCK_CHARS`); a hit already in a block adds nothing; a hit longer than what is left is
-    skipped."""
-    taken: set[tuple[str, int]] = set()
-    blocks, left = [], budget
-    for rank, hit in enumerate(hits, start=1):
-        source, index = hit.metadata["source"], hit.metadata["chunk_index"]
-        if (source, index) in taken or len(hit.page_content) > left:
-            continue
-        indexes = neighbours.around(hit, neighbour_budget(rank), min(MAX_BLOCK_CHARS, left), taken)
-        block = neighbours.block(source, indexes, hit, rank)
-        while len(block.page_content) > left:  # the line breaks joining chunks without overlap: drop the farthest
-            indexes.remove(max(indexes, key=lambda i: (abs(i - index), i)))
-            block = neighbours.block(source, indexes, hit, rank)
-        taken.update((source, i) for i in indexes)
-        blocks.append(block)
-        left -= len(block.page_content)
-    return blocks
 
 
 def one_section(hits: Sequence[Document]) -> bool:
@@ -144,14 +123,14 @@ def question_rows(corpus: str, question, default, neighbours: ChunkNeighbours, b
     hits = list(first.value)
     top = hits[:BASE_K]
     budget = sum(len(d.page_content) for d in top)
-    expand = measure(lambda: within_budget(hits, neighbours, budget))
+    expand = measure(lambda: expand_hits(hits, neighbours, budget=budget))
     gated = expand.value if one_section(hits) else top
     full = expand_hits(hits, neighbours)
 
     def reblock():
         blocks = list(block_reranker.compress_documents(full, q))
         order = [hits[b.metadata["hit_rank"] - 1] for b in blocks]
-        return blocks, within_budget(order, neighbours, budget)
+        return blocks, expand_hits(order, neighbours, budget=budget)
 
     reblocked = measure(reblock)
     blocks, refitted = reblocked.value

@@ -1,5 +1,6 @@
 """Context expansion: neighbour budgets, overlap-free joins, non-overlapping blocks, the whole pipeline."""
 
+import pytest
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import Field
@@ -109,3 +110,49 @@ def test_pipeline_reranks_hits_then_expands_then_reranks_blocks():
 def test_pipeline_without_rerankers_expands_the_first_stage_order():
     retriever = ContextExpansionRetriever(first_stage=Fixed(documents=DOC_A[:1]), neighbours=NEIGHBOURS, hits=1)
     assert [indexes(b) for b in retriever.invoke("q")] == [list(range(11))]
+
+
+# --- a character budget over all the blocks (benchmarks/bench_expansion_budget.py's "expanded within budget") ---
+
+
+def sized(source, index, chars=100):
+    label = f"{source}-{index} "
+    return chunk(source, index, label + "x" * (chars - len(label)))
+
+
+SIZED = [sized("a.md", i) for i in range(6)] + [sized("b.md", i) for i in range(3)]
+SIZED_NEIGHBOURS = ChunkNeighbours(SIZED)
+
+
+def test_with_a_budget_the_blocks_fit_it_and_follow_the_hits_order():
+    hits = [SIZED[2], SIZED[7], SIZED[5]]  # a.md-2, b.md-1, a.md-5
+    blocks = expand_hits(hits, SIZED_NEIGHBOURS, budget=350)
+    assert sum(len(b.page_content) for b in blocks) <= 350
+    assert [b.metadata["hit_rank"] for b in blocks] == [1, 2][: len(blocks)]
+    assert indexes(blocks[0]) == [1, 2, 3]  # the best hit widened first, nearest neighbours first
+
+
+def test_with_a_budget_a_hit_inside_a_block_adds_nothing_and_a_hit_too_long_for_what_is_left_is_skipped():
+    long_hit = sized("b.md", 9, chars=400)
+    neighbours = ChunkNeighbours([*SIZED, long_hit])
+    blocks = expand_hits([SIZED[6], SIZED[7], long_hit, SIZED[5]], neighbours, budget=450)
+    assert [b.metadata["source"] for b in blocks] == ["b.md", "a.md"]
+    assert [b.metadata["hit_rank"] for b in blocks] == [1, 4]
+    assert indexes(blocks[0]) == [0, 1, 2] and indexes(blocks[1]) == [5]
+    assert sum(len(b.page_content) for b in blocks) <= 450
+
+
+def test_with_a_budget_the_line_break_joining_two_chunks_counts_against_it():
+    # two 100-character chunks without overlap join into 201 characters: with 200 to spend the neighbour is dropped
+    blocks = expand_hits([SIZED[0], SIZED[6]], SIZED_NEIGHBOURS, budget=200)
+    assert [b.metadata["neighbours"] for b in blocks] == [0, 0]
+    assert sum(len(b.page_content) for b in blocks) == 200
+
+
+def test_without_a_budget_nothing_is_cut_and_a_negative_budget_is_refused():
+    hits = [SIZED[2], SIZED[7]]
+    assert expand_hits(hits, SIZED_NEIGHBOURS) == expand_hits(hits, SIZED_NEIGHBOURS, budget=None)
+    assert sum(len(b.page_content) for b in expand_hits(hits, SIZED_NEIGHBOURS)) > 350
+    assert expand_hits(hits, SIZED_NEIGHBOURS, budget=0) == []
+    with pytest.raises(ValueError, match="budget must be 0 or more"):
+        expand_hits(hits, SIZED_NEIGHBOURS, budget=-1)

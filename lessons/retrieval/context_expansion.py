@@ -10,6 +10,7 @@ repeat text. The blocks are then reranked as whole passages.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
@@ -89,17 +90,31 @@ def expand_hits(
     neighbours: ChunkNeighbours,
     max_neighbours: int = MAX_NEIGHBOURS,
     max_chars: int = MAX_BLOCK_CHARS,
+    budget: int | None = None,
 ) -> list[Document]:
-    """One block per hit, in rank order; a hit already inside a better-ranked block adds nothing."""
+    """One block per hit, in rank order; a hit already inside a better-ranked block adds nothing.
+
+    With `budget` (characters), the blocks together show at most that many: a block is capped at what is left (and
+    at `max_chars`), and a hit longer than what is left is skipped for the next one.
+    """
+    if budget is not None and budget < 0:
+        raise ValueError(f"budget must be 0 or more characters, got {budget}")
     taken: set[tuple[str, int]] = set()
-    blocks = []
+    blocks: list[Document] = []
+    left = math.inf if budget is None else budget
     for rank, hit in enumerate(hits, start=1):
-        source = hit.metadata["source"]
-        if (source, hit.metadata["chunk_index"]) in taken:
+        source, index = hit.metadata["source"], hit.metadata["chunk_index"]
+        if (source, index) in taken or len(hit.page_content) > left:
             continue
-        indexes = neighbours.around(hit, neighbour_budget(rank, max_neighbours), max_chars, taken)
+        cap = max_chars if budget is None else min(max_chars, int(left))
+        indexes = neighbours.around(hit, neighbour_budget(rank, max_neighbours), cap, taken)
+        block = neighbours.block(source, indexes, hit, rank)
+        while len(block.page_content) > left:  # the line breaks joining chunks without overlap: drop the farthest
+            indexes.remove(max(indexes, key=lambda i: (abs(i - index), i)))
+            block = neighbours.block(source, indexes, hit, rank)
         taken.update((source, i) for i in indexes)
-        blocks.append(neighbours.block(source, indexes, hit, rank))
+        blocks.append(block)
+        left -= len(block.page_content)
     return blocks
 
 
