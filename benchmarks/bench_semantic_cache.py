@@ -42,7 +42,7 @@ from benchmarks.common import RESULTS, save
 from lessons.ingest.corpus import GOLD_DIR
 
 PAIRS = GOLD_DIR / "paraphrases.jsonl"
-HELDOUT = Path(__file__).parent / "questions" / "cache_heldout.jsonl"
+HELDOUT = GOLD_DIR / "cache_heldout.jsonl"
 MAX_WRONG_RATE = 0.01
 
 

@@ -74,7 +74,7 @@ ROUTE_QUESTIONS = None  # questions the embedding router is measured on (None: e
 N_ROUTE_LLM = 12  # of them, routed by the chat model too (one call each)
 N_FILTER = 12  # gold questions that name a document, filtered by the chat model (one call each)
 CACHE_PAIRS = None  # paraphrase pairs the semantic cache is measured on (None: all of them)
-HELDOUT_LOOKUPS = None  # lookups of benchmarks/questions/cache_heldout.jsonl it is measured on too (None: all of them)
+HELDOUT_LOOKUPS = None  # lookups of data/eval/cache_heldout.jsonl it is measured on too (None: all of them)
 K = 4  # chunks retrieved; hit@K and recall@K
 N_GRAPH_CHUNKS = 10  # hits of the Graph RAG example whose entities the chat model extracts (one call each)
 
@@ -596,22 +596,22 @@ display(Markdown("\n".join(f"- {line}" for line in cache_findings)))
 # %% [markdown]
 # ### Near questions it has not seen
 #
-# The pairs above are the ones the threshold was calibrated on. `benchmarks/questions/cache_heldout.jsonl` holds
+# The pairs above are the ones the threshold was calibrated on. `data/eval/cache_heldout.jsonl` holds
 # more lookups in the same format, written later by someone who had not seen a similarity: paraphrases, and near
 # questions that change one thing (another office, the opposite direction, another metric). Each lookup embeds one
 # question, a fraction of a second, so the run looks them all up in the same caches.
 
-# %% [markdown] lang="zh" translates="312f8e568fb3"
+# %% [markdown] lang="zh" translates="581b388822aa"
 # ### 它没见过的相近问题
 #
-# 上面的问题对正是校准阈值用的那一批。`benchmarks/questions/cache_heldout.jsonl` 另有一批同样格式的查询，由一位没看过任何
+# 上面的问题对正是校准阈值用的那一批。`data/eval/cache_heldout.jsonl` 另有一批同样格式的查询，由一位没看过任何
 # 相似度的作者后来写成：同义改写，以及只改了一处的相近问题（另一个办公室、相反的方向、另一个指标）。每次查询只嵌入一个问题，
 # 不到一秒，所以这次运行在同样的缓存里把它们全部查一遍。
 
 # %%
 from lessons.agents import wilson_interval
 
-heldout_set = take_turns(pd.read_json(PROJECT_ROOT / "benchmarks" / "questions" / "cache_heldout.jsonl", lines=True),
+heldout_set = take_turns(pd.read_json(GOLD_DIR / "cache_heldout.jsonl", lines=True),
                          ["language", "corpus", "kind"], HELDOUT_LOOKUPS)
 started = time.perf_counter()
 heldout = look_up(heldout_set)
@@ -645,7 +645,7 @@ pd.DataFrame({t("similarity"): near_served["similarity"].round(4).to_numpy(),
 guarded_near = near_row(heldout[heldout["guard"]])
 plain_near = near_row(heldout[~heldout["guard"]])
 heldout_findings = [
-    t("Held-out lookups ({n} of `benchmarks/questions/cache_heldout.jsonl`, {seconds:.0f} s, threshold {threshold:.4f}): "
+    t("Held-out lookups ({n} of `data/eval/cache_heldout.jsonl`, {seconds:.0f} s, threshold {threshold:.4f}): "
       "with the guard the cache served {near} of {n_near} near questions another question's answer (95 % upper bound "
       "{upper:.1%}), without it {plain}; {right} of {paraphrases} paraphrases got their own answer. The guard's "
       "contrast words were chosen by reading these near questions, so they are development data now: only a fresh "

@@ -49,7 +49,7 @@ from lessons.text.normalise import fold_width
 # Calibrated by benchmarks/bench_semantic_cache.py on every pair of data/eval/paraphrases.jsonl, per
 # (embedder name, guard): the threshold that serves the most right answers with no wrong one (0.9624 with the
 # contrast words, 0.9724 before them). Calibrated on half A (0.9548) it served 2 wrong answers of 17 on half B, on
-# half B (0.9676) 0 of 11 on A. On the 311 lookups of benchmarks/questions/cache_heldout.jsonl it served 6 of 210
+# half B (0.9676) 0 of 11 on A. On the 311 lookups of data/eval/cache_heldout.jsonl it served 6 of 210
 # near questions another question's answer (2.9 %, 95 % upper bound 6.1 %) and 75 of 101 paraphrases theirs; before
 # the contrast words, at 0.9724, 16 of 210 and 75 of 101. Those lookups chose the contrast words, so the 6 are
 # in-sample: a fresh set must confirm them. The 1 % goal is not shown. Without the guard, or with the USE
