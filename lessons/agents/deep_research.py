@@ -33,7 +33,7 @@ from typing import Any, Literal, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from pydantic import BaseModel, Field
 
 from lessons.agents.answerability import AnswerabilityCheck
@@ -44,6 +44,7 @@ from lessons.agents.answering import (
     format_context,
     not_in_documents_answer,
 )
+from lessons.agents.graphs import compile_graph
 from lessons.agents.three_agents import ResearchDraft
 from lessons.chunking.base import BILINGUAL_SEPARATORS
 from lessons.core.i18n import N_, ReaderText, for_reader, t, t_marked
@@ -745,17 +746,17 @@ def build_research_graph(
         )
         return {"draft": draft, "context": context, "trace": [*state.get("trace", []), row]}
 
-    graph = StateGraph(ResearchState)
-    graph.add_node("decide", decide_step)
-    graph.add_node("search", search_step)
-    graph.add_node("read_page", read_page_step)
-    graph.add_node("answer", answer_step)
-    graph.add_edge(START, "decide")
-    graph.add_conditional_edges("decide", lambda s: route_decision(s["decision"]), ["search", "read_page", "answer"])
-    graph.add_edge("search", "decide")
-    graph.add_edge("read_page", "decide")
-    graph.add_edge("answer", END)
-    return graph.compile()
+    return compile_graph(
+        ResearchState,
+        nodes={"decide": decide_step, "search": search_step, "read_page": read_page_step, "answer": answer_step},
+        edges={
+            START: "decide",
+            "decide": (lambda s: route_decision(s["decision"]), ["search", "read_page", "answer"]),
+            "search": "decide",
+            "read_page": "decide",
+            "answer": END,
+        },
+    )
 
 
 def citations_from(cited: Sequence[int], context: Sequence[Document]) -> list[Citation]:

@@ -33,11 +33,12 @@ from typing import Any, Literal, TypedDict
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from pydantic import BaseModel, Field
 
 from lessons.agents.answerability import AnswerabilityCheck, AnswerabilityVerdict
 from lessons.agents.answering import ANSWER_PROMPT, format_context, not_in_kb_answer
+from lessons.agents.graphs import compile_graph
 from lessons.core.i18n import N_, t
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.reports import mean_or_none, share_where
@@ -539,22 +540,18 @@ def build_grading_loop(
     def not_in_kb(state: LoopState) -> dict[str, Any]:
         return {"outcome": N_("not_in_kb"), "answer": not_in_kb_answer(state["question"])}
 
-    graph = StateGraph(LoopState)
-    for name, step in [
-        ("retrieve", retrieve),
-        ("grade", grade),
-        ("rewrite", rewrite),
-        ("generate", generate),
-        ("not_in_kb", not_in_kb),
-    ]:
-        graph.add_node(name, step)
-    graph.add_edge(START, "retrieve")
-    graph.add_edge("retrieve", "grade")
-    graph.add_conditional_edges("grade", route, ["generate", "rewrite", "not_in_kb"])
-    graph.add_edge("rewrite", "retrieve")
-    graph.add_edge("generate", END)
-    graph.add_edge("not_in_kb", END)
-    return graph.compile()
+    return compile_graph(
+        LoopState,
+        nodes={"retrieve": retrieve, "grade": grade, "rewrite": rewrite, "generate": generate, "not_in_kb": not_in_kb},
+        edges={
+            START: "retrieve",
+            "retrieve": "grade",
+            "grade": (route, ["generate", "rewrite", "not_in_kb"]),
+            "rewrite": "retrieve",
+            "generate": END,
+            "not_in_kb": END,
+        },
+    )
 
 
 def answer_without_grading(model: BaseChatModel, retriever: Retriever, question: str) -> LoopState:

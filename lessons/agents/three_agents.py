@@ -31,7 +31,7 @@ from typing import Any, Literal, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from pydantic import BaseModel, Field
 
 from lessons.agents.answerability import AnswerabilityCheck, AnswerabilityVerdict
@@ -52,6 +52,7 @@ from lessons.agents.claim_check import (
     unsupported_figures,
     unsupported_sentences,
 )
+from lessons.agents.graphs import compile_graph
 from lessons.core.i18n import N_, ReaderText
 from lessons.core.prompt_safety import DATA_RULE
 from lessons.core.structured import invoke_structured
@@ -561,26 +562,28 @@ def build_three_agent_graph(
     def route_verification(state):
         return {"accept": "finish", "give_up": "finish", "re_research": "research"}[state["trace"][-1].decision]
 
-    graph = StateGraph(ThreeAgentState)
-    for name, step in [
-        ("retrieve", retrieve),
-        ("check_relevance", relevance),
-        ("research", research_step),
-        ("verify", verify_step),
-        ("check_answerability", answerability_step),
-        ("finish", finish),
-        ("not_in_documents", not_in_documents),
-    ]:
-        graph.add_node(name, step)
-    graph.add_edge(START, "retrieve")
-    graph.add_edge("retrieve", "check_relevance")
-    graph.add_conditional_edges("check_relevance", route_relevance, ["research", "not_in_documents"])
-    graph.add_conditional_edges("research", route_research, ["verify", "check_answerability", "not_in_documents"])
-    graph.add_conditional_edges("check_answerability", route_answerability, ["verify", "not_in_documents"])
-    graph.add_conditional_edges("verify", route_verification, ["finish", "research"])
-    graph.add_edge("finish", END)
-    graph.add_edge("not_in_documents", END)
-    return graph.compile()
+    return compile_graph(
+        ThreeAgentState,
+        nodes={
+            "retrieve": retrieve,
+            "check_relevance": relevance,
+            "research": research_step,
+            "verify": verify_step,
+            "check_answerability": answerability_step,
+            "finish": finish,
+            "not_in_documents": not_in_documents,
+        },
+        edges={
+            START: "retrieve",
+            "retrieve": "check_relevance",
+            "check_relevance": (route_relevance, ["research", "not_in_documents"]),
+            "research": (route_research, ["verify", "check_answerability", "not_in_documents"]),
+            "check_answerability": (route_answerability, ["verify", "not_in_documents"]),
+            "verify": (route_verification, ["finish", "research"]),
+            "finish": END,
+            "not_in_documents": END,
+        },
+    )
 
 
 def result_from_state(state: ThreeAgentState, seconds: float = 0.0) -> ThreeAgentResult:

@@ -27,11 +27,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 
 from lessons.agents.deep_research import Observation, PageStore, read_page, where
+from lessons.agents.graphs import compile_graph
 from lessons.core.prompt_safety import DATA_RULE, as_data
 
 DEFAULT_MAX_STEPS = 3
@@ -145,13 +146,11 @@ def build_tool_agent(model: BaseChatModel, tools: Sequence[BaseTool], max_steps:
         last = state["messages"][-1]
         return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
 
-    graph = StateGraph(ToolAgentState)
-    graph.add_node("agent", agent_step)
-    graph.add_node("tools", tools_step)
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", route, ["tools", END])
-    graph.add_edge("tools", "agent")
-    return graph.compile()
+    return compile_graph(
+        ToolAgentState,
+        nodes={"agent": agent_step, "tools": tools_step},
+        edges={START: "agent", "agent": (route, ["tools", END]), "tools": "agent"},
+    )
 
 
 @dataclass(frozen=True)
