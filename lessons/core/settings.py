@@ -71,21 +71,23 @@ class EnvModel(BaseSettings):
         return alias or f"{cls.model_config.get('env_prefix', '')}{field}".upper()
 
     @classmethod
-    def _whole(cls, value: Any, info: ValidationInfo, minimum: int = 1) -> Any:
-        if isinstance(value, str):
-            name, default = (
-                cls.variable(info.field_name),
-                cls.model_fields[info.field_name].get_default(call_default_factory=True),
-            )
-            try:
-                value = int(value)
-            except ValueError:
-                raise ValueError(f"{name}={value!r} is not a whole number — set e.g. {name}={default}") from None
-            if value < minimum:
-                raise ValueError(
-                    f"{name}={str(value)!r} must be {'positive' if minimum else '0 or more'} — set e.g. {name}={default}"
-                )
-        return value
+    def _whole(
+        cls, value: Any, info: ValidationInfo, minimum: int = 1, maximum: int | None = None, fix: str = ""
+    ) -> Any:
+        """A whole number from `minimum` to `maximum` (no upper bound: None). Text that is not one raises naming the
+        variable and `fix` (with no `fix`: what is wrong, and the field's default as the example)."""
+        if not isinstance(value, str):
+            return value
+        name, text = cls.variable(info.field_name), value.strip()
+        example = f"set e.g. {name}={cls.model_fields[info.field_name].get_default(call_default_factory=True)}"
+        try:
+            number = int(text)
+        except ValueError:
+            raise ValueError(f"{name}={text!r} {fix or f'is not a whole number — {example}'}") from None
+        if number < minimum or (maximum is not None and number > maximum):
+            bound = f"from {minimum} to {maximum}" if maximum is not None else "positive" if minimum else "0 or more"
+            raise ValueError(f"{name}={text!r} {fix or f'must be {bound} — {example}'}")
+        return number
 
     @classmethod
     def _number(cls, value: Any, info: ValidationInfo) -> Any:
@@ -197,21 +199,14 @@ class Settings(EnvModel):
     @field_validator("port", mode="before")
     @classmethod
     def _port(cls, value: Any, info: ValidationInfo) -> Any:
-        if not isinstance(value, str):
-            return value
-        if not value.strip():
+        if isinstance(value, str) and not value.strip():
             return None
         name = cls.variable(info.field_name)
-        try:
-            port = int(value)
-        except ValueError:
-            port = 0
-        if not 0 < port < 65536:
-            raise ValueError(
-                f"{name}={value.strip()!r} is not a port — set a whole number from 1 to 65535, e.g. {name}=8080, "
-                f"or unset {name} to let the course choose a free one"
-            )
-        return port
+        fix = (
+            f"is not a port — set a whole number from 1 to 65535, e.g. {name}=8080, "
+            f"or unset {name} to let the course choose a free one"
+        )
+        return cls._whole(value, info, maximum=65535, fix=fix)
 
     @field_validator("no_local", mode="before")
     @classmethod
