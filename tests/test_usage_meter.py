@@ -1,5 +1,6 @@
 """The one meter (`lessons.core.usage`): scoped blocks, nesting, cached vs fresh calls, cost."""
 
+import json
 import threading
 from typing import Any
 
@@ -124,3 +125,17 @@ def test_a_scoped_meter_does_not_overwrite_the_runner_usage_file(tmp_path, monke
     assert not path.exists()  # only the process-wide USAGE writes the runner's file
     ScriptedChatModel(default="x", callbacks=[USAGE]).invoke("q")
     assert path.exists()
+
+
+def test_the_runner_usage_file_is_read_when_written_not_when_the_settings_were_first_read(
+    tmp_path, monkeypatch, fresh_settings
+):
+    assert fresh_settings().usage_file is None  # the settings are read (and kept) before the variable is set
+    path = tmp_path / "usage.json"
+    monkeypatch.setenv("AGENTIC_RAG_USAGE_FILE", str(path))
+    ScriptedChatModel(default="x", callbacks=[USAGE]).invoke("q")
+    assert json.loads(path.read_text())["calls"] == USAGE.totals.calls
+    path.unlink()
+    monkeypatch.delenv("AGENTIC_RAG_USAGE_FILE")  # unset again: the meter stops writing
+    ScriptedChatModel(default="x", callbacks=[USAGE]).invoke("q")
+    assert not path.exists()

@@ -152,7 +152,8 @@ class Settings(EnvModel):
     deepseek_price_output: float | None = Field(None, validation_alias="DEEPSEEK_PRICE_OUTPUT")
     # where `checks.run_check` appends each result as a JSON line (the headless notebook runner sets it)
     check_log: Path | None = Field(None, validation_alias="AGENTIC_RAG_CHECK_LOG")
-    # where the process-wide `lessons.core.usage.USAGE` writes its totals after each call (the notebook runner sets it)
+    # where the process-wide `lessons.core.usage.USAGE` writes its totals after each call (the notebook runner sets it);
+    # checked here, re-read from the environment at each write (`lessons.core.usage.runner_usage_file`)
     usage_file: Path | None = Field(None, validation_alias="AGENTIC_RAG_USAGE_FILE")
     # the local model server's port (`lessons.core.local_server`); None: the last server's port when free, else a free one
     port: int | None = Field(None, validation_alias="AGENTIC_RAG_PORT")

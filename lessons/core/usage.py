@@ -34,7 +34,7 @@ from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
 from lessons.core.i18n import t
-from lessons.core.settings import get_settings
+from lessons.core.settings import Settings, get_settings
 
 # US$ per million tokens for deepseek-chat (cache-miss input, output), from DeepSeek's price page,
 # September 2025. Override with DEEPSEEK_PRICE_INPUT / DEEPSEEK_PRICE_OUTPUT when prices change.
@@ -108,6 +108,15 @@ def _token_usage(response: LLMResult) -> tuple[int, int]:
     return token_usage.get("prompt_tokens", 0), token_usage.get("completion_tokens", 0)
 
 
+def runner_usage_file() -> Path | None:
+    """`AGENTIC_RAG_USAGE_FILE` as the environment says now. Read at each write, not from `get_settings()` (read once
+    per process), so that a runner, a test or a learner may set or unset it after import; `get_settings()` has
+    checked the value it started with and exported `.env`'s lines to the environment."""
+    get_settings()
+    value = os.environ.get(Settings.variable("usage_file"), "").strip()
+    return Path(value).expanduser() if value else None
+
+
 class UsageMeter(BaseCallbackHandler):
     """A LangChain callback that adds up calls, tokens, cached answers and cost; thread-safe.
 
@@ -126,7 +135,7 @@ class UsageMeter(BaseCallbackHandler):
         self.parent = parent
         self._lock = threading.Lock()
         self._usage_file = usage_file
-        self._env_file = env_file  # also write to $AGENTIC_RAG_USAGE_FILE (the process-wide meter does)
+        self._env_file = env_file  # also write to $AGENTIC_RAG_USAGE_FILE, read at each write (the process-wide meter)
         self._providers: dict[Any, str] = {}
         self._counted: set[Any] = set()
 
@@ -166,7 +175,7 @@ class UsageMeter(BaseCallbackHandler):
             self._write()
 
     def _write(self) -> None:
-        path = self._usage_file or (get_settings().usage_file if self._env_file else None)
+        path = self._usage_file or (runner_usage_file() if self._env_file else None)
         if not path:
             return
         tmp = Path(f"{path}.tmp")
