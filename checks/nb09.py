@@ -60,25 +60,54 @@ def check_matches(matches) -> CheckResult:
     return run_check("Exercise 2 (a chunk meets a filter)", check, zh="练习 2（块是否满足过滤器）")
 
 
+# Exercise 3's cases: two questions, and why the guard keeps them apart or lets one answer the other (en, zh).
+_GUARD_CASES = [
+    ("What was NRR in Q3 2026?", "What was NRR in Q2 2026?",
+     "each names something the other lacks (Q3, Q2): a conflict", "双方各有对方没有的具体项（Q3、Q2）：冲突"),
+    ("What was NRR in the third quarter of 2026?", "What was NRR in Q3 2026?",
+     "one only leaves a specific out (Q3): no conflict", "一方只是少说了一个具体项（Q3）：不冲突"),
+    ("Can a backup be restored onto an older version of Atlas?", "Can a backup be restored onto another version of Atlas?",
+     "a contrast (\"~older\") only one of them holds is a conflict, even though the other names nothing more",
+     "只有一方带着的对比词（\"~older\"）就是冲突，哪怕另一方没有多点出任何东西"),
+    ("Business 版按月付费多少钱？", "Business 版的价格是多少？",
+     "a contrast (\"~monthly\", 按月) only one of them holds is a conflict", "只有一方带着的对比词（\"~monthly\"，按月）就是冲突"),
+    ("What is the maximum chunk size of Atlas Ingest?", "What is the largest chunk size of Atlas Ingest?",
+     "the same contrast (\"~max\") in both is no conflict", "双方都有同一个对比词（\"~max\"）：不冲突"),
+    ("What was gross NRR in Q3 2026?", "What was gross NRR in 2026?",
+     "both hold the contrast, and one only leaves a specific out: no conflict",
+     "双方都有这个对比词，一方只是少说了一个具体项：不冲突"),
+    ("How long are audit logs kept?", "For how long are audit logs kept?",
+     "no specifics at all: no conflict", "都没有具体项：不冲突"),
+]  # fmt: skip
+
+
 def check_conflict(conflict) -> CheckResult:
-    """Exercise 3: two questions ask about different things when each names a specific the other lacks."""
+    """Exercise 3: the cache's guard (`lessons.retrieval.semantic_cache.specifics_conflict`), compared with it on
+    pairs of questions in both orders: each names a specific the other lacks, or a contrast ("~…") only one holds."""
 
     def check():
+        from lessons.retrieval.semantic_cache import specifics, specifics_conflict
+
         expect(
-            conflict(frozenset({"q3", "2026"}), frozenset({"q2", "2026"})) is True,
-            "'Q3 2026' against 'Q2 2026': each names something the other lacks — a conflict (True)",
-            zh="'Q3 2026' 对 'Q2 2026'：双方各有对方没有的具体项——冲突（True）",
+            callable(conflict),
+            "define a function `conflict(asked, stored)`",
+            zh="定义一个函数 `conflict(asked, stored)`",
         )
-        expect(
-            conflict(frozenset({"2026"}), frozenset({"q3", "2026"})) is False,
-            "a question that only leaves a specific out ('2026' for 'Q3 2026') does not conflict (False)",
-            zh="只是少说了一个具体项的问题（'2026' 对 'Q3 2026'）不算冲突（False）",
-        )
-        expect(
-            conflict(frozenset({"rotterdam"}), frozenset({"rotterdam"})) is False
-            and conflict(frozenset(), frozenset()) is False,
-            "the same specifics, or none at all, are no conflict (False)",
-            zh="具体项相同，或者都没有具体项，不算冲突（False）",
-        )
+        for first, second, reason, reason_zh in _GUARD_CASES:
+            for asked, stored in ((first, second), (second, first)):
+                names, other = specifics(asked), specifics(stored)
+                want, got = specifics_conflict(names, other), conflict(names, other)
+                expect(
+                    got is not None,
+                    "your function returns None — did you forget `return`?",
+                    zh="你的函数返回了 None——是不是忘了写 `return`？",
+                )
+                expect(
+                    got == want,
+                    f"{asked!r} against {stored!r} — specifics {sorted(names)} and {sorted(other)}: {reason} "
+                    f"({want}), not {got!r}",
+                    zh=f"{asked!r} 对 {stored!r}——具体项 {sorted(names)} 和 {sorted(other)}：{reason_zh}"
+                    f"（{want}），而不是 {got!r}",
+                )
 
     return run_check("Exercise 3 (the cache's guard)", check, zh="练习 3（缓存的防护）")

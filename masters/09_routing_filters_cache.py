@@ -438,19 +438,27 @@ print(t("{n} pairs; cache threshold {threshold:.4f} (guard on)", n=len(chosen), 
 # ### Exercise 3: the guard
 #
 # The guard compares what two questions name (`specifics`: numbers, versions, codes, names, as sets of
-# lower-case strings). Two questions ask about different things when **each** names a specific the other lacks;
-# a question that only leaves one out ("2026" against "Q3 2026") may still be answered.
+# lower-case strings, and each contrast word's sense marked with "~", such as "~older" or "~monthly"). Two
+# questions ask about different things when **each** names a specific the other lacks, or when **only one** holds a
+# contrast: a question that only leaves a number or a name out ("2026" against "Q3 2026") may still be answered,
+# one that leaves out "older" may not ("restored onto an older version" is another question). Write that rule; the
+# check compares it with the cache's own (`specifics_conflict`) on pairs of questions.
 
-# %% [markdown] lang="zh" translates="cfe0477219e2"
+# %% [markdown] lang="zh" translates="be25017c8ae6"
 # ### 练习 3：防护
 #
-# 防护比较两个问题点出的具体项（`specifics`：数字、版本、代码、名称，都是小写字符串的集合）。当**双方各自**有一个对方
-# 没有的具体项时，两个问题问的是不同的东西；只是少说了一个具体项的问题（“2026”对“Q3 2026”）仍然可以作答。
+# 防护比较两个问题点出的具体项（`specifics`：数字、版本、代码、名称，都是小写字符串的集合，每个对比词的含义前面加“~”，
+# 比如 "~older"、"~monthly"）。当**双方各自**有一个对方没有的具体项，或者某个对比词**只有一方**带着时，两个问题问的是
+# 不同的东西：只是少说了一个数字或名称的问题（“2026”对“Q3 2026”）仍然可以作答，少了“更旧”的却不行（“恢复到更旧的版本”
+# 是另一个问题）。写出这条规则；检查会在一些问题对上把它和缓存自己的规则（`specifics_conflict`）对比。
 
 # %% tags=["exercise"]
 def conflict(asked, stored):
-    """True when the sets of specifics `asked` and `stored` each hold one the other lacks."""
+    """True when the sets of specifics `asked` and `stored` each hold one the other lacks, or when a contrast
+    (a name that starts with "~") is in only one of them."""
     ### BEGIN SOLUTION
+    if any(name.startswith("~") for name in asked ^ stored):
+        return True
     return bool(asked - stored) and bool(stored - asked)
     ### END SOLUTION
 

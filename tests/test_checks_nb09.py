@@ -29,3 +29,15 @@ def test_the_guard_check():
     assert check_conflict(specifics_conflict)
     assert not check_conflict(lambda asked, stored: None)
     assert not check_conflict(lambda asked, stored: asked != stored)
+    # the rule before the contrast words: each names a specific the other lacks ("~older" against nothing passes)
+    assert not check_conflict(lambda asked, stored: bool(asked - stored) and bool(stored - asked))
+
+    def contrast_of_the_question_only(asked, stored):  # "~older" asked against nothing stored, not the other way
+        return any(n.startswith("~") for n in asked - stored) or (bool(asked - stored) and bool(stored - asked))
+
+    assert not check_conflict(contrast_of_the_question_only)
+
+    def every_contrast(asked, stored):  # a contrast in both questions conflicts too
+        return any(n.startswith("~") for n in asked | stored) or (bool(asked - stored) and bool(stored - asked))
+
+    assert not check_conflict(every_contrast)
