@@ -95,6 +95,17 @@ def test_a_contrast_only_one_question_names_is_a_conflict():
     assert not specifics_conflict(specifics("The newest release?"), specifics("The latest release?"))  # one sense
 
 
+def test_a_chinese_contrast_is_a_word_not_one_character_inside_another_word():
+    assert contrasts("员工净推荐值（eNPS）是多少？") == frozenset()  # 净推荐值 is NPS, not net against gross
+    assert contrasts("怎样把旧索引清理干净？") == frozenset()  # 干净: clean
+    # 毛病: a fault; the old guard read 毛 as "gross" and kept this paraphrase from its question
+    fault, problem = specifics("Atlas 升级后常见的毛病有哪些？"), specifics("Atlas 升级后常见的问题有哪些？")
+    assert not specifics_conflict(fault, problem)
+    net, gross = specifics("第三季度的净收入留存率是多少？"), specifics("第三季度的毛收入留存率是多少？")
+    assert contrasts("第三季度的净收入留存率是多少？") == {"net"} and specifics_conflict(net, gross)
+    assert contrasts("2026 年的毛利率是多少？") == {"gross"}
+
+
 def test_the_guard_refuses_the_answer_of_the_same_question_with_the_opposite_word(tmp_path):
     semantic = cache(tmp_path, threshold=0.99)
     semantic.store("Can an Atlas backup be restored onto a newer Atlas version?", "yes")

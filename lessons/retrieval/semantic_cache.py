@@ -74,7 +74,9 @@ def normalise_question(question: str) -> str:
 # Words that turn a question into another one while leaving its embedding where it was: a language, a direction in
 # time, an antonym, a period, a bound, a metric. Each maps to its sense (synonyms share one); `specifics` gives a
 # question's senses as "~sense", and a sense only one of two questions names is a conflict. English by word, Chinese
-# by substring: jieba cuts 按月 into 按 + 月 but keeps 按年 whole, so its words would not line up.
+# by substring: jieba cuts 按月 into 按 + 月 but keeps 按年 whole, so its words would not line up. A substring must be
+# a word of two characters or more: a single one sits inside unrelated words (净 in 干净 "clean" or 净推荐值 "NPS", 毛
+# in 毛病 "fault"), so gross and net are their compounds (毛利, 净收入 …).
 _CONTRASTS_EN = {
     **{w: w for w in ("english", "chinese", "german", "french", "japanese", "spanish", "gross", "net", "part-time",
                       "full-time", "weekly", "daily", "quarterly", "newer", "older", "earlier", "later", "previous",
@@ -87,7 +89,8 @@ _CONTRASTS_EN = {
     **{w: "min" for w in ("minimum", "min", "lowest", "smallest")},
 }  # fmt: skip
 _CONTRASTS_ZH = {
-    "英文": "english", "中文": "chinese", "日文": "japanese", "毛": "gross", "净": "net", "全职": "full-time",
+    "英文": "english", "中文": "chinese", "日文": "japanese", "毛利": "gross", "毛收入": "gross", "毛额": "gross",
+    "毛留存": "gross", "净利": "net", "净收入": "net", "净额": "net", "净留存": "net", "全职": "full-time",
     "兼职": "part-time", "按月": "monthly", "月付": "monthly", "按年": "yearly", "年付": "yearly", "本机": "local",
     "本地": "local", "远程": "remote", "上限": "max", "最高": "max", "最大": "max", "最多": "max", "下限": "min",
     "最低": "min", "最小": "min", "最少": "min", "开始": "start", "启用": "start", "开启": "start", "停止": "stop",
