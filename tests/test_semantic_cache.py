@@ -294,3 +294,22 @@ def test_a_question_looked_up_twice_is_embedded_once(tmp_path):
     semantic.nearest("Which port does Atlas listen on?", guard=True)
     assert semantic.lookup("Which port does Atlas listen on?").answer == "7420"
     assert embeddings.calls == calls + 1
+
+
+def test_a_lookup_normalises_the_question_once(tmp_path, monkeypatch):
+    import lessons.retrieval.semantic_cache as module
+
+    seen = []
+    monkeypatch.setattr(module, "normalise_question", lambda q: seen.append(q) or normalise_question(q))
+    folds = []
+    monkeypatch.setattr(module, "fold_width", lambda text: folds.append(text) or text)
+    semantic = cache(tmp_path)
+    semantic.store("What port does Atlas use?", "7420")
+    seen.clear()
+    assert semantic.lookup("Which port does Atlas listen on?").answer == "7420"  # not the same question: embedded
+    assert semantic.lookup("what port does atlas use").exact  # the same question: its key
+    assert semantic.lookup("WHAT port does Atlas use?", exact=True).exact
+    assert seen == ["Which port does Atlas listen on?", "what port does atlas use", "WHAT port does Atlas use?"]
+    folds.clear()
+    specifics("Restored onto an older Atlas version?")
+    assert folds == ["Restored onto an older Atlas version?"]  # its contrasts read the same folded text

@@ -105,9 +105,13 @@ _CONTRAST_WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
 def contrasts(question: str) -> frozenset[str]:
     """The senses of the contrast words a question holds (`_CONTRASTS_EN`, `_CONTRASTS_ZH`): "newer", "gross",
     "monthly" (按月), "chinese" (中文)."""
-    text = fold_width(question).casefold()
-    found = {_CONTRASTS_EN[w] for w in _CONTRAST_WORD.findall(text) if w in _CONTRASTS_EN}
-    found |= {sense for word, sense in _CONTRASTS_ZH.items() if word in text}
+    return _senses(fold_width(question).casefold())
+
+
+def _senses(folded: str) -> frozenset[str]:
+    """`contrasts` of a question already folded (`fold_width`) and case-folded."""
+    found = {_CONTRASTS_EN[w] for w in _CONTRAST_WORD.findall(folded) if w in _CONTRASTS_EN}
+    found |= {sense for word, sense in _CONTRASTS_ZH.items() if word in folded}
     return frozenset(found)
 
 
@@ -116,7 +120,8 @@ def specifics(question: str) -> frozenset[str]:
     "cu121"), its names — in English the capitalised words that do not start a sentence ("Lisbon", "CUDA"), in
     Chinese every Latin word ("Business", "llama-cpp-python") — and, marked "~", its `contrasts` ("~newer")."""
     text = fold_width(question)
-    found = set(_SPECIFIC.findall(text.casefold())) | {f"~{sense}" for sense in contrasts(question)}
+    folded = text.casefold()
+    found = set(_SPECIFIC.findall(folded)) | {f"~{sense}" for sense in _senses(folded)}
     chinese = detect_language(text) == "zh"
     for match in _LATIN_WORD.finditer(text):
         word = match.group().rstrip(".-+_")
@@ -202,12 +207,15 @@ class SemanticCache(SQLiteFile):
 
     def key(self, question: str) -> str:
         """The content key: SHA-256 of the embedder's name, the knowledge base's version and the normalised question."""
-        text = normalise_question(question)
-        return hashlib.sha256(f"{self.embedder}\x00{self.kb_version}\x00{text}".encode()).hexdigest()
+        return self._key(normalise_question(question))
+
+    def _key(self, normalised: str) -> str:
+        """`key` of a question already normalised (`normalise_question`)."""
+        return hashlib.sha256(f"{self.embedder}\x00{self.kb_version}\x00{normalised}".encode()).hexdigest()
 
     def store(self, question: str, answer: str, metadata: dict[str, Any] | None = None) -> None:
         """Keep `answer` (and JSON-serialisable `metadata`, e.g. its sources) for `question`."""
-        if not normalise_question(question):
+        if not (normalised := normalise_question(question)):
             raise ValueError(t("an empty question cannot be cached"))
         vector = self._embed(question)
         payload = json.dumps({"answer": answer, "metadata": metadata or {}}, ensure_ascii=False)
@@ -216,7 +224,7 @@ class SemanticCache(SQLiteFile):
             db.execute(
                 "INSERT OR REPLACE INTO semantic_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    self.key(question), self.embedder, self.kb_version, language, question,
+                    self._key(normalised), self.embedder, self.kb_version, language, question,
                     vector.tobytes(), payload, time.time(),
                 ),
             )  # fmt: skip
@@ -226,16 +234,17 @@ class SemanticCache(SQLiteFile):
         """Store many (question, answer, metadata) at once, their questions embedded in batches when the embedder
         can (`embed_queries`); the same entries as one `store` each. Returns how many were stored."""
         entries = list(entries)
-        if any(not normalise_question(question) for question, _, _ in entries):
+        normalised = [normalise_question(question) for question, _, _ in entries]
+        if not all(normalised):
             raise ValueError(t("an empty question cannot be cached"))
         questions = [question for question, _, _ in entries]
         batch = getattr(self.embeddings, "embed_queries", None)
         raw = batch(questions) if batch else [self.embeddings.embed_query(q) for q in questions]
         rows = []
-        for (question, answer, metadata), vector in zip(entries, raw, strict=True):
+        for (question, answer, metadata), text, vector in zip(entries, normalised, raw, strict=True):
             payload = json.dumps({"answer": answer, "metadata": metadata or {}}, ensure_ascii=False)
             vector = unit_vectors(np.asarray(vector, dtype=np.float32), question, self.embedder)
-            rows.append((self.key(question), self.embedder, self.kb_version, detect_language(question), question,
+            rows.append((self._key(text), self.embedder, self.kb_version, detect_language(question), question,
                          vector.tobytes(), payload, time.time()))  # fmt: skip
         with self._connect() as db:
             db.executemany("INSERT OR REPLACE INTO semantic_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
@@ -247,16 +256,16 @@ class SemanticCache(SQLiteFile):
         With `exact`, only the same question after `normalise_question` (nothing embedded, no threshold): the
         service's default, since a semantic hit can be another question's answer (notebook 09 measures how often)."""
         if exact:
-            return self._exact(question)
+            return self._exact(normalise_question(question))
         hit = self.nearest(question)
         return hit if hit is not None and (hit.exact or hit.similarity >= self.threshold) else None
 
     def nearest(self, question: str, guard: bool | None = None) -> CacheHit | None:
         """The nearest stored question in the same language (with `guard`, default `self.guard`: among those whose
         `specifics` do not conflict with the question's), whatever its similarity; None when there is none."""
-        if not normalise_question(question):
+        if not (normalised := normalise_question(question)):
             return None
-        if (exact := self._exact(question)) is not None:
+        if (exact := self._exact(normalised)) is not None:
             return exact
         keys, named, matrix = self._vectors(detect_language(question))
         if not keys:
@@ -286,9 +295,10 @@ class SemanticCache(SQLiteFile):
             self._recent[question] = unit_vectors(vector, question, self.embedder)
         return self._recent[question]
 
-    def _exact(self, question: str) -> CacheHit | None:
-        """The stored answer of this very question (after `normalise_question`), else None."""
-        row = self._row(self.key(question)) if normalise_question(question) else None
+    def _exact(self, normalised: str) -> CacheHit | None:
+        """The stored answer of this very question, given normalised (`normalise_question`: normalised once per
+        lookup), else None."""
+        row = self._row(self._key(normalised)) if normalised else None
         return None if row is None else self._hit(row, 1.0, exact=True)
 
     def _row(self, key: str) -> tuple[str, str] | None:
