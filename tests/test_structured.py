@@ -66,6 +66,17 @@ def test_async_variant_behaves_the_same():
     assert asyncio.run(ainvoke_structured(model, Grade, "q")).binary_score == "yes"
 
 
+def test_async_variant_sends_the_same_attempts_and_fails_the_same_way():
+    sync, async_ = (ScriptedChatModel(default=always({"binary_score": "maybe"})) for _ in range(2))
+    with pytest.raises(StructuredOutputError) as sync_error:
+        invoke_structured(sync, Grade, "q", retries=1)
+    with pytest.raises(StructuredOutputError) as async_error:
+        asyncio.run(ainvoke_structured(async_, Grade, "q", retries=1))
+    assert async_error.value.attempts == sync_error.value.attempts == 2
+    assert str(async_error.value.cause) == str(sync_error.value.cause)  # the replies' tool-call ids differ
+    assert [c["messages"] for c in async_.calls] == [c["messages"] for c in sync.calls]
+
+
 class LocalScripted(ScriptedChatModel):
     """A scripted model that says it is the local server, and records what each call was bound with."""
 

@@ -19,6 +19,7 @@ When a reply cannot be parsed, the model is asked again with the parse error in 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -153,28 +154,40 @@ def _repair_request(error: Exception | None) -> HumanMessage:
 
 
 class _Attempts:
-    """The conversation of one structured request: the prompt, plus a repair note after a failed reply."""
+    """One structured request, however it is called: each attempt's messages (the prompt; after a reply that could
+    not be used, the prompt and a repair note), what the replies gave, and the outcome. The sync and async entry
+    points differ only in how they send the messages."""
 
-    def __init__(self, schema: type[S], prompt: LanguageModelInput):
-        self.schema = schema
+    def __init__(self, model: BaseChatModel, schema: type[S], prompt: LanguageModelInput, retries: int):
+        self.runnable = structured_model(model, schema)
+        self.schema, self.retries = schema, retries
         self.original = self.messages = _as_messages(prompt)
+        self.parsed: S | None = None
         self.raw: Any = None
         self.error: Exception | None = None
         self.count = 0
 
-    def record(self, result: dict[str, Any]) -> S | None:
-        """The parsed answer, or None after preparing the next attempt's messages."""
+    def __iter__(self) -> Iterator[list[BaseMessage]]:
+        """The messages to send, until a reply parses or `retries` repairs have failed too."""
+        while self.parsed is None and self.count <= self.retries:
+            yield self.messages
+
+    def record(self, result: dict[str, Any]) -> None:
+        """Take one reply: keep its answer, or prepare the next attempt's messages."""
         self.count += 1
         parsed = result.get("parsed")
         if isinstance(parsed, self.schema):
-            return parsed
+            self.parsed = parsed
+            return
         self.raw = result.get("raw")
         self.error = result.get("parsing_error") or ValueError(ReaderText(NO_FUNCTION_CALLED))
         self.messages = [*self.original, _repair_request(self.error)]
-        return None
 
-    def failure(self) -> StructuredOutputError:
-        return StructuredOutputError(self.schema, self.count, self.raw, self.error)
+    def outcome(self) -> S:
+        """The parsed answer, or the `StructuredOutputError` after the last attempt."""
+        if self.parsed is None:
+            raise StructuredOutputError(self.schema, self.count, self.raw, self.error)
+        return self.parsed
 
 
 def invoke_structured(
@@ -186,11 +199,10 @@ def invoke_structured(
     config: RunnableConfig | None = None,
 ) -> S:
     """Ask `model` for a `schema` instance; retry up to `retries` times on a parse failure, then raise."""
-    runnable, attempts = structured_model(model, schema), _Attempts(schema, prompt)
-    for _ in range(retries + 1):
-        if (parsed := attempts.record(runnable.invoke(attempts.messages, config=config))) is not None:
-            return parsed
-    raise attempts.failure()
+    attempts = _Attempts(model, schema, prompt, retries)
+    for messages in attempts:
+        attempts.record(attempts.runnable.invoke(messages, config=config))
+    return attempts.outcome()
 
 
 async def ainvoke_structured(
@@ -202,8 +214,7 @@ async def ainvoke_structured(
     config: RunnableConfig | None = None,
 ) -> S:
     """Async `invoke_structured`."""
-    runnable, attempts = structured_model(model, schema), _Attempts(schema, prompt)
-    for _ in range(retries + 1):
-        if (parsed := attempts.record(await runnable.ainvoke(attempts.messages, config=config))) is not None:
-            return parsed
-    raise attempts.failure()
+    attempts = _Attempts(model, schema, prompt, retries)
+    for messages in attempts:
+        attempts.record(await attempts.runnable.ainvoke(messages, config=config))
+    return attempts.outcome()
