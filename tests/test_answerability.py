@@ -4,6 +4,7 @@ from langchain_core.documents import Document
 
 from lessons.agents.answerability import (
     CROSS_ENCODER_KEY,
+    MIN_QUOTE_COVERAGE,
     AnswerabilityCheck,
     AnswerabilityThresholds,
     Evidence,
@@ -531,6 +532,59 @@ def test_when_the_judge_names_nothing_of_the_question_the_question_s_words_are_l
     kept = Document("LangSmith keeps traces for 14 days on the free plan.")
     evidence = Evidence(quote=kept.page_content, answer="14 days", asks_for="what it asks for")
     assert verify_evidence(question, evidence, [kept])[0] == "answerable"
+
+
+SUPPORT = Document(
+    "## Support performance\n\n| Metric | Q2 2026 | Q3 2026 |\n|---|---|---|\n| Tickets opened | 2,140 | 2,585 |\n"
+    "| Median first response time | 1 h 52 min | 1 h 38 min |\n| Critical (P1) incidents | 7 | 11 |",
+    metadata={
+        "source": "q3_2026_business_review.md",
+        "context_header": "Q3 2026 Business Review > Support performance",
+    },
+)
+KEYS = Document(
+    "| Key | Default | Description |\n|---|---|---|\n| guard.min_support | 0.6 | Support score below which a claim "
+    "counts as unsupported |\n| permissions.sync_interval_minutes | 15 | How often access control lists are "
+    "synchronised from sources |",
+    metadata={"source": "atlas_admin_guide.md", "context_header": "Configuration > Configuration key reference"},
+)
+CASES_ZH = Document(
+    "| **指标** | **上线前（2026 年 4 月）** | **上线后（2026 年 8 月）** |\n|---|---|---|\n"
+    "| 平均工单处理时长 | 14.6 分钟 | 9.2 分钟 |\n| 首次联系解决率 | 68% | 81% |",
+    metadata={"source": "customer_cases_zh.md", "context_header": "江南物流 > 上线效果"},
+)
+
+
+def test_a_table_row_the_judge_rewrote_is_found_in_its_row_and_only_there():
+    """The 1.5B judge rewrites the row it copies: "key: value", its cells joined by the question's words, the
+    pipes dropped. The quote is found when every value of it is a cell of ONE row of a table in the chunk (in the
+    row's order, or a header cell followed by its column's cell); cells of two rows, or a value of no cell, are not."""
+    tickets = "How many support tickets were opened in Q3 2026, compared with Q2?"
+    for quote, question, document in [
+        ("Tickets opened in Q3 2026 were 2,585", tickets, SUPPORT),  # the row's label, a header, its column's cell
+        ("permissions.sync_interval_minutes: 15", "Which key sets how often access lists sync, and its default?", KEYS),
+        ("首次联系解决率从68%提高到了81%", "江南物流上线 Atlas 之后，首次联系解决率从多少提高到了多少？", CASES_ZH),
+    ]:
+        match = locate_quote(quote, [HANDBOOK, document], question, framing=False)
+        assert match.document == 1 and match.coverage == 1.0, quote
+        if document is not CASES_ZH:  # (its "从多少提高" reads as a "多少X" unit the row need not state)
+            check, _ = check_with(quote, subject=())
+            assert check(question, [HANDBOOK, document]).answerable, quote
+    for quote in [
+        "Tickets opened: 1 h 38 min",  # the label of one row, the value of the next
+        "Tickets opened in Q3 2026 were 2,140",  # Q2's cell under the Q3 header
+        "Tickets opened in Q3 2026 were 2,600",  # a value no cell holds
+        "Tickets opened 2,585 2,140",  # the row's cells out of its order
+    ]:
+        match = locate_quote(quote, [SUPPORT], tickets, framing=False)
+        assert match is None or match.coverage < MIN_QUOTE_COVERAGE, (quote, match)
+        check, _ = check_with(quote, subject=())
+        assert check(tickets, [SUPPORT]).reason == "quote not in the documents", quote
+    # the question's words may join the cells, other words may not; header: value pairs in any order
+    assert locate_quote("Tickets opened rose to 2,585", [SUPPORT], tickets, framing=False).coverage < 0.9
+    pairs = "Default: 15; Key: permissions.sync_interval_minutes"
+    assert locate_quote(pairs, [KEYS], framing=False).coverage == 1.0
+    assert locate_quote("Default: 0.6; Key: permissions.sync_interval_minutes", [KEYS], framing=False).coverage < 0.9
 
 
 def test_the_benchmark_reads_a_fresh_answerable_set_and_replays_stored_rows(tmp_path, monkeypatch):

@@ -11,7 +11,8 @@ made to **show its evidence**, and code can check the evidence:
 1. One structured call (`Evidence`): the model copies the sentence or table row that answers, or leaves
    the quote empty, and names what the question asks for in the question's words (`asks_for`).
 2. Code verifies the quote: it must be (near-)verbatim in one retrieved chunk (`locate_quote`; words the judge
-   took from the question to frame it count as copied, but the chunk must add `MIN_EVIDENCE_SHARE` of it), and
+   took from the question to frame it count as copied, but the chunk must add `MIN_EVIDENCE_SHARE` of it; a table
+   row may be rewritten, "key: value", when every value of the quote is a cell of that one row), and
    every specific of the question (`question_specifics`: numbers, versions, years, quarters, dates, quoted terms,
    names, the unit of a "how many" — with their Chinese forms, 第三季度 ↔ Q3, 2026年 ↔ 2026, 9月19日 ↔
    September 19, 几周 ↔ weeks) must occur in or around it: figures, dates, units and quoted terms in the quote's
@@ -33,8 +34,10 @@ decision, the reason in plain words, the quote, where it was found and which spe
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import re
+import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -406,7 +409,12 @@ def locate_quote(
 
     With `question`, `evidence` is the share the chunk adds beyond the question (a quote that repeats the question
     adds none); with `framing` too, words the judge took from the question to frame the quote ("The JupyterLab weekly
-    dev meeting takes place on" + the chunk's "Wednesdays 9:00 AM Pacific Time") count as copied, not invented."""
+    dev meeting takes place on" + the chunk's "Wednesdays 9:00 AM Pacific Time") count as copied, not invented.
+
+    A table row may be quoted rewritten: its cells joined otherwise ("permissions.sync_interval_minutes: 15" for the
+    row `| permissions.sync_interval_minutes | 15 | ... |`), or as a sentence whose other words are the question's
+    ("Tickets opened in Q3 2026 were 2,585"). Such a quote is found, in full, when its values are cells of ONE row of
+    a Markdown table in the chunk (`_row_spans`); runs matched in pieces from two rows of a table are not."""
     needle = _needle(quote)
     if not needle:
         return None
@@ -417,20 +425,179 @@ def locate_quote(
     for index, document in enumerate(documents):
         hay = _normal(document.page_content)
         at = hay.find(needle)
+        rows = _table_rows(document.page_content)
         if at >= 0:
             blocks = [difflib.Match(at, 0, len(needle))]
         else:
             matcher = difflib.SequenceMatcher(None, hay, needle, autojunk=False)
-            blocks = [b for b in matcher.get_matching_blocks() if b.size >= MIN_MATCH_BLOCK]
-        if not blocks:
-            continue
-        from_chunk = _marks(blocks, len(needle))
-        coverage = sum(c or (q and framing) for c, q in zip(from_chunk, from_question)) / len(needle)
-        added = sum(c and not q for c, q in zip(from_chunk, from_question)) / len(needle)
-        match = QuoteMatch(index, coverage, blocks[0].a, blocks[-1].a + blocks[-1].size, added)
-        if best is None or (coverage, added) > (best.coverage, best.evidence):
-            best = match
+            blocks = _one_row([b for b in matcher.get_matching_blocks() if b.size >= MIN_MATCH_BLOCK], hay, rows)
+        candidates = []
+        if blocks:
+            from_chunk = _marks(blocks, len(needle))
+            coverage = sum(c or (q and framing) for c, q in zip(from_chunk, from_question)) / len(needle)
+            added = sum(c and not q for c, q in zip(from_chunk, from_question)) / len(needle)
+            candidates.append(QuoteMatch(index, coverage, blocks[0].a, blocks[-1].a + blocks[-1].size, added))
+        if at < 0:
+            for row in rows:
+                spans = _row_spans(needle, row, question)
+                if spans:
+                    from_row = _marks([difflib.Match(0, a, b - a) for a, b in spans], len(needle))
+                    added = sum(c and not q for c, q in zip(from_row, from_question)) / len(needle)
+                    start = max(hay.find(row.text), 0)
+                    candidates.append(QuoteMatch(index, 1.0, start, start + len(row.text), added))
+        for match in candidates:
+            if best is None or (match.coverage, match.evidence) > (best.coverage, best.evidence):
+                best = match
     return best
+
+
+# --- table rows -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _TableRow:
+    """One body row of a Markdown table in a chunk: its cells and the header's (normalised, lower case; the header's
+    empty when the chunk holds no header line for it) and the row as the chunk's normalised text holds it."""
+
+    cells: tuple[str, ...]
+    header: tuple[str, ...]
+    text: str
+
+
+_PIPE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_RULE_CELL = re.compile(r"^\s*:?-{3,}:?\s*$")
+
+
+def _table_rows(text: str) -> list[_TableRow]:
+    """The body rows of the Markdown tables in `text` (the form tables take in our chunks: Docling and the PDF reader
+    write pipe tables), each with its table's header cells when the header line is in `text`."""
+    rows: list[_TableRow] = []
+    block: list[list[str]] = []
+    for line in [*text.splitlines(), ""]:
+        piped = _PIPE_ROW.match(line)
+        if piped:
+            block.append(_CELL_SPLIT.split(piped.group(1)))
+            continue
+        ruled = len(block) > 1 and all(_RULE_CELL.match(cell) for cell in block[1])
+        header = tuple(_normal(cell) for cell in block[0]) if ruled else ()
+        for cells in block[2:] if ruled else block:
+            if not all(_RULE_CELL.match(cell) or not cell.strip() for cell in cells):
+                normal = tuple(_normal(cell) for cell in cells)
+                rows.append(_TableRow(normal, header, " ".join(c for c in normal if c)))
+        block = []
+    return rows
+
+
+def _one_row(blocks: list, hay: str, rows: Sequence[_TableRow]) -> list:
+    """Common runs of a quote matched in pieces, without those that come from a second row of a table: a quote that
+    takes "Tickets opened" from one row and "1 h 38 min" from the next is no row of the table."""
+    spans = []
+    for row in rows:
+        start = hay.find(row.text, spans[-1][1] if spans else 0)
+        if start >= 0:
+            spans.append((start, start + len(row.text)))
+    if not spans:
+        return blocks
+
+    def row_of(block) -> int | None:
+        return next((i for i, (a, b) in enumerate(spans) if block.a < b and block.a + block.size > a), None)
+
+    touched = [row_of(block) for block in blocks]
+    used = {i for i in touched if i is not None}
+    if len(used) < 2:
+        return blocks
+    most = max(used, key=lambda i: sum(b.size for b, t in zip(blocks, touched) if t == i))
+    return [b for b, t in zip(blocks, touched) if t is None or t == most]
+
+
+def _cell_pattern(cell: str) -> re.Pattern:
+    """A cell as a quote may write it: its words with any spacing ("2.5 小时" is "2.5小时"), never part of a longer
+    word or number ("15" is not in "150", "2" not in "2.5")."""
+    body = r"\s*".join(re.escape(word) for word in cell.split())
+    before = r"(?<![0-9a-z_])(?<!\d[.,])" if cell[0].isascii() and cell[0].isalnum() else ""
+    after = r"(?![0-9a-z_]|[.,]\d)" if cell[-1].isascii() and cell[-1].isalnum() else ""
+    return re.compile(before + body + after)
+
+
+def _separator(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char).startswith("P")
+
+
+_TWO = frozenset({-1, -2})  # two cells or more of the row (`_row_spans`)
+
+
+def _row_spans(needle: str, row: _TableRow, question: str = "") -> list[tuple[int, int]] | None:
+    """Where `needle` (a quote as `locate_quote` looks for it) holds the cells of `row`, when the quote reads as that
+    one row rewritten, else None. Read left to right, the quote is the row's cells, its header's cells, punctuation,
+    and words of the question (no figure: every value must be a cell). At least two cells of the row, in the row's
+    order, except that a header cell is followed by its own column's cell ("Q3 2026: 2,585", "Key: guard.mode")."""
+    options: dict[str, list[tuple[str, int]]] = {}
+    for kind, cells in (("cell", row.cells), ("header", row.header)):
+        for column, cell in enumerate(cells):
+            if cell and not all(_separator(c) for c in cell):
+                options.setdefault(cell, []).append((kind, column))
+    if len([c for c in row.cells if c]) < 2:
+        return None
+    patterns = [(_cell_pattern(cell), choices) for cell, choices in options.items()]
+    asked = _normal(question)
+    asked_words, asked_unspaced = set(re.findall(r"[0-9a-z]+", asked)), _unspaced(asked)
+
+    def asked_words_only(text: str) -> bool:  # words of the question, no figure
+        if any(c.isdigit() for c in text):
+            return False
+        if _CJK_CHAR.search(text):
+            return _unspaced(text) in asked_unspaced
+        return all(word in asked_words for word in re.findall(r"[0-9a-z]+", text))
+
+    items: list[tuple[int, int, list[tuple[str, int]]]] = []  # (start, end, what it may be)
+    residue_start, i = None, 0
+
+    def close_residue(end: int) -> bool:
+        return residue_start is None or asked_words_only(needle[residue_start:end])
+
+    while i < len(needle):
+        found = [(m.end(), choices) for pattern, choices in patterns if (m := pattern.match(needle, i))]
+        if found:
+            end = max(e for e, _ in found)
+            if not close_residue(i):
+                return None
+            residue_start = None
+            choices = [c for e, cs in found if e == end for c in cs]
+            items.append((i, end, choices + ([("framing", -1)] if asked_words_only(needle[i:end]) else [])))
+            i = end
+        elif _separator(needle[i]):
+            if not close_residue(i):
+                return None
+            residue_start, i = None, i + 1
+        else:
+            residue_start = i if residue_start is None else residue_start
+            i += 1
+    if not close_residue(len(needle)):
+        return None
+
+    @functools.cache
+    def read(k: int, last: int, header: int | None, cells: frozenset[int]) -> list[tuple[int, int]] | None:
+        if k == len(items):
+            return [] if header is None and len(cells) >= 2 else None
+        start, end, choices = items[k]
+        for kind, column in choices:
+            if header is not None and not (kind == "cell" and column == header):
+                continue  # a header cell is followed by its column's cell
+            if kind == "framing":
+                rest = read(k + 1, last, None, cells)
+            elif kind == "header":
+                rest = read(k + 1, last, column, cells)
+            elif header is None and column <= last:
+                continue  # the row's cells in the row's order
+            else:
+                counted = cells | {column}  # which cells no longer matters once two are: few states to search
+                rest = read(k + 1, last if header is not None else column, None, _TWO if len(counted) > 1 else counted)
+            if rest is not None:
+                return rest if kind == "framing" else [(start, end), *rest]
+        return None
+
+    return read(0, -1, None, frozenset())
 
 
 # --- the verdict ------------------------------------------------------------------------------------------
