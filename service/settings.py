@@ -71,10 +71,15 @@ class ServiceSettings(EnvModel):
     answer_cache: str = "exact"  # one of ANSWER_CACHE_MODES: service.core.Service.ask
     nightly_probes: Path | None = None  # service.nightly.load_probes reads and checks it
 
-    @field_validator("max_upload_bytes", "max_attempts", "port", mode="before")
+    @field_validator("max_upload_bytes", "max_attempts", mode="before")
     @classmethod
     def _positive(cls, value: Any, info: ValidationInfo) -> Any:
         return cls._whole(value, info)
+
+    @field_validator("port", mode="before")
+    @classmethod
+    def _port(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls._whole(value, info, maximum=65535)
 
     @field_validator("lease_seconds", "retire_seconds", "poll_seconds", mode="before")
     @classmethod

@@ -148,3 +148,15 @@ def test_another_snapshot_or_another_index_is_never_served_the_last_ones_facts(t
     assert subject_names(index, replaced) == {"tidewell", "atlas", "orca"} and index.reads == 2
     other = ChunkReadingIndex({d: f"Lisbon {d} notes." for d in THREE_DOCUMENTS})  # same generations, other documents
     assert subject_names(other, snapshot) == {"lisbon"}
+
+
+def test_the_service_port_must_be_a_port(fresh_settings, monkeypatch):
+    from lessons.core.settings import SettingsError
+    from service.settings import load_service_settings
+
+    monkeypatch.setenv("AGENTIC_RAG_SERVICE_PORT", "65535")
+    assert load_service_settings().port == 65535
+    for bad in ("70000", "0"):
+        monkeypatch.setenv("AGENTIC_RAG_SERVICE_PORT", bad)
+        with pytest.raises(SettingsError, match=rf"AGENTIC_RAG_SERVICE_PORT='{bad}' must be from 1 to 65535"):
+            load_service_settings()
