@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from lessons.core.fakes import ScriptedChatModel, always
 from lessons.core.prompt_safety import DATA_RULE
+from lessons.text.normalise import code_fence_lines, tidy_inline_spacing
 from lessons.transforms.doc_transforms import (
     DateExtractor,
     PropertyExtractor,
@@ -64,6 +65,24 @@ def test_markdown_structure_code_and_short_lines_are_left_alone():
     )
     assert clean_text(markdown) == markdown.strip()
     assert unwrap_lines("Name\nAddress\nCity") == "Name\nAddress\nCity"
+
+
+def test_a_fence_inside_a_longer_or_other_fence_does_not_end_the_code_block():
+    wrapped = "This paragraph line is long enough to reach the typical width of the lines here, and"
+    code = [
+        "````markdown",
+        "Here a README shows a code block of its own, a long line that wraps at the margin:",
+        "```",
+        "this line belongs to the example and must never be joined onto the line below it,",
+        "as the two lines of a code block are two lines, however long the first one may be",
+        "~~~",
+        "````",
+    ]
+    text = "\n".join([wrapped, "it goes on.", *code, wrapped, "it goes on."])
+    assert code_fence_lines(text.split("\n")) == [False, False, True, True, True, True, True, True, True, False, False]
+    assert unwrap_lines(text).split("\n") == [f"{wrapped} it goes on.", *code, f"{wrapped} it goes on."]
+    spaced = "````\n```\nrun `x` .\n````\nrun `x` ."
+    assert tidy_inline_spacing(spaced) == "````\n```\nrun `x` .\n````\nrun `x`."
 
 
 def test_chinese_lines_are_joined_without_a_space_and_characters_normalised():

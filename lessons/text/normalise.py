@@ -62,6 +62,26 @@ def normalise_for_match(text: str) -> str:
     return _collapse_whitespace(text.replace("|", " "))
 
 
+def code_fence_lines(lines: list[str]) -> list[bool]:
+    """For each Markdown line, whether it belongs to a fenced code block (its opening and closing fence included).
+
+    A fence is three or more backticks or tildes indented at most 3 spaces; it is closed only by a fence of the
+    same character at least as long with nothing after it (CommonMark), so "```" inside a "````" or "~~~" block
+    stays code. Used wherever text is rewritten but code must not be: `tidy_inline_spacing`, `unwrap_lines`.
+    """
+    inside, fence = [], ""
+    for line in lines:
+        opened = _FENCE.match(line)
+        if fence:
+            inside.append(True)
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = "" if not opened.group(2).strip() else fence
+        else:
+            inside.append(bool(opened))
+            fence = opened.group(1) if opened else ""
+    return inside
+
+
 def tidy_inline_spacing(markdown: str) -> str:
     """Remove the spaces Docling puts between inline code, emphasis or links and punctuation.
 
@@ -69,20 +89,11 @@ def tidy_inline_spacing(markdown: str) -> str:
     text as written, "run `atlasctl reload`." and "(`c`)", is what a quote from the document contains.
     Code blocks are left as they are.
     """
-    lines: list[str] = []
-    fence = ""
-    for line in markdown.split("\n"):
-        opened = _FENCE.match(line)
-        if fence:
-            if opened and opened.group(1).startswith(fence) and not opened.group(2).strip():
-                fence = ""
-            lines.append(line)
-        elif opened:
-            fence = opened.group(1)
-            lines.append(line)
-        else:
-            lines.append(_SPACE_BEFORE_PUNCTUATION.sub("", _SPACE_AFTER_BRACKET.sub("", line)))
-    return "\n".join(lines)
+    lines = markdown.split("\n")
+    return "\n".join(
+        line if code else _SPACE_BEFORE_PUNCTUATION.sub("", _SPACE_AFTER_BRACKET.sub("", line))
+        for line, code in zip(lines, code_fence_lines(lines), strict=True)
+    )
 
 
 def _collapse_whitespace(text: str) -> str:

@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import StructuredOutputError, invoke_structured
 from lessons.text.cjk import CJK_WIDE
+from lessons.text.normalise import code_fence_lines
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +59,6 @@ _HYPHEN_BREAK = re.compile(r"([A-Za-z]+)-[ \t]*\n[ \t]*([a-z][A-Za-z]*)")
 _BLOCK_START = re.compile(r"^\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|>|\||```|~~~)")
 # ... and a line that never continues on the next one (a list item or a quote may).
 _SINGLE_LINE_BLOCK = re.compile(r"^\s*(#{1,6}\s|\||```|~~~)")
-_FENCE = re.compile(r"^\s*(```|~~~)")
 _CJK_CHAR = re.compile(rf"[{CJK_WIDE}]")
 _SPACES = re.compile(r"[ \t]{2,}")
 _CLOSING_PUNCTUATION = re.compile(r"[.!?:;,。！？：；，)\]\"”’]$")
@@ -116,11 +116,11 @@ def unwrap_lines(text: str) -> str:
     if width < MIN_WRAP_WIDTH:
         return text
     out: list[str] = []
-    in_code = joinable = False
-    for line in lines:
-        if _FENCE.match(line):
-            in_code, joinable = not in_code, False
+    joinable = False
+    for line, code in zip(lines, code_fence_lines(lines), strict=True):
+        if code:  # a fence or a line inside one: kept as it is, and nothing joins onto it
             out.append(line)
+            joinable = False
             continue
         sentence_ended = bool(out) and bool(_CLOSING_PUNCTUATION.search(out[-1].rstrip()))
         heading_next = sentence_ended and _looks_like_heading(line, width)
@@ -131,10 +131,7 @@ def unwrap_lines(text: str) -> str:
             out.append(line)
         current = line.rstrip()
         joinable = (
-            not in_code
-            and bool(current.strip())
-            and not _SINGLE_LINE_BLOCK.match(line)
-            and len(current) >= FULL_LINE_SHARE * width
+            bool(current.strip()) and not _SINGLE_LINE_BLOCK.match(line) and len(current) >= FULL_LINE_SHARE * width
         )
     return "\n".join(out)
 
