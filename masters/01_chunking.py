@@ -85,7 +85,7 @@ import pandas as pd
 from IPython.display import HTML, Markdown, display
 from tqdm.auto import tqdm
 
-from lessons.core import USAGE, course_language, t, t_labels
+from lessons.core import USAGE, course_language, language_name, t, t_labels
 from lessons.evaluation import findable_quotes
 from lessons.ingest import for_course_language, in_course_language, load_documents, load_gold, load_sections
 
@@ -808,7 +808,8 @@ columns = ["chunks", "median chars", "max chars", "clean end %", "quotes split %
            f"hit@{TOP_K}", f"MRR@{TOP_K}"]
 formats = {"median chars": "{:.0f}", "max chars": "{:.0f}", "clean end %": "{:.0f}", "quotes split %": "{:.1f}",
            "tables+code intact %": "{:.0f}", f"hit@{TOP_K}": "{:.2f}", f"MRR@{TOP_K}": "{:.2f}"}
-for language, title in [("en", t("English")), ("zh", t("Chinese"))]:
+for language in ["en", "zh"]:
+    title = language_name(language)
     table = results[results.language == language].set_index("strategy")[columns]
     n_questions = int(results[results.language == language]["questions"].iloc[0])
     display(HTML(t("<h4>{title}: {n} questions</h4>", title=title, n=n_questions)))
@@ -820,7 +821,8 @@ for language, title in [("en", t("English")), ("zh", t("Chinese"))]:
 
 # %%
 figure, axes = plt.subplots(1, 2, figsize=(12, 0.5 * len(chosen) + 1.8), sharey=True)
-for axis, language, title in [(axes[0], "en", t("English")), (axes[1], "zh", t("Chinese"))]:
+for axis, language in zip(axes, ["en", "zh"]):
+    title = language_name(language)
     table = results[results.language == language].set_index("strategy").loc[chosen]
     positions = list(range(len(chosen)))
     for offset, column, colour in [(-0.2, f"hit@{TOP_K}", "#4c78a8"), (0.2, f"MRR@{TOP_K}", "#f58518")]:

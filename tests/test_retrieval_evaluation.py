@@ -146,10 +146,13 @@ def test_summary_can_be_restricted_to_a_sample_of_questions():
     assert table.loc["good", "questions"] == 2 and table.loc["sampled", "questions"] == 1
 
 
-def test_breakdown_averages_per_group_and_names_the_group_sizes():
+def test_breakdown_averages_per_group_and_names_the_group_sizes(monkeypatch):
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
     table = breakdown(results_table(), "hit@5", by="language", question_ids=["e1", "e2", "z1"])
-    assert list(table.columns) == ["en (n=2)", "zh (n=1)"]
-    assert table.loc["good", "zh (n=1)"] == 1.0 and table.loc["bad", "en (n=2)"] == 0.0
+    assert list(table.columns) == ["English (n=2)", "Chinese (n=1)"]  # a language as the reader names it
+    assert table.loc["good", "Chinese (n=1)"] == 1.0 and table.loc["bad", "English (n=2)"] == 0.0
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")  # the Chinese copy's legend: 英文/中文, not the codes en/zh
+    assert list(breakdown(results_table(), "hit@5", by="language").columns) == ["英文 (n=2)", "中文 (n=2)"]
     types = breakdown(results_table(), "hit@5", by="type", groups=["paraphrase", "multi_hop"])
     assert list(types.columns) == ["paraphrase (n=1)", "multi_hop (n=1)"]
 

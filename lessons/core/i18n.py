@@ -121,6 +121,15 @@ def N_(text: str, /) -> str:  # gettext's name for the marker (gettext_noop)
     return text
 
 
+LANGUAGE_NAMES = {ENGLISH: N_("English"), "zh": N_("Chinese")}
+
+
+def language_name(code: str, /) -> str:
+    """A course language's code ("en", "zh") as the reader's language names it ("English" / "英文"), for headings,
+    legends and sentences; another code is shown as it is. Introduced in notebook 01 (its per-language tables)."""
+    return t_marked(LANGUAGE_NAMES[code]) if code in LANGUAGE_NAMES else code
+
+
 def t_marked(text: str, /, **values: object) -> str:
     """`t()` for a string marked with `N_()` where it was defined (so it is not a literal at this call)."""
     return t(text, **values)

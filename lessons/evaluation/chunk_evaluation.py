@@ -27,13 +27,12 @@ from langchain_core.embeddings import Embeddings
 from lessons.chunking.base import Chunker, number_chunks
 from lessons.chunking.markdown_blocks import ATOMIC_KINDS, Block, atomic_blocks
 from lessons.chunking.strategies import cached_embeddings, parents_of
-from lessons.core.i18n import t
+from lessons.core.i18n import LANGUAGES, language_name, t
 from lessons.evaluation.metrics import retrieval_scores
 from lessons.ingest.corpus import GoldQuestion
 from lessons.retrieval.index import build_index
 from lessons.text.normalise import normalise_for_match
 
-LANGUAGES = ("en", "zh")
 SENTENCE_FINAL = ".!?。！？；…"
 CJK_SENTENCE_FINAL = "。！？；…"
 CLOSING_MARKS = "”’」』）)]\"'*_`"
@@ -304,7 +303,7 @@ def comparison_findings(rows: Sequence[dict], baseline: str, k: int = 5) -> str:
             "add it to STRATEGIES or choose another BASELINE"
         )
     lines = []
-    for language, title in (("en", t("English")), ("zh", t("Chinese"))):
+    for language, title in ((code, language_name(code)) for code in LANGUAGES):
         table = {row["strategy"]: row for row in rows if row["language"] == language}
         if not table or not table[baseline]["questions"]:
             continue

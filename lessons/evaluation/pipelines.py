@@ -40,7 +40,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from lessons.agents import pipelines as _registry
-from lessons.core.i18n import t
+from lessons.core.i18n import language_name, t
 from lessons.core.reports import mean_present
 from lessons.evaluation.harness import measure
 from lessons.evaluation.judges import Judgement, answer_completeness, judge_faithfulness
@@ -719,7 +719,7 @@ def findings_markdown(
             why = (
                 t(
                     "; the move comes mostly from {language} questions ({recall} {before:.2f} on {a} → {after:.2f} on {b})",
-                    language=t("English") if lead == "en" else t("Chinese"),
+                    language=language_name(lead),
                     recall=recall,
                     before=by_language.loc[name, (a, lead)],
                     a=a,

@@ -23,7 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 
-from lessons.core.i18n import N_, t, t_marked
+from lessons.core.i18n import LANGUAGES, N_, language_name, t, t_marked
 from lessons.core.usage import UsageMeter
 from lessons.evaluation.metrics import relevance_labels, retrieval_scores
 from lessons.ingest.corpus import GoldQuestion
@@ -272,7 +272,8 @@ def breakdown(
         results = results[results[by].isin(groups)]
     table = results.pivot_table(index="technique", columns=by, values=metric, aggfunc="mean", sort=False)
     questions = results.drop_duplicates("question_id").groupby(by).size()
-    table.columns = [f"{group} (n={questions[group]})" for group in table.columns]
+    label = language_name if by == "language" else str  # a language as the reader names it: "English" / "英文"
+    table.columns = [f"{label(group)} (n={questions[group]})" for group in table.columns]
     return table.reindex(results["technique"].drop_duplicates())
 
 
@@ -351,7 +352,7 @@ def retrieval_findings(
         )
     )
     if ce in names:
-        for language, label in (("en", t("English")), ("zh", t("Chinese"))):
+        for language, label in ((code, language_name(code)) for code in LANGUAGES):
             base_mrr, ce_mrr = mean(hybrid, "MRR@10", language), mean(ce, "MRR@10", language)
             relative = (ce_mrr - base_mrr) / base_mrr if base_mrr else float("nan")
             lines.append(
