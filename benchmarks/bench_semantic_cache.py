@@ -17,15 +17,16 @@ chat-model call. Writes benchmarks/results/semantic_cache.json.
 The module's default (`DEFAULT_THRESHOLDS`) is the threshold calibrated on every pair (`all_pairs_threshold`); the
 halves say how such a threshold does on pairs it was not calibrated on. `--analyse-only` re-analyses the stored rows.
 
-`--heldout` measures instead the lookups of benchmarks/questions/cache_heldout.jsonl (never used to fit a threshold,
-but development data for the guard's contrast words since they were chosen by reading them: see
-benchmarks/questions/README.md) at the module's `DEFAULT_THRESHOLDS`, not recalibrated: per cell and overall, the paraphrase hit rate
+`--heldout` measures instead the lookups of data/eval/cache_heldout.jsonl (never used to fit a threshold,
+but development data for the guard's contrast words since they were chosen by reading them: see data/README.md), or
+`--heldout PATH` those of another file in its format (data/eval/cache_fresh.jsonl, written after the guard) at the module's `DEFAULT_THRESHOLDS`, not recalibrated: per cell and overall, the paraphrase hit rate
 (right answers served) and the wrong-answer rate — near questions served, as a share of the near questions, and
 wrong answers as a share of the answers served — each with its 95 % Wilson interval, and whether the ≤ 1 % goal is
 shown (upper bound ≤ 1 %), missed (point estimate > 1 %) or not decidable. Plain lookups have no shipped threshold:
-they are measured at the guard's, to show what the guard adds. Writes benchmarks/results/semantic_cache_heldout.json.
+they are measured at the guard's, to show what the guard adds. Lookups with a `category` are counted per category too. Writes
+benchmarks/results/semantic_cache_heldout.json (for PATH: semantic_cache_<its name without "cache_">.json).
 
-    python benchmarks/bench_semantic_cache.py [--embedders e5 use] [--analyse-only] [--heldout]
+    python benchmarks/bench_semantic_cache.py [--embedders e5 use] [--analyse-only] [--heldout [PATH]]
 """
 
 import argparse
@@ -168,11 +169,43 @@ def analyse(embedder: str, rows: list[dict], guard: bool) -> dict:
     return result
 
 
-def load_heldout() -> list[dict]:
-    rows = [json.loads(line) for line in HELDOUT.read_text(encoding="utf-8").splitlines() if line.strip()]
-    for row in rows:
-        row["half"] = "held-out"  # never calibrated on
+LOOKUP_KEYS = ("id", "of", "corpus", "language", "kind", "question")
+
+
+def load_heldout(path: Path = HELDOUT) -> list[dict]:
+    """The lookups of a held-out file (data/eval/cache_heldout.jsonl's format), each marked as never calibrated on."""
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such lookups file — give a JSONL file in the format of {HELDOUT.name}")
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            row = json.loads(line)
+            missing = [key for key in LOOKUP_KEYS if key not in row]
+            if missing or row["kind"] not in ("paraphrase", "near"):
+                raise SystemExit(
+                    f"{path.name}, line {number}: a lookup needs {', '.join(LOOKUP_KEYS)} and a kind of paraphrase "
+                    f"or near (missing: {', '.join(missing) or 'none'}; kind {row.get('kind')!r}) — fix that line"
+                )
+            rows.append({**row, "half": "held-out"})  # never calibrated on
     return rows
+
+
+def results_name(path: Path) -> str:
+    """The results file's name for a lookups file: semantic_cache_heldout for cache_heldout.jsonl, so that file keeps
+    its name, semantic_cache_fresh for cache_fresh.jsonl."""
+    return "semantic_cache_" + path.stem.removeprefix("cache_")
+
+
+def by_category(lookups: list[dict], rows: list[dict], threshold: float) -> dict:
+    """Per `category` of the near lookups: how many there are and how many were served (similarity ≥ `threshold`)."""
+    category = {lookup["id"]: lookup.get("category") or "none" for lookup in lookups}
+    counts: dict[str, dict] = {}
+    for row in rows:
+        if row["kind"] == "near":
+            cell = counts.setdefault(category[row["id"]], {"near": 0, "served": 0})
+            cell["near"] += 1
+            cell["served"] += row["similarity"] >= threshold
+    return dict(sorted(counts.items()))
 
 
 def goal(wrong: int, n: int) -> dict:
@@ -203,15 +236,17 @@ def heldout_cells(rows: list[dict], threshold: float) -> dict:
     return cells
 
 
-def heldout(embedders: list[str]) -> None:
-    """Measure the held-out lookups at the module's shipped threshold (see the module docstring)."""
+def heldout(embedders: list[str], path: Path = HELDOUT) -> None:
+    """Measure the held-out lookups of `path` at the module's shipped threshold (see the module docstring)."""
     import os
 
     from lessons.core.embeddings import EMBEDDERS
     from lessons.retrieval.semantic_cache import DEFAULT_THRESHOLDS
 
-    lookups = load_heldout()
-    results = {"lookups": str(HELDOUT.relative_to(HELDOUT.parents[2])), "max_wrong_rate": MAX_WRONG_RATE}
+    lookups = load_heldout(path)
+    root = Path(__file__).resolve().parents[1]
+    shown = path.resolve().relative_to(root) if path.resolve().is_relative_to(root) else path
+    results = {"lookups": str(shown), "max_wrong_rate": MAX_WRONG_RATE}
     results["embedders"] = {}
     for embedder in embedders:
         threshold = DEFAULT_THRESHOLDS.get((EMBEDDERS[embedder].name, True))
@@ -229,6 +264,10 @@ def heldout(embedders: list[str]) -> None:
             cells = heldout_cells(mine, threshold)
             served = sorted(r["id"] for r in mine if r["kind"] == "near" and r["similarity"] >= threshold)
             entry["guard" if guard else "plain"] = {"cells": cells, "near_served": served}
+            if any("category" in lookup for lookup in lookups):
+                categories = by_category(lookups, mine, threshold)
+                entry["guard" if guard else "plain"]["near_by_category"] = categories
+                print(f"{embedder} {mode} near served by category: {json.dumps(categories)}")
             for name, cell in cells.items():
                 near, wrong = cell["near_served_of_near"], cell["wrong_of_served"]
                 print(
@@ -240,17 +279,24 @@ def heldout(embedders: list[str]) -> None:
                 )
             print(f"{embedder} {mode} near questions served: {', '.join(served) or 'none'}")
         results["embedders"][embedder] = entry
-    save("semantic_cache_heldout", results)
+    save(results_name(path), results)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedders", nargs="+", default=["e5", "use"], choices=["e5", "use"])
     parser.add_argument("--analyse-only", action="store_true", help="re-analyse the rows of the last results")
-    parser.add_argument("--heldout", action="store_true", help="measure the held-out lookups at the shipped threshold")
+    parser.add_argument(
+        "--heldout",
+        nargs="?",
+        const=HELDOUT,
+        type=Path,
+        metavar="PATH",
+        help=f"measure held-out lookups at the shipped threshold (default {HELDOUT.name}, or the file PATH)",
+    )
     args = parser.parse_args()
     if args.heldout:
-        heldout(args.embedders)
+        heldout(args.embedders, args.heldout)
         return
     pairs = load_pairs()
     stored = json.loads((RESULTS / "semantic_cache.json").read_text()) if args.analyse_only else None

@@ -1,5 +1,7 @@
 """The semantic cache benchmark's held-out mode: its verdict on the ≤ 1 % goal, its per-cell counts, and its set."""
 
+import json
+
 import pytest
 
 from benchmarks import bench_semantic_cache as bench
@@ -36,17 +38,46 @@ def test_heldout_cells_count_near_questions_served_and_wrong_answers_served():
     assert cells["all"]["near_served_of_near"]["n"] == 3 and cells["all"]["served"] == 3
 
 
+FRESH = bench.GOLD_DIR / "cache_fresh.jsonl"
+
+
+@pytest.mark.parametrize(("path", "prefix"), [(bench.HELDOUT, "hc-"), (FRESH, "cf-")])
 @pytest.mark.parametrize("corpus", ["course", "packages"])
-def test_every_heldout_lookup_is_tied_to_an_answerable_gold_question_of_its_cell(corpus):
+def test_every_heldout_lookup_is_tied_to_an_answerable_gold_question_of_its_cell(corpus, path, prefix):
     from lessons.ingest.corpus import load_gold
 
     gold = {q.id: q for q in load_gold(corpus=corpus)}
-    lookups = [r for r in bench.load_heldout() if r["corpus"] == corpus]
+    lookups = [r for r in bench.load_heldout(path) if r["corpus"] == corpus]
     asked = {q.question.casefold() for q in gold.values()}
     assert lookups and len({r["id"] for r in lookups}) == len(lookups)
     for lookup in lookups:
         of = gold[lookup["of"]]
         assert of.answerable and of.language == lookup["language"], lookup["id"]
         assert lookup["kind"] in ("paraphrase", "near") and lookup["question"].casefold() not in asked
-        assert lookup["id"].startswith("hc-para-" if lookup["kind"] == "paraphrase" else "hc-near-")
+        assert lookup["id"].startswith(prefix + ("para-" if lookup["kind"] == "paraphrase" else "near-"))
         assert bool(lookup["note"]) == (lookup["kind"] == "near"), lookup["id"]
+
+
+def test_another_lookups_file_is_read_checked_named_and_counted_by_category(tmp_path):
+    good = {"id": "x-near-1", "of": "en-001", "corpus": "course", "language": "en", "kind": "near", "question": "Q?"}
+    path = tmp_path / "cache_mine.jsonl"
+    path.write_text(json.dumps({**good, "category": "entity"}) + "\n\n" + json.dumps({**good, "id": "x-near-2"}) + "\n")
+    lookups = bench.load_heldout(path)
+    assert [r["id"] for r in lookups] == ["x-near-1", "x-near-2"] and {r["half"] for r in lookups} == {"held-out"}
+    assert bench.results_name(path) == "semantic_cache_mine"
+    assert bench.results_name(bench.HELDOUT) == "semantic_cache_heldout"  # the existing results keep their name
+    rows = [
+        {"id": "x-near-1", "kind": "near", "similarity": 0.99},
+        {"id": "x-near-2", "kind": "near", "similarity": 0.5},
+    ]
+    assert bench.by_category(lookups, rows, 0.97) == {
+        "entity": {"near": 1, "served": 1},
+        "none": {"near": 1, "served": 0},
+    }
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(good) + "\n" + json.dumps({**good, "kind": "nearby"}) + "\n")
+    with pytest.raises(SystemExit, match=r"broken.jsonl, line 2: .*kind 'nearby'"):
+        bench.load_heldout(broken)
+    with pytest.raises(SystemExit, match="no such lookups file"):
+        bench.load_heldout(tmp_path / "absent.jsonl")
