@@ -223,8 +223,10 @@ _PHRASE_END = frozenset(
      "may", "might", "must", "be", "been", "in", "on", "at", "of", "for", "to", "by", "with", "from", "per", "and",
      "or", "the", "a", "an", "that", "which", "who"]
 )  # fmt: skip
+# "从多少缩短到了多少" (from how much to how much) asks for two amounts: the word after the range's first 多少 is the
+# verb of change (缩短, 提高), not what is counted; a counted noun is written after the second ("从多少天缩短到多少天").
 _HOW_MANY_ZH = re.compile(
-    r"(?:多少|几)\s*(?:个|名|位|台|条|次|家|项)?\s*(小时|分钟|个月|星期|[天周年]|[\u4e00-\u9fff]{2})"
+    r"(?<![从由])(?<![从由]\s)(?:多少|几)\s*(?:个|名|位|台|条|次|家|项)?\s*(小时|分钟|个月|星期|[天周年]|[\u4e00-\u9fff]{2})"
 )
 
 
