@@ -598,6 +598,18 @@ def test_from_how_much_to_how_much_asks_for_two_amounts_not_a_unit():
     assert verify_evidence(question, evidence, [cases], {"atlas"})[0] == "answerable"
 
 
+def test_a_word_made_with_a_prefix_and_a_hyphen_is_no_name():
+    """The words "re-reads" and "pre-built" are English the documents may say otherwise ("synchronised"), not
+    names they must repeat; a hyphenated identifier ("llama-cpp-python") and a file name ("atlas.yaml") stay names."""
+    question = "Which atlas.yaml key sets how often Atlas re-reads access control lists, and what is its default?"
+    assert {s.text for s in question_specifics(question) if s.kind == "name"} == {"atlas.yaml", "Atlas"}
+    wheels = question_specifics("Does llama-cpp-python ship pre-built wheels?")
+    assert [s.text for s in wheels if s.kind == "name"] == ["llama-cpp-python"]
+    config = Document("Every setting has a default in atlas.yaml.", metadata={"source": "atlas_admin_guide.md"})
+    evidence = Evidence(quote="permissions.sync_interval_minutes: 15", answer="15")
+    assert verify_evidence(question, evidence, [KEYS, config], {"atlas"})[0] == "answerable"
+
+
 def test_the_benchmark_reads_a_fresh_answerable_set_and_replays_stored_rows(tmp_path, monkeypatch):
     """`--answerable-set` takes answerable questions from benchmarks/questions/answerable_<corpus>.jsonl (a wrong line
     names the file and line; an out-of-KB question there is refused); `--replay` re-scores stored rows, no model."""

@@ -183,6 +183,9 @@ _NOT_NAMES = frozenset(
 )
 
 
+# A hyphen after an English prefix makes an ordinary word ("re-reads", "pre-built", "non-profit"), no identifier: the
+# documents say it in their own words ("synchronised"), so it is not a name they must repeat.
+_PREFIXED_WORD = re.compile(r"(?:re|pre|co|non|un|anti|self|multi|semi|sub|post|mid)-[a-z]+(?:-[a-z]+)*")
 _SENTENCE_START = re.compile(r"[.?!。？！]\s+$")
 # Words naming the kind of document asked about ("according to the Matplotlib README"): the document need not say them.
 _DOCUMENT_WORDS = frozenset(["readme", "readmes"])
@@ -328,7 +331,7 @@ def question_specifics(question: str) -> list[Specific]:
         name = (
             chinese
             or any(c.isupper() for c in word[1:])
-            or any(c in "-." for c in word)
+            or (any(c in "-." for c in word) and not _PREFIXED_WORD.fullmatch(word))
             or (word[0].isupper() and not first)
         )
         if name and not any(s.kind == "name" and s.forms[0] == word.casefold() for s in found):
