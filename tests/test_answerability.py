@@ -610,6 +610,17 @@ def test_a_word_made_with_a_prefix_and_a_hyphen_is_no_name():
     assert verify_evidence(question, evidence, [KEYS, config], {"atlas"})[0] == "answerable"
 
 
+def test_a_row_for_another_key_of_the_same_table_is_no_evidence():
+    """A table row is evidence for what it holds: the row of guard.min_support does not state the default of
+    permissions.sync_interval_minutes, though the table (another row) names that key."""
+    question = "What is the default of permissions.sync_interval_minutes?"
+    for quote in ["guard.min_support: 0.6", "guard.min_support 0.6 Support score below which a claim counts as"]:
+        reason, _, _, missing, _ = verify_evidence(question, Evidence(quote=quote, answer="0.6"), [KEYS])
+        assert reason == "specifics missing" and [s.text[:16] for s in missing] == ["permissions.sync"]
+    right = Evidence(quote="permissions.sync_interval_minutes: 15", answer="15")
+    assert verify_evidence(question, right, [KEYS])[0] == "answerable"
+
+
 def test_the_benchmark_reads_a_fresh_answerable_set_and_replays_stored_rows(tmp_path, monkeypatch):
     """`--answerable-set` takes answerable questions from benchmarks/questions/answerable_<corpus>.jsonl (a wrong line
     names the file and line; an out-of-KB question there is refused); `--replay` re-scores stored rows, no model."""

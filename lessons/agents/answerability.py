@@ -16,7 +16,8 @@ made to **show its evidence**, and code can check the evidence:
    every specific of the question (`question_specifics`: numbers, versions, years, quarters, dates, quoted terms,
    names, the unit of a "how many" — with their Chinese forms, 第三季度 ↔ Q3, 2026年 ↔ 2026, 9月19日 ↔
    September 19, 几周 ↔ weeks) must occur in or around it: figures, dates, units and quoted terms in the quote's
-   neighbourhood (the chunk's header and `WINDOW_CHARS` either side), names anywhere in the retrieved chunks.
+   neighbourhood (the chunk's header and `WINDOW_CHARS` either side), names anywhere in the retrieved chunks — save
+   that a quoted table row is no evidence for a name another row of its table holds.
    At least `MIN_FOCUS_SHARE` of the question's words among `asks_for` (`focus_terms`; Chinese cut into words) must
    occur there too — or, when `asks_for` names none of them, `MIN_QUESTION_SHARE` of the question's own words. "Which
    version" asks for a version number. A quote that repeats the question still counts when the chunk adds a figure
@@ -462,11 +463,13 @@ def locate_quote(
 @dataclass(frozen=True)
 class _TableRow:
     """One body row of a Markdown table in a chunk: its cells and the header's (normalised, lower case; the header's
-    empty when the chunk holds no header line for it) and the row as the chunk's normalised text holds it."""
+    empty when the chunk holds no header line for it), the row as the chunk's normalised text holds it, and which of
+    the chunk's tables it belongs to (0, 1, ...)."""
 
     cells: tuple[str, ...]
     header: tuple[str, ...]
     text: str
+    table: int = 0
 
 
 _PIPE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
@@ -479,6 +482,7 @@ def _table_rows(text: str) -> list[_TableRow]:
     write pipe tables), each with its table's header cells when the header line is in `text`."""
     rows: list[_TableRow] = []
     block: list[list[str]] = []
+    tables = 0
     for line in [*text.splitlines(), ""]:
         piped = _PIPE_ROW.match(line)
         if piped:
@@ -489,7 +493,8 @@ def _table_rows(text: str) -> list[_TableRow]:
         for cells in block[2:] if ruled else block:
             if not all(_RULE_CELL.match(cell) or not cell.strip() for cell in cells):
                 normal = tuple(_normal(cell) for cell in cells)
-                rows.append(_TableRow(normal, header, " ".join(c for c in normal if c)))
+                rows.append(_TableRow(normal, header, " ".join(c for c in normal if c), tables))
+        tables += bool(block)
         block = []
     return rows
 
@@ -673,6 +678,24 @@ def _window(document: Document, match: QuoteMatch) -> str:
     return (header + " \n " + around).replace("_", " ")
 
 
+def _quoted_row(document: Document, match: QuoteMatch) -> tuple[str, str] | None:
+    """When the located quote lies within one body row of a Markdown table: that row with its table's header and the
+    chunk's section path, and the table's other rows (each as `_missing` looks for names in it, `_haystack`); else
+    None."""
+    text, start = _normal(document.page_content), 0
+    rows = _table_rows(document.page_content)
+    for row in rows:
+        at = text.find(row.text, start)
+        if at < 0:
+            continue
+        start = at + len(row.text)
+        if at <= match.start and match.end <= at + len(row.text):
+            path = str(document.metadata.get(CONTEXT_HEADER) or document.metadata.get("source") or "")
+            others = " \n ".join(r.text for r in rows if r.table == row.table and r is not row)
+            return _haystack(" ".join([row.text, *row.header, path])), _haystack(others)
+    return None
+
+
 def verify_evidence(
     question: str,
     evidence: Evidence,
@@ -752,7 +775,8 @@ def _check_quote(
     if match is None:
         return "quote not in the documents", None, specifics, [], None
     window = _window(documents[match.document], match)
-    missing = _missing(specifics, window, documents, names_near_quote)
+    row = _quoted_row(documents[match.document], match)
+    missing = _missing(specifics, window, documents, names_near_quote, row)
     terms = content_tokens(question)
     coverage = sum(term in window for term in terms) / len(terms) if terms else None
     if match.coverage < min_coverage:
@@ -865,17 +889,32 @@ def answer_problem(question: str, answer: str, documents: Sequence[Document]) ->
 
 
 def _missing(
-    specifics: Sequence[Specific], window: str, documents: Sequence[Document], names_near_quote: bool
+    specifics: Sequence[Specific],
+    window: str,
+    documents: Sequence[Document],
+    names_near_quote: bool,
+    row: tuple[str, str] | None = None,
 ) -> list[Specific]:
     """The specifics absent from the evidence: figures, dates and quoted terms from `window`, names (unless
-    `names_near_quote`) from every retrieved chunk."""
+    `names_near_quote`) from every retrieved chunk. When the quote is one row of a table (`row`: `_quoted_row`), a
+    name that the table's other rows hold is missing unless this row, its header or the chunk's section path holds
+    it too: the table tells its rows apart, so "guard.min_support | 0.6" is no evidence for the default of
+    permissions.sync_interval_minutes, a key of another row. A name the table does not hold ("Which atlas.yaml key")
+    is looked for as any other."""
     everywhere = " ".join(_haystack(d.page_content) + " " + _haystack(str(d.metadata.get(CONTEXT_HEADER) or ""))
                           for d in documents)  # fmt: skip
     # A Chinese term cannot be looked for in English evidence (a Chinese question about an English README).
     checkable = [
         s for s in specifics if s.pattern or _CJK_CHAR.search(window) or not all(_CJK_CHAR.search(f) for f in s.forms)
     ]
-    return [s for s in checkable if not occurs(s, everywhere if s.kind == "name" and not names_near_quote else window)]
+
+    def absent(specific: Specific) -> bool:
+        if specific.kind != "name" or names_near_quote:
+            return not occurs(specific, window)
+        other_row = row is not None and occurs(specific, row[1]) and not occurs(specific, row[0])
+        return other_row or not occurs(specific, everywhere)
+
+    return [s for s in checkable if absent(s)]
 
 
 def common_names(chunks: Sequence[Document], min_share: float = 0.3) -> frozenset[str]:
