@@ -616,9 +616,22 @@ def test_a_row_for_another_key_of_the_same_table_is_no_evidence():
     question = "What is the default of permissions.sync_interval_minutes?"
     for quote in ["guard.min_support: 0.6", "guard.min_support 0.6 Support score below which a claim counts as"]:
         reason, _, _, missing, _ = verify_evidence(question, Evidence(quote=quote, answer="0.6"), [KEYS])
-        assert reason == "specifics missing" and [s.text[:16] for s in missing] == ["permissions.sync"]
+        assert reason == "specifics missing" and [s.text for s in missing] == ["permissions.sync_interval_minutes"]
     right = Evidence(quote="permissions.sync_interval_minutes: 15", answer="15")
     assert verify_evidence(question, right, [KEYS])[0] == "answerable"
+
+
+def test_an_identifier_with_underscores_is_one_name():
+    """The identifier "top_p" is a name the evidence must hold, not the word "top" and a letter: the row of
+    retrieval.rerank.top_n is no evidence for it."""
+    question = "What is the default top_p value that Atlas sends to the language model endpoint?"
+    assert [s.text for s in question_specifics(question) if s.kind == "name"] == ["top_p", "Atlas"]
+    rerank = Document("| Key | Default |\n|---|---|\n| retrieval.rerank.top_n | 8 |\n| llm.temperature | 0.1 |")
+    near = Evidence(quote="retrieval.rerank.top_n: 8", answer="8")
+    assert verify_evidence(question, near, [rerank], {"atlas"})[0] == "specifics missing"
+    llm = Document("| Key | Default |\n|---|---|\n| llm.top_p | 0.9 |\n| llm.temperature | 0.1 |")
+    right = Evidence(quote="llm.top_p: 0.9", answer="0.9")
+    assert verify_evidence(question, right, [llm], {"atlas"})[0] == "answerable"
 
 
 def test_the_benchmark_reads_a_fresh_answerable_set_and_replays_stored_rows(tmp_path, monkeypatch):

@@ -128,7 +128,7 @@ _EN_DATE = re.compile(
 )
 _YEAR = re.compile(r"(?<![\d.])((?:19|20)\d\d)(?![\d.])")
 _QUOTED = re.compile(r"\"([^\"]{2,60})\"|“([^”]{2,60})”|「([^」]{2,60})」|『([^』]{2,60})』|‘([^’]{2,60})’")
-_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-.+][A-Za-z0-9]+)*")
+_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-.+_][A-Za-z0-9]+)*")
 _CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
 _TAG = re.compile(r"</?\s*document[^>]*>")  # a judge that copies the data block's tags with the quote
 _CAPITALISED = re.compile(r"(?<![\w-])[A-Z][A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")
@@ -285,9 +285,10 @@ def _date(month: int, day: int, text: str) -> Specific:
 
 def question_specifics(question: str) -> list[Specific]:
     """What the evidence for `question` must state: quarters, dates, years, other figures and versions, quoted
-    terms, names (capitalised, CamelCase, acronyms, hyphenated identifiers; every Latin-script word of a
-    Chinese question), and what a "how many" counts (its unit: "how many weeks" is not answered in days). Each
-    with the forms that count, Chinese and English (introduced in notebook 04)."""
+    terms, names (capitalised, CamelCase, acronyms, identifiers joined by hyphens, dots or underscores, read whole:
+    "top_p", "permissions.sync_interval_minutes"; every Latin-script word of a Chinese question), and what a "how
+    many" counts (its unit: "how many weeks" is not answered in days). Each with the forms that count, Chinese and
+    English (introduced in notebook 04)."""
     text = normalise_for_match(question)
     found: list[Specific] = []
     taken: list[tuple[int, int]] = []
@@ -332,7 +333,7 @@ def question_specifics(question: str) -> list[Specific]:
         name = (
             chinese
             or any(c.isupper() for c in word[1:])
-            or (any(c in "-." for c in word) and not _PREFIXED_WORD.fullmatch(word))
+            or (any(c in "-._" for c in word) and not _PREFIXED_WORD.fullmatch(word))
             or (word[0].isupper() and not first)
         )
         if name and not any(s.kind == "name" and s.forms[0] == word.casefold() for s in found):
@@ -357,10 +358,10 @@ def occurs(specific: Specific, text: str) -> bool:
     """Whether one of the specific's forms occurs in `text` (already `_haystack`-ed), as a whole token."""
     if specific.pattern:
         return re.search(specific.pattern, text) is not None
-    if specific.kind == "name":  # "code-freeze" is "code freeze"
+    if specific.kind == "name":  # "code-freeze" is "code freeze", "top_p" is "top p" (`_haystack`)
         text = text.replace("-", " ")
     for form in specific.forms:
-        form = form.replace("-", " ") if specific.kind == "name" else form
+        form = form.replace("-", " ").replace("_", " ") if specific.kind == "name" else form
         if _CJK_CHAR.search(form):  # "9 月 17 日" is "9月17日": Chinese text spaces figures or not
             if _unspaced(form) in _unspaced(text):
                 return True
