@@ -223,3 +223,23 @@ def test_cached_embeddings_embed_each_text_once_and_keep_the_model_name(fresh_se
     assert model.documents == ["备份", "port", "证书"]
     assert again[0] == first[1]
     assert cached.name == "topic-model"
+
+
+def test_cached_embeddings_embed_each_query_once_apart_from_the_passages(fresh_settings):
+    class QueryPrefixed(KeywordEmbeddings):  # like e5: a text as a query gets another vector than as a passage
+        def embed_query(self, text):
+            self.calls += 1
+            return self._vector("backup " + text)
+
+        def embed_documents(self, texts):
+            self.calls += len(texts)
+            return [self._vector(text) for text in texts]
+
+    model = QueryPrefixed(("backup", "port"), name="prefixed")
+    cached = cached_embeddings(model)
+    passage = cached.embed_documents(["port"])[0]
+    first = cached.embed_query("port")
+    assert model.calls == 2 and first != passage  # the passage's vector is not served for the query
+    assert cached.embed_query("port") == first and model.calls == 2  # the same question again: not embedded
+    assert cached_embeddings(QueryPrefixed(("backup", "port"), name="prefixed")).embed_query("port") == first  # disk
+    assert cached.embed_documents(["port"]) == [passage]

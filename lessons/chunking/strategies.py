@@ -173,8 +173,11 @@ def cached_embeddings(embeddings: Embeddings | None = None) -> Embeddings:
 
     Introduced in notebook 01 (chunking). Passage vectors are stored under the cache folder, keyed
     by the model's name and the text's SHA-256, so embedding the same text again — for another
-    strategy's index, or in the next run — costs nothing. The wrapper keeps the model's `name`, so a
-    Chroma collection built with it is the model's collection (`lessons.core.vectorstore.open_store`).
+    strategy's index, or in the next run — costs nothing. Query vectors are kept the same way in a
+    folder of their own (e5 embeds a text as a query differently from the same text as a passage): a
+    store searched with the same question by several techniques, or in the next run, embeds it once.
+    The wrapper keeps the model's `name`, so a Chroma collection built with it is the model's
+    collection (`lessons.core.vectorstore.open_store`).
     """
     from langchain_classic.embeddings import CacheBackedEmbeddings
     from langchain_classic.storage import LocalFileStore
@@ -184,8 +187,14 @@ def cached_embeddings(embeddings: Embeddings | None = None) -> Embeddings:
 
     embeddings = embeddings or get_embeddings()
     namespace = embedder_name(embeddings)
-    store = LocalFileStore(get_settings().cache_dir / "embedding-cache")
-    cached = CacheBackedEmbeddings.from_bytes_store(embeddings, store, namespace=namespace, key_encoder="sha256")
+    folder = get_settings().cache_dir
+    cached = CacheBackedEmbeddings.from_bytes_store(
+        embeddings,
+        LocalFileStore(folder / "embedding-cache"),
+        namespace=namespace,
+        key_encoder="sha256",
+        query_embedding_cache=LocalFileStore(folder / "query-embedding-cache"),  # never the passages' store
+    )
     cached.name = namespace
     return cached
 

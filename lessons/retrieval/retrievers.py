@@ -210,10 +210,14 @@ def small_to_big_retriever(
 ) -> ParentDocumentRetriever:
     """Search the `children` nearest small pieces, return the chunks they came from, in order of their best piece.
 
-    The children get their own persistent collection (embedded once); the parents are the very
-    chunks the baseline returns, so the two compare at equal context size.
+    The children get their own persistent collection (embedded once, through the disk cache of
+    `cached_embeddings()`, which also keeps each question's vector); the parents are the very chunks
+    the baseline returns, so the two compare at equal context size.
     """
-    store = store if store is not None else open_store(f"nb02-children-{child_size}")
+    if store is None:
+        from lessons.chunking.strategies import cached_embeddings
+
+        store = open_store(f"nb02-children-{child_size}", cached_embeddings())
     index_documents(store, child_chunks(chunks, child_size), prune=True)
     docstore = InMemoryStore()
     docstore.mset([(chunk.metadata[ID_KEY], chunk) for chunk in chunks])
