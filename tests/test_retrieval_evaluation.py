@@ -200,6 +200,37 @@ def test_every_technique_runs_end_to_end_and_returns_documents(fresh_settings):
     assert "hybrid → cross-encoder, by language" in without_llm and "hybrid → ColBERT" in without_llm
 
 
+def test_the_chat_model_judges_the_top_llm_candidates_alone(fresh_settings):
+    """LLM_RERANK_CANDIDATES chunks, one call each, and the cross-encoder (top N) reorders the same N: the LLM
+    rerank read the hybrid top k (10 in notebook 02) whatever llm_candidates said."""
+    from lessons.evaluation.retrieval_evaluation import build_techniques
+    from tests.test_retrieval import CHUNKS, memory_store
+
+    store = memory_store()
+    store.add_documents(CHUNKS)
+    techniques = build_techniques(
+        CHUNKS,
+        store,
+        ScriptedChatModel(default=scripted_everything),
+        k=4,
+        candidates=4,
+        llm_candidates=2,
+        colbert=False,
+    )
+    by_name = {t.name: t.retriever for t in techniques}
+    question = gold("q", evidence=["every night"]).model_copy(
+        update={"question": "When do the backups run every night?"}
+    )
+    judged = {t.name: score_technique(t, question, n_relevant=1) for t in techniques if t.on_sample}
+    assert judged["hybrid → LLM rerank"]["llm_calls"] == 2
+    assert judged["hybrid → contextual LLM rerank"]["llm_calls"] == 1
+    read = {
+        name: sorted(d.page_content for d in by_name[name].invoke(question.question))
+        for name in ("hybrid → cross-encoder (top 2)", "hybrid → LLM rerank", "hybrid → contextual LLM rerank")
+    }
+    assert len(read["hybrid → LLM rerank"]) == 2 and len(set(map(tuple, read.values()))) == 1
+
+
 def test_the_chinese_route_keeps_the_order_of_the_list_it_reorders(fresh_settings):
     """The routed reranker leaves Chinese questions in the order of the list it reorders: plain hybrid's order
     first, then what the deeper fusion adds (`document_processor.reranked_hybrid_over`), not the deep fusion's

@@ -108,8 +108,8 @@ def build_techniques(
     """Every technique of notebook 02, baseline first; the ones that call the chat model only when `llm` is given.
 
     The cross-encoder reranks the hybrid top `candidates`; the chat model, far slower per passage,
-    reranks the top `llm_candidates`, and "hybrid → cross-encoder (top N)" reranks the same N so the two
-    relevance judges can be compared on equal terms. The best `hits` are expanded with neighbours into
+    reranks the top `llm_candidates` (those alone: one call each, even when `k` is larger), and "hybrid →
+    cross-encoder (top N)" reranks the same N so the two relevance judges can be compared on equal terms. The best `hits` are expanded with neighbours into
     blocks of at most `max_block_chars` characters.
     """
     from lessons.retrieval.cross_encoder import ColbertScorer, OnnxCrossEncoder
@@ -127,6 +127,9 @@ def build_techniques(
 
     def reranked(size: int, compressor):
         return reranked_hybrid(chunks, store, k=k, candidates=size, reranker=compressor)
+
+    def judged(compressor):  # exactly the hybrid top `llm_candidates`, reordered: one chat-model call per candidate
+        return reranked_hybrid(chunks, store, k=llm_candidates, candidates=llm_candidates, reranker=compressor)
 
     neighbours = ChunkNeighbours(chunks)
     model = OnnxCrossEncoder()
@@ -162,11 +165,11 @@ def build_techniques(
     if llm is None:
         return techniques
     return techniques + [
-        Technique(CROSS_ENCODER_TOP.format(n=llm_candidates), reranked(llm_candidates, cross_encoder_reranker(k, model)),
+        Technique(CROSS_ENCODER_TOP.format(n=llm_candidates), judged(cross_encoder_reranker(k, model)),
                   sample_only=True),
-        Technique(N_("hybrid → LLM rerank"), reranked(llm_candidates, llm_reranker(llm, top_n=k, max_chars=max_block_chars)),
+        Technique(N_("hybrid → LLM rerank"), judged(llm_reranker(llm, top_n=k, max_chars=max_block_chars)),
                   uses_llm=True),
-        Technique(N_("hybrid → contextual LLM rerank"), reranked(llm_candidates, ContextualListwiseReranker(llm=llm, top_n=k)),
+        Technique(N_("hybrid → contextual LLM rerank"), judged(ContextualListwiseReranker(llm=llm, top_n=k)),
                   uses_llm=True),
         Technique(N_("HyDE"), hyde_retriever(llm, dense_retriever(store, k)), uses_llm=True),
         Technique(N_("multi-query"), multi_query_retriever(llm, dense_retriever(store, k)), uses_llm=True),
