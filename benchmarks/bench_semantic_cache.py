@@ -77,8 +77,8 @@ def probe_rows(embedder: str, pairs: list[dict]) -> list[dict]:
             mine = [p for p in pairs if p["corpus"] == corpus]
             start = time.perf_counter()
             for pair in mine:
-                for guard in (False, True):
-                    hit = cache.nearest(pair["question"], guard=guard)
+                for guard in (False, True):  # a stored gold question is asked with itself left out
+                    hit = cache.nearest(pair["question"], guard=guard, leave_out=pair["kind"] == "stored")
                     found = hit.metadata["id"] if hit else None
                     rows.append(
                         {
@@ -86,7 +86,7 @@ def probe_rows(embedder: str, pairs: list[dict]) -> list[dict]:
                             "guard": guard,
                             "nearest": found,
                             "similarity": round(hit.similarity, 5) if hit else -1.0,
-                            "correct": pair["kind"] == "paraphrase" and found in same[pair["of"]],
+                            "correct": pair["kind"] in ("paraphrase", "stored") and found in same[pair["of"]],
                         }
                     )
             lookup_ms = 1000 * (time.perf_counter() - start) / max(2 * len(mine), 1)
@@ -236,7 +236,7 @@ def heldout_cells(rows: list[dict], threshold: float) -> dict:
     return cells
 
 
-def heldout(embedders: list[str], path: Path = HELDOUT) -> None:
+def heldout(embedders: list[str], path: Path = HELDOUT, results_file: str | None = None) -> None:
     """Measure the held-out lookups of `path` at the module's shipped threshold (see the module docstring)."""
     import os
 
@@ -279,7 +279,79 @@ def heldout(embedders: list[str], path: Path = HELDOUT) -> None:
                 )
             print(f"{embedder} {mode} near questions served: {', '.join(served) or 'none'}")
         results["embedders"][embedder] = entry
-    save(results_name(path), results)
+    save(results_file or results_name(path), results)
+
+
+def stored_lookups() -> list[dict]:
+    """Every gold question as a lookup of kind "stored": asked of its own corpus's cache with itself left out, any
+    answer served is wrong unless its stored question quotes the same evidence."""
+    from lessons.ingest.corpus import load_gold
+
+    return [
+        {"id": q.id, "of": q.id, "corpus": corpus, "language": q.language, "kind": "stored", "question": q.question,
+         "half": "development"}
+        for corpus in ("course", "packages")
+        for q in load_gold(corpus=corpus)
+    ]  # fmt: skip
+
+
+def strict_threshold(rows: list[dict]) -> float:
+    """The lowest threshold that serves no wrong answer on `rows` (`calibrate_threshold` with no wrong answer
+    allowed), rounded up to three decimals."""
+    import math
+
+    from lessons.retrieval.semantic_cache import CacheProbe, calibrate_threshold
+
+    probes = [CacheProbe(r["similarity"], r["correct"], r["kind"] == "paraphrase") for r in rows]
+    return math.ceil(calibrate_threshold(probes, 0.0) * 1000) / 1000
+
+
+def curve(rows: list[dict], thresholds: list[float]) -> list[dict]:
+    """Per threshold: paraphrases served their answer, and the other lookups (near, stored) served a wrong one, with
+    the 95 % Wilson upper bound of that share."""
+    from lessons.agents.grading import wilson_interval
+
+    paraphrases = [r for r in rows if r["kind"] == "paraphrase"]
+    others = [r for r in rows if r["kind"] != "paraphrase"]
+    points = []
+    for threshold in thresholds:
+        right = sum(r["correct"] and r["similarity"] >= threshold for r in paraphrases)
+        wrong = sum(not r["correct"] and r["similarity"] >= threshold for r in others)
+        points.append(
+            {"threshold": threshold, "paraphrases": len(paraphrases), "paraphrases_right": right,
+             "near": len(others), "near_served_wrong": wrong,
+             "near_upper_95": round(wilson_interval(wrong, len(others))[1], 4)}
+        )  # fmt: skip
+    return points
+
+
+def develop(embedders: list[str]) -> None:
+    """The development curve (`--develop`): the lookups of paraphrases.jsonl and cache_heldout.jsonl and every gold
+    question asked with itself left out, guard on and off; the strict threshold (`strict_threshold`, guard on) and
+    the paraphrases it serves. Writes benchmarks/results/semantic_cache_development.json."""
+    import os
+
+    lookups = [*load_pairs(), *load_heldout(HELDOUT), *stored_lookups()]
+    results = {"lookups": ["data/eval/paraphrases.jsonl", "data/eval/cache_heldout.jsonl", "gold, left out"]}
+    results["embedders"] = {}
+    for embedder in embedders:
+        start = time.perf_counter()
+        rows = probe_rows(embedder, lookups)
+        entry = {"seconds": round(time.perf_counter() - start, 1), "load_average": list(os.getloadavg()), "rows": rows}
+        for guard in (True, False):
+            mine = [r for r in rows if r["guard"] == guard]
+            strict = strict_threshold(mine)
+            points = curve(mine, sorted({0.95, 0.9624, 0.97, 0.975, 0.98, strict}))
+            entry["guard" if guard else "plain"] = {"strict_threshold": strict, "curve": points}
+            for point in points:
+                print(
+                    f"{embedder} {'guard' if guard else 'plain'} {point['threshold']:.4f}: paraphrases right "
+                    f"{point['paraphrases_right']}/{point['paraphrases']}, near served "
+                    f"{point['near_served_wrong']}/{point['near']} (95 % up to {point['near_upper_95']:.2%})"
+                    + (" <- strict" if point["threshold"] == strict else "")
+                )
+        results["embedders"][embedder] = entry
+    save("semantic_cache_development", results)
 
 
 def main() -> None:
@@ -294,9 +366,14 @@ def main() -> None:
         metavar="PATH",
         help=f"measure held-out lookups at the shipped threshold (default {HELDOUT.name}, or the file PATH)",
     )
+    parser.add_argument("--develop", action="store_true", help="the development curve and the strict threshold")
+    parser.add_argument("--name", help="the results file's name for --heldout (default from the lookups file's)")
     args = parser.parse_args()
+    if args.develop:
+        develop(args.embedders)
+        return
     if args.heldout:
-        heldout(args.embedders, args.heldout)
+        heldout(args.embedders, args.heldout, args.name)
         return
     pairs = load_pairs()
     stored = json.loads((RESULTS / "semantic_cache.json").read_text()) if args.analyse_only else None

@@ -81,3 +81,23 @@ def test_another_lookups_file_is_read_checked_named_and_counted_by_category(tmp_
         bench.load_heldout(broken)
     with pytest.raises(SystemExit, match="no such lookups file"):
         bench.load_heldout(tmp_path / "absent.jsonl")
+
+
+def test_the_strict_threshold_serves_no_wrong_answer_and_the_curve_counts_stored_lookups_as_near():
+    def row(kind, similarity, correct=False):
+        return {"kind": kind, "similarity": similarity, "correct": correct}
+
+    rows = [
+        row("paraphrase", 0.99, correct=True),
+        row("paraphrase", 0.9741, correct=True),
+        row("near", 0.9745),  # the highest wrong one: the strict threshold lies above it
+        row("stored", 0.98, correct=True),  # another gold question with the same evidence: a right answer
+        row("stored", 0.96),
+        row("paraphrase", 0.95, correct=True),
+    ]
+    strict = bench.strict_threshold(rows)
+    assert 0.9745 < strict < 0.99 and strict == round(strict, 3)
+    low, high = bench.curve(rows, [0.96, strict])
+    assert (low["paraphrases"], low["paraphrases_right"], low["near"], low["near_served_wrong"]) == (3, 2, 3, 2)
+    assert (high["paraphrases_right"], high["near_served_wrong"]) == (1, 0) and high["near_upper_95"] > 0.4
+    assert [r["kind"] for r in bench.stored_lookups()[:1]] == ["stored"]

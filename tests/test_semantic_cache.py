@@ -313,3 +313,17 @@ def test_a_lookup_normalises_the_question_once(tmp_path, monkeypatch):
     folds.clear()
     specifics("Restored onto an older Atlas version?")
     assert folds == ["Restored onto an older Atlas version?"]  # its contrasts read the same folded text
+
+
+def test_a_stored_question_asked_with_itself_left_out_gets_its_nearest_other_question(tmp_path):
+    semantic = cache(tmp_path)
+    semantic.store("What port does Atlas use?", "7420")
+    semantic.store("Which port does Atlas listen on?", "7420 (REST)")
+    assert semantic.nearest("What port does Atlas use?").exact  # itself, served without embedding
+    other = semantic.nearest("What port does Atlas use?", leave_out=True)
+    assert other.question == "Which port does Atlas listen on?" and not other.exact
+    assert other.similarity == pytest.approx(np.cos(np.radians(10)), abs=1e-6)
+    (tmp_path / "alone").mkdir()
+    alone = cache(tmp_path / "alone")
+    alone.store("What port does Atlas use?", "7420")
+    assert alone.nearest("What port does Atlas use?", leave_out=True) is None  # nothing else to compare with
