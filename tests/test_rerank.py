@@ -207,6 +207,9 @@ def test_table_rows_as_text_writes_each_row_with_its_header_and_drops_the_rule()
         "Llava15ChatHandler; llava-1-5"  # a row whose header is not in the chunk keeps its cells
     )
     assert table_rows_as_text("no table here\n\n- a list") == "no table here\n\n- a list"
+    # an escaped pipe is part of its cell, as the answerability check reads the same table (one parser, table_cells)
+    piped = "| Flag | Values |\n|---|---|\n| --log | info \\| debug |"
+    assert table_rows_as_text(piped) == "Flag: --log; Values: info \\| debug."
 
 
 def test_the_default_cross_encoder_reads_a_table_as_rows_and_returns_the_chunk_unchanged():

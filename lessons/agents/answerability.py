@@ -54,7 +54,7 @@ from lessons.core.search_text import CONTEXT_HEADER
 from lessons.core.structured import invoke_structured
 from lessons.retrieval.rerank import RELEVANCE_SCORE
 from lessons.text.language import detect_language
-from lessons.text.normalise import normalise_for_match
+from lessons.text.normalise import is_rule_row, normalise_for_match, table_cells
 
 CROSS_ENCODER_KEY = RELEVANCE_SCORE  # metadata key: the reranker's cross-encoder score for the passage
 MIN_QUOTE_COVERAGE = 0.9  # share of the quote's characters that must match the chunk, in order
@@ -473,11 +473,6 @@ class _TableRow:
     table: int = 0
 
 
-_PIPE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
-_CELL_SPLIT = re.compile(r"(?<!\\)\|")
-_RULE_CELL = re.compile(r"^\s*:?-{3,}:?\s*$")
-
-
 def _table_rows(text: str) -> list[_TableRow]:
     """The body rows of the Markdown tables in `text` (the form tables take in our chunks: Docling and the PDF reader
     write pipe tables), each with its table's header cells when the header line is in `text`."""
@@ -485,14 +480,14 @@ def _table_rows(text: str) -> list[_TableRow]:
     block: list[list[str]] = []
     tables = 0
     for line in [*text.splitlines(), ""]:
-        piped = _PIPE_ROW.match(line)
-        if piped:
-            block.append(_CELL_SPLIT.split(piped.group(1)))
+        cells = table_cells(line)
+        if cells is not None:
+            block.append(cells)
             continue
-        ruled = len(block) > 1 and all(_RULE_CELL.match(cell) for cell in block[1])
+        ruled = len(block) > 1 and is_rule_row(block[1])
         header = tuple(_normal(cell) for cell in block[0]) if ruled else ()
         for cells in block[2:] if ruled else block:
-            if not all(_RULE_CELL.match(cell) or not cell.strip() for cell in cells):
+            if not all(is_rule_row([cell]) or not cell.strip() for cell in cells):
                 normal = tuple(_normal(cell) for cell in cells)
                 rows.append(_TableRow(normal, header, " ".join(c for c in normal if c), tables))
         tables += bool(block)

@@ -98,11 +98,27 @@ def tidy_inline_spacing(markdown: str) -> str:
 
 
 _PIPE_ROW = re.compile(r"^\s*\|(.*)\|\s*$")
-_RULE_ROW = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")  # an escaped pipe (\|) is part of a cell
+_RULE_CELL = re.compile(r"^\s*:?-{3,}:?\s*$")
+# a rule line with or without outer pipes; a bare "---" matches too, and the cross-encoder's text drops it as well
+_RULE_LINE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+
+
+def table_cells(line: str) -> list[str] | None:
+    """The cells of a Markdown pipe-table line, as written (None: the line is no table row). The course's one reading
+    of the tables in its chunks (Docling and the PDF reader write pipe tables): the cross-encoder's text
+    (`table_rows_as_text`) and the answerability check's table rows (`lessons.agents.answerability`) both use it."""
+    piped = _PIPE_ROW.match(line)
+    return _CELL_SPLIT.split(piped.group(1)) if piped else None
+
+
+def is_rule_row(cells: list[str] | None) -> bool:
+    """Whether a table line's cells are its header's rule (`|---|:---:|`)."""
+    return bool(cells) and all(_RULE_CELL.match(cell) for cell in cells)
 
 
 def _cells(line: str) -> list[str]:
-    return [cell.strip().replace("**", "") for cell in _PIPE_ROW.match(line).group(1).split("|")]
+    return [cell.strip().replace("**", "") for cell in table_cells(line)]
 
 
 def table_rows_as_text(text: str) -> str:
@@ -119,15 +135,15 @@ def table_rows_as_text(text: str) -> str:
     """
     lines, out, header = text.split("\n"), [], None
     for number, line in enumerate(lines):
-        if _RULE_ROW.match(line):
+        if _RULE_LINE.match(line):
             continue
-        if not _PIPE_ROW.match(line):
+        if table_cells(line) is None:
             header = None
             out.append(line)
             continue
         row = _cells(line)
         following = lines[number + 1] if number + 1 < len(lines) else ""
-        if header is None and _RULE_ROW.match(following):
+        if header is None and _RULE_LINE.match(following):
             header = row
         elif header and len(header) == len(row):
             out.append("; ".join(f"{name}: {cell}" if name else cell for name, cell in zip(header, row) if cell) + ".")
