@@ -55,7 +55,7 @@
 # |---|---|
 # | **你将学到** | 怎样用你自己的分块（chunking）造一个测试集（单块（chunk）问题和需要两块的问题，有依据、去重、带证据 id），以及它和手写的测试集有什么不同；不用 LLM 的检索指标（hit@k、召回率（recall@k）、平均倒数排名（MRR）、归一化折损累计增益（nDCG）），在每一道金标准问题上测；由 LLM 评审（judge）给出的回答指标，判决有类型、带理由（事实一致性（faithfulness）、完整性（completeness）），评审失败会被计数而不是藏起来；怎样在两个知识库上并排比较 notebook 01–05 的各条流水线——质量、延迟、LLM 调用次数、token、DeepSeek 费用——而且可复现；一个校准过的阈值换到没校准过的文档上是否还管用；以及怎样在命令行上对你自己的文档跑同样的评测 |
 # | **前置条件** | notebook 01（金标准问题集（gold set）、指标）、02（混合检索（hybrid retrieval）、重排（reranking））、03（QA 索引）、04（评分循环，grading loop）、05（三个智能体，agent） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **4.7 分钟**（281 秒，33 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py`，2026 年 12 月 5 日，在 10 分钟预算以内；测的是英文版，中文版尚未单独实测）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **4.4 分钟**（262 秒，35 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（cross-encoder，ONNX）得出；评审就是同一个小型对话模型——把它的判决当作粗略的信号来读，想要更强的评审就换 DeepSeek 重跑 |
 #
 # 五个 notebook，五个想法，每个都单独测过。一个团队该上线哪一个？这需要**一次运行**：
