@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -29,7 +28,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import save
-from lessons.core.local_server import free_port
+from service.client import ServiceProcess
 
 UPLOADS, CLIENTS, SEARCHERS, KEY = 200, 20, 4, "bench-key"
 IDLE_SEARCHES, IDLE_SECONDS = 100, 20
@@ -59,29 +58,23 @@ def document(number: int) -> bytes:
             + "Filler words for a short note. " * 3 + "\n").encode()  # fmt: skip
 
 
+def start(reranker: str, folder: str | Path) -> ServiceProcess:
+    """`python -m service api` with its data, cache and log in `folder` (SQLite, embedded Chroma, the USE embedder,
+    2 worker threads, `reranker`), none of this shell's AGENTIC_RAG_ or DEEPSEEK_ settings; returned once /v1/health
+    answers (`service.client.ServiceProcess`, the one wait for health: RuntimeError with the server's log if not)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "DEEPSEEK_"))}
+    env.update(AGENTIC_RAG_CACHE_DIR=f"{folder}/cache", AGENTIC_RAG_EMBEDDER="use", AGENTIC_RAG_SERVICE_DATA_DIR=f"{folder}/service",
+               AGENTIC_RAG_SERVICE_API_KEY=KEY, AGENTIC_RAG_SERVICE_WORKERS="2", AGENTIC_RAG_SERVICE_POLL_SECONDS="0.1",
+               AGENTIC_RAG_SERVICE_RERANKER=reranker)  # fmt: skip
+    return ServiceProcess(env, Path(folder) / "service.log", timeout=120)
+
+
 def measure(reranker: str) -> dict:
-    root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryDirectory() as tmp:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTIC_RAG_", "DEEPSEEK_"))}
-        env.update(AGENTIC_RAG_CACHE_DIR=f"{tmp}/cache", AGENTIC_RAG_EMBEDDER="use", AGENTIC_RAG_SERVICE_DATA_DIR=f"{tmp}/service",
-                   AGENTIC_RAG_SERVICE_API_KEY=KEY, AGENTIC_RAG_SERVICE_WORKERS="2", AGENTIC_RAG_SERVICE_POLL_SECONDS="0.1",
-                   AGENTIC_RAG_SERVICE_RERANKER=reranker)  # fmt: skip
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        with open(f"{tmp}/service.log", "w") as log:  # the server writes to its own copy of the file descriptor
-            process = subprocess.Popen([sys.executable, "-m", "service", "api", "--port", str(port), "--no-access-log",
-                                        "--log-level", "warning"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+        process = start(reranker, tmp)
+        url = process.url
         try:
             deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the service did not start")
-                time.sleep(0.2)
             with httpx.Client(base_url=url, headers={"X-API-Key": KEY}, timeout=60) as warm:  # embedder loaded first
                 job = warm.post("/v1/documents", files={"file": ("warm.md", b"# Warm\n\nwarm up the embedder")}).json()[
                     "job_id"
@@ -169,8 +162,7 @@ def measure(reranker: str) -> dict:
             print(results, flush=True)
             return results
         finally:
-            process.terminate()
-            process.wait(timeout=30)
+            process.stop()
 
 
 def main(names: list[str]) -> None:
