@@ -1,5 +1,7 @@
 """The deep-research sub-agent and the main agent with a scripted model: pages, a capped loop, isolated contexts."""
 
+import dataclasses
+
 import pytest
 from langchain_core.documents import Document
 
@@ -249,6 +251,19 @@ def test_the_agent_reads_a_page_and_answers_with_page_citations():
     assert [d.metadata["kind"] for d in result.context] == ["page"]
     rows = trace_rows(result)
     assert rows[1]["argument"] == "handbook.docx, page 1" and rows[1]["result"] == "handbook.docx, page 1"
+
+
+def test_the_agent_s_settings_are_declared_once_frozen_and_are_its_graph_s():
+    model = scripted([decision("read_page", source_id="handbook.docx", page_index=1), decision("answer")])
+    agent = DeepResearchAgent(model, search_tool, PAGES, max_steps=4, notes_chars=60)
+    result = agent.research("How many leave days in Lisbon?")
+    seen = model.prompts["ResearchDecision"][-1]
+    assert last_decision_prompt(result, agent.max_steps, agent.notes_chars) == seen
+    assert last_decision_prompt(result, agent.max_steps) != seen, "notes_chars reached the graph's decide step"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        agent.max_steps = 9  # the graph was built for 4 steps: a changed setting would not reach it
+    with pytest.raises(ValueError, match="at least 1"):
+        DeepResearchAgent(model, search_tool, PAGES, max_steps=0)
 
 
 def test_a_bad_page_is_an_observation_the_next_decision_sees():

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal, TypedDict
 
 from langchain_core.documents import Document
@@ -610,18 +610,8 @@ def _summary(observation: Observation) -> str:
     return "; ".join(shown) or t("nothing found")
 
 
-def build_research_graph(
-    model: BaseChatModel,
-    search: Callable[[str], Observation],
-    pages: PageStore,
-    *,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    page_chars: int = 1500,
-    notes_chars: int = 3500,
-    answer_chars: int = 4000,
-    answerability: AnswerabilityCheck | None = None,
-):
-    """The sub-agent: a compiled LangGraph graph; invoke it with `{"question": ...}`.
+def build_research_graph(agent: DeepResearchAgent):
+    """The sub-agent's compiled LangGraph graph, built from `agent`'s settings; invoke it with `{"question": ...}`.
 
     Introduced in notebook 07 (deep-research agent). `max_steps` counts tool calls, the first search
     included. The decide step asks the model only while tool calls remain; at the cap it answers. With
@@ -629,8 +619,9 @@ def build_research_graph(
     checked: when the evidence gathered does not state what the question asks for, the agent says "not in the
     documents" without writing a draft.
     """
-    if max_steps < 1:
-        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    model, search, pages, max_steps = agent.model, agent.search, agent.pages, agent.max_steps
+    page_chars, notes_chars, answer_chars = agent.page_chars, agent.notes_chars, agent.answer_chars
+    answerability = agent.answerability
 
     def decide_step(state: ResearchState) -> dict[str, Any]:
         calls, observations = state.get("tool_calls", 0), state.get("observations", [])
@@ -770,35 +761,30 @@ def citations_from(cited: Sequence[int], context: Sequence[Document]) -> list[Ci
     return citations
 
 
+@dataclass(frozen=True, eq=False)
 class DeepResearchAgent:
     """The knowledge sub-agent: `research(question)` → `ResearchResult`. Sees the standalone question only.
 
-    Introduced in notebook 07 (deep-research agent).
+    Introduced in notebook 07 (deep-research agent). Its settings are declared here once and frozen;
+    `build_research_graph` builds `graph` from them (`max_steps` counts tool calls, the first search included; `page_chars`, `notes_chars`
+    and `answer_chars` bound a page read, the notes the model decides on and the answer's context).
     """
 
-    def __init__(
-        self,
-        model: BaseChatModel,
-        search: Callable[[str], Observation],
-        pages: PageStore,
-        *,
-        max_steps: int = DEFAULT_MAX_STEPS,
-        page_chars: int = 1500,
-        notes_chars: int = 3500,
-        answer_chars: int = 4000,
-        answerability: AnswerabilityCheck | None = None,
-    ):
-        self.max_steps = max_steps
-        self.graph = build_research_graph(
-            model,
-            search,
-            pages,
-            max_steps=max_steps,
-            page_chars=page_chars,
-            notes_chars=notes_chars,
-            answer_chars=answer_chars,
-            answerability=answerability,
-        )
+    model: BaseChatModel = field(repr=False)
+    search: Callable[[str], Observation] = field(repr=False)
+    pages: PageStore = field(repr=False)
+    _: KW_ONLY
+    max_steps: int = DEFAULT_MAX_STEPS
+    page_chars: int = 1500
+    notes_chars: int = 3500
+    answer_chars: int = 4000
+    answerability: AnswerabilityCheck | None = None
+    graph: Any = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+        object.__setattr__(self, "graph", build_research_graph(self))  # frozen: the graph keeps these settings
 
     def research(self, question: str) -> ResearchResult:
         started = time.perf_counter()
