@@ -20,6 +20,7 @@ from lessons.retrieval.semantic_cache import (
     specifics,
     specifics_conflict,
 )
+from lessons.text.language import detect_language
 
 ANGLES = {
     "What port does Atlas use?": 0.0,
@@ -327,3 +328,19 @@ def test_a_stored_question_asked_with_itself_left_out_gets_its_nearest_other_que
     alone = cache(tmp_path / "alone")
     alone.store("What port does Atlas use?", "7420")
     assert alone.nearest("What port does Atlas use?", leave_out=True) is None  # nothing else to compare with
+
+
+def test_a_guarded_lookup_detects_the_question_s_language_once(tmp_path, monkeypatch):
+    import lessons.retrieval.semantic_cache as module
+
+    detected = []
+    monkeypatch.setattr(module, "detect_language", lambda text: detected.append(text) or detect_language(text))
+    semantic = cache(tmp_path)
+    semantic.store("What was NRR in Q3 2026?", "118 %")
+    semantic.store("Atlas 使用哪个端口？", "7420")
+    semantic.nearest("What was NRR in Q2 2026?")  # the stored questions' specifics are read once, then kept
+    detected.clear()
+    assert semantic.nearest("What was NRR in Q2 2026?") is None  # the guard refuses another quarter
+    assert detected == ["What was NRR in Q2 2026?"], "the language the bucket and the guard read is detected once"
+    assert module.question_language("Ｗｈａｔ ｗａｓ ＮＲＲ ｉｎ Ｑ３ ２０２６？") == "en"  # full-width Latin is Latin
+    assert specifics("Ｗｈａｔ ｗａｓ ＮＲＲ ｉｎ Ｑ３ ２０２６？") == specifics("What was NRR in Q3 2026?")

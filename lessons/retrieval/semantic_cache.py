@@ -9,8 +9,9 @@ threshold, else None; `store(question, answer)` keeps an answer. What makes it s
   so an answer written from the old documents is never served; another embedder never compares its vectors with
   the old ones. One SQLite file (`lessons.core.llm_cache.SQLiteFile`), vectors as float32 bytes, answers as JSON:
   no pickle.
-- Only a question in the same language is matched (`lessons.text.language.detect_language`): a Chinese question
-  never gets the English answer of its translation.
+- Only a question in the same language is matched (`question_language`: `lessons.text.language.detect_language` of
+  the width-folded question, detected once a lookup): a Chinese question never gets the English answer of its
+  translation.
 - The specifics must not conflict (`guard`, on by default): a stored question competes only when it names no other
   number, version, code or name than the question asked, where each names one the other lacks (`specifics`: "Q2"
   against "Q3", "3.8" against "3.9", "Rotterdam" against "Lisbon", "Business" against "Enterprise"). Embeddings
@@ -119,14 +120,21 @@ def _senses(folded: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def specifics(question: str) -> frozenset[str]:
+def question_language(question: str) -> str:
+    """The language a question is stored and matched under, and read in by `specifics`: `detect_language` of its
+    width-folded text, so full-width Latin (`ＣＵＤＡ`) counts as Latin. The cache's one detection of a question."""
+    return detect_language(fold_width(question))
+
+
+def specifics(question: str, language: str | None = None) -> frozenset[str]:
     """What a question names, folded and lower case: its numbers, versions and codes ("q3", "2026", "3.8.1", "l3",
     "cu121"), its names — in English the capitalised words that do not start a sentence ("Lisbon", "CUDA"), in
-    Chinese every Latin word ("Business", "llama-cpp-python") — and, marked "~", its `contrasts` ("~newer")."""
+    Chinese every Latin word ("Business", "llama-cpp-python") — and, marked "~", its `contrasts` ("~newer").
+    `language`: the question's `question_language` when the caller has it already (a lookup detects it once)."""
     text = fold_width(question)
     folded = text.casefold()
     found = set(_SPECIFIC.findall(folded)) | {f"~{sense}" for sense in _senses(folded)}
-    chinese = detect_language(text) == "zh"
+    chinese = (language or detect_language(text)) == "zh"
     for match in _LATIN_WORD.finditer(text):
         word = match.group().rstrip(".-+_")
         starts_sentence = not text[: match.start()].strip() or bool(_SENTENCE_END.search(text[: match.start()]))
@@ -223,7 +231,7 @@ class SemanticCache(SQLiteFile):
             raise ValueError(t("an empty question cannot be cached"))
         vector = self._embed(question)
         payload = json.dumps({"answer": answer, "metadata": metadata or {}}, ensure_ascii=False)
-        language = detect_language(question)
+        language = question_language(question)
         with self._connect() as db:
             db.execute(
                 "INSERT OR REPLACE INTO semantic_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -248,7 +256,7 @@ class SemanticCache(SQLiteFile):
         for (question, answer, metadata), text, vector in zip(entries, normalised, raw, strict=True):
             payload = json.dumps({"answer": answer, "metadata": metadata or {}}, ensure_ascii=False)
             vector = unit_vectors(np.asarray(vector, dtype=np.float32), question, self.embedder)
-            rows.append((self._key(text), self.embedder, self.kb_version, detect_language(question), question,
+            rows.append((self._key(text), self.embedder, self.kb_version, question_language(question), question,
                          vector.tobytes(), payload, time.time()))  # fmt: skip
         with self._connect() as db:
             db.executemany("INSERT OR REPLACE INTO semantic_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
@@ -273,7 +281,8 @@ class SemanticCache(SQLiteFile):
             return None
         if not leave_out and (exact := self._exact(normalised)) is not None:
             return exact
-        keys, named, matrix = self._vectors(detect_language(question))
+        language = question_language(question)
+        keys, named, matrix = self._vectors(language)
         if not keys:
             return None
         similarities = matrix @ self._embed(question)
@@ -282,7 +291,7 @@ class SemanticCache(SQLiteFile):
             if not np.isfinite(similarities).any():
                 return None
         if self.guard if guard is None else guard:
-            asked = specifics(question)
+            asked = specifics(question, language)
             allowed = [not specifics_conflict(asked, names) for names in named]
             similarities = np.where(allowed, similarities, -np.inf)
             if not np.isfinite(similarities).any():
@@ -329,7 +338,7 @@ class SemanticCache(SQLiteFile):
         if language not in self._matrix or len(self._matrix[language][0]) != count:
             rows = db.execute(f"SELECT key, question, vector FROM semantic_cache {where}", values).fetchall()
             keys = [key for key, _, _ in rows]
-            named = [specifics(question) for _, question, _ in rows]
+            named = [specifics(question, language) for _, question, _ in rows]
             matrix = np.stack([np.frombuffer(blob, dtype=np.float32) for *_, blob in rows]) if rows else np.empty(0)
             self._matrix[language] = (keys, named, matrix)
         return self._matrix[language]
