@@ -35,28 +35,29 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
+debian_package() {  # debian_package PACKAGE "what needs it" "what is skipped without it"
+  # Install Debian's PACKAGE with apt-get when this runs as root on Debian/Ubuntu (one apt-get update a run), else
+  # say what is skipped and the command that installs it.
+  local package="$1" needed_by="$2" skipped="$3"
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    echo "Installing Debian's $package for $needed_by (apt-get install $package):"
+    { { [ -n "${apt_updated:-}" ] || apt-get update -qq; } && apt_updated=1 \
+        && apt-get install -y -qq --no-install-recommends "$package" >/dev/null; } \
+      || echo "Could not install $package with apt-get: $skipped will be skipped." >&2
+  else
+    echo "No $package here, and apt-get cannot install it (needs root on Debian/Ubuntu):" \
+         "$skipped will be skipped. Install it with: sudo apt-get install $package" >&2
+  fi
+}
+
 if [[ "$extras" == *dev* ]] && [ ! -x /usr/bin/chromium ]; then
   # The browser test (tests/test_browser.py) drives Debian's chromium through Playwright; it never downloads a browser.
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
-    echo "Installing Debian's chromium for the browser test (apt-get install chromium):"
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
-      || echo "Could not install chromium with apt-get: tests/test_browser.py will be skipped." >&2
-  else
-    echo "No /usr/bin/chromium, and apt-get cannot install it here (needs root on Debian/Ubuntu):" \
-         "tests/test_browser.py will be skipped. Install it with: sudo apt-get install chromium" >&2
-  fi
+  debian_package chromium "the browser test" "tests/test_browser.py"
 fi
 
 if [[ "$extras" == *dev* ]] && ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
   # The service tests (tests/test_service_backends.py) start a throw-away PostgreSQL cluster from Debian's package.
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
-    echo "Installing Debian's postgresql for the service tests (apt-get install postgresql):"
-    { apt-get update -qq && apt-get install -y -qq --no-install-recommends postgresql >/dev/null; } \
-      || echo "Could not install postgresql with apt-get: the PostgreSQL service tests will be skipped." >&2
-  else
-    echo "No PostgreSQL binaries, and apt-get cannot install them here (needs root on Debian/Ubuntu):" \
-         "the PostgreSQL service tests will be skipped. Install them with: sudo apt-get install postgresql" >&2
-  fi
+  debian_package postgresql "the service tests" "the PostgreSQL service tests"
 fi
 
 if [[ "$extras" == *local* ]]; then
