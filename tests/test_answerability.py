@@ -8,6 +8,7 @@ from lessons.agents.answerability import (
     AnswerabilityCheck,
     AnswerabilityThresholds,
     Evidence,
+    KnowledgeBaseWords,
     common_names,
     focus_missing,
     focus_terms,
@@ -665,6 +666,7 @@ def test_the_benchmark_reads_a_fresh_answerable_set_and_replays_stored_rows(tmp_
     }  # fmt: skip
     (tmp_path / "stored-rows.json").write_text(json.dumps(rows), encoding="utf-8")
     monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench, "current_words", lambda corpus: KnowledgeBaseWords.of([Document(document["text"])]))
     cell = bench.replay(["stored"])["stored"]["course/en"]
     assert (cell["answered"], cell["answerable"], cell["refused"], cell["out_of_kb"]) == (1, 1, 1, 1)
 
@@ -679,3 +681,50 @@ def test_the_benchmark_reads_answerable_set_3(tmp_path, monkeypatch):
     (tmp_path / "answerable_3_course.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
     monkeypatch.setattr(bench, "QUESTIONS", tmp_path)
     assert [q.id for q in bench.questions_of("course", answerable_set="3") if q.answerable] == ["a3-1"]
+
+
+# A knowledge base of a few chunks for the look-up of the question's words (`KnowledgeBaseWords`).
+PYDANTIC_RELEASE = Document(
+    "This is the final 2.12 release. It features the work of 20 external contributors.",
+    metadata={"source": "pydantic.md", "context_header": "Pydantic > v2.12.0"},
+)
+PYDANTIC_TEAM = Document(
+    "The lead maintainer of Pydantic reviews every pull request.", metadata={"source": "pydantic_team.md"}
+)
+PYDANTIC_OTHERS = [
+    Document(f"Pydantic {version} fixes a bug in validation.", metadata={"source": f"pydantic_{version}.md"})
+    for version in ("2.10", "2.11", "2.13")
+]
+WORDS = KnowledgeBaseWords.of([HANDBOOK, REVIEW, RELEASES, PYDANTIC_RELEASE, PYDANTIC_TEAM, *PYDANTIC_OTHERS])
+
+
+def test_a_question_about_two_words_no_chunk_holds_is_refused_one_such_word_is_not():
+    """Two of the question's words in no chunk of the knowledge base: it asks about something the knowledge base does
+    not hold, however well the quote passes; one word alone is often the asker's own word for the documents' one."""
+    quote = Evidence(
+        quote="Employees in the Rotterdam office receive sixteen weeks of paid parental leave.", answer="x"
+    )
+    question = "What is the vesting schedule of employee stock options in Rotterdam?"
+    assert verify_evidence(question, quote, [HANDBOOK], {"tidewell"})[0] == "answerable"  # without the words
+    reason, _, _, missing, _ = verify_evidence(question, quote, [HANDBOOK], {"tidewell"}, words=WORDS)
+    assert reason == "words not in the knowledge base"
+    assert [s.text for s in missing] == ["vest", "schedule", "stock", "option"]
+    one = "Does parental leave in the Rotterdam office vest after sixteen weeks?"
+    assert verify_evidence(one, quote, [HANDBOOK], {"tidewell"}, words=WORDS)[0] == "answerable"
+    check, _ = check_with(quote.quote, words=WORDS)
+    verdict = check(question, [HANDBOOK])
+    assert not verdict.answerable and verdict.reason == "words not in the knowledge base"
+
+
+def test_the_question_s_rare_words_must_be_in_the_retrieved_chunks():
+    """The words the question shares with the knowledge base, weighted by their rarity there: when most of that weight
+    is absent from the retrieved chunks, they are about something else ("lead maintainer" is only in another chunk;
+    the release notes that were retrieved hold only "Pydantic", which every chunk of the knowledge base says)."""
+    question = "Who is the lead maintainer of Pydantic?"
+    release = Evidence(quote="It features the work of 20 external contributors.", answer="20 external contributors")
+    assert verify_evidence(question, release, [PYDANTIC_RELEASE])[0] == "answerable"  # without the words
+    reason, _, _, missing, _ = verify_evidence(question, release, [PYDANTIC_RELEASE], words=WORDS)
+    assert reason == "rare words not retrieved" and [s.text for s in missing] == ["lead", "maintainer"]
+    team = Evidence(quote="The lead maintainer of Pydantic reviews every pull request.", answer="reviews")
+    assert verify_evidence(question, team, [PYDANTIC_TEAM], words=WORDS)[0] == "answerable"
+    assert WORDS.chunks_holding("pydantic") == 5 and WORDS.chunks_holding("maintain") == 1

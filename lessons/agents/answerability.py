@@ -27,6 +27,10 @@ made to **show its evidence**, and code can check the evidence:
 3. The relevance signals the pipeline already has — the chat model's P(yes) per chunk, and the
    cross-encoder's score that the reranker records in `metadata[CROSS_ENCODER_KEY]` — must reach the
    language's thresholds (`AnswerabilityThresholds`; 0 switches a signal off). The check never scores again.
+4. Given the knowledge base's words (`KnowledgeBaseWords`), a question is refused when `MIN_UNKNOWN_WORDS` of its
+   English words occur in no chunk at all ("the vesting schedule of stock options" in a corpus that never says vest
+   or stock), or when the words it shares with the knowledge base, weighted by their rarity there, are mostly absent
+   from the retrieved chunks (`unevidenced_words`): the passages found are about something else.
 
 `AnswerabilityCheck(model)(question, documents, p_yes=...)` returns an `AnswerabilityVerdict`: the
 decision, the reason in plain words, the quote, where it was found and which specifics were missing.
@@ -37,6 +41,7 @@ from __future__ import annotations
 import difflib
 import functools
 import itertools
+import math
 import re
 import unicodedata
 from collections.abc import Collection, Mapping, Sequence
@@ -64,6 +69,11 @@ MIN_EVIDENCE_SHARE = 0.25  # of the quote, found in the chunk and not in the que
 MIN_FOCUS_SHARE = 0.5  # of the words naming what is asked (the judge's asks_for, from the question), around the quote
 MIN_QUESTION_SHARE = 0.2  # of the question's own words around the quote, when the judge's asks_for names none of them
 MIN_TERM_COVERAGE = 0.0  # share of the question's content words around the quote (0: not required; see verify_evidence)
+# With the knowledge base's words (`KnowledgeBaseWords`): a question with this many words that no chunk holds asks about
+# something the knowledge base does not hold, and one whose words the knowledge base holds, weighted by how rare they
+# are there (IDF), must find at least this share of that weight in the retrieved chunks (`unevidenced_words`).
+MIN_UNKNOWN_WORDS = 2
+MIN_RETRIEVED_WEIGHT = 0.3
 WINDOW_CHARS = 300  # the neighbourhood of a quote in which the question's figures must occur
 CONTEXT_CHARS = 1200  # each chunk as the judge reads it
 
@@ -631,6 +641,8 @@ REASONS = (
     N_("specifics missing"),
     N_("asked-for missing"),
     N_("too few of the question's words"),
+    N_("words not in the knowledge base"),
+    N_("rare words not retrieved"),
     N_("P(yes) below threshold"),
     N_("cross-encoder below threshold"),
 )
@@ -704,6 +716,7 @@ def verify_evidence(
     framing: bool = False,
     focus_share: float = MIN_FOCUS_SHARE,
     min_terms: float = MIN_TERM_COVERAGE,
+    words: KnowledgeBaseWords | None = None,
 ) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
     """The code half of the check: (reason, where the quote is, the specifics, those missing, term coverage).
 
@@ -730,7 +743,11 @@ def verify_evidence(
     0 switches it off. `min_terms`: the share of the question's content words that must occur around the quote (the
     term coverage returned), else "too few of the question's words" (0, the default, switches it off). When the
     judge's `asks_for` names no word of the question, `MIN_QUESTION_SHARE` of the question's own words must occur
-    around the quote instead."""
+    around the quote instead.
+
+    `words`: the knowledge base's words (`KnowledgeBaseWords`); with them, evidence that passes every check above is
+    still refused when the question asks about words the knowledge base does not hold or did not retrieve
+    (`unevidenced_words`; the words come back as specifics of kind "focus")."""
     specifics = [s for s in question_specifics(question) if not (s.kind == "name" and s.forms[0] in subject)]
     if check_answer:
         problem = answer_problem(question, evidence.answer, documents)
@@ -743,7 +760,12 @@ def verify_evidence(
         # answer is checked as the quote would be, and stands in for it only if it passes every check.
         instead = _check_quote(question, evidence.answer, evidence.asks_for, *options)
         if instead[0] == "answerable":
-            return instead[0], replace(instead[1], from_answer=True), *instead[2:]
+            checked = instead[0], replace(instead[1], from_answer=True), *instead[2:]
+    if checked[0] == "answerable" and words is not None:
+        problem = unevidenced_words(question, documents, words, subject)
+        if problem:
+            reason, absent = problem
+            return reason, checked[1], checked[2], [Specific(w, (w,), "focus") for w in absent], checked[4]
     return checked
 
 
@@ -839,7 +861,9 @@ _ZH_FUNCTION_WORDS = frozenset(
 
 
 # How a question asks, not what it asks for: "how much", "which", 多少, 什么, 哪些 name nothing the evidence must say.
-_QUESTION_WORDS = frozenset(["how", "much", "many", "what", "which", "who", "whom", "whose", "when", "where", "why"])
+_QUESTION_WORDS = frozenset(
+    ["how", "much", "many", "what", "which", "who", "whom", "whose", "when", "where", "why", "kind"]
+)  # "what kind of database" asks for a database, as "which database" does
 _QUESTION_ZH = re.compile("为什么|多少|什么|哪些|哪个|哪里|哪儿|哪|几|怎么|怎样|如何|是否|谁|吗|呢")
 
 
@@ -913,6 +937,76 @@ def _missing(
     return [s for s in checkable if absent(s)]
 
 
+@dataclass(frozen=True)
+class KnowledgeBaseWords:
+    """Every chunk of a knowledge base as the check looks a question's words up in it: normalised, lower case, with
+    its section path (`texts`), and the same without spaces for Chinese words (`unspaced`). Build it once per
+    knowledge base: `KnowledgeBaseWords.of(chunks)`."""
+
+    texts: tuple[str, ...]
+    unspaced: tuple[str, ...]
+
+    @classmethod
+    def of(cls, chunks: Sequence[Document]) -> KnowledgeBaseWords:
+        texts = tuple(_word_text(chunk) for chunk in chunks)
+        return cls(texts, tuple(_unspaced(text) for text in texts))
+
+    def chunks_holding(self, word: str) -> int:
+        """How many chunks hold `word`: an English stem where a word starts ("calculat" in "calculated"), a Chinese
+        word anywhere."""
+        if _CJK_CHAR.search(word):
+            return sum(word in text for text in self.unspaced)
+        pattern = _word_start(word)
+        return sum(pattern.search(text) is not None for text in self.texts)
+
+
+def _word_text(document: Document) -> str:
+    header = str(document.metadata.get(CONTEXT_HEADER) or "")
+    return _normal(document.page_content + " \n " + header).replace("_", " ")
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_start(word: str) -> re.Pattern:
+    return re.compile(r"(?<![0-9a-z])" + re.escape(word))
+
+
+def _holds(text: str, word: str) -> bool:
+    return word in _unspaced(text) if _CJK_CHAR.search(word) else _word_start(word).search(text) is not None
+
+
+def unevidenced_words(
+    question: str, documents: Sequence[Document], words: KnowledgeBaseWords, subject: Collection[str] = ()
+) -> tuple[str, list[str]] | None:
+    """Why the knowledge base does not hold what `question` asks about, with the words that show it, or None.
+
+    The question's content words (`question_focus`: less the subject's names and the words that ask) are looked up
+    in every chunk (`words`). "words not in the knowledge base": `MIN_UNKNOWN_WORDS` or more English ones occur in no
+    chunk ("What is the vesting schedule of employee stock options?" where no document says vest or stock; one such
+    word alone is often the asker's own word for what the documents call otherwise, "licence" for "license").
+    "rare words not retrieved": of the words some chunk holds, each weighted by its rarity there (IDF,
+    log((chunks + 1) / (chunks holding it + 1))), less than `MIN_RETRIEVED_WEIGHT` of the weight occurs in the
+    retrieved `documents`: they are about something else ("Who is the lead maintainer of Pydantic?" answered from
+    release notes that name neither). A Chinese word counts only when the retrieved documents hold Chinese, as a
+    Chinese question about English READMEs is asked in other words than theirs."""
+    asked = {word: words.chunks_holding(word) for word in question_focus(question, subject)}
+    unknown = [word for word, held in asked.items() if not held and not _CJK_CHAR.search(word)]
+    if len(unknown) >= MIN_UNKNOWN_WORDS:
+        return "words not in the knowledge base", unknown
+    retrieved = " \n ".join(_word_text(document) for document in documents)
+    chinese = _CJK_CHAR.search(retrieved) is not None
+    total = len(words.texts)
+    weights = {
+        word: math.log((total + 1) / (held + 1))
+        for word, held in asked.items()
+        if held and (chinese or not _CJK_CHAR.search(word))
+    }
+    absent = [word for word in weights if not _holds(retrieved, word)]
+    whole = sum(weights.values())
+    if whole and whole - sum(weights[word] for word in absent) < MIN_RETRIEVED_WEIGHT * whole:
+        return "rare words not retrieved", absent
+    return None
+
+
 def common_names(chunks: Sequence[Document], min_share: float = 0.3) -> frozenset[str]:
     """Capitalised names (lower case) that occur in at least `min_share` of the knowledge base's source files: the
     corpus's subject ("Tidewell", "Atlas"), which says nothing about which passage answers and which a chunk need
@@ -955,6 +1049,8 @@ class AnswerabilityCheck:
     the cross-encoder's scores are read from the chunks' metadata. A signal with no value is not applied.
     `subject`: the knowledge base's `common_names`, which no chunk needs to repeat.
     `check_answer`: also check the judge's short answer (`answer_problem`; `verify_evidence`).
+    `words`: the knowledge base's `KnowledgeBaseWords`: a question about words it does not hold, or did not retrieve,
+    is refused (`unevidenced_words`); None leaves that step out.
     """
 
     def __init__(
@@ -965,9 +1061,10 @@ class AnswerabilityCheck:
         max_chars: int = CONTEXT_CHARS,
         subject: Collection[str] = (),
         check_answer: bool = False,
+        words: KnowledgeBaseWords | None = None,
     ):
         self.model, self.prompts, self.max_chars = model, dict(prompts), max_chars
-        self.check_answer = check_answer
+        self.check_answer, self.words = check_answer, words
         self.subject = frozenset(name.casefold() for name in subject)
         self.thresholds = dict(thresholds or NO_THRESHOLDS)
         missing = {"en", "zh"} - set(self.thresholds)
@@ -990,7 +1087,7 @@ class AnswerabilityCheck:
     ) -> AnswerabilityVerdict:
         """The verdict from evidence already asked for: the code check, then the thresholds (no model call)."""
         reason, match, specifics, missing, terms = verify_evidence(
-            question, evidence, documents, self.subject, check_answer=self.check_answer
+            question, evidence, documents, self.subject, check_answer=self.check_answer, words=self.words
         )
         best_p, best_ce = _best(p_yes or []), _best(cross_encoder_scores(documents))
         gate = self.thresholds[detect_language(question)]
