@@ -306,13 +306,21 @@ def claim_job(db: Database, worker: str, lease_seconds: float) -> Claim | None:
     return None
 
 
+def _held(claim: Claim):
+    """Where the job is still `claim`'s: running, with the claim's token (a worker that took it over has another)."""
+    return (Job.id == claim.job_id) & (Job.claim_token == claim.token) & (Job.status == RUNNING)
+
+
+def _held_job(db: Database, session, claim: Claim) -> Job | None:
+    """The job `claim` still holds, locked for this write; None when it is no longer this worker's."""
+    return session.execute(db.locked(select(Job).where(_held(claim)))).scalar_one_or_none()
+
+
 def renew_lease(db: Database, claim: Claim, lease_seconds: float) -> bool:
     """Extend the lease; False when the job is no longer this worker's (another one took it)."""
     with db.write() as session:
         changed = session.execute(
-            update(Job)
-            .where((Job.id == claim.job_id) & (Job.claim_token == claim.token) & (Job.status == RUNNING))
-            .values(lease_until=time.time() + lease_seconds)
+            update(Job).where(_held(claim)).values(lease_until=time.time() + lease_seconds)
         ).rowcount
     return changed == 1
 
@@ -321,10 +329,7 @@ def fail_job(db: Database, claim: Claim, reason: str, *, retry: bool, backoff: f
     """Record a failure: back to pending after a back-off while attempts remain (if `retry`), else failed."""
     now = time.time()
     with db.write() as session:
-        job = session.execute(
-            db.locked(select(Job).where((Job.id == claim.job_id) & (Job.claim_token == claim.token)))
-        ).scalar_one_or_none()
-        if job is None or job.status != RUNNING:
+        if (job := _held_job(db, session, claim)) is None:
             return "lost"
         job.error = reason
         job.lease_until = None
@@ -348,10 +353,7 @@ def commit_job(db: Database, claim: Claim, chunks: int) -> str:
     """
     now = time.time()
     with db.write() as session:
-        job = session.execute(
-            db.locked(select(Job).where((Job.id == claim.job_id) & (Job.claim_token == claim.token)))
-        ).scalar_one_or_none()
-        if job is None or job.status != RUNNING:
+        if (job := _held_job(db, session, claim)) is None:
             return "lost"  # another worker took it over after our lease ran out: it will commit, not us
         document = session.execute(db.locked(select(Document).where(Document.id == job.document_id))).scalar_one()
         outcome = DONE

@@ -168,3 +168,26 @@ def test_240_concurrent_first_uploads_of_one_name_give_one_document_and_its_last
     if url:
         Base.metadata.drop_all(service.db.engine)
     service.db.engine.dispose()
+
+
+def test_a_worker_whose_job_was_taken_over_can_neither_renew_fail_nor_commit_it(tmp_path, monkeypatch):
+    """Its lease ran out and another worker claimed the job: the first worker's claim is lost at every step, the
+    second one's holds (the one ownership test `renew_lease`, `fail_job` and `commit_job` share)."""
+    import io
+
+    from service.db import Job, claim_job, commit_job, fail_job, renew_lease
+
+    service = make_service(tmp_path, monkeypatch)
+    upload = service.upload("plan.md", io.BytesIO(document_text("plan", "taken-over")))
+    first = claim_job(service.db, "first", lease_seconds=-1)  # its lease has run out already
+    second = claim_job(service.db, "second", lease_seconds=60)
+    assert first is not None and second is not None and second.job_id == first.job_id == upload["job_id"]
+    assert not renew_lease(service.db, first, lease_seconds=60)
+    assert fail_job(service.db, first, "boom", retry=True) == "lost"
+    assert commit_job(service.db, first, 3) == "lost"
+    assert renew_lease(service.db, second, lease_seconds=60)
+    assert commit_job(service.db, second, 3) == "done"
+    assert commit_job(service.db, second, 3) == "lost", "a finished job is no longer running: nobody holds it"
+    with service.db.read() as session:
+        job = session.get(Job, upload["job_id"])
+        assert (job.status, job.claimed_by, job.chunks, job.error) == ("done", "second", 3, None)
