@@ -1,7 +1,9 @@
 """The document processor: files → header chunks → hybrid retriever, with bad files skipped by name."""
 
 import pytest
+from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.embeddings import DeterministicFakeEmbedding
+from pydantic import Field
 
 from lessons.core.vectorstore import chroma_client, open_store
 from lessons.ingest.files import ingest
@@ -71,11 +73,11 @@ def test_no_readable_file_raises_a_clear_error(tmp_path, fresh_settings):
         process_documents(tmp_path / "docs")
 
 
-class Reverse:
-    """A stand-in reranker (a LangChain compressor's interface): the candidates in reverse order, remembering what it read."""
+class Reverse(BaseDocumentCompressor):
+    """A stand-in reranker (a LangChain compressor, as process_documents takes): the candidates in reverse order,
+    remembering what it read."""
 
-    def __init__(self):
-        self.seen = []
+    seen: list = Field(default_factory=list)
 
     def compress_documents(self, documents, query, callbacks=None):
         self.seen.append((query, list(documents)))
@@ -102,6 +104,19 @@ def test_the_reranker_reads_the_whole_first_stage_and_hands_on_the_best_k(tmp_pa
     # six chunks, fewer than RERANK_CANDIDATES: the reranker reads all of them, not only the hybrid top k
     assert len(first) == 6 and reverse.seen[-1] == ("value 1003", first)
     assert [d.page_content for d in top] == [d.page_content for d in reversed(first)][:2]
+
+
+def test_the_processed_documents_are_searched_by_the_one_reranked_hybrid_factory(tmp_path, monkeypatch, fresh_settings):
+    import lessons.retrieval.document_processor as module
+
+    built, factory = [], module.reranked_hybrid
+    monkeypatch.setattr(
+        module, "reranked_hybrid", lambda *args, **options: built.append(options) or factory(*args, **options)
+    )
+    reverse = Reverse()
+    processed = _processed(tmp_path, monkeypatch, reverse)
+    assert built == [{"k": 2, "reranker": reverse}], "process_documents assembles no reranked hybrid of its own"
+    assert processed.retrieve("value 1003") == list(processed.retriever.invoke("value 1003"))[: processed.k]
 
 
 def test_without_a_reranker_the_hybrid_top_k_is_handed_on(tmp_path, monkeypatch, fresh_settings):

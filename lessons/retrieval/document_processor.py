@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import RunnableLambda
@@ -44,19 +45,15 @@ class ProcessedDocuments:
     skipped: list[Skipped] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     k: int = DEFAULT_K
-    _retriever: object = None
-    reranker: BaseDocumentCompressor | None = None
+    retriever: Any = None  # `reranked_hybrid` over the chunks: the course's one assembly of the reranked hybrid
 
     def first_stage(self, question: str) -> list[Document]:
         """The hybrid list (BM25 + dense, fused by RRF) before any reranking: `RERANK_CANDIDATES` chunks with a reranker, else `k`."""
-        return list(self._retriever.invoke(question))
+        return list(getattr(self.retriever, "base_retriever", self.retriever).invoke(question))
 
     def retrieve(self, question: str) -> list[Document]:
         """The `k` best chunks for `question`: the hybrid top `RERANK_CANDIDATES` reranked, or the hybrid top `k` without a reranker."""
-        candidates = self.first_stage(question)
-        if self.reranker is None:
-            return candidates[: self.k]
-        return list(self.reranker.compress_documents(candidates, question))[: self.k]
+        return list(self.retriever.invoke(question))[: self.k]
 
     def summary(self) -> str:
         lines = [t("{files} file(s) → {chunks} chunks.", files=len(self.files), chunks=len(self.chunks))]
@@ -183,6 +180,5 @@ def process_documents(
         skipped=list(result.skipped),
         files=[d.source for d in result.documents],
         k=k,
-        reranker=reranker,
-        _retriever=reranked_hybrid_over(chunks, store, k) if reranker else hybrid_over(chunks, store, k),
+        retriever=reranked_hybrid(chunks, store, k=k, reranker=reranker),
     )
