@@ -44,11 +44,16 @@ class Service:
 
     @cached_property
     def index(self):
-        """The live index (opened on first use: the embedder loads then)."""
-        from lessons.core.embeddings import get_embeddings
+        """The live index (opened on first use: the embedder loads then).
+
+        Its embedder goes through the course's passage- and query-vector cache in the cache folder
+        (`lessons.chunking.cached_embeddings`): a vector is keyed by the model's name and the text's SHA-256 and depends
+        on nothing else, so a chunk the course's index already embedded (notebook 08 uploads the knowledge base the
+        notebooks indexed) or a question asked before is not embedded again."""
+        from lessons.chunking import cached_embeddings
         from service.index import LiveIndex
 
-        return LiveIndex(self.settings.collection, get_embeddings(), chroma_url=self.settings.chroma_url,
+        return LiveIndex(self.settings.collection, cached_embeddings(), chroma_url=self.settings.chroma_url,
                          path=self.settings.data_dir / "chroma")  # fmt: skip
 
     @cached_property

@@ -3,7 +3,8 @@
 Introduced in notebook 08 (from notebook to service). Each step is the course's own:
 `lessons.ingest.convert_file` (validation with clear errors, Docling, the conversion cache),
 `lessons.retrieval.document_processor.chunk_files` (Markdown sections, the bilingual size cap, numbering),
-`lessons.core.embeddings` through `service.index.LiveIndex.upsert`.
+`lessons.core.embeddings` behind the cache folder's vector cache (`lessons.chunking.cached_embeddings`) through
+`service.index.LiveIndex.upsert`.
 
 - A bad file (empty, corrupt, unsupported, over the limit, the same bytes as another document)
   fails its own job with the reason, at once: trying again would give the same answer.
