@@ -5,6 +5,7 @@
 
 Both count the texts they embed (`calls`) and keep the documents they embedded (`documents`). `memory_store` is an
 in-memory Chroma store over one of them, scored as the course's stores are (cosine, relevance = 1 - distance).
+`ReverseReranker` is a stand-in reranker (a LangChain document compressor) whose order a test can predict.
 (The fake chat model is `lessons.core.fakes.ScriptedChatModel`: notebooks use it too.)
 """
 
@@ -14,7 +15,9 @@ import itertools
 import re
 from collections.abc import Mapping, Sequence
 
+from langchain_core.documents import BaseDocumentCompressor
 from langchain_core.embeddings import Embeddings
+from pydantic import Field
 
 _stores = itertools.count()
 
@@ -86,3 +89,13 @@ def memory_store(embeddings: Embeddings):
         collection_configuration={"hnsw": {"space": "cosine"}},
         relevance_score_fn=lambda distance: 1.0 - distance,
     )
+
+
+class ReverseReranker(BaseDocumentCompressor):
+    """A stand-in reranker: the candidates in reverse order; `seen` keeps each call's (query, candidates)."""
+
+    seen: list = Field(default_factory=list)
+
+    def compress_documents(self, documents, query, callbacks=None):
+        self.seen.append((query, list(documents)))
+        return list(reversed(documents))

@@ -1,9 +1,9 @@
 """Context expansion: neighbour budgets, overlap-free joins, non-overlapping blocks, the whole pipeline."""
 
 import pytest
-from langchain_core.documents import BaseDocumentCompressor, Document
+from fakes import ReverseReranker
+from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import Field
 
 from lessons.retrieval.context_expansion import (
     ChunkNeighbours,
@@ -80,18 +80,8 @@ class Fixed(BaseRetriever):
         return list(self.documents)
 
 
-class Reverse(BaseDocumentCompressor):
-    """A stand-in reranker: reverses the order, records what it was given."""
-
-    seen: list[list[str]] = Field(default_factory=list)
-
-    def compress_documents(self, documents, query, callbacks=None):
-        self.seen.append([d.page_content for d in documents])
-        return list(reversed(documents))
-
-
 def test_pipeline_reranks_hits_then_expands_then_reranks_blocks():
-    reranker = Reverse()
+    reranker = ReverseReranker()
     retriever = ContextExpansionRetriever(
         first_stage=Fixed(documents=[DOC_A[1], DOC_B[2]]),
         neighbours=NEIGHBOURS,
@@ -101,7 +91,7 @@ def test_pipeline_reranks_hits_then_expands_then_reranks_blocks():
         max_block_chars=10_000,
     )
     blocks = retriever.invoke("question")
-    assert reranker.seen[0] == ["a-1.", "b-2."]
+    assert [d.page_content for d in reranker.seen[0][1]] == ["a-1.", "b-2."]
     assert [b.metadata["source"] for b in blocks] == ["a", "b"]  # b-2 ranked first, then reversed again
     assert indexes(blocks[1]) == [0, 1, 2]  # rank 1 (b-2): two neighbours, both before it
     assert indexes(blocks[0]) == [0, 1]  # rank 2 (a-1): one neighbour, the one before

@@ -1,9 +1,8 @@
 """The document processor: files → header chunks → hybrid retriever, with bad files skipped by name."""
 
 import pytest
-from langchain_core.documents import BaseDocumentCompressor
+from fakes import ReverseReranker
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from pydantic import Field
 
 from lessons.core.vectorstore import chroma_client, open_store
 from lessons.ingest.files import ingest
@@ -73,17 +72,6 @@ def test_no_readable_file_raises_a_clear_error(tmp_path, fresh_settings):
         process_documents(tmp_path / "docs")
 
 
-class Reverse(BaseDocumentCompressor):
-    """A stand-in reranker (a LangChain compressor, as process_documents takes): the candidates in reverse order,
-    remembering what it read."""
-
-    seen: list = Field(default_factory=list)
-
-    def compress_documents(self, documents, query, callbacks=None):
-        self.seen.append((query, list(documents)))
-        return list(reversed(documents))
-
-
 def _processed(tmp_path, monkeypatch, reranker, k=2):
     def fake_index(chunks, name):
         store = open_store(name, DeterministicFakeEmbedding(size=16), client=chroma_client(tmp_path / "chroma"))
@@ -97,7 +85,7 @@ def _processed(tmp_path, monkeypatch, reranker, k=2):
 
 
 def test_the_reranker_reads_the_whole_first_stage_and_hands_on_the_best_k(tmp_path, monkeypatch, fresh_settings):
-    reverse = Reverse()
+    reverse = ReverseReranker()
     processed = _processed(tmp_path, monkeypatch, reverse)
     first = processed.first_stage("value 1003")
     top = processed.retrieve("value 1003")
@@ -113,7 +101,7 @@ def test_the_processed_documents_are_searched_by_the_one_reranked_hybrid_factory
     monkeypatch.setattr(
         module, "reranked_hybrid", lambda *args, **options: built.append(options) or factory(*args, **options)
     )
-    reverse = Reverse()
+    reverse = ReverseReranker()
     processed = _processed(tmp_path, monkeypatch, reverse)
     assert built == [{"k": 2, "reranker": reverse}], "process_documents assembles no reranked hybrid of its own"
     assert processed.retrieve("value 1003") == list(processed.retriever.invoke("value 1003"))[: processed.k]
