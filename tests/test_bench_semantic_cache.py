@@ -101,3 +101,19 @@ def test_the_strict_threshold_serves_no_wrong_answer_and_the_curve_counts_stored
     assert (low["paraphrases"], low["paraphrases_right"], low["near"], low["near_served_wrong"]) == (3, 2, 3, 2)
     assert (high["paraphrases_right"], high["near_served_wrong"]) == (1, 0) and high["near_upper_95"] > 0.4
     assert [r["kind"] for r in bench.stored_lookups()[:1]] == ["stored"]
+
+
+def test_the_bounded_threshold_is_the_lowest_step_whose_upper_bound_stays_within_the_goal():
+    def row(kind, similarity, corpus="course", language="en", correct=False):
+        return {"kind": kind, "similarity": similarity, "correct": correct, "corpus": corpus, "language": language}
+
+    rows = [row("near", 0.5, language="zh") for _ in range(600)]  # never served: they make the bound tight
+    rows += [row("paraphrase", 0.99, correct=True), row("paraphrase", 0.96, correct=True), row("near", 0.9772)]
+    rows += [row("near", 0.9741, corpus="packages"), row("stored", 0.97)]
+    # served wrong: 3 of 603 at 0.97 (upper 1.45 %), 1 at 0.975-0.977 (0.94 %): 0.975 is the lowest step within 1 %
+    assert bench.bounded_threshold(rows) == 0.975
+    assert bench.bounded_threshold([row("near", 0.999)]) == 1.0  # one near question alone: no step is within 1 %
+    cells = bench.develop_cells(rows, 0.975)
+    assert (cells["all"]["near_served_wrong"], cells["all"]["paraphrases_right"]) == (1, 1)
+    assert cells["course-zh"]["near"] == 600 and cells["packages-en"]["near_served_wrong"] == 0
+    assert "packages-zh" not in cells

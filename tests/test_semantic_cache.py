@@ -19,6 +19,7 @@ from lessons.retrieval.semantic_cache import (
     normalise_question,
     specifics,
     specifics_conflict,
+    unstated_specifics,
 )
 from lessons.text.language import detect_language
 
@@ -344,3 +345,38 @@ def test_a_guarded_lookup_detects_the_question_s_language_once(tmp_path, monkeyp
     assert detected == ["What was NRR in Q2 2026?"], "the language the bucket and the guard read is detected once"
     assert module.question_language("Ｗｈａｔ ｗａｓ ＮＲＲ ｉｎ Ｑ３ ２０２６？") == "en"  # full-width Latin is Latin
     assert specifics("Ｗｈａｔ ｗａｓ ＮＲＲ ｉｎ Ｑ３ ２０２６？") == specifics("What was NRR in Q3 2026?")
+
+
+def test_a_negation_only_one_question_holds_is_a_conflict():
+    tiers = specifics("Which subscription tiers include Atlas Guard?")
+    assert specifics_conflict(specifics("Which subscription tiers do not include Atlas Guard?"), tiers)
+    assert specifics_conflict(specifics("Which tiers don't include Atlas Guard?"), tiers)
+    entered = specifics("员工点开了钓鱼邮件里的链接，还输入了密码，这属于哪一级安全事件？")
+    assert specifics_conflict(specifics("员工点开了钓鱼邮件里的链接但没有输入密码，这属于哪一级安全事件？"), entered)
+    assert contrasts("分句时顿号会不会被用作切分点？") == frozenset()  # A不A asks yes or no, it negates nothing
+    assert contrasts("不同的分块策略召回率差多少？") == {"recall"}  # 不同: different
+    assert not specifics_conflict(specifics("Is the command not found?"), specifics("Why is the command not found?"))
+
+
+def test_counts_in_words_and_dotted_or_underscored_identifiers_are_specifics():
+    assert specifics("Which four functions make up Chroma's core API?") == {"chroma", "api", "4"}
+    assert specifics_conflict(specifics("一年里三次被钓鱼测试邮件骗到？"), specifics("一年里两次被钓鱼测试邮件骗到？"))
+    assert specifics("第三季度的毛利率是多少？") == {"~gross"}  # an ordinal is no count: 第三季度 asks what Q3 asks
+    model = specifics("How can the setting retrieval.rerank.model be overridden?")
+    assert {"retrieval.rerank.model", "top_n"} <= model | specifics("Is top_n set?")
+    assert specifics_conflict(model, specifics("How can the setting retrieval.rerank.top_n be overridden?"))
+
+
+def test_a_specific_only_the_asked_question_names_must_be_stated_by_the_stored_answer(tmp_path):
+    assert unstated_specifics(specifics("Which command runs it with CUDA?"), frozenset(), "docker run …") == {"cuda"}
+    assert not unstated_specifics(specifics("Which four functions?"), frozenset(), "Only 4 functions.")
+    vectors = {"Which command runs the server from its Docker image?": [1.0, 0.0],
+               "Which command runs the server from its Docker image with CUDA?": [1.0, 0.01],
+               "Which command runs the server from the Docker image in Lisbon?": [1.0, -0.01]}  # fmt: skip
+    semantic = cache(tmp_path, TableEmbeddings(vectors), threshold=0.99)
+    semantic.store("Which command runs the server from its Docker image?", "docker run -p 8000:8000 server")
+    assert semantic.lookup("Which command runs the server from its Docker image with CUDA?") is None
+    assert semantic.nearest("Which command runs the server from its Docker image with CUDA?", guard=False)
+    semantic.store("Which command runs the server from the Docker image in Lisbon?", "Lisbon: docker run server")
+    hit = semantic.lookup("Which command runs the server from its Docker image with CUDA?")
+    assert hit is None  # neither answer names CUDA
