@@ -61,17 +61,10 @@ def first_stage(corpus: str) -> dict:
 
 def extraction_order(stages: dict, depth: int) -> list[tuple[str, int, object]]:
     """(corpus, rank, chunk): every question's rank-1 hit (both corpora), then every rank-2 hit, … down to `depth`,
-    each chunk once — stopped at any point, what was read is the union of the top r hits plus part of rank r+1."""
-    from lessons.retrieval.graph_index import chunk_key
+    each chunk once (`lessons.retrieval.graph_index.extraction_order`)."""
+    from lessons.retrieval.graph_index import extraction_order as order
 
-    order, seen = [], set()
-    for rank in range(depth):
-        for corpus, stage in stages.items():
-            for hits in stage["first"].values():
-                if rank < len(hits) and (corpus, chunk_key(hits[rank])) not in seen:
-                    seen.add((corpus, chunk_key(hits[rank])))
-                    order.append((corpus, rank + 1, hits[rank]))
-    return order
+    return order([(corpus, hits) for corpus, stage in stages.items() for hits in stage["first"].values()], depth)
 
 
 def extract(stages: dict, args) -> dict:

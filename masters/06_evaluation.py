@@ -82,7 +82,7 @@ N_GATE = 2            # questions per corpus the gate's P(yes) is measured on (t
 RETRIEVAL_QUESTIONS = None  # answerable gold questions per corpus for the retrieval metrics (None: every one)
 N_GEN_SINGLE = 1      # generated questions from one chunk
 N_GEN_MULTI = 0       # generated questions that need two chunks from different pages or documents (FULL: 1)
-PIPELINE_NAMES = ["hybrid+rerank", "grading-loop"]  # judged on answers (dense is measured on retrieval); FULL: all seven
+PIPELINE_NAMES = ["hybrid+rerank", "routed+rerank", "grading-loop"]  # judged on answers (dense is measured on retrieval); FULL: all ten
 K = 3                 # chunks each answer is written from; hit@K and recall@K
 N_QA_CHUNKS = 60      # notebook 03's QA sample (used when qa-hybrid is judged): its pairs are in the QA cache
 SEED = 6
@@ -94,7 +94,9 @@ from lessons.evaluation import PIPELINES
 if FULL:  # the larger measurement: every pipeline, a bigger judged sample and gate sample
     PIPELINE_NAMES = list(PIPELINES)
     N_IN_KB, N_OUT_OF_KB, N_GATE, N_GEN_MULTI = max(N_IN_KB, 8), max(N_OUT_OF_KB, 4), max(N_GATE, 24), max(N_GEN_MULTI, 1)
-RETRIEVAL_NAMES = ["dense", "hybrid", "hybrid+rerank"]  # their rankings need no chat model: every gold question
+RETRIEVAL_NAMES = ["dense", "hybrid", "hybrid+rerank", "routed+rerank"]  # no chat model per question: every gold question
+if FULL:  # graph expansion and RAPTOR: built with the chat model first (a call per chunk, per cluster), FULL only
+    RETRIEVAL_NAMES += [name for name, spec in PIPELINES.items() if spec.built_with_model]
 print(t("judged: {judged}; retrieval on every gold question: {retrieval}", judged=PIPELINE_NAMES, retrieval=RETRIEVAL_NAMES))
 
 # %%
@@ -454,8 +456,15 @@ run_judge(ScriptedChatModel(default=reply), FaithfulnessVerdict, "consistent", "
 # on what they retrieved in the round they answered from (`K` chunks). The grading loop's thresholds come
 # from one call, `gate_thresholds()`: the gate calibrated on every course gold question (`benchmarks/bench_gate.py`),
 # so on the course corpus its abstention is an in-sample figure; section 8 measures thresholds across corpora.
+#
+# Notebook 09's techniques are pipelines of the same registry, around `hybrid+rerank` and with the same answer step:
+# `routed+rerank` (the embedding router picks the knowledge base — this one, the other, or neither, refused without a
+# call), `filtered+rerank` (the chat model's metadata filter: one call per question), `graph+rerank` (entity graph
+# expansion) and `raptor+rerank` (leaves and cluster summaries). The last two are **built** with the chat model before
+# the first question — a call per chunk, a call per cluster, hundreds on a whole knowledge base — so only `FULL`
+# builds them; the table below the pipelines shows what each build cost.
 
-# %% [markdown] lang="zh" translates="b235ed90494e"
+# %% [markdown] lang="zh" translates="61e17a7f6041"
 # ## 5. 各条流水线，统一在一个接口之后
 #
 # 前面各个 notebook 的每条流水线都是一个适配器 `question → PipelineResult(answer, abstained,
@@ -466,34 +475,45 @@ run_judge(ScriptedChatModel(default=reply), FaithfulnessVerdict, "consistent", "
 # 评分循环和三个智能体有自己的回答步骤；它们的检索指标按它们作答所依据的那一轮检索到的内容（`K` 个块）计算。
 # 评分循环的阈值来自一次调用 `gate_thresholds()`：在课程全部金标准问题上校准的门控（`benchmarks/bench_gate.py`），
 # 所以它在课程语料库上的拒答率是样本内的数字；第 8 节测量阈值跨语料库的表现。
+#
+# notebook 09 的技术也是同一个注册表里的流水线，围绕 `hybrid+rerank`，用同一个回答步骤：`routed+rerank`（嵌入路由器
+# 选知识库——这一个、另一个，或者都不是：不调用模型就拒答）、`filtered+rerank`（对话模型给出的元数据过滤：每个问题一次调用）、
+# `graph+rerank`（实体图扩展）和 `raptor+rerank`（原始的块加聚类摘要）。后两个在第一个问题之前要先用对话模型**构建**——
+# 每个块一次调用、每个聚类一次调用，整个知识库就是几百次——所以只有 `FULL` 才构建它们；流水线下面的表给出每次构建的代价。
 
 # %%
-from lessons.evaluation import Resources, build_pipelines, gate_thresholds
+from lessons.evaluation import Resources, build_measured, gate_thresholds
 
 display(pd.DataFrame([{t("pipeline"): s.name, "notebook": s.notebook, t("what it does"): t_marked(s.description)}
                       for s in PIPELINES.values() if s.name in PIPELINE_NAMES + RETRIEVAL_NAMES]).set_index(t("pipeline")))
 gate_defaults, gate_source = gate_thresholds()
 print(t("gate thresholds:"), gate_defaults, t_marked(gate_source))
 started = time.perf_counter()
-for corpus, v in kb.items():
+builds = {}
+for corpus, v in kb.items():  # the router's other base is the other corpus; graph and tree are built per corpus
+    others = {name: (w["chunks"], w["store"]) for name, w in kb.items() if name != corpus}
     v["resources"] = Resources(chunks=v["chunks"], store=v["store"], llm=llm, k=K, qa_chunks=v["qa_chunks"],
-                               qa_store_name=f"nb06-qa-hybrid-{corpus}")
-    v["pipelines"] = build_pipelines(PIPELINE_NAMES, v["resources"])
+                               qa_store_name=f"nb06-qa-hybrid-{corpus}", knowledge_base=corpus, other_bases=others)
+    v["pipelines"], builds[corpus] = build_measured(PIPELINE_NAMES, v["resources"])
 print(t("{pipelines} pipelines × {corpora} corpora ready in {seconds:.0f} s", pipelines=len(PIPELINE_NAMES),
         corpora=len(kb), seconds=time.perf_counter() - started))
+build_cost = pd.concat(builds, names=["corpus"]).rename(columns={"llm_calls": "chat-model calls to build",
+                                                                  "cached_calls": "of them from the LLM cache"})
+t_labels(build_cost[["seconds", "chat-model calls to build", "of them from the LLM cache", "tokens"]].round(1),
+         ["corpus", "pipeline", "seconds", "chat-model calls to build", "of them from the LLM cache", "tokens"])
 
 # %% [markdown]
 # ## 6. Retrieval on every gold question, both corpora (no model calls)
 #
-# The rankings of dense, hybrid and hybrid + rerank need no chat model, so they are measured on every
-# answerable gold question of both corpora, at depth 5 — the depth of the course's retrieval goals: the
+# The rankings of dense, hybrid, hybrid + rerank and routed + rerank (the embedding router in front of it) need no
+# chat model, so they are measured on every answerable gold question of both corpora, at depth 5 — the depth of the course's retrieval goals: the
 # best pipeline should reach an **English recall@5 of `0.90`**, and remove **half of the dense baseline's
 # recall@5 misses** over both languages (a miss is the part of a question's evidence not in the top 5).
 
-# %% [markdown] lang="zh" translates="165b1f34c9fb"
+# %% [markdown] lang="zh" translates="331485da17d0"
 # ## 6. 每道金标准问题上的检索，两个语料库（不调用模型）
 #
-# dense、hybrid 和 hybrid + rerank 的排序不需要对话模型，所以在两个语料库的每一道可回答的金标准问题上测，
+# dense、hybrid、hybrid + rerank 和 routed + rerank（前面加了嵌入路由器）的排序不需要对话模型，所以在两个语料库的每一道可回答的金标准问题上测，
 # 深度为 5——即课程检索目标的深度：最好的流水线应当达到**英文 recall@5 为 `0.90`**，
 # 并且在两种语言上消除 **dense 基线一半的 recall@5 未命中（miss）**（未命中是一道问题的证据中不在前 5 名里的那部分）。
 
@@ -534,6 +554,34 @@ from lessons.evaluation import transfer_table
 
 holds = transfer_table(retrieval)
 t_labels(holds.style.format(precision=3), ["corpus", "language", "questions"])
+
+# %% [markdown]
+# **Notebook 09's techniques on the same questions.** Each against `hybrid+rerank`, the pipeline it is built around:
+# recall@5 and MRR on every gold question measured above, and on how many questions it raised or lowered recall@5.
+
+# %% [markdown] lang="zh" translates="231868f8b006"
+# **notebook 09 的技术，用同样的问题。** 每一种都和它所围绕的流水线 `hybrid+rerank` 比较：在上面测过的每道金标准问题上的
+# recall@5 和 MRR，以及它在多少道问题上提高或降低了 recall@5。
+
+# %%
+from lessons.evaluation import technique_lines
+
+technique_findings = technique_lines(retrieval)
+display(Markdown("\n".join(technique_findings)))
+
+# %% [markdown]
+# Where does routing not help? Here, anywhere: every gold question belongs to its knowledge base — the out-of-KB ones
+# too, since they ask about its subject — so the router can only lose, by sending a question to the other base or to
+# neither; the lines above count the questions it lowered. What it buys is elsewhere: a question about neither base is
+# refused before any search, which notebook 09 measures on off-corpus questions. Graph expansion and RAPTOR appear here
+# only with `FULL` (their builds cost hundreds of chat-model calls); when they do, a technique that raises no question
+# and lowers some is one the course's default does without.
+
+# %% [markdown] lang="zh" translates="0e39f0ca09c7"
+# 路由在哪里没用？在这里，处处没用：每道金标准问题都属于它的知识库——知识库外的问题也一样，因为它们问的是这个知识库的主题——
+# 所以路由器只可能让结果变差：把问题送到另一个知识库，或者送到"都不是"；上面的几行数出了它拉低的问题。它的好处在别处：
+# 两个知识库都不相关的问题在任何检索之前就被拒答，notebook 09 用库外问题测了这一点。图扩展和 RAPTOR 只有在 `FULL` 时才出现在
+# 这里（构建它们要几百次对话模型调用）；出现时，一种一道题都没提高、却拉低了几道题的技术，就是课程默认流水线用不着的。
 
 # %% [markdown]
 # ## 7. One run: answers judged on the sample, both corpora
@@ -623,6 +671,53 @@ sample = all_rows[all_rows["question_id"].isin(disputed)][["question_id", "pipel
  if len(sample) else print(t("All pipelines agree on every question.")))
 
 # %% [markdown]
+# **The semantic cache is a row of answers served, not of retrieval.** Put in front of any pipeline above, it answers
+# a question close enough to one already answered with that answer and saves the pipeline's calls. What matters is
+# whose answer it serves. Each corpus's cache stores the gold questions measured above with their reference answers
+# (standing in for a pipeline's), then is asked each of them again as if new (itself left out: any answer served is
+# another question's, wrong unless both quote the same evidence) and the paraphrases and near questions of
+# `data/eval/cache_fresh.jsonl` written for them — the lookups the cache was never designed on.
+
+# %% [markdown] lang="zh" translates="8a503c149786"
+# **语义缓存（semantic cache）是一行"给出了谁的回答"，不是一行检索。** 把它放在上面任何一条流水线前面，一个和已答问题足够接近的问题就直接拿到
+# 那份回答，省下流水线的调用。要紧的是它给出的是谁的回答。每个语料库的缓存存入上面测过的金标准问题及其参考答案（代替流水线的
+# 回答），然后把每道问题当作新问题再问一遍（把它自己排除在外：给出的任何回答都是别的问题的，除非两道题出自同一段证据，否则就是错的），
+# 再问 `data/eval/cache_fresh.jsonl` 里为它们写的同义改写和相近问题——设计缓存时从没用过的查询。
+
+# %%
+import tempfile
+from pathlib import Path
+
+from lessons.core import get_embeddings
+from lessons.evaluation import cache_rows
+from lessons.ingest import GOLD_DIR, take_turns
+from lessons.retrieval import SemanticCache, knowledge_base_version
+
+fresh_lookups = pd.read_json(GOLD_DIR / "cache_fresh.jsonl", lines=True)
+cache_dir, cache_tables = Path(tempfile.mkdtemp(prefix="nb06-cache-")), {}
+for corpus, v in kb.items():
+    stored = measured_items(v)
+    mine = fresh_lookups[fresh_lookups["of"].isin({i.id for i in stored})]
+    cache = SemanticCache(cache_dir / f"{corpus}.sqlite", get_embeddings(), knowledge_base_version(v["chunks"]))
+    cache_tables[corpus] = cache_rows(stored, cache, take_turns(mine, ["language", "kind"], RETRIEVAL_QUESTIONS)
+                                      .to_dict("records")).set_index("lookup")
+cache_table = pd.concat(cache_tables, names=["corpus"])
+print(t("cache threshold {threshold:.3f} (guard on)", threshold=cache.threshold))
+t_labels(cache_table, ["corpus", "lookup", "lookups", "answers served", "right", "wrong"],
+         values={"lookup": t})
+
+# %% [markdown]
+# Where does the cache not help? On a first question (nothing is stored yet), and wherever a near question — another
+# quarter, another office, another package — sits as close to a stored one as a paraphrase does: then it serves the
+# wrong answer with the confidence of a right one. The wrong column is that risk; notebook 09 measures it on more
+# lookups, and the service (notebook 08) therefore serves only the same question again by default.
+
+# %% [markdown] lang="zh" translates="c2683f49110b"
+# 缓存在哪里没用？第一次出现的问题（还什么都没存），以及一个相近问题——另一个季度、另一个办公室、另一个软件包——和某道已存问题
+# 挨得跟同义改写一样近的地方：这时它会用正确答案那样的自信给出错误的回答。"错"那一列就是这个风险；notebook 09 在更多的查询上
+# 测了它，所以服务（notebook 08）默认只对同一个问题再次给出回答。
+
+# %% [markdown]
 # ## 8. Thresholds that travel
 #
 # Every calibrated decision was tuned on one corpus. Does it hold on the other? Three cut-offs, each
@@ -689,7 +784,7 @@ t_labels(pd.concat(transfer, names=[t("score")]).style.format(precision=2),
 # %%
 from lessons.evaluation import findings_markdown
 
-display(Markdown(findings_markdown(retrieval, goals, answers, transfer)))
+display(Markdown("\n".join([findings_markdown(retrieval, goals, answers, transfer), *technique_findings])))
 
 # %% [markdown]
 # ## 10. Reproducible: save it, run it again, get the same table

@@ -6,6 +6,7 @@
 #       FRESH_LOOKUPS: 12
 #       HELDOUT_LOOKUPS: 12
 #       N_FILTER: 1
+#       GRAPH_DEPTH: 0
 #       N_GRAPH_CHUNKS: 2
 #       N_ROUTE_LLM: 1
 #       ROUTE_QUESTIONS: 24
@@ -79,6 +80,7 @@ HELDOUT_LOOKUPS = None  # lookups of data/eval/cache_heldout.jsonl it is measure
 FRESH_LOOKUPS = None  # lookups of data/eval/cache_fresh.jsonl, the test set (None: all of them)
 K = 4  # chunks retrieved; hit@K and recall@K
 N_GRAPH_CHUNKS = 10  # hits of the Graph RAG example whose entities the chat model extracts (one call each)
+GRAPH_DEPTH = 1  # top hits of every multi-hop gold question read for the graph measurement (one call per chunk)
 
 # %%
 import tempfile
@@ -89,7 +91,7 @@ import pandas as pd
 from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
-from lessons.core import PROJECT_ROOT, USAGE, course_language, get_chat_model, metered, model_banner, num, t, t_labels
+from lessons.core import USAGE, course_language, get_chat_model, metered, model_banner, num, t, t_labels
 from lessons.ingest import GOLD_DIR, load_gold, take_turns
 from lessons.retrieval import load_knowledge_base
 
@@ -735,10 +737,11 @@ display(Markdown("\n".join(f"- {line}" for line in fresh_findings)))
 # list with the first stage's by reciprocal rank fusion.
 #
 # Building the graph is the expensive part — one call per chunk, seconds each on a laptop — so this notebook reads
-# only the hits of one multi-hop question (`N_GRAPH_CHUNKS` of them); `benchmarks/bench_graph_rag.py` measured the
-# technique on every multi-hop gold question of both corpora, and the last table of this section shows its results.
+# only the hits of one multi-hop question (`N_GRAPH_CHUNKS` of them) for the example, and the top `GRAPH_DEPTH` hits
+# of every multi-hop gold question of both corpora for the measurement at the end of this section — a shallow graph:
+# `benchmarks/bench_graph_rag.py` reads deeper, and notebook 06's `FULL` run builds one over every chunk.
 
-# %% [markdown] lang="zh" translates="b7af336b6d32"
+# %% [markdown] lang="zh" translates="0723d4413afa"
 # ## 4. Graph RAG：把两个块连起来的名字
 #
 # 多跳问题要把分散在不同块、常常是不同文档里的事实连起来：会议纪要说出报告问题的客户，客户案例说出这家客户什么时候部署了
@@ -750,8 +753,8 @@ display(Markdown("\n".join(f"- {line}" for line in fresh_findings)))
 # 列表和第一阶段的列表合并。
 #
 # 构建图是最贵的部分——每个块一次调用，在笔记本电脑上每次要好几秒——所以这个 notebook 只读一个多跳问题的命中
-# （`N_GRAPH_CHUNKS` 个）；`benchmarks/bench_graph_rag.py` 在两个语料库的全部多跳金标准问题上测了这项技术，本节最后一张表
-# 给出它的结果。
+# （`N_GRAPH_CHUNKS` 个）来做例子，章节末尾的测量则读取两个语料库每道多跳金标准问题的前 `GRAPH_DEPTH` 个命中——这是一张浅的图：
+# `benchmarks/bench_graph_rag.py` 读得更深，notebook 06 的 `FULL` 运行会在每个块上构建一张。
 
 # %%
 from lessons.evaluation import evidence_ranks
@@ -788,39 +791,40 @@ graph_findings = [
 display(Markdown("\n".join(f"- {line}" for line in graph_findings)))
 
 # %%
-import json
-
 from lessons.core import N_
-from lessons.evaluation import technique_label
+from lessons.evaluation import graph_expansion_rows, technique_label
 
-bench = json.loads((PROJECT_ROOT / "benchmarks" / "results" / "graph_rag.json").read_text(encoding="utf-8"))
 graph_names = {"default": N_("reranked hybrid"), "context expansion": N_("context expansion"),  # technique names
                "graph expansion": N_("graph expansion")}  # shown in the reader's language, as in 02
-graph_rows = [{t("corpus"): corpus, t("language"): language, t("questions"): result["by_language"]["default"][language]["n"],
-               **{f"{metric} · {technique_label(label)}": result["by_language"][name][language][metric]
-                  for metric in ("recall@5", "MRR@10") for name, label in graph_names.items()}}
-              for corpus, result in bench["corpora"].items() for language in ("en", "zh")
-              if language in result["by_language"]["default"]]
-pd.DataFrame(graph_rows).set_index([t("corpus"), t("language")])
+multi_hop, graph_sizes = {}, {}
+with metered() as depth_meter:
+    for corpus in CORPORA:
+        questions = [q for q in kb[corpus]["gold"] if q.type == "multi_hop"]
+        multi_hop[corpus], depth_graph = graph_expansion_rows(
+            llm, kb[corpus]["chunks"], kb[corpus]["store"], questions, GRAPH_DEPTH,
+            progress=lambda chunks: tqdm(chunks, desc=t("entities")))
+        graph_sizes[corpus] = depth_graph.summary()["chunks"]
+graph_table = pd.concat(multi_hop, names=["corpus"]).droplevel(1).reset_index()
+columns = [f"{metric} · {name}" for metric in ("recall@5", "MRR@10") for name in graph_names]
+means = graph_table.groupby(["corpus", "language"])[columns].mean()
+means.insert(0, t("questions"), graph_table.groupby(["corpus", "language"]).size())
+means.columns = [column if column == t("questions") else
+                 f"{column.split(' · ')[0]} · {technique_label(graph_names[column.split(' · ')[1]])}" for column in means.columns]
+t_labels(means.round(3), ["corpus", "language"])
 
 # %%
-per_question = [(r["id"], r["graph expansion"]["recall@5"] - r["default"]["recall@5"])
-                for result in bench["corpora"].values() for r in result["rows"]]
-cost = bench["extraction_cost"]
+delta = graph_table["recall@5 · graph expansion"] - graph_table["recall@5 · default"]
 graph_findings += [
-    t("benchmarks/bench_graph_rag.py ({date}): graph expansion raised recall@5 on {gained} of {n} multi-hop questions "
-      "({gained_ids}) and lowered it on {lost} ({lost_ids}).", date=bench["machine"]["date"], n=len(per_question),
-      gained=sum(d > 0 for _, d in per_question), gained_ids=", ".join(i for i, d in per_question if d > 0) or "—",
-      lost=sum(d < 0 for _, d in per_question), lost_ids=", ".join(i for i, d in per_question if d < 0) or "—"),
-    t("Its graphs were built from {chunks} chunks read in rank order (every question's first hit, then its second, …): "
-      "the top {depth} of every question complete within the {budget:.0f}-minute budget; {calls} chat-model calls, "
-      "{prompt:,} prompt and {completion:,} completion tokens, {minutes:.0f} min on a shared 2-core machine.",
-      chunks=sum(r["extracted"]["chunks"] for r in bench["corpora"].values()), budget=bench["settings"]["budget_minutes"],
-      depth=min(r["extracted"]["complete_depth"] for r in bench["corpora"].values()), minutes=cost["seconds"] / 60,
-      calls=cost["calls"] + cost["cached_calls"], prompt=cost["prompt_tokens"], completion=cost["completion_tokens"]),
+    t("On the {n} multi-hop gold questions, over a graph of their top {depth} hit(s) ({chunks} chunks read, "
+      "{calls} chat-model calls, +{cached} from the cache), graph expansion raised recall@5 on {gained} "
+      "({gained_ids}) and lowered it on {lost} ({lost_ids}); context expansion, which costs no call, raised it on "
+      "{context_gained}.", n=len(graph_table), depth=GRAPH_DEPTH, chunks=sum(graph_sizes.values()),
+      calls=depth_meter.totals.calls, cached=depth_meter.totals.cached_calls, gained=int((delta > 0).sum()),
+      gained_ids=", ".join(graph_table.loc[delta > 0, "id"]) or "—", lost=int((delta < 0).sum()),
+      lost_ids=", ".join(graph_table.loc[delta < 0, "id"]) or "—",
+      context_gained=int((graph_table["recall@5 · context expansion"] > graph_table["recall@5 · default"]).sum())),
     t("Across those questions {added} passage(s) of the graph's top 5 came from outside the reranked hybrid's top 10; "
-      "the rest of what it changed is the order of the hits.",
-      added=sum(r["graph_added_top5"] for result in bench["corpora"].values() for r in result["rows"])),
+      "the rest of what it changed is the order of the hits.", added=int(graph_table["graph added to top 5"].sum())),
 ]
 display(Markdown("\n".join(f"- {line}" for line in graph_findings[2:])))
 
@@ -867,11 +871,12 @@ display(Markdown("\n".join(f"- {line}" for line in [*route_findings, *filter_fin
 # - The service of notebook 08 answers a repeated question from this cache (any upload or delete starts a new one),
 #   by default only the same question again: `AGENTIC_RAG_SERVICE_ANSWER_CACHE=exact`. `semantic` turns on the
 #   similarity lookup above, with the near questions' risk measured here; `off` answers every question anew. It does
-#   not route. The metadata filter is a pipeline of the evaluation
-#   command and of notebook 06's `FULL` run (`filtered+rerank`); the router, the cache and graph expansion have no
-#   row there yet.
+#   not route. Each technique here is a row of notebook 06's comparison and of the evaluation command: the router
+#   (`routed+rerank`, in notebook 06's default run), the metadata filter (`filtered+rerank`), graph expansion
+#   (`graph+rerank`) and RAPTOR (`raptor+rerank`) as pipelines — the last two built over every chunk, so in notebook
+#   06's `FULL` run — and the semantic cache as a table of the answers it serves, right and wrong.
 
-# %% [markdown] lang="zh" translates="13fe0f82403f"
+# %% [markdown] lang="zh" translates="6fc84d79e8f0"
 # ## 下一步
 #
 # - 其他课程也教的 **RAPTOR**（由聚类摘要组成的树，在叶子和摘要上一起检索）在 `lessons.retrieval.summary_tree` 里实现，
@@ -883,8 +888,9 @@ display(Markdown("\n".join(f"- {line}" for line in [*route_findings, *filter_fin
 #   `benchmarks/bench_routing.py` 和 `benchmarks/bench_semantic_cache.py` 在更多问题上测这两者，并留出一半做检验。
 # - notebook 08 的服务会用这里的缓存回答重复的问题（任何上传或删除都会换一个新缓存），默认只认同一个问题：
 #   `AGENTIC_RAG_SERVICE_ANSWER_CACHE=exact`。`semantic` 打开上面的相似度查找，相近问题的风险就是这里测出的；`off` 每个问题都重新回答。
-#   服务不做路由。元数据过滤是评测（evaluation）命令和 notebook 06 `FULL` 运行里的一条流水线（`filtered+rerank`）；路由器、
-#   缓存和图扩展在那里还没有自己的行。
+#   服务不做路由。这里的每种技术都是 notebook 06 比较表和评测（evaluation）命令里的一行：路由器（`routed+rerank`，在 notebook 06
+#   的默认运行里）、元数据过滤（`filtered+rerank`）、图扩展（`graph+rerank`）和 RAPTOR（`raptor+rerank`）都是流水线——后两个要在
+#   每个块上构建，所以在 notebook 06 的 `FULL` 运行里——语义缓存则是一张表，列出它给出的回答，对的和错的。
 
 # %%
 print(USAGE.report())

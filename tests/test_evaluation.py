@@ -238,6 +238,9 @@ def test_the_registry_covers_the_earlier_notebooks():
         "grading-loop",
         "three-agents",
         "filtered+rerank",
+        "routed+rerank",
+        "graph+rerank",
+        "raptor+rerank",
     ]
 
 

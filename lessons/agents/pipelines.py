@@ -3,9 +3,11 @@
 Introduced in notebook 06 (evaluation). A **pipeline** is a function `question -> PipelineResult` (answer,
 abstained, the chunks it retrieved, the chunks it answered from). `PIPELINES` names the pipelines of the earlier
 notebooks; `build_pipelines(names, resources)` makes them from `Resources` (chunks, their store, the chat model,
-sizes). The retrieval-only ones (dense, hybrid, hybrid + rerank, QA-hybrid, and notebook 09's metadata filter in
-front of hybrid + rerank) share ONE answer step — notebook 04's ungated answer (`answer_without_grading`) over their
-top `k` chunks — so they differ only in what they retrieve.
+sizes). The retrieval-only ones (dense, hybrid, hybrid + rerank, QA-hybrid, and notebook 09's techniques in front
+of or around hybrid + rerank: the metadata filter, the embedding router, graph expansion and the RAPTOR summary tree)
+share ONE answer step — notebook 04's ungated answer (`answer_without_grading`) over their top `k` chunks — so they
+differ only in what they retrieve. Graph expansion and RAPTOR are built with the chat model before the first question
+(one call per chunk read, one per cluster: `PipelineSpec.built_with_model`); the build is done once per `Resources`.
 `SERVED` ("grading-loop", the gated pipeline) is the one the service answers with, built over its own retriever by
 the registry entry's `over` (`grading_loop`). The gate's thresholds come from ONE call, `gate_thresholds()`.
 
@@ -65,6 +67,20 @@ class Resources:
     qa_max_pairs: int = 3
     qa_store_name: str = "eval-qa-hybrid"
     progress: bool = True
+    knowledge_base: str = "documents"  # this knowledge base's name: the router's route to `chunks`
+    other_bases: Mapping[str, tuple[Sequence[Document], Any]] = field(
+        default_factory=dict
+    )  # the other knowledge bases the router may send a question to: name -> (chunks, store)
+    graph_chunks: int | None = None  # chunks whose entities the chat model extracts for graph+rerank (None: all)
+    built: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # indexes built once (router, …)
+
+
+def _built(r: Resources, name: str, make: Callable[[], Any]) -> Any:
+    """`make()` once per `Resources`: the router, the entity graph and the summary tree a pipeline and its ranking
+    share (building the graph or the tree costs chat-model calls)."""
+    if name not in r.built:
+        r.built[name] = make()
+    return r.built[name]
 
 
 def answer_from(llm: BaseChatModel, question: str, ranked: Sequence[Document], k: int) -> PipelineResult:
@@ -96,14 +112,20 @@ def hybrid_retrieval(r: Resources) -> Callable[[str], list[Document]]:
     return _hybrid(r, r.rank_k).invoke
 
 
-def _reranked(r: Resources, top_n: int) -> Callable[[str], list[Document]]:
+def _reranked_retriever(r: Resources, top_n: int, chunks: Sequence[Document] | None = None, store: Any = None):
+    """The course's reranked hybrid over `chunks` and `store` (default: the resources' own), with `r`'s reranker."""
     from lessons.retrieval.document_processor import reranked_hybrid
     from lessons.retrieval.rerank import reranker_by_name
 
     reranker = reranker_by_name(
         "default", top_n=top_n, first_stage_weight=r.first_stage_weight, cross_lingual=r.cross_lingual
     )
-    return reranked_hybrid(r.chunks, r.store, k=top_n, candidates=r.rerank_candidates, reranker=reranker).invoke
+    chunks, store = (r.chunks, r.store) if chunks is None else (chunks, store)
+    return reranked_hybrid(chunks, store, k=top_n, candidates=r.rerank_candidates, reranker=reranker)
+
+
+def _reranked(r: Resources, top_n: int) -> Callable[[str], list[Document]]:
+    return _reranked_retriever(r, top_n).invoke
 
 
 def rerank_retrieval(r: Resources) -> Callable[[str], list[Document]]:
@@ -136,6 +158,87 @@ def filtered_retrieval(r: Resources) -> Callable[[str], list[Document]]:
         return retrievers[key].invoke(question)
 
     return retrieve
+
+
+def router(r: Resources):
+    """Notebook 09's embedding router over this knowledge base (`r.knowledge_base`) and `r.other_bases`
+    (`lessons.retrieval.routing.EmbeddingRouter`, its calibrated "neither" threshold; no chat-model call)."""
+    from lessons.retrieval.routing import EmbeddingRouter
+
+    bases = {r.knowledge_base: r.chunks, **{name: chunks for name, (chunks, _) in r.other_bases.items()}}
+    return _built(r, "router", lambda: EmbeddingRouter.from_chunks(bases))
+
+
+def routed_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """The router first (`router`), then the course's reranked hybrid over the knowledge base it chose; nothing for a
+    question it sends to neither. A question sent to another base is searched there, as a deployment with several
+    bases would: what it finds is not this base's evidence."""
+    from lessons.retrieval.routing import NEITHER
+
+    chosen = router(r)
+    retrievers = {r.knowledge_base: _reranked_retriever(r, r.rank_k)}
+    retrievers |= {
+        name: _reranked_retriever(r, r.rank_k, chunks, store) for name, (chunks, store) in r.other_bases.items()
+    }
+
+    def retrieve(question: str) -> list[Document]:
+        route = chosen.route(question).route
+        return [] if route == NEITHER else retrievers[route].invoke(question)
+
+    return retrieve
+
+
+def graph_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """Notebook 09's graph expansion around the course's reranked hybrid: the chat model extracts the entities of
+    every chunk (the first `r.graph_chunks`; one structured call each, through the LLM cache) once, and
+    `GraphExpansionRetriever` fuses the reranked hybrid's hits with the chunks sharing rare entities with its top 3."""
+    from lessons.retrieval.graph_index import EntityGraph, GraphExpansionRetriever, extract_graph
+
+    def make():
+        return EntityGraph.from_extraction(extract_graph(r.llm, r.chunks, max_chunks=r.graph_chunks))
+
+    graph = _built(r, "graph", make)
+    return GraphExpansionRetriever.over(_reranked_retriever(r, r.rank_k), graph, r.chunks, k=r.rank_k).invoke
+
+
+def raptor_retrieval(r: Resources) -> Callable[[str], list[Document]]:
+    """RAPTOR at laptop scale (`lessons.retrieval.summary_tree`): the chat model summarises every cluster of at most
+    eight chunks once (one call per cluster, per language, through the LLM cache); the reranked hybrid then searches
+    leaves and summaries together, each summary replaced by its chunks before the reranker reads them."""
+    from lessons.chunking.strategies import cached_embeddings
+    from lessons.retrieval.index import build_index
+    from lessons.retrieval.summary_tree import build_summary_tree, index_vectors, summary_tree_retriever
+
+    def make():
+        vectors = index_vectors(r.store, r.chunks)
+        tree = build_summary_tree(r.chunks, r.llm, cached_embeddings(), vectors=vectors)
+        return tree, build_index(tree.documents(), name=f"{r.knowledge_base}-summary-tree")
+
+    tree, store = _built(r, "summary tree", make)
+    return summary_tree_retriever(tree, store, k=r.rank_k, candidates=r.rerank_candidates).invoke
+
+
+def build_routed_rerank(r: Resources) -> Pipeline:
+    """`routed_retrieval` and the shared answer step; a question routed to neither is refused without a call."""
+    from lessons.agents.answering import not_in_kb_answer
+
+    retrieve = routed_retrieval(r)
+
+    def run(question: str) -> PipelineResult:
+        ranked = retrieve(question)
+        if not ranked:
+            return PipelineResult(not_in_kb_answer(question), True, [], [], {"route": "neither"})
+        return answer_from(r.llm, question, ranked, r.k)
+
+    return run
+
+
+def build_graph_rerank(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(graph_retrieval(r), r)
+
+
+def build_raptor_rerank(r: Resources) -> Pipeline:
+    return _retrieval_pipeline(raptor_retrieval(r), r)
 
 
 def build_dense(r: Resources) -> Pipeline:
@@ -296,6 +399,7 @@ class PipelineSpec:
         None  # its ranking, if it needs no chat model
     )
     over: Callable[..., Pipeline] | None = None  # the same pipeline over any retriever (what the service serves)
+    built_with_model: bool = False  # building it costs chat-model calls before the first question (graph, tree)
 
 
 PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
@@ -312,6 +416,15 @@ PIPELINES: dict[str, PipelineSpec] = {spec.name: spec for spec in [
     PipelineSpec("filtered+rerank", "09", N_("the chat model's metadata filter (document, type, language, section; "
                  "validated against the chunks), then hybrid+rerank over the chunks it keeps, shared answer step"),
                  build_filtered_rerank),
+    PipelineSpec("routed+rerank", "09", N_("the embedding router picks the knowledge base (or neither: refused "
+                 "without a call), then hybrid+rerank over it, shared answer step"), build_routed_rerank,
+                 routed_retrieval),
+    PipelineSpec("graph+rerank", "09", N_("hybrid+rerank fused with the chunks that share rare entities with its top "
+                 "3 (the graph: one chat-model call per chunk, built once), shared answer step"), build_graph_rerank,
+                 graph_retrieval, built_with_model=True),
+    PipelineSpec("raptor+rerank", "09", N_("hybrid+rerank over chunks and cluster summaries, summaries replaced by "
+                 "their chunks (one chat-model call per cluster, built once), shared answer step"), build_raptor_rerank,
+                 raptor_retrieval, built_with_model=True),
 ]}  # fmt: skip
 
 

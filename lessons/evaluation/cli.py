@@ -555,7 +555,7 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     from lessons.core.vectorstore import store_location
     from lessons.evaluation.pipelines import (
         Resources,
-        build_pipelines,
+        build_measured,
         calibrate_gate_on,
         compare,
         evaluate,
@@ -597,7 +597,7 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
         rerank_candidates=config.setting("rerank_candidates", 20), max_rounds=config.setting("max_rounds", 3),
         qa_chunks=qa_chunk_selection(chunks, items, config.setting("qa_chunks", 20)),
         qa_store_name=f"{collection}-qa", progress=progress,
-        first_stage_weight=weight, cross_lingual=cross_lingual,
+        first_stage_weight=weight, cross_lingual=cross_lingual, knowledge_base=collection,
     )  # fmt: skip
     calibration = calibrate_gate_on(calibration_items, resources, in_sample=in_sample) if calibrating else None
     if calibration is not None:
@@ -610,7 +610,7 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     if "grading-loop" in config.pipelines:
         gate_line = calibration.note(str(config.documents)) if calibration else gate_note(config)
         print(gate_line)
-    pipelines = build_pipelines(config.pipelines, resources)
+    pipelines, builds = build_measured(config.pipelines, resources)
     print(f"{len(items)} questions × {len(pipelines)} pipelines: {', '.join(pipelines)}")
     rows = evaluate(pipelines, items, llm, chunks, k=k, rank_k=rank_k, progress=progress)
     table = compare(rows, k=k, rank_k=rank_k)
@@ -622,6 +622,12 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
         meta["reranker"] = rerank_note(config)
     if gate_line is not None:
         meta["gate thresholds"] = gate_line
+    built = builds[builds["llm_calls"] > 0]
+    if len(built):  # graph+rerank, raptor+rerank: chat-model calls before the first question
+        meta["build cost"] = "; ".join(f"{name}: {int(row.llm_calls)} chat-model calls ({int(row.cached_calls)} "
+                                       f"cached), {int(row.tokens)} tokens, {row.seconds:.0f} s"
+                                       for name, row in built.iterrows())  # fmt: skip
+    meta["semantic cache"] = cache_note(items, chunks, config.output)
     json_path, md_path = save_report(config.output, rows, table, items, meta)
     figure = plot_comparison(table, k, rank_k)
     figure.savefig(config.output / "comparison.png", dpi=110)
@@ -630,6 +636,30 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
     )
     print(USAGE.report())
     return {"json": json_path, "markdown": md_path, "table": table, "rows": rows, "skipped": list(ingested.skipped)}
+
+
+def cache_note(items, chunks, output: Path) -> str:
+    """The semantic cache's line in the report (`cache_rows`): the evaluated answerable questions stored with their
+    reference answers, each asked again with itself left out — how many answers it served, and how many were another
+    question's wrong answer. Embeds the questions; no chat-model call."""
+    from lessons.core.embeddings import get_embeddings
+    from lessons.evaluation.pipelines import cache_rows
+    from lessons.retrieval.semantic_cache import SemanticCache, knowledge_base_version
+
+    if not any(item.answerable for item in items):
+        return "not measured (no answerable question to store)"
+    path = output / "semantic_cache.sqlite"
+    path.unlink(missing_ok=True)  # the questions of this run only
+    try:
+        cache = SemanticCache(path, get_embeddings(), knowledge_base_version(chunks))
+    except ValueError as error:  # an embedder without a calibrated threshold
+        return f"not measured ({error})"
+    row = cache_rows(items, cache).iloc[0]
+    return (
+        f"in front of any pipeline, at threshold {cache.threshold:.3f} with its guard: {row['lookups']} evaluated "
+        f"questions stored, each asked again as a new one (itself left out) was served {row['answers served']} "
+        f"stored answer(s), {row['wrong']} of them another question's wrong answer"
+    )
 
 
 def rerank_options(config: EvalConfig) -> tuple[float, bool]:

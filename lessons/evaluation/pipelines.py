@@ -40,7 +40,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from lessons.agents import pipelines as _registry
-from lessons.core.i18n import language_name, t
+from lessons.core.i18n import N_, language_name, t
 from lessons.core.reports import mean_present
 from lessons.evaluation.harness import measure
 from lessons.evaluation.judges import Judgement, answer_completeness, judge_faithfulness
@@ -66,6 +66,9 @@ build_hybrid_rerank = _registry.build_hybrid_rerank
 build_qa_hybrid = _registry.build_qa_hybrid
 build_grading_loop_pipeline = _registry.build_grading_loop_pipeline
 build_three_agents = _registry.build_three_agents
+build_routed_rerank = _registry.build_routed_rerank
+build_graph_rerank = _registry.build_graph_rerank
+build_raptor_rerank = _registry.build_raptor_rerank
 answer_from = _registry.answer_from
 gate_thresholds = _registry.gate_thresholds
 gate_grader = _registry.gate_grader
@@ -162,6 +165,58 @@ def calibrate_gate_on(
     defaults, _ = _registry.gate_thresholds()
     thresholds = {**defaults, **{language: GateThresholds(0.0, value) for language, value in chosen.items()}}
     return GateCalibration(thresholds, chosen, scores, in_sample)
+
+
+def build_measured(names: Sequence[str], resources: Resources) -> tuple[dict[str, Pipeline], pd.DataFrame]:
+    """`build_pipelines`, each pipeline's build measured (`measure`): the pipelines, and one row per pipeline with
+    the seconds, chat-model calls and tokens it cost before the first question — the entity graph and the summary
+    tree are built with the chat model (`PipelineSpec.built_with_model`), the others with none."""
+    pipelines, rows = {}, []
+    for name in check_pipeline_names(names):
+        measured = measure(lambda name=name: PIPELINES[name].build(resources))
+        pipelines[name] = measured.value
+        rows.append({"pipeline": name, **measured.cost()})
+    return pipelines, pd.DataFrame(rows).set_index("pipeline")
+
+
+CACHE_LOOKUPS = (N_("asked again (itself left out)"), N_("paraphrase"), N_("near"))  # the kinds of lookup
+
+
+def cache_rows(
+    items: Sequence[TestItem],
+    cache: Any,
+    lookups: Sequence[Mapping[str, Any]] = (),
+) -> pd.DataFrame:
+    """A semantic cache in front of a pipeline, measured by the answers it serves, not by what it retrieves.
+
+    Every answerable item is stored in `cache` (`lessons.retrieval.semantic_cache.SemanticCache`, empty, its
+    calibrated threshold) with its reference answer, standing in for the pipeline's answer: what is measured is
+    WHOSE answer is served. Then each item is asked again as if it were new (itself left out: any answer served is
+    another question's — wrong unless the two quote the same evidence, `answer_equivalents`), and each of `lookups`
+    (`{"question", "of", "kind"}` as in `data/eval/cache_fresh.jsonl`: a paraphrase of the stored question `of`, or a
+    near question that asks something else) whose `of` was stored. One row per kind (`CACHE_LOOKUPS`): lookups,
+    answers served, right, wrong — each answer served is one answer step (a chat-model call) saved."""
+    from lessons.retrieval.semantic_cache import answer_equivalents
+
+    stored = [item for item in items if item.answerable]
+    cache.store_many((item.question, item.reference, {"id": item.id}) for item in stored)
+    same = answer_equivalents(stored)
+    asked = [(CACHE_LOOKUPS[0], item.question, item.id, True) for item in stored]
+    asked += [(row["kind"], row["question"], row["of"], False) for row in lookups if row["of"] in same]
+    rows = []
+    for kind in CACHE_LOOKUPS:
+        served = right = n = 0
+        for _, question, of, leave_out in (entry for entry in asked if entry[0] == kind):
+            n += 1
+            hit = cache.nearest(question, leave_out=leave_out)
+            if hit is None or hit.similarity < cache.threshold:
+                continue
+            served += 1
+            right += kind != "near" and hit.metadata.get("id") in same[of]
+        if n:
+            rows.append({"lookup": kind, "lookups": n, "answers served": served, "right": right,
+                         "wrong": served - right})  # fmt: skip
+    return pd.DataFrame(rows, columns=["lookup", "lookups", "answers served", "right", "wrong"])
 
 
 # --- retrieval metrics (the bundle of one ranked list: lessons.evaluation.metrics.retrieval_scores) ---
@@ -481,6 +536,31 @@ def transfer_table(
         index=means.index,
     )
     return pd.DataFrame(columns)
+
+
+def technique_lines(retrieval: pd.DataFrame, reference: str = "hybrid+rerank", k: int = GOAL_K) -> list[str]:
+    """Findings lines for notebook 09's techniques among `retrieval`'s pipelines (`retrieval_rows`), each against the
+    pipeline it is built around (`reference`), per corpus on the same questions: recall@k and MRR, and how many
+    questions it raised or lowered — where a technique does not help shows as none raised.
+
+    Introduced in notebook 06 (evaluation)."""
+    recall, mrr = f"recall@{k}", f"MRR@{RANK_K}"
+    names = [name for name in dict.fromkeys(retrieval["pipeline"]) if PIPELINES[name].notebook == "09"]
+    lines = []
+    for corpus, group in retrieval.groupby("corpus", sort=False):
+        base = group[group["pipeline"] == reference].set_index("question_id")
+        for name in names:
+            part = group[group["pipeline"] == name].set_index("question_id")
+            if base.empty or part.empty:
+                continue
+            delta = (part[recall] - base[recall].reindex(part.index)).dropna()
+            lines.append(t(
+                "- **{name} on {corpus}** ({n} questions): {recall} {value:.3f} against {reference}'s {base:.3f}, "
+                "MRR {value_mrr:.3f} against {base_mrr:.3f}; raised on {raised}, lowered on {lowered}.",
+                name=name, corpus=corpus, n=len(part), recall=recall, value=part[recall].mean(), reference=reference,
+                base=base[recall].mean(), value_mrr=part[mrr].mean(), base_mrr=base[mrr].mean(),
+                raised=int((delta > 0).sum()), lowered=int((delta < 0).sum())))  # fmt: skip
+    return lines
 
 
 def gate_sample(sample: Sequence[TestItem], pool: Sequence[TestItem], n: int, seed: int = 0) -> list[TestItem]:

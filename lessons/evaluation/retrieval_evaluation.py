@@ -524,3 +524,39 @@ def fusion_finding(rows: pd.DataFrame, *, alone: str, fused: str, reference: str
         alone_mrr=num(mean(alone, mrr), 3),
         fused_mrr=num(mean(fused, mrr), 3),
     )
+
+
+def graph_expansion_rows(
+    model: BaseChatModel,
+    chunks: Sequence[Document],
+    store: Chroma,
+    questions: Sequence[GoldQuestion],
+    depth: int,
+    *,
+    k: int = 10,
+    progress: Any = None,
+) -> tuple[pd.DataFrame, Any]:
+    """Graph expansion measured on `questions` (notebook 09: the multi-hop gold questions of one corpus) against two
+    retrievers over the same first stage, the course's reranked hybrid (top `k`): the default itself, and context
+    expansion of its hits (`ContextExpansionRetriever`, notebook 02: no call). The graph is built from the top `depth`
+    hits of every question (`lessons.retrieval.graph_index.extraction_order`: one chat-model call per chunk, through
+    the LLM cache — a chunk read before costs none); `depth=0` reads none, and graph expansion then keeps the default's
+    order. One row per question: recall@5 and MRR@10 of each retriever, and how many of the graph's top 5 it brought
+    in. Returns the rows and the `EntityGraph`."""
+    from lessons.retrieval.graph_index import EntityGraph, GraphExpansionRetriever, extract_graph, extraction_order
+
+    first = reranked_hybrid(chunks, store, k=k)
+    hits = {q.id: first.invoke(q.question) for q in questions}
+    order = extraction_order([("", ranked) for ranked in hits.values()], depth)
+    graph = EntityGraph.from_extraction(extract_graph(model, [chunk for _, _, chunk in order], progress=progress))
+    expansion = ContextExpansionRetriever(first_stage=first, neighbours=ChunkNeighbours(chunks), hits=k)
+    graphed = GraphExpansionRetriever.over(first, graph, chunks, k=k)
+    rows = []
+    for q in questions:
+        ranked = graphed.invoke(q.question)
+        lists = {"default": hits[q.id], "context expansion": expansion.invoke(q.question), "graph expansion": ranked}
+        rows.append({"id": q.id, "language": q.language,
+                     **{f"{metric} · {name}": retrieval_scores(found, q)[metric]
+                        for name, found in lists.items() for metric in ("recall@5", "MRR@10")},
+                     "graph added to top 5": sum(1 for d in ranked[:5] if d.metadata.get("graph_entities"))})  # fmt: skip
+    return pd.DataFrame(rows), graph

@@ -132,6 +132,22 @@ def chunk_key(chunk: Document) -> str:
     return str(chunk.metadata[ID_KEY])
 
 
+def extraction_order(
+    hit_lists: Sequence[tuple[str, Sequence[Document]]], depth: int
+) -> list[tuple[str, int, Document]]:
+    """(tag, rank, chunk) in the order a bounded extraction reads them: every list's rank-1 hit, then every rank-2
+    hit, … down to `depth`, each (tag, chunk) once — stopped at any point, what was read is the union of the top r
+    hits plus part of rank r+1. `hit_lists`: (tag, ranked hits), e.g. (corpus, the first stage's hits of one question).
+    """
+    order, seen = [], set()
+    for rank in range(depth):
+        for tag, hits in hit_lists:
+            if rank < len(hits) and (tag, chunk_key(hits[rank])) not in seen:
+                seen.add((tag, chunk_key(hits[rank])))
+                order.append((tag, rank + 1, hits[rank]))
+    return order
+
+
 def extract_graph(
     model: BaseChatModel,
     chunks: Sequence[Document],
