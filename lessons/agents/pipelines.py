@@ -163,10 +163,12 @@ def filtered_retrieval(r: Resources) -> Callable[[str], list[Document]]:
 def router(r: Resources):
     """Notebook 09's embedding router over this knowledge base (`r.knowledge_base`) and `r.other_bases`
     (`lessons.retrieval.routing.EmbeddingRouter`, its calibrated "neither" threshold; no chat-model call)."""
+    from lessons.chunking.strategies import cached_embeddings
     from lessons.retrieval.routing import EmbeddingRouter
 
     bases = {r.knowledge_base: r.chunks, **{name: chunks for name, (chunks, _) in r.other_bases.items()}}
-    return _built(r, "router", lambda: EmbeddingRouter.from_chunks(bases))
+    # the question's vector from the query-vector cache, as the reranked hybrid's dense search reads it
+    return _built(r, "router", lambda: EmbeddingRouter.from_chunks(bases, embeddings=cached_embeddings()))
 
 
 def routed_retrieval(r: Resources) -> Callable[[str], list[Document]]:
