@@ -579,13 +579,13 @@ def test_the_reranker_variants_reach_the_run_and_its_report(project, monkeypatch
     loaded = load_config(config)
     assert loaded.rerank == {"first_stage_weight": 0.0, "cross_lingual": False}
     seen = []
-    build = harness.build_pipelines
+    build = harness.build_measured
 
     def spy(names, resources):
         seen.append((resources.first_stage_weight, resources.cross_lingual))
         return build(names, resources)
 
-    monkeypatch.setattr(harness, "build_pipelines", spy)
+    monkeypatch.setattr(harness, "build_measured", spy)
     assert main([str(config), "--no-progress"]) == 0
     assert seen == [(0.0, False)]
     report = (project["root"] / "out" / "report.md").read_text()
