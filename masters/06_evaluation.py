@@ -676,13 +676,13 @@ sample = all_rows[all_rows["question_id"].isin(disputed)][["question_id", "pipel
 # whose answer it serves. Each corpus's cache stores the gold questions measured above with their reference answers
 # (standing in for a pipeline's), then is asked each of them again as if new (itself left out: any answer served is
 # another question's, wrong unless both quote the same evidence) and the paraphrases and near questions of
-# `data/eval/cache_fresh.jsonl` written for them — the lookups the cache was never designed on.
+# `data/eval/cache_fresh2.jsonl` written for them — lookups written after the cache was designed, never used to design it.
 
-# %% [markdown] lang="zh" translates="8a503c149786"
+# %% [markdown] lang="zh" translates="a375874a3a3f"
 # **语义缓存（semantic cache）是一行"给出了谁的回答"，不是一行检索。** 把它放在上面任何一条流水线前面，一个和已答问题足够接近的问题就直接拿到
 # 那份回答，省下流水线的调用。要紧的是它给出的是谁的回答。每个语料库的缓存存入上面测过的金标准问题及其参考答案（代替流水线的
 # 回答），然后把每道问题当作新问题再问一遍（把它自己排除在外：给出的任何回答都是别的问题的，除非两道题出自同一段证据，否则就是错的），
-# 再问 `data/eval/cache_fresh.jsonl` 里为它们写的同义改写和相近问题——设计缓存时从没用过的查询。
+# 再问 `data/eval/cache_fresh2.jsonl` 里为它们写的同义改写和相近问题——在缓存设计好之后才写成、从没用来设计缓存的查询。
 
 # %%
 import tempfile
@@ -693,7 +693,7 @@ from lessons.evaluation import cache_rows
 from lessons.ingest import GOLD_DIR, take_turns
 from lessons.retrieval import SemanticCache, knowledge_base_version
 
-fresh_lookups = pd.read_json(GOLD_DIR / "cache_fresh.jsonl", lines=True)
+fresh_lookups = pd.read_json(GOLD_DIR / "cache_fresh2.jsonl", lines=True)
 cache_dir, cache_tables = Path(tempfile.mkdtemp(prefix="nb06-cache-")), {}
 for corpus, v in kb.items():
     stored = measured_items(v)
