@@ -22,8 +22,7 @@ questions the check's rules were written on) and writes answerability-heldout-se
 The code check is re-run at analysis time with the corpus's subject (`common_names`) as the code computes it now.
 
 Replay: `--replay NAME ...` re-runs the code check as it stands over those results' stored rows (quotes and chunks
-are stored; no model call; the knowledge base's chunks are read for its words, `KnowledgeBaseWords`, which
-`--replay-without-words` leaves out) and prints answerable answered and out-of-KB refused per corpus and language.
+are stored; no model call) and prints answerable answered and out-of-KB refused per corpus and language.
 
 Answerable questions never tuned on: `--answerable-set` takes them from benchmarks/questions/answerable_<corpus>.jsonl
 (written after the check's rules):
@@ -60,11 +59,10 @@ check on set 4 (30 and 18 of 40, against 33 and 21), and was removed; the result
 
     python benchmarks/bench_answerability.py [--answerable 8] [--out-of-kb 5] [--all] [--analyse-only]
         [--seed N --exclude-dev] [--exclude-rows NAME ...] [--near-misses [SET]] [--answerable-set [SET]] [--name NAME]
-    python benchmarks/bench_answerability.py --replay NAME ... [--replay-without-words]
+    python benchmarks/bench_answerability.py --replay NAME ...
 """
 
 import argparse
-import functools
 import itertools
 import json
 import random
@@ -106,7 +104,7 @@ class Corpus:
     """One knowledge base as the benchmark reads it: the loop's round-one retrieval, its signals, the check."""
 
     def __init__(self, corpus: str, llm):
-        from lessons.agents.answerability import AnswerabilityCheck, KnowledgeBaseWords, common_names
+        from lessons.agents.answerability import AnswerabilityCheck, common_names
         from lessons.evaluation.pipelines import Resources, gate_grader, gate_retrieval
         from lessons.retrieval.index import load_knowledge_base
 
@@ -114,7 +112,7 @@ class Corpus:
         self.search = gate_retrieval(Resources(chunks=chunks, store=store, llm=llm, k=K))
         self.subject = common_names(chunks)
         self.signals = gate_grader(llm, subject=sorted(self.subject))  # the loop's P(yes) and cross-encoder
-        self.check = AnswerabilityCheck(llm, subject=self.subject, words=KnowledgeBaseWords.of(chunks))
+        self.check = AnswerabilityCheck(llm, subject=self.subject)
 
 
 def measure(questions: list, rows: dict, path: Path, p_yes: bool = True) -> None:
@@ -183,10 +181,9 @@ VARIANTS = {  # the code check's settings compared at analysis time (the judge's
 }
 
 
-def verify(row: dict, subject=None, words=None) -> dict:
+def verify(row: dict, subject=None) -> dict:
     """The code check on a measured row, in every variant (re-run at analysis time: quotes and chunks are stored).
-    `subject`: the corpus's `common_names` as the code computes them now (default: those stored with the row);
-    `words`: the corpus's `KnowledgeBaseWords` (`current_words`; None leaves that step of the check out)."""
+    `subject`: the corpus's `common_names` as the code computes them now (default: those stored with the row)."""
     from langchain_core.documents import Document
 
     from lessons.agents.answerability import Evidence, verify_evidence
@@ -200,7 +197,7 @@ def verify(row: dict, subject=None, words=None) -> dict:
     for name, options in VARIANTS.items():
         names = row["subject"] if subject is None else subject
         reason, match, specifics, missing, terms = verify_evidence(
-            row["question"], evidence, documents, names, words=words, **options
+            row["question"], evidence, documents, names, **options
         )
         checked[name] = {
             "reason": reason,
@@ -373,27 +370,13 @@ def _mean(values):
     return sum(values) / len(values) if values else None
 
 
-@functools.cache
-def _chunks(corpus: str) -> list:
-    from lessons.ingest.corpus import corpus_folder
-    from lessons.retrieval.index import chunk_knowledge_base
-
-    return chunk_knowledge_base(folder=corpus_folder(corpus))
-
-
 def current_subject(corpus: str) -> frozenset:
     """The corpus's `common_names` as the code computes them now (the rows store the ones of their run)."""
     from lessons.agents.answerability import common_names
+    from lessons.ingest.corpus import corpus_folder
+    from lessons.retrieval.index import chunk_knowledge_base
 
-    return common_names(_chunks(corpus))
-
-
-@functools.cache
-def current_words(corpus: str):
-    """The corpus's `KnowledgeBaseWords` as its chunks are now (the rows store only the three chunks retrieved)."""
-    from lessons.agents.answerability import KnowledgeBaseWords
-
-    return KnowledgeBaseWords.of(_chunks(corpus))
+    return common_names(chunk_knowledge_base(folder=corpus_folder(corpus)))
 
 
 def questions_of(corpus: str, near_misses: str | None = None, answerable_set: str | bool = False) -> list:
@@ -441,17 +424,16 @@ def _question_file(path: Path) -> list:
     return questions
 
 
-def replay(names: list[str], words: bool = True) -> dict:
-    """The code check as it stands re-run over the stored rows of earlier results (`--replay`): no chat-model call,
-    the corpus's subject as stored with each row, its words (`current_words`: the knowledge base's chunks, read once;
-    `words=False`, `--replay-without-words`, leaves that step out). Per results, corpus and language: answerable
+def replay(names: list[str]) -> dict:
+    """The code check as it stands re-run over the stored rows of earlier results (`--replay`): no chat-model call and
+    no knowledge base, the corpus's subject as stored with each row. Per results, corpus and language: answerable
     questions answered, out-of-KB questions refused, and why the answerable ones were refused."""
     report = {}
     for name in names:
         rows = json.loads((RESULTS / f"{name}-rows.json").read_text(encoding="utf-8"))
         cells: dict = {}
         for row in rows.values():
-            checked = verify(row, words=current_words(row["corpus"]) if words else None)
+            checked = verify(row)
             reason = checked["reason"]
             cell = cells.setdefault(
                 f"{row['corpus']}/{row['language']}",
@@ -511,16 +493,11 @@ def main() -> dict:
         metavar="NAME",
         help="re-run the code check over these results' stored rows (no model call) and print answered / refused",
     )
-    parser.add_argument(
-        "--replay-without-words",
-        action="store_true",
-        help="with --replay: leave out the check's look-up of the question's words in the knowledge base",
-    )
     parser.add_argument("--no-p-yes", action="store_true", help="do not read P(yes): only the check's one call")
     parser.add_argument("--name", help=f"results name (default {NAME}, or {NAME}-heldout-seedN with --exclude-dev)")
     args = parser.parse_args()
     if args.replay:
-        return replay(args.replay, words=not args.replay_without_words)
+        return replay(args.replay)
     name = args.name or (f"{NAME}-heldout-seed{args.seed}" if args.exclude_dev else NAME)
     dev_path = RESULTS / f"{NAME}-rows.json"
     dev = frozenset(json.loads(dev_path.read_text())) if args.exclude_dev and dev_path.exists() else frozenset()
@@ -544,11 +521,7 @@ def main() -> dict:
         measure([pair for group in pairs for pair in group if pair is not None], rows, path, p_yes=not args.no_p_yes)
     samples = {corpus: [q.id for q in questions] for corpus, questions in samples.items()}
     subjects = {corpus: current_subject(corpus) for corpus in samples}
-    measured = [
-        verify(r, subjects[r["corpus"]], current_words(r["corpus"]))
-        for r in rows.values()
-        if r["id"] in samples.get(r["corpus"], [])
-    ]
+    measured = [verify(r, subjects[r["corpus"]]) for r in rows.values() if r["id"] in samples.get(r["corpus"], [])]
     results = {
         "sample": {
             "answerable_per_language": args.answerable,

@@ -27,9 +27,6 @@ made to **show its evidence**, and code can check the evidence:
 3. The relevance signals the pipeline already has — the chat model's P(yes) per chunk, and the
    cross-encoder's score that the reranker records in `metadata[CROSS_ENCODER_KEY]` — must reach the
    language's thresholds (`AnswerabilityThresholds`; 0 switches a signal off). The check never scores again.
-4. Given the knowledge base's words (`KnowledgeBaseWords`), a question is refused when the words it shares with the
-   knowledge base, weighted by their rarity there, are mostly absent from the retrieved chunks (`unevidenced_words`):
-   the passages found are about something else.
 
 `AnswerabilityCheck(model)(question, documents, p_yes=...)` returns an `AnswerabilityVerdict`: the
 decision, the reason in plain words, the quote, where it was found and which specifics were missing.
@@ -40,7 +37,6 @@ from __future__ import annotations
 import difflib
 import functools
 import itertools
-import math
 import re
 import unicodedata
 from collections.abc import Collection, Mapping, Sequence
@@ -68,9 +64,6 @@ MIN_EVIDENCE_SHARE = 0.25  # of the quote, found in the chunk and not in the que
 MIN_FOCUS_SHARE = 0.5  # of the words naming what is asked (the judge's asks_for, from the question), around the quote
 MIN_QUESTION_SHARE = 0.2  # of the question's own words around the quote, when the judge's asks_for names none of them
 MIN_TERM_COVERAGE = 0.0  # share of the question's content words around the quote (0: not required; see verify_evidence)
-# With the knowledge base's words (`KnowledgeBaseWords`): the question's words that the knowledge base holds, weighted by
-# how rare they are there (IDF), must keep at least this share of that weight in the retrieved chunks (`unevidenced_words`).
-MIN_RETRIEVED_WEIGHT = 0.3
 WINDOW_CHARS = 300  # the neighbourhood of a quote in which the question's figures must occur
 CONTEXT_CHARS = 1200  # each chunk as the judge reads it
 
@@ -638,7 +631,6 @@ REASONS = (
     N_("specifics missing"),
     N_("asked-for missing"),
     N_("too few of the question's words"),
-    N_("rare words not retrieved"),
     N_("P(yes) below threshold"),
     N_("cross-encoder below threshold"),
 )
@@ -712,7 +704,6 @@ def verify_evidence(
     framing: bool = False,
     focus_share: float = MIN_FOCUS_SHARE,
     min_terms: float = MIN_TERM_COVERAGE,
-    words: KnowledgeBaseWords | None = None,
 ) -> tuple[str, QuoteMatch | None, list[Specific], list[Specific], float | None]:
     """The code half of the check: (reason, where the quote is, the specifics, those missing, term coverage).
 
@@ -739,11 +730,7 @@ def verify_evidence(
     0 switches it off. `min_terms`: the share of the question's content words that must occur around the quote (the
     term coverage returned), else "too few of the question's words" (0, the default, switches it off). When the
     judge's `asks_for` names no word of the question, `MIN_QUESTION_SHARE` of the question's own words must occur
-    around the quote instead.
-
-    `words`: the knowledge base's words (`KnowledgeBaseWords`); with them, evidence that passes every check above is
-    still refused when the question's words that the knowledge base holds were mostly not retrieved
-    (`unevidenced_words`; the words come back as specifics of kind "focus")."""
+    around the quote instead."""
     specifics = [s for s in question_specifics(question) if not (s.kind == "name" and s.forms[0] in subject)]
     if check_answer:
         problem = answer_problem(question, evidence.answer, documents)
@@ -756,12 +743,7 @@ def verify_evidence(
         # answer is checked as the quote would be, and stands in for it only if it passes every check.
         instead = _check_quote(question, evidence.answer, evidence.asks_for, *options)
         if instead[0] == "answerable":
-            checked = instead[0], replace(instead[1], from_answer=True), *instead[2:]
-    if checked[0] == "answerable" and words is not None:
-        problem = unevidenced_words(question, documents, words, subject)
-        if problem:
-            reason, absent = problem
-            return reason, checked[1], checked[2], [Specific(w, (w,), "focus") for w in absent], checked[4]
+            return instead[0], replace(instead[1], from_answer=True), *instead[2:]
     return checked
 
 
@@ -931,71 +913,6 @@ def _missing(
     return [s for s in checkable if absent(s)]
 
 
-@dataclass(frozen=True)
-class KnowledgeBaseWords:
-    """Every chunk of a knowledge base as the check looks a question's words up in it: normalised, lower case, with
-    its section path (`texts`), and the same without spaces for Chinese words (`unspaced`). Build it once per
-    knowledge base: `KnowledgeBaseWords.of(chunks)`."""
-
-    texts: tuple[str, ...]
-    unspaced: tuple[str, ...]
-
-    @classmethod
-    def of(cls, chunks: Sequence[Document]) -> KnowledgeBaseWords:
-        texts = tuple(_word_text(chunk) for chunk in chunks)
-        return cls(texts, tuple(_unspaced(text) for text in texts))
-
-    def chunks_holding(self, word: str) -> int:
-        """How many chunks hold `word`: an English stem where a word starts ("calculat" in "calculated"), a Chinese
-        word anywhere."""
-        if _CJK_CHAR.search(word):
-            return sum(word in text for text in self.unspaced)
-        pattern = _word_start(word)
-        return sum(pattern.search(text) is not None for text in self.texts)
-
-
-def _word_text(document: Document) -> str:
-    header = str(document.metadata.get(CONTEXT_HEADER) or "")
-    return _normal(document.page_content + " \n " + header).replace("_", " ")
-
-
-@functools.lru_cache(maxsize=4096)
-def _word_start(word: str) -> re.Pattern:
-    return re.compile(r"(?<![0-9a-z])" + re.escape(word))
-
-
-def _holds(text: str, word: str) -> bool:
-    return word in _unspaced(text) if _CJK_CHAR.search(word) else _word_start(word).search(text) is not None
-
-
-def unevidenced_words(
-    question: str, documents: Sequence[Document], words: KnowledgeBaseWords, subject: Collection[str] = ()
-) -> tuple[str, list[str]] | None:
-    """The reason "rare words not retrieved" and the words that show it, or None: the question's content words
-    (`question_focus`: less the subject's names and the words that ask) that some chunk of the knowledge base holds (`words`), each
-    weighted by its rarity there (IDF, log((chunks + 1) / (chunks holding it + 1))), keep less than
-    `MIN_RETRIEVED_WEIGHT` of their weight in the retrieved `documents`: these are about something else ("Who is the
-    lead maintainer of Pydantic?" answered from release notes that name neither). A word no chunk holds weighs
-    nothing: it is often the asker's own word for what the documents call otherwise ("licence" for "license"), and
-    refusing a question with two such words cost answerable questions ("actually ... went", "cover everything").
-    A Chinese word counts only when the retrieved documents hold Chinese, as a Chinese question about English READMEs
-    is asked in other words than theirs."""
-    asked = {word: words.chunks_holding(word) for word in question_focus(question, subject)}
-    retrieved = " \n ".join(_word_text(document) for document in documents)
-    chinese = _CJK_CHAR.search(retrieved) is not None
-    total = len(words.texts)
-    weights = {
-        word: math.log((total + 1) / (held + 1))
-        for word, held in asked.items()
-        if held and (chinese or not _CJK_CHAR.search(word))
-    }
-    absent = [word for word in weights if not _holds(retrieved, word)]
-    whole = sum(weights.values())
-    if whole and whole - sum(weights[word] for word in absent) < MIN_RETRIEVED_WEIGHT * whole:
-        return "rare words not retrieved", absent
-    return None
-
-
 def common_names(chunks: Sequence[Document], min_share: float = 0.3) -> frozenset[str]:
     """Capitalised names (lower case) that occur in at least `min_share` of the knowledge base's source files: the
     corpus's subject ("Tidewell", "Atlas"), which says nothing about which passage answers and which a chunk need
@@ -1038,8 +955,6 @@ class AnswerabilityCheck:
     the cross-encoder's scores are read from the chunks' metadata. A signal with no value is not applied.
     `subject`: the knowledge base's `common_names`, which no chunk needs to repeat.
     `check_answer`: also check the judge's short answer (`answer_problem`; `verify_evidence`).
-    `words`: the knowledge base's `KnowledgeBaseWords`: a question whose words the knowledge base holds but did not
-    retrieve is refused (`unevidenced_words`); None leaves that step out.
     """
 
     def __init__(
@@ -1050,10 +965,9 @@ class AnswerabilityCheck:
         max_chars: int = CONTEXT_CHARS,
         subject: Collection[str] = (),
         check_answer: bool = False,
-        words: KnowledgeBaseWords | None = None,
     ):
         self.model, self.prompts, self.max_chars = model, dict(prompts), max_chars
-        self.check_answer, self.words = check_answer, words
+        self.check_answer = check_answer
         self.subject = frozenset(name.casefold() for name in subject)
         self.thresholds = dict(thresholds or NO_THRESHOLDS)
         missing = {"en", "zh"} - set(self.thresholds)
@@ -1076,7 +990,7 @@ class AnswerabilityCheck:
     ) -> AnswerabilityVerdict:
         """The verdict from evidence already asked for: the code check, then the thresholds (no model call)."""
         reason, match, specifics, missing, terms = verify_evidence(
-            question, evidence, documents, self.subject, check_answer=self.check_answer, words=self.words
+            question, evidence, documents, self.subject, check_answer=self.check_answer
         )
         best_p, best_ce = _best(p_yes or []), _best(cross_encoder_scores(documents))
         gate = self.thresholds[detect_language(question)]
