@@ -106,7 +106,10 @@ class _FixedRetriever(BaseRetriever):
 
 
 def test_retrieval_rows_measure_only_pipelines_without_a_chat_model(monkeypatch):
-    assert retrieval_only_names(list(PIPELINES)) == ["dense", "hybrid", "hybrid+rerank"]
+    names = retrieval_only_names(list(PIPELINES))
+    assert names == ["dense", "hybrid", "hybrid+rerank", "routed+rerank", "graph+rerank", "raptor+rerank"]
+    # the graph and the summary tree cost chat-model calls once, before the first question; their ranking then none
+    assert [name for name in names if PIPELINES[name].built_with_model] == ["graph+rerank", "raptor+rerank"]
     monkeypatch.setattr(registry, "_hybrid", lambda r, size: _FixedRetriever(docs=[PORT, LEAVE]))
     resources = Resources(chunks=[PORT, LEAVE], store=None, llm=ScriptedChatModel(default="x"), rank_k=2)
     rows = retrieval_rows(["hybrid", "grading-loop"], resources, ITEMS, k=1, corpus="toy", progress=False)

@@ -459,7 +459,8 @@ GOAL_K = 5  # the depth of the course's retrieval goals (recall@5)
 
 
 def retrieval_only_names(names: Sequence[str]) -> list[str]:
-    """The pipelines among `names` whose ranking needs no chat model (their retrieval is measured on every question)."""
+    """The pipelines among `names` whose ranking needs no chat model per question (their retrieval is measured on every
+    question); the graph and the summary tree (`PipelineSpec.built_with_model`) cost chat-model calls once, to build."""
     return [name for name in check_pipeline_names(names) if PIPELINES[name].retrieval is not None]
 
 
