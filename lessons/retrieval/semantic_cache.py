@@ -199,8 +199,11 @@ def unstated_specifics(asked: frozenset[str], stored: frozenset[str], answer: st
     whose answer leaves one out answers another question ("… after installing JupyterLab with conda" against "…
     after installing JupyterLab", whose answer names no conda; "the Docker image with CUDA"). "Which four functions"
     keeps "How many functions?" (answer "4 functions"): it states what was added."""
+    added = [name for name in asked - stored if not name.startswith("~")]
+    if not added:  # the usual case: a lookup tries every stored row, and folding each answer would be wasted
+        return frozenset()
     said = fold_width(answer).casefold()
-    return frozenset(name for name in asked - stored if not name.startswith("~") and name not in said)
+    return frozenset(name for name in added if name not in said)
 
 
 def knowledge_base_version(chunks: Iterable[Document]) -> str:
