@@ -5,6 +5,12 @@ Run from the repository root:
     .venv/bin/python data/build_packages.py            # render, refusing any version not pinned
     .venv/bin/python data/build_packages.py --check    # render in memory, fail if a file would change
     .venv/bin/python data/build_packages.py --repin    # pin the installed versions (then re-check the gold set)
+    .venv/bin/python data/build_packages.py --set heldout [--check]   # the benchmark-only third corpus
+
+`--set heldout` renders another list of installed packages, `HELDOUT_PACKAGES`, the same way into
+benchmarks/corpora/heldout_readmes/ (its own MANIFEST.json, gold questions in
+benchmarks/questions/heldout_readmes_gold.jsonl): a corpus no retrieval setting was tuned on, read only by
+benchmarks (benchmarks/bench_rerank_fusion.py --corpus heldout), never a course knowledge base.
 
 The text is real third-party documentation that nobody wrote for the course: the long description
 (README) that each package ships in its metadata (`importlib.metadata.metadata(name)`), so the
@@ -49,6 +55,25 @@ PACKAGES = (
     "pydantic",
     "llama-cpp-python",
 )
+# Benchmark-only: READMEs of installed packages that are not in data/packages/ (see `--set heldout`).
+HELDOUT_PACKAGES = (
+    "fastapi",
+    "httpx",
+    "uvicorn",
+    "tokenizers",
+    "rich",
+    "typer",
+    "huggingface-hub",
+    "tiktoken",
+    "attrs",
+    "pandas",
+    "semchunk",
+    "rank-bm25",
+)
+HELDOUT_OUT = DATA.parent / "benchmarks" / "corpora" / "heldout_readmes"
+HELDOUT_GOLD = DATA.parent / "benchmarks" / "questions" / "heldout_readmes_gold.jsonl"
+# --set: (packages, output folder, gold questions checked after the build)
+SETS = {"packages": (PACKAGES, OUT, GOLD), "heldout": (HELDOUT_PACKAGES, HELDOUT_OUT, HELDOUT_GOLD)}
 CLASSIFIER_LICENCES = {
     "MIT License": "MIT",
     "Apache Software License": "Apache-2.0",
@@ -302,11 +327,11 @@ def render_package(name: str) -> Rendered:
     )
 
 
-def check_pins(rendered: list[Rendered], manifest_path: Path) -> None:
+def check_pins(rendered: list[Rendered], manifest_path: Path, option: str = "") -> None:
     """Refuse any package whose installed version or description differs from the manifest's pin."""
     if not manifest_path.exists():
         raise BuildError(
-            f"{manifest_path} does not exist — run data/build_packages.py --repin to pin the installed versions"
+            f"{manifest_path} does not exist — run data/build_packages.py{option} --repin to pin the installed versions"
         )
     pinned = {entry["name"]: entry for entry in json.loads(manifest_path.read_text(encoding="utf-8"))["packages"]}
     problems = []
@@ -318,7 +343,7 @@ def check_pins(rendered: list[Rendered], manifest_path: Path) -> None:
             problems.append(
                 f"{item.name}: installed {item.version}, pinned {pin['version']} — install the pinned version "
                 f"(pip install '{item.name}=={pin['version']}', as requirements.lock says), or re-pin with "
-                "--repin and check the gold questions again"
+                f"data/build_packages.py{option} --repin and check the gold questions again"
             )
         elif pin["description_sha256"] != item.description_sha256:
             problems.append(
@@ -340,11 +365,13 @@ def manifest_text(rendered: list[Rendered]) -> str:
     return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
 
 
-def build(out: Path = OUT, *, repin: bool = False, write: bool = True) -> dict[str, str]:
+def build(
+    out: Path = OUT, *, repin: bool = False, write: bool = True, packages: tuple[str, ...] = PACKAGES
+) -> dict[str, str]:
     """Render every package; returns {file name: text}, manifest included. Raises `BuildError` on a pin mismatch."""
-    rendered = [render_package(name) for name in PACKAGES]
+    rendered = [render_package(name) for name in packages]
     if not repin:
-        check_pins(rendered, out / MANIFEST.name)
+        check_pins(rendered, out / MANIFEST.name, "" if packages == PACKAGES else " --set heldout")
     files = {item.file: item.text for item in rendered}
     files[MANIFEST.name] = manifest_text(rendered)
     if write:
@@ -386,9 +413,11 @@ def main() -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="render in memory; fail if any committed file would change")
     mode.add_argument("--repin", action="store_true", help="pin the installed versions in MANIFEST.json")
+    parser.add_argument("--set", choices=sorted(SETS), default="packages", help="which corpus to render")
     args = parser.parse_args()
+    packages, out, gold = SETS[args.set]
     try:
-        files = build(repin=args.repin, write=not args.check)
+        files = build(out, repin=args.repin, write=not args.check, packages=packages)
     except BuildError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -396,14 +425,15 @@ def main() -> int:
         changed = [
             name
             for name, text in files.items()
-            if not (OUT / name).exists() or (OUT / name).read_text(encoding="utf-8") != text
+            if not (out / name).exists() or (out / name).read_text(encoding="utf-8") != text
         ]
         if changed:
-            print(f"error: these files would change: {changed} — run data/build_packages.py", file=sys.stderr)
+            rebuild = "data/build_packages.py" + ("" if args.set == "packages" else f" --set {args.set}")
+            print(f"error: these files would change: {changed} — run {rebuild}", file=sys.stderr)
             return 1
     for name, text in sorted(files.items()):
         print(f"  {name}: {len(text):,} characters")
-    problems = check_gold(files)
+    problems = check_gold(files, gold)
     print(f"{len(files) - 1} documents; {problems} gold problems")
     return 1 if problems else 0
 

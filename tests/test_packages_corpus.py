@@ -71,6 +71,15 @@ def test_rebuilding_gives_the_same_bytes(build):
     assert build.build(write=False) == files
 
 
+def test_the_benchmark_only_heldout_corpus_rebuilds_the_same_and_its_gold_quotes_are_in_it(build):
+    packages, out, gold_path = build.SETS["heldout"]
+    files = build.build(out, write=False, packages=packages)
+    assert set(files) == {p.name for p in out.iterdir()} and not set(packages) & set(build.PACKAGES)
+    for name, text in files.items():
+        assert (out / name).read_bytes() == text.encode("utf-8"), f"{name} would change on rebuild"
+    assert build.check_gold(files, gold_path) == 0
+
+
 def test_a_changed_version_is_refused_with_the_fix(build, tmp_path):
     manifest = json.loads((PACKAGES_DIR / MANIFEST_NAME).read_text(encoding="utf-8"))
     manifest["packages"][2]["version"] = "0.0.1"
