@@ -3,7 +3,6 @@
 #   agentic_rag:
 #     quick_parameters:
 #       K: 2
-#       N_GEN_MULTI: 1
 #       N_GEN_SINGLE: 1
 #       N_IN_KB: 1
 #       N_OUT_OF_KB: 1
