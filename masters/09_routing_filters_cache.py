@@ -472,45 +472,31 @@ from checks.nb09 import check_conflict
 
 check_conflict(conflict)
 
-
 # %%
+from lessons.evaluation import cache_counts, cache_lookups
+
+
 def look_up(rows):
-    """Each lookup's nearest stored question without and with the guard, its similarity, whether the cache serves
-    its answer at the threshold, and whether that answer is right for the lookup."""
-    found_rows = []
-    for row in tqdm(rows.itertuples(), total=len(rows), desc=t("lookups")):
-        for guard in (False, True):
-            hit = caches[row.corpus].nearest(row.question, guard=guard)
-            found = hit.metadata.get("id") if hit else None
-            found_rows.append({"id": row.id, "corpus": row.corpus, "language": row.language, "kind": row.kind,
-                               "guard": guard, "nearest": found, "similarity": hit.similarity if hit else -1.0,
-                               "correct": row.kind == "paraphrase" and found in same_answer[row.of],
-                               "question": row.question})
-    found_rows = pd.DataFrame(found_rows)
-    found_rows["served"] = found_rows["similarity"] >= caches["course"].threshold
-    return found_rows
+    """Every lookup asked of its knowledge base's cache without and with the guard (`cache_lookups`: the nearest
+    stored question, its similarity, whether its answer is served and right), by the harness notebook 06 and the
+    evaluation command measure the cache with."""
+    return pd.concat([cache_lookups(caches[corpus], part.to_dict("records"), same_answer, guards=(False, True),
+                                    progress=True) for corpus, part in rows.groupby("corpus", sort=False)],
+                     ignore_index=True)
 
 
 lookups = look_up(pairs)
 shown = lookups[lookups["guard"] & (lookups["language"] == course_language())].head(6)
-t_labels(shown, ["corpus", "language", "kind", "guard", "nearest", "similarity", "correct", "question", "served"])
-
+t_labels(shown[["corpus", "language", "kind", "guard", "nearest", "similarity", "correct", "question", "served"]],
+         ["corpus", "language", "kind", "guard", "nearest", "similarity", "correct", "question", "served"])
 
 # %%
-def cache_row(part):
-    served = part[part["served"]]
-    wrong = served[~served["correct"]]
-    return {t("lookups"): len(part), t("paraphrases"): int((part["kind"] == "paraphrase").sum()),
-            t("answers served"): len(served), t("right"): int(served["correct"].sum()), t("wrong"): len(wrong),
-            t("hit rate"): served["correct"].sum() / max((part["kind"] == "paraphrase").sum(), 1),
-            t("wrong share"): len(wrong) / max(len(served), 1)}
-
-
-cache_table = pd.DataFrame([{t("guard"): t("on") if guard else t("off"), t("language"): language or t("all"),
-                             **cache_row(lookups[(lookups["guard"] == guard) &
-                                                 ((lookups["language"] == language) if language else True)])}
+cache_table = pd.DataFrame([{"guard": t("on") if guard else t("off"), "language": language or t("all"),
+                             **cache_counts(lookups[(lookups["guard"] == guard) &
+                                                    ((lookups["language"] == language) if language else True)])}
                             for guard in (True, False) for language in ("en", "zh", None)])
-cache_table.round(3)
+t_labels(cache_table.round(3), ["guard", "language", "lookups", "paraphrases", "answers served", "right", "wrong",
+                                "hit rate", "wrong share"])
 
 # %% [markdown]
 # The cache's threshold was chosen by `benchmarks/bench_semantic_cache.py --develop` on these same pairs (with the
@@ -589,14 +575,14 @@ for kind, question in asked.items():
                 kind=kind, question=question, similarity=nearest.similarity if nearest else float("nan")))
 
 # %%
-with_guard = cache_row(lookups[lookups["guard"]])
-without = cache_row(lookups[~lookups["guard"]])
+with_guard = cache_counts(lookups[lookups["guard"]])
+without = cache_counts(lookups[~lookups["guard"]])
 cache_findings = [
     t("At the calibrated threshold with the guard: {right} of {paraphrases} paraphrases got their answer, "
       "{wrong} of {served} answers served were wrong; without the guard, {plain_wrong} wrong of {plain_served} served. "
       "The guard caught {caught}; {missed} paraphrase(s) went to the chat model instead.",
-      right=with_guard[t("right")], paraphrases=with_guard[t("paraphrases")], wrong=with_guard[t("wrong")],
-      served=with_guard[t("answers served")], plain_wrong=without[t("wrong")], plain_served=without[t("answers served")],
+      right=with_guard["right"], paraphrases=with_guard["paraphrases"], wrong=with_guard["wrong"],
+      served=with_guard["answers served"], plain_wrong=without["wrong"], plain_served=without["answers served"],
       caught=len(caught), missed=len(missed)),
     t("Held out (calibrated on one half of the pairs, measured on the other, both ways): {wrong} wrong of {served} "
       "answers served, {right} of {paraphrases} paraphrases answered. To show the goal of at most 1 % wrong answers "
@@ -641,17 +627,19 @@ heldout_seconds = time.perf_counter() - started
 def near_row(part):
     near = part[part["kind"] == "near"]
     served = int(near["served"].sum())
-    return {**cache_row(part), t("near questions"): len(near), t("near questions served"): served,
-            t("95 % upper bound"): wilson_interval(served, len(near))[1] if len(near) else float("nan")}
+    return {**cache_counts(part), "near questions": len(near), "near questions served": served,
+            "95 % upper bound": wilson_interval(served, len(near))[1] if len(near) else float("nan")}
 
 
 heldout_cells = {t("all"): heldout, **{language: heldout[heldout["language"] == language] for language in ("en", "zh")},
                  **{f"{corpus}-{language}": heldout[(heldout["corpus"] == corpus) & (heldout["language"] == language)]
                     for corpus in CORPORA for language in ("en", "zh")}}
-pd.DataFrame([{t("guard"): t("on") if guard else t("off"), t("cell"): name,
-               **near_row(part[part["guard"] == guard])}
-              for guard in (True, False) for name, part in heldout_cells.items()
-              if len(part) and (guard or name == t("all"))]).set_index([t("guard"), t("cell")]).round(3)
+near_table = pd.DataFrame([{"guard": t("on") if guard else t("off"), "cell": name,
+                            **near_row(part[part["guard"] == guard])}
+                           for guard in (True, False) for name, part in heldout_cells.items()
+                           if len(part) and (guard or name == t("all"))]).set_index(["guard", "cell"]).round(3)
+t_labels(near_table, ["guard", "cell", "lookups", "paraphrases", "answers served", "right", "wrong", "hit rate",
+                      "wrong share", "near questions", "near questions served", "95 % upper bound"])
 
 # %%
 gold_questions = {q.id: q.question for corpus in CORPORA for q in kb[corpus]["gold"]}
@@ -670,9 +658,9 @@ heldout_findings = [
       "{upper:.1%}), without it {plain}; {right} of {paraphrases} paraphrases got their own answer. The guard and the "
       "threshold were chosen on these lookups: the numbers are in-sample.",
       n=len(heldout_set), seconds=heldout_seconds, threshold=caches["course"].threshold,
-      near=guarded_near[t("near questions served")], n_near=guarded_near[t("near questions")],
-      upper=guarded_near[t("95 % upper bound")], plain=plain_near[t("near questions served")],
-      right=guarded_near[t("right")], paraphrases=guarded_near[t("paraphrases")]),
+      near=guarded_near["near questions served"], n_near=guarded_near["near questions"],
+      upper=guarded_near["95 % upper bound"], plain=plain_near["near questions served"],
+      right=guarded_near["right"], paraphrases=guarded_near["paraphrases"]),
 ]
 cache_findings += heldout_findings
 display(Markdown("\n".join(f"- {line}" for line in heldout_findings)))
@@ -684,24 +672,26 @@ started = time.perf_counter()
 fresh = look_up(fresh_set)
 fresh_seconds = time.perf_counter() - started
 compared = {t("development (in-sample)"): heldout, t("fresh (the test)"): fresh}
-pd.DataFrame([{t("lookup set"): name, t("guard"): t("on") if guard else t("off"), **near_row(part[part["guard"] == guard])}
-              for name, part in compared.items() for guard in (True, False)]).set_index(
-    [t("lookup set"), t("guard")]).round(3)
+compared_table = pd.DataFrame([{"lookup set": name, "guard": t("on") if guard else t("off"),
+                                **near_row(part[part["guard"] == guard])} for name, part in compared.items()
+                               for guard in (True, False)]).set_index(["lookup set", "guard"]).round(3)
+t_labels(compared_table, ["lookup set", "guard", "lookups", "paraphrases", "answers served", "right", "wrong",
+                          "hit rate", "wrong share", "near questions", "near questions served", "95 % upper bound"])
 
 # %%
 fresh_near, fresh_plain = near_row(fresh[fresh["guard"]]), near_row(fresh[~fresh["guard"]])
-fresh_rate = fresh_near[t("near questions served")] / max(fresh_near[t("near questions")], 1)
+fresh_rate = fresh_near["near questions served"] / max(fresh_near["near questions"], 1)
 fresh_findings = [
     t("Fresh lookups ({n} of `data/eval/cache_fresh2.jsonl`, never used to design the cache; {seconds:.0f} s): with "
       "the guard the cache served {near} of {n_near} near questions another question's answer ({rate:.1%}, 95 % "
       "upper bound {upper:.1%}), without it {plain}; {right} of {paraphrases} paraphrases got their own answer. "
       "In-sample, on the development lookups, it served {dev_near} of {dev_n_near}.",
-      n=len(fresh_set), seconds=fresh_seconds, near=fresh_near[t("near questions served")],
-      n_near=fresh_near[t("near questions")], rate=fresh_rate, upper=fresh_near[t("95 % upper bound")],
-      plain=fresh_plain[t("near questions served")], right=fresh_near[t("right")],
-      paraphrases=fresh_near[t("paraphrases")], dev_near=guarded_near[t("near questions served")],
-      dev_n_near=guarded_near[t("near questions")]),
-    t("The goal of at most 1 % wrong answers is shown on the fresh set.") if fresh_near[t("95 % upper bound")] <= 0.01
+      n=len(fresh_set), seconds=fresh_seconds, near=fresh_near["near questions served"],
+      n_near=fresh_near["near questions"], rate=fresh_rate, upper=fresh_near["95 % upper bound"],
+      plain=fresh_plain["near questions served"], right=fresh_near["right"],
+      paraphrases=fresh_near["paraphrases"], dev_near=guarded_near["near questions served"],
+      dev_n_near=guarded_near["near questions"]),
+    t("The goal of at most 1 % wrong answers is shown on the fresh set.") if fresh_near["95 % upper bound"] <= 0.01
     else t("That misses the goal of at most 1 % wrong answers, or cannot show it: the service of notebook 08 "
            "therefore serves a stored reply only to the same question by default "
            "(`AGENTIC_RAG_SERVICE_ANSWER_CACHE=exact`), since a near question's wrong answer looks as confident as "

@@ -2,6 +2,9 @@
 and the evaluation command measure them like the others: routing, graph expansion, RAPTOR; the semantic cache as
 rows of answers served, right and wrong. Scripted models and hand-set vectors, no model."""
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +14,14 @@ from langchain_core.retrievers import BaseRetriever
 
 from lessons.agents import pipelines as registry
 from lessons.core.fakes import ScriptedChatModel
-from lessons.evaluation.pipelines import build_measured, cache_rows, retrieval_rows, technique_lines
+from lessons.evaluation.pipelines import (
+    build_measured,
+    cache_counts,
+    cache_lookups,
+    cache_rows,
+    retrieval_rows,
+    technique_lines,
+)
 from lessons.evaluation.testset import TestItem
 from lessons.retrieval.routing import EmbeddingRouter
 from lessons.retrieval.semantic_cache import SemanticCache
@@ -139,6 +149,48 @@ def test_the_cache_rows_count_answers_served_right_and_wrong(tmp_path):
     assert (again["lookups"], again["answers served"], again["right"], again["wrong"]) == (4, 2, 2, 0)
     assert table.loc["paraphrase", ["lookups", "answers served", "right", "wrong"]].tolist() == [1, 1, 1, 0]
     assert table.loc["near", ["lookups", "answers served", "right", "wrong"]].tolist() == [1, 1, 0, 1]
+
+
+def test_notebook_09_and_the_command_count_a_cache_with_one_harness(tmp_path):
+    angles = {"What port does Atlas use?": 0, "Which port does Atlas listen on?": 5, "What was ARR in Q2?": 60,
+              "What was ARR in Q3?": 61, "How many leave days?": 120}  # fmt: skip
+    vectors = {q: [float(np.cos(np.radians(a))), float(np.sin(np.radians(a))), 0.0] for q, a in angles.items()}
+    items = [item("port", "What port does Atlas use?", "port 7420"), item("arr", "What was ARR in Q2?", "ARR 12"),
+             item("leave", "How many leave days?", "27 days")]  # fmt: skip
+    lookups = [
+        {"id": "p1", "question": "Which port does Atlas listen on?", "of": "port", "kind": "paraphrase"},
+        {"id": "n1", "question": "What was ARR in Q3?", "of": "arr", "kind": "near"},
+    ]
+    cache = SemanticCache(tmp_path / "c.sqlite", TableEmbeddings(vectors), "kb-1", threshold=0.99)
+    table = cache_rows(items, cache, lookups).set_index("lookup")
+    from lessons.retrieval.semantic_cache import answer_equivalents
+
+    found = cache_lookups(cache, lookups, answer_equivalents(items), guards=(False, True))
+    assert found.fillna({"nearest": "none"})[["id", "guard", "nearest", "served", "correct"]].values.tolist() == [
+        ["p1", False, "port", True, True], ["p1", True, "port", True, True],
+        ["n1", False, "arr", True, False], ["n1", True, "none", False, False],  # the guard: Q2 never answers Q3
+    ]  # fmt: skip
+    assert cache_counts(found[~found["guard"]]) == {"lookups": 2, "paraphrases": 1, "answers served": 2, "right": 1,
+                                                    "wrong": 1, "hit rate": 1.0, "wrong share": 0.5}  # fmt: skip
+    guarded = found[found["guard"]]  # the cache's own setting, as the command asks it: the same counts
+    for kind in ("paraphrase", "near"):
+        counts = cache_counts(guarded[guarded["kind"] == kind])
+        assert table.loc[kind].tolist() == [counts[c] for c in ("lookups", "answers served", "right", "wrong")]
+
+
+def test_no_notebook_decides_a_cache_lookup_itself():
+    """Whether a cache serves an answer, and whether it is right, is decided in one place (`cache_lookups`): a
+    master that looped over `nearest` or compared a similarity with the threshold could count otherwise."""
+    for master in sorted((Path(__file__).resolve().parents[1] / "masters").glob("*.py")):
+        tree = ast.parse(master.read_text(encoding="utf-8"))
+        for function in (node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)):
+            calls = [node.func.attr for node in ast.walk(function)
+                     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]  # fmt: skip
+            assert "nearest" not in calls, f"{master.name}: {function.name} asks the cache itself; use cache_lookups"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and any(isinstance(op, ast.GtE) for op in node.ops):
+                text = ast.unparse(node)
+                assert not ("similarity" in text and "threshold" in text), f"{master.name}: {text}; use cache_lookups"
 
 
 def test_every_technique_of_notebook_09_is_a_pipeline_of_the_one_registry():

@@ -180,6 +180,47 @@ def build_measured(names: Sequence[str], resources: Resources) -> tuple[dict[str
 
 
 CACHE_LOOKUPS = (N_("asked again (itself left out)"), N_("paraphrase"), N_("near"))  # the kinds of lookup
+CACHE_COUNTS = ["lookups", "paraphrases", "answers served", "right", "wrong", "hit rate", "wrong share"]
+
+
+def cache_lookups(
+    cache: Any,
+    lookups: Sequence[Mapping[str, Any]],
+    same: Mapping[str, set[str]],
+    guards: Sequence[bool | None] = (None,),
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Each lookup asked of a semantic cache (`lessons.retrieval.semantic_cache.SemanticCache`, filled): one row per
+    lookup and guard setting (`guards`: None is the cache's own, False and True ask without and with it), the
+    lookup's own fields (`{"question", "of", "kind"}` and any others, such as its id; `"leave_out": True` asks a
+    stored question as if it were new) and what the cache did: its nearest stored question's id and similarity,
+    whether it serves that answer (similarity at least the cache's threshold) and whether the answer is right (the
+    kind is not "near" and the stored question quotes the same evidence as `of`: `same`, from
+    `answer_equivalents`). The one place a cache's lookups are decided: `cache_counts` counts these rows."""
+    from tqdm.auto import tqdm
+
+    rows = []
+    for lookup in tqdm(lookups, desc=t("lookups"), disable=not progress, leave=False):
+        for guard in guards:
+            hit = cache.nearest(lookup["question"], guard=guard, leave_out=bool(lookup.get("leave_out", False)))
+            found = hit.metadata.get("id") if hit else None
+            rows.append({**lookup, "guard": cache.guard if guard is None else guard, "nearest": found,
+                         "similarity": hit.similarity if hit else -1.0,
+                         "served": hit is not None and hit.similarity >= cache.threshold,
+                         "correct": lookup["kind"] != "near" and found in same.get(lookup["of"], ())})  # fmt: skip
+    empty = ["question", "of", "kind", "guard", "nearest", "similarity", "served", "correct"]  # no lookup
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=empty)
+
+
+def cache_counts(found: pd.DataFrame) -> dict[str, Any]:
+    """Rows of `cache_lookups` counted (`CACHE_COUNTS`): lookups, paraphrases among them, answers served, right and
+    wrong, the hit rate (right answers per paraphrase) and the wrong share (wrong answers per answer served)."""
+    served = found[found["served"]]
+    right = int(served["correct"].sum())
+    paraphrases = int((found["kind"] == "paraphrase").sum())
+    counts = [len(found), paraphrases, len(served), right, len(served) - right,
+              right / max(paraphrases, 1), (len(served) - right) / max(len(served), 1)]  # fmt: skip
+    return dict(zip(CACHE_COUNTS, counts, strict=True))
 
 
 def cache_rows(
@@ -195,28 +236,22 @@ def cache_rows(
     another question's — wrong unless the two quote the same evidence, `answer_equivalents`), and each of `lookups`
     (`{"question", "of", "kind"}` as in `data/eval/cache_fresh.jsonl`: a paraphrase of the stored question `of`, or a
     near question that asks something else) whose `of` was stored. One row per kind (`CACHE_LOOKUPS`): lookups,
-    answers served, right, wrong — each answer served is one answer step (a chat-model call) saved."""
+    answers served, right, wrong — each answer served is one answer step (a chat-model call) saved. The lookups are
+    decided by `cache_lookups` and counted by `cache_counts`, as notebook 09 does."""
     from lessons.retrieval.semantic_cache import answer_equivalents
 
     stored = [item for item in items if item.answerable]
     cache.store_many((item.question, item.reference, {"id": item.id}) for item in stored)
     same = answer_equivalents(stored)
-    asked = [(CACHE_LOOKUPS[0], item.question, item.id, True) for item in stored]
-    asked += [(row["kind"], row["question"], row["of"], False) for row in lookups if row["of"] in same]
-    rows = []
-    for kind in CACHE_LOOKUPS:
-        served = right = n = 0
-        for _, question, of, leave_out in (entry for entry in asked if entry[0] == kind):
-            n += 1
-            hit = cache.nearest(question, leave_out=leave_out)
-            if hit is None or hit.similarity < cache.threshold:
-                continue
-            served += 1
-            right += kind != "near" and hit.metadata.get("id") in same[of]
-        if n:
-            rows.append({"lookup": kind, "lookups": n, "answers served": served, "right": right,
-                         "wrong": served - right})  # fmt: skip
-    return pd.DataFrame(rows, columns=["lookup", "lookups", "answers served", "right", "wrong"])
+    asked = [{"kind": CACHE_LOOKUPS[0], "question": item.question, "of": item.id, "leave_out": True}
+             for item in stored]  # fmt: skip
+    asked += [{"kind": row["kind"], "question": row["question"], "of": row["of"]} for row in lookups
+              if row["of"] in same]  # fmt: skip
+    found = cache_lookups(cache, asked, same)
+    columns = ["lookups", "answers served", "right", "wrong"]
+    rows = [{"lookup": kind, **{c: cache_counts(found[found["kind"] == kind])[c] for c in columns}}
+            for kind in CACHE_LOOKUPS if (found["kind"] == kind).any()]  # fmt: skip
+    return pd.DataFrame(rows, columns=["lookup", *columns])
 
 
 # --- retrieval metrics (the bundle of one ranked list: lessons.evaluation.metrics.retrieval_scores) ---
