@@ -26,21 +26,34 @@ the numbers it is judged by. The cross-lingual route cannot be chosen that way: 
 cross-lingual question, so its D and W are reported, not cross-validated.
 
     nice -n 10 python benchmarks/bench_rerank_fusion.py     → benchmarks/results/rerank_fusion.json
+    nice -n 10 python benchmarks/bench_rerank_fusion.py --corpus heldout   → benchmarks/results/rerank_fusion_heldout.json
+        the same rows on a third corpus no setting was tuned on (benchmark-only: the READMEs of twelve other
+        installed packages, benchmarks/corpora/heldout_readmes/, built by data/build_packages.py --set heldout, and
+        its gold questions, benchmarks/questions/heldout_readmes_gold.jsonl, written before it was measured); it
+        reports how the weights chosen by leave-one-corpus-out on the saved course/packages run score there
     python benchmarks/bench_rerank_fusion.py --recheck "plain first: top 20 → CE, w=0.7"
         re-checks the saved table with another pipeline as the default (no model runs): shows the FAILED block
+
+Rows "default (the factory), w=W" run the factory end to end with `default_reranker(first_stage_weight=W)` (both its
+cross-encoder and its cross-lingual route fused at W). Each is compared question by question with plain hybrid and
+with the shipped default: how many questions score higher or lower, and a paired bootstrap 95 % interval of the mean
+difference (few questions per cell, so a mean alone says little).
 """
 
+import json
+import random
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.common import save
+from benchmarks.bench_answerability import _question_file
+from benchmarks.common import RESULTS, save
 from lessons.chunking.strategies import cached_embeddings
 from lessons.core.embeddings import get_embeddings
 from lessons.core.search_text import search_text
-from lessons.evaluation.metrics import retrieval_scores
+from lessons.evaluation.metrics import relevance_labels, retrieval_scores
 from lessons.ingest.corpus import load_gold
 from lessons.retrieval.cross_encoder import ColbertScorer, OnnxCrossEncoder
 from lessons.retrieval.document_processor import (
@@ -50,11 +63,12 @@ from lessons.retrieval.document_processor import (
     plain_first,
     reranked_hybrid,
 )
-from lessons.retrieval.index import load_knowledge_base
+from lessons.retrieval.index import build_index, chunk_knowledge_base, load_knowledge_base
 from lessons.retrieval.rerank import (
     DEFAULT_FIRST_STAGE_WEIGHT,
     EmbeddingReranker,
     cross_encoder_reranker,
+    default_reranker,
     is_cross_lingual,
 )
 from lessons.retrieval.retrievers import dense_retriever, reciprocal_rank_fusion
@@ -67,6 +81,35 @@ METRICS = ["recall@5", "MRR@10"]
 BASE = f"plain first: top {RERANK_CANDIDATES} → CE, w={DEFAULT_FIRST_STAGE_WEIGHT}"  # the same-language recipe
 CROSS_DEPTHS, CROSS_WEIGHTS = (CANDIDATES, RERANK_CANDIDATES), (0.0, DEFAULT_FIRST_STAGE_WEIGHT, 0.3)
 DEFAULT = "default (the factory)"
+SWEEP = (0.0, 0.1, 0.2, 0.3)  # the factory's first-stage weights run end to end
+CORPORA = ("course", "packages")
+HELDOUT = "heldout"  # benchmark-only: data/build_packages.py --set heldout writes both paths
+HELDOUT_FOLDER = Path(__file__).resolve().parent / "corpora" / "heldout_readmes"
+HELDOUT_GOLD = Path(__file__).resolve().parent / "questions" / "heldout_readmes_gold.jsonl"
+BOOTSTRAP = 2000
+
+
+def factory_name(weight: float) -> str:
+    return f"{DEFAULT}, w={weight}"
+
+
+def corpus_to_measure(corpus: str) -> tuple[list, object, list]:
+    """(chunks, store, answerable gold questions) of a course corpus or of the benchmark-only held-out one, whose
+    every evidence quote must be in exactly one chunk (else the question names its quote and the fix)."""
+    if corpus != HELDOUT:
+        chunks, store = load_knowledge_base(corpus)
+        return chunks, store, [q for q in load_gold(corpus=corpus) if q.answerable]
+    chunks = chunk_knowledge_base(folder=HELDOUT_FOLDER)
+    questions = _question_file(HELDOUT_GOLD)
+    texts = [chunk.page_content for chunk in chunks]
+    for question in questions:
+        for quote in question.evidence:
+            if sum(relevance_labels(texts, [quote])) != 1:
+                raise ValueError(
+                    f"{HELDOUT_GOLD.name}, {question.id}: {quote!r} is not in exactly one chunk of {HELDOUT_FOLDER} "
+                    "— rebuild the corpus (data/build_packages.py --set heldout) or quote one chunk's words"
+                )
+    return chunks, build_index(chunks, name="bench-heldout-readmes"), questions
 
 
 def cross_lingual_name(depth: int, weight: float) -> str:
@@ -82,7 +125,7 @@ def fused(first: list, scores: dict[str, float], weight: float, depth: int) -> l
     return reciprocal_rank_fusion([top, by_model], [weight, 1 - weight], id_key=None)[:K]
 
 
-def pipelines(question, chunks, store, model, colbert, use, default) -> dict[str, list]:
+def pipelines(question, chunks, store, model, colbert, use, defaults) -> dict[str, list]:
     out = same_language_pipelines(question, chunks, store, model, colbert)
     candidates = plain_first(out["hybrid (plain)"], hybrid_over(chunks, store, k=RERANK_CANDIDATES,
                                                                 candidates=RERANK_CANDIDATES).invoke(question.question))  # fmt: skip
@@ -94,7 +137,8 @@ def pipelines(question, chunks, store, model, colbert, use, default) -> dict[str
                 route.compress_documents(candidates[:RERANK_CANDIDATES], question.question) if crossed else out[BASE]
             )
             out[cross_lingual_name(depth, weight)] = list(chosen)
-    out[DEFAULT] = default.invoke(question.question)
+    for name, retriever in defaults.items():
+        out[name] = retriever.invoke(question.question)
     return out
 
 
@@ -193,15 +237,50 @@ def recheck(default: str) -> list[str]:
     return failures
 
 
-def main():
+def paired(frame: pd.DataFrame, corpus: str, language: str, name: str, reference: str) -> dict:
+    """`name` against `reference`, question by question in one cell: how many score higher / lower per metric, and a
+    paired bootstrap 95 % interval (fixed seed) of the mean difference."""
+    cell = frame[(frame.corpus == corpus) & (frame.language == language)]
+    ours, theirs = (cell[cell.pipeline == n].set_index("id")[METRICS] for n in (name, reference))
+    difference = ours - theirs.loc[ours.index]
+    generator, n = random.Random(0), len(difference)
+    out = {"questions": n}
+    for metric in METRICS:
+        values = difference[metric].tolist()
+        means = sorted(sum(values[generator.randrange(n)] for _ in range(n)) / n for _ in range(BOOTSTRAP))
+        out[metric] = {"higher": int(sum(v > 0 for v in values)), "lower": int(sum(v < 0 for v in values)),
+                       "mean difference": round(sum(values) / n, 3),
+                       "95% interval": [round(means[int(0.025 * BOOTSTRAP)], 3), round(means[int(0.975 * BOOTSTRAP) - 1], 3)]}  # fmt: skip
+    return out
+
+
+def loco_choices_on(table: dict[str, dict[str, float]], corpus: str) -> dict:
+    """What the (depth, weight) each leave-one-corpus-out choice of the saved course/packages run picked scores on
+    `corpus`."""
+    saved = RESULTS / "rerank_fusion.json"
+    if not saved.is_file():
+        return {}
+    out = {}
+    for held_out, row in json.loads(saved.read_text(encoding="utf-8"))["cross_validated"].items():
+        chosen = next(value for key, value in row.items() if key.startswith("chosen on "))
+        out[f"{chosen} (chosen with {held_out} held out)"] = {
+            language: table.get(f"{corpus} | {language} | {chosen}") for language in ("en", "zh")
+        }
+    return out
+
+
+def main(corpora: tuple[str, ...] = CORPORA):
     model, colbert, use = OnnxCrossEncoder(), ColbertScorer(), cached_embeddings(get_embeddings("use"))
     rows = []
-    for corpus in ("course", "packages"):
-        chunks, store = load_knowledge_base(corpus)
-        default = reranked_hybrid(chunks, store, k=K)
-        for question in [q for q in load_gold(corpus=corpus) if q.answerable]:
-            for name, documents in pipelines(question, chunks, store, model, colbert, use, default).items():
-                rows.append({"corpus": corpus, "language": question.language, "pipeline": name,
+    for corpus in corpora:
+        chunks, store, questions = corpus_to_measure(corpus)
+        defaults = {DEFAULT: reranked_hybrid(chunks, store, k=K)}
+        for weight in SWEEP:
+            reranker = default_reranker(top_n=K, first_stage_weight=weight)
+            defaults[factory_name(weight)] = reranked_hybrid(chunks, store, k=K, reranker=reranker)
+        for question in questions:
+            for name, documents in pipelines(question, chunks, store, model, colbert, use, defaults).items():
+                rows.append({"corpus": corpus, "language": question.language, "pipeline": name, "id": question.id,
                              **retrieval_scores(documents, question, None, k=5, rank_k=K)})  # fmt: skip
     frame = pd.DataFrame(rows)
     table = frame.groupby(["corpus", "language", "pipeline"], sort=False)[METRICS].mean().round(3)
@@ -213,10 +292,24 @@ def main():
     print(f"\nthe factory's default scores as {recipe!r} on {same.all(axis=1).sum()} of {len(same)} questions")
     saved_table = {" | ".join(map(str, key)): row for key, row in table.to_dict("index").items()}
     failures = default_failures(saved_table, default)
-    validated = cross_validated(saved_table)
+    validated = cross_validated(saved_table) if set(CORPORA) <= set(corpora) else {}
     print("\nleave-one-corpus-out choice of depth and weight:")
     for held_out, row in validated.items():
         print(f"  {held_out}: {row}")
+    counts = frame[frame.pipeline == DEFAULT].groupby(["corpus", "language"]).size()
+    comparisons = {}
+    for (corpus, language), n in counts.items():
+        print(f"\n{corpus}/{language}, {n} questions: the factory at each first-stage weight, question by question")
+        for weight in SWEEP:
+            for reference in ("hybrid (plain)", DEFAULT):
+                key = f"{corpus} | {language} | {factory_name(weight)} vs {reference}"
+                comparisons[key] = paired(frame, corpus, language, factory_name(weight), reference)
+                print(f"  {key}: {comparisons[key]}")
+    held_out_choices = {corpus: loco_choices_on(saved_table, corpus) for corpus in corpora if corpus not in CORPORA}
+    for corpus, choices in held_out_choices.items():
+        print(f"\nthe saved run's leave-one-corpus-out choices, scored on {corpus}:")
+        for name, scores in choices.items():
+            print(f"  {name}: {scores}")
     misses = {}
     for corpus, part in frame.groupby("corpus"):
         means = part.groupby("pipeline")["recall@5"].mean()
@@ -230,12 +323,22 @@ def main():
         "share_of_dense_recall_misses_removed": misses,
         "cross_validated": validated,
         "default_recipe": recipe,
+        "questions": {f"{corpus} | {language}": int(n) for (corpus, language), n in counts.items()},
+        "factory_by_weight_question_by_question": comparisons,
+        "saved_leave_one_corpus_out_choices_scored_here": held_out_choices,
     }
-    save("rerank_fusion", result)
+    save("rerank_fusion" if tuple(corpora) == CORPORA else "rerank_fusion_" + "_".join(corpora), result)
     return result
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--recheck"] and len(sys.argv) == 3:
         sys.exit(1 if recheck(sys.argv[2]) else 0)
-    main()
+    if sys.argv[1:2] == ["--corpus"] and len(sys.argv) == 3:
+        chosen = tuple(sys.argv[2].split(","))
+        unknown = set(chosen) - {*CORPORA, HELDOUT}
+        if unknown:
+            raise SystemExit(f"--corpus {sys.argv[2]}: unknown {sorted(unknown)} — use course, packages, {HELDOUT}")
+        main(chosen)
+    else:
+        main()
