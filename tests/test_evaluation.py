@@ -264,3 +264,26 @@ def test_the_gate_report_says_how_far_below_its_thresholds_each_round_was():
     }  # fmt: skip
     assert gate_report("哪个端口？", trace, {"zh": 0.5})["thresholds"] == {"cross_encoder": 0.0, "p_yes": 0.5}
     assert gate_report("Which port?", [], {"zh": 0.5}) == {"language": "en", "thresholds": None, "rounds": []}
+
+
+def test_the_reports_cache_line_embeds_through_the_course_embedding_cache(fresh_settings, monkeypatch, tmp_path):
+    from fakes import KeywordEmbeddings
+
+    from lessons.core import embeddings
+    from lessons.evaluation.cli import cache_note
+    from lessons.retrieval import semantic_cache
+
+    model = KeywordEmbeddings(("port", "ARR", "leave"), name="keyword-embedder")
+    monkeypatch.setattr(embeddings, "get_embeddings", lambda *args, **kwargs: model)
+    monkeypatch.setitem(semantic_cache.DEFAULT_THRESHOLDS, ("keyword-embedder", True), 0.99)
+    items = [
+        TestItem(id=qid, question=question, language="en", type="fact", reference=f"answer {qid}",
+                 evidence=[qid], evidence_chunk_ids=[], origin="gold")
+        for qid, question in [("port", "Which port does Atlas use?"), ("arr", "What was ARR in Q2?")]
+    ]  # fmt: skip
+    chunks = [Document(page_content="Atlas uses port 7420.", metadata={"chunk_id": "c1"})]
+    first = cache_note(items, chunks, tmp_path / "run-1")
+    embedded = model.calls
+    assert embedded == 2 and "2 evaluated questions stored" in first  # stored, then asked again: embedded once each
+    assert cache_note(items, chunks, tmp_path / "run-2") == first
+    assert model.calls == embedded, "the next run's questions come from the embedding cache, not the model"

@@ -641,8 +641,9 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
 def cache_note(items, chunks, output: Path) -> str:
     """The semantic cache's line in the report (`cache_rows`): the evaluated answerable questions stored with their
     reference answers, each asked again with itself left out — how many answers it served, and how many were another
-    question's wrong answer. Embeds the questions; no chat-model call."""
-    from lessons.core.embeddings import get_embeddings
+    question's wrong answer. Embeds the questions through the course's embedding cache (`cached_embeddings`: a
+    question embedded before, by this run's retrieval or an earlier run, is not embedded again); no chat-model call."""
+    from lessons.chunking.strategies import cached_embeddings
     from lessons.evaluation.pipelines import cache_rows
     from lessons.retrieval.semantic_cache import SemanticCache, knowledge_base_version
 
@@ -651,7 +652,7 @@ def cache_note(items, chunks, output: Path) -> str:
     path = output / "semantic_cache.sqlite"
     path.unlink(missing_ok=True)  # the questions of this run only
     try:
-        cache = SemanticCache(path, get_embeddings(), knowledge_base_version(chunks))
+        cache = SemanticCache(path, cached_embeddings(), knowledge_base_version(chunks))
     except ValueError as error:  # an embedder without a calibrated threshold
         return f"not measured ({error})"
     row = cache_rows(items, cache).iloc[0]
