@@ -26,6 +26,7 @@ from lessons.evaluation.pipelines import (
     answer_from,
     check_pipeline_names,
     judge_answer,
+    threshold_note,
 )
 from lessons.evaluation.testset import TestItem
 
@@ -287,3 +288,49 @@ def test_the_reports_cache_line_embeds_through_the_course_embedding_cache(fresh_
     assert embedded == 2 and "2 evaluated questions stored" in first  # stored, then asked again: embedded once each
     assert cache_note(items, chunks, tmp_path / "run-2") == first
     assert model.calls == embedded, "the next run's questions come from the embedding cache, not the model"
+
+
+def test_the_commands_report_is_written_in_the_course_language(fresh_settings, monkeypatch, tmp_path):
+    """report.md, the notes in it and the lines the command prints come from the catalogue: Chinese in Chinese,
+    the same English as before in English; results.json keeps the English keys."""
+    from fakes import KeywordEmbeddings
+
+    from lessons.core import embeddings
+    from lessons.evaluation.cli import EvalConfig, cache_note, rerank_note
+    from lessons.retrieval import semantic_cache
+    from lessons.retrieval.rerank import DEFAULT_FIRST_STAGE_WEIGHT
+
+    model = KeywordEmbeddings(("port", "leave"), name="keyword-embedder")
+    monkeypatch.setattr(embeddings, "get_embeddings", lambda *args, **kwargs: model)
+    monkeypatch.setitem(semantic_cache.DEFAULT_THRESHOLDS, ("keyword-embedder", True), 0.99)
+    monkeypatch.chdir(tmp_path)
+    rows = evaluate(fake_pipelines(), ITEMS, ScriptedChatModel(default="no function call"), CHUNKS, k=2, progress=False)
+    table = compare(rows, k=2)
+    config = EvalConfig(tmp_path / "eval.toml", tmp_path, "gold", ["dense"], tmp_path / "out")
+    reports = {}
+    for language in ("zh", "en"):
+        monkeypatch.setenv("AGENTIC_RAG_LANG", language)
+        meta = {"model": "scripted", "gate thresholds": threshold_note("my-docs"), "reranker": rerank_note(config),
+                "semantic cache": cache_note(ITEMS, CHUNKS, tmp_path / language)}  # fmt: skip
+        json_path, md_path = save_report(tmp_path / language, rows, table, ITEMS, meta)
+        reports[language] = md_path.read_text(encoding="utf-8")
+        assert list(json.loads(json_path.read_text())["meta"]) == list(meta)  # the keys stay English
+    chinese, english = reports["zh"], reports["en"]
+    assert chinese.startswith("# RAG 评测报告\n") and english.startswith("# RAG evaluation report\n")
+    for heading in ("## 测试集", "## 流水线比较", "## 评审失败", "## 流水线错误"):
+        assert f"\n{heading}\n" in chinese
+    assert "- **模型**: scripted" in chinese and "- **model**: scripted" in english
+    assert "- **门控阈值**: 门控阈值（en P(yes) ≥ " in chinese and "由 benchmarks/bench_gate.py" in chinese
+    assert "它**没有**在 my-docs 上校准" in chinese and "NOT calibrated on my-docs" in english
+    assert (
+        f"- **重排器**: default_reranker，第一阶段权重 {DEFAULT_FIRST_STAGE_WEIGHT:g}，跨语言路线 开（课程的默认设置）"
+        in chinese
+    )
+    assert "- **语义缓存**: 放在任何流水线前面，阈值 0.990，打开防护：存入 2 道被评测的问题" in chinese
+    assert "- **semantic cache**: in front of any pipeline, at threshold 0.990 with its guard: 2 evaluated" in english
+    headers = {language: [[cell.strip() for cell in line.split("|")[1:3]] for line, below in
+                          zip(report.splitlines(), report.splitlines()[1:]) if below.startswith("|:")]
+               for language, report in reports.items()}  # fmt: skip
+    assert headers["zh"] == [["问题数", "英文"], ["流水线", "问题数"]]  # the test set, the comparison
+    assert headers["en"] == [["questions", "English"], ["pipeline", "questions"]]
+    assert not any(english_line in chinese for english_line in ("## Judge failures", "None.", "Retrieval metrics"))

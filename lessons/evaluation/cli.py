@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lessons.core.i18n import N_, t, t_marked
+from lessons.core.i18n import N_, for_reader, t, t_marked
 from lessons.evaluation.pipelines import RANK_K, K, UnknownPipeline, check_pipeline_names
 
 EXAMPLE_CONFIG = N_("""\
@@ -537,9 +537,8 @@ def read_documents(config: EvalConfig, progress: bool = True):
     if result.skipped or not result.documents:
         print(result.summary())
     if any(s.reason.startswith((FileTooLarge.__name__, TotalSizeExceeded.__name__)) for s in result.skipped):
-        print(
-            f"  (to raise a size limit, add to {config.path.name}: [limits] max_file_bytes = … / max_total_bytes = …)"
-        )
+        print("  " + t("(to raise a size limit, add to {name}: [limits] max_file_bytes = … / max_total_bytes = …)",
+                       name=config.path.name))  # fmt: skip
     if not result.documents:
         reasons = "; ".join(f"{Path(s.path).name}: {s.reason}" for s in result.skipped)
         raise NoDocuments(f"{config.path}: no file in {config.documents} could be read"
@@ -567,7 +566,7 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
 
     started = time.perf_counter()
     print(model_banner())
-    print(f"vector store: {store_location()}")
+    print(t("vector store: {location}", location=for_reader(store_location())))
     check_chat_model_reachable()
     if config.corpus is not None:  # a knowledge base of the course: read through its manifest, its own collection
         from lessons.ingest.files import IngestResult
@@ -582,7 +581,8 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
         chunks, ingested = read_documents(config, progress)
         collection = config.collection or collection_for(config.documents)
     store = build_index(chunks, collection)
-    print(f"{len(chunks)} chunks from {config.documents} in collection {collection!r}")
+    print(t("{n} chunks from {documents} in collection '{collection}'", n=len(chunks), documents=config.documents,
+            collection=collection))  # fmt: skip
     llm = get_chat_model()
     pool, items = question_pool(config, chunks, llm, progress)
     items = items[: limit or None]
@@ -611,29 +611,29 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
         gate_line = calibration.note(str(config.documents)) if calibration else gate_note(config)
         print(gate_line)
     pipelines, builds = build_measured(config.pipelines, resources)
-    print(f"{len(items)} questions × {len(pipelines)} pipelines: {', '.join(pipelines)}")
+    print(t("{n} questions × {m} pipelines: {names}", n=len(items), m=len(pipelines), names=", ".join(pipelines)))
     rows = evaluate(pipelines, items, llm, chunks, k=k, rank_k=rank_k, progress=progress)
     table = compare(rows, k=k, rank_k=rank_k)
     meta = {"model": model_banner(), "vector store": store_location(), "documents": str(config.documents),
             "chunks": len(chunks), "questions": config.questions if config.questions in ("gold", "generate") else Path(config.questions).name,
             "pipelines": ", ".join(pipelines), "k": k, "rank_k": rank_k,
-            "files skipped": "; ".join(f"{Path(s.path).name}: {s.reason}" for s in ingested.skipped) or "none"}  # fmt: skip
+            "files skipped": "; ".join(f"{Path(s.path).name}: {s.reason}" for s in ingested.skipped) or t("none")}  # fmt: skip
     if any(name in config.pipelines for name in ("hybrid+rerank", "grading-loop")):
         meta["reranker"] = rerank_note(config)
     if gate_line is not None:
         meta["gate thresholds"] = gate_line
     built = builds[builds["llm_calls"] > 0]
     if len(built):  # graph+rerank, raptor+rerank: chat-model calls before the first question
-        meta["build cost"] = "; ".join(f"{name}: {int(row.llm_calls)} chat-model calls ({int(row.cached_calls)} "
-                                       f"cached), {int(row.tokens)} tokens, {row.seconds:.0f} s"
+        meta["build cost"] = "; ".join(t("{name}: {calls} chat-model calls ({cached} cached), {tokens} tokens, "
+                                         "{seconds:.0f} s", name=name, calls=int(row.llm_calls),
+                                         cached=int(row.cached_calls), tokens=int(row.tokens), seconds=row.seconds)
                                        for name, row in built.iterrows())  # fmt: skip
     meta["semantic cache"] = cache_note(items, chunks, config.output)
     json_path, md_path = save_report(config.output, rows, table, items, meta)
     figure = plot_comparison(table, k, rank_k)
     figure.savefig(config.output / "comparison.png", dpi=110)
-    print(
-        f"\nwrote {json_path}, {md_path} and {config.output / 'comparison.png'} in {time.perf_counter() - started:.0f} s"
-    )
+    print("\n" + t("wrote {json}, {markdown} and {figure} in {seconds:.0f} s", json=json_path, markdown=md_path,
+                   figure=config.output / "comparison.png", seconds=time.perf_counter() - started))  # fmt: skip
     print(USAGE.report())
     return {"json": json_path, "markdown": md_path, "table": table, "rows": rows, "skipped": list(ingested.skipped)}
 
@@ -648,19 +648,18 @@ def cache_note(items, chunks, output: Path) -> str:
     from lessons.retrieval.semantic_cache import SemanticCache, knowledge_base_version
 
     if not any(item.answerable for item in items):
-        return "not measured (no answerable question to store)"
+        return t("not measured (no answerable question to store)")
     path = output / "semantic_cache.sqlite"
     path.unlink(missing_ok=True)  # the questions of this run only
     try:
         cache = SemanticCache(path, cached_embeddings(), knowledge_base_version(chunks))
     except ValueError as error:  # an embedder without a calibrated threshold
-        return f"not measured ({error})"
+        return t("not measured ({error})", error=error)
     row = cache_rows(items, cache).iloc[0]
-    return (
-        f"in front of any pipeline, at threshold {cache.threshold:.3f} with its guard: {row['lookups']} evaluated "
-        f"questions stored, each asked again as a new one (itself left out) was served {row['answers served']} "
-        f"stored answer(s), {row['wrong']} of them another question's wrong answer"
-    )
+    return t("in front of any pipeline, at threshold {threshold:.3f} with its guard: {n} evaluated questions stored, "
+             "each asked again as a new one (itself left out) was served {served} stored answer(s), {wrong} of them "
+             "another question's wrong answer", threshold=cache.threshold, n=row["lookups"],
+             served=row["answers served"], wrong=row["wrong"])  # fmt: skip
 
 
 def rerank_options(config: EvalConfig) -> tuple[float, bool]:
@@ -675,9 +674,11 @@ def rerank_note(config: EvalConfig) -> str:
     from lessons.retrieval.rerank import DEFAULT_FIRST_STAGE_WEIGHT
 
     weight, cross_lingual = rerank_options(config)
-    route = "on" if cross_lingual else "off"
-    default = " (the course's default)" if weight == DEFAULT_FIRST_STAGE_WEIGHT and route == "on" else ""
-    return f"default_reranker, first-stage weight {weight:g}, cross-lingual route {route}{default}"
+    route = t("on") if cross_lingual else t("off")
+    if weight == DEFAULT_FIRST_STAGE_WEIGHT and cross_lingual:
+        return t("default_reranker, first-stage weight {weight:g}, cross-lingual route {route} (the course's default)",
+                 weight=weight, route=route)  # fmt: skip
+    return t("default_reranker, first-stage weight {weight:g}, cross-lingual route {route}", weight=weight, route=route)
 
 
 def gate_note(config: EvalConfig) -> str:
@@ -727,8 +728,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         result["markdown"]
         .read_text(encoding="utf-8")
-        .split("## Judge failures")[0]
-        .split("## Pipelines compared")[1]
+        .split(t("## Judge failures"))[0]
+        .split(t("## Pipelines compared"))[1]
         .strip()
     )
     return 0

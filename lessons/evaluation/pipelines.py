@@ -40,7 +40,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from lessons.agents import pipelines as _registry
-from lessons.core.i18n import N_, language_name, t
+from lessons.core.i18n import N_, language_name, t, t_labels, t_marked
 from lessons.core.reports import mean_present
 from lessons.evaluation.harness import measure
 from lessons.evaluation.judges import Judgement, answer_completeness, judge_faithfulness
@@ -90,16 +90,13 @@ def threshold_note(documents: str, at_home: bool = False) -> str:
     `at_home`: `documents` is the corpus the thresholds were calibrated on (the course corpus)."""
     thresholds, source = _registry.gate_thresholds()
     values = "; ".join(f"{language} {_describe(value)}" for language, value in sorted(thresholds.items()))
+    source = t_marked(source)  # marked with N_() where it is defined (DEFAULT_GATE_SOURCE)
     if at_home:
-        return (
-            f"gate thresholds ({values}) are from {source}: calibrated on these documents' gold questions, so its "
-            "abstention on them is in-sample"
-        )
-    return (
-        f"gate thresholds ({values}) are from {source}, NOT calibrated on {documents}: "
-        "measure them on questions from these documents before trusting its abstentions "
-        "([gate] calibrate = N in the evaluation config does it)"
-    )
+        return t("gate thresholds ({values}) are from {source}: calibrated on these documents' gold questions, so its "
+                 "abstention on them is in-sample", values=values, source=source)  # fmt: skip
+    return t("gate thresholds ({values}) are from {source}, NOT calibrated on {documents}: measure them on questions "
+             "from these documents before trusting its abstentions ([gate] calibrate = N in the evaluation config does "
+             "it)", values=values, source=source, documents=documents)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -116,13 +113,7 @@ class GateCalibration:
 
     def note(self, documents: str) -> str:
         """One plain sentence for the report: which thresholds, calibrated on what, and what they refuse there."""
-        _, source = _registry.gate_thresholds()
-        where = (
-            "the evaluated questions themselves (in-sample: the abstention measured on them is optimistic — "
-            "leave questions outside [sample] to calibrate on others)"
-            if self.in_sample
-            else "these documents' questions that are not evaluated here"
-        )
+        source = t_marked(_registry.gate_thresholds()[1])
         parts = []
         for language, threshold in sorted(self.thresholds.items()):
             part = self.scores[self.scores["language"] == language]
@@ -130,17 +121,23 @@ class GateCalibration:
             if language in self.calibrated:
                 refused = float((outside["score"] < self.calibrated[language]).mean())
                 kept = float((inside["score"] >= self.calibrated[language]).mean()) if len(inside) else float("nan")
+                counts = {"language": language, "threshold": _describe(threshold), "n": len(part),
+                          "answerable": len(inside), "out_of_kb": len(outside), "kept": kept, "refused": refused}  # fmt: skip
                 parts.append(
-                    f"{language} {_describe(threshold)} calibrated on {len(part)} of {where} "
-                    f"({len(inside)} answerable, {len(outside)} out-of-KB; answers {kept:.0%} of those answerable "
-                    f"in round one, refuses {refused:.0%} of those out-of-KB)"
-                )
+                    t("{language} {threshold} calibrated on {n} of the evaluated questions themselves (in-sample: the "
+                      "abstention measured on them is optimistic — leave questions outside [sample] to calibrate on "
+                      "others) ({answerable} answerable, {out_of_kb} out-of-KB; answers {kept:.0%} of those "
+                      "answerable in round one, refuses {refused:.0%} of those out-of-KB)", **counts)
+                    if self.in_sample
+                    else t("{language} {threshold} calibrated on {n} of these documents' questions that are not "
+                           "evaluated here ({answerable} answerable, {out_of_kb} out-of-KB; answers {kept:.0%} of "
+                           "those answerable in round one, refuses {refused:.0%} of those out-of-KB)", **counts)
+                )  # fmt: skip
             else:
-                parts.append(
-                    f"{language} {_describe(threshold)} from {source}, NOT calibrated on {documents} (no "
-                    f"{language} out-of-KB question to calibrate on: add near misses in {language})"
-                )
-        return "gate thresholds: " + "; ".join(parts)
+                parts.append(t("{language} {threshold} from {source}, NOT calibrated on {documents} (no {language} "
+                               "out-of-KB question to calibrate on: add near misses in {language})", language=language,
+                               threshold=_describe(threshold), source=source, documents=documents))  # fmt: skip
+        return t("gate thresholds: {parts}", parts="; ".join(parts))
 
 
 def calibrate_gate_on(
@@ -428,27 +425,45 @@ def markdown_table(table: pd.DataFrame) -> str:
             lambda v: str(int(v)) if column.name in counts and v is not None and not pd.isna(v) else _fmt(v)
         )
     )
-    return shown.rename_axis("pipeline").to_markdown(tablefmt="pipe", disable_numparse=True)
+    shown = t_labels(shown.rename_axis("pipeline"), [
+        "pipeline", "questions", "answered (in-KB)", "factual consistency", "judged answers", "completeness",
+        "abstained (out-of-KB)", "judge failures", "pipeline errors", "LLM calls/question", "tokens/question",
+        "DeepSeek $/question", "s/question",
+    ])  # fmt: skip
+    return shown.to_markdown(tablefmt="pipe", disable_numparse=True)
+
+
+# The report's settings (`meta`), by the English key results.json keeps: the label report.md shows (through t()).
+REPORT_LABELS = {
+    "model": N_("model"), "vector store": N_("vector store"), "documents": N_("documents"), "corpus": N_("corpus"),
+    "chunks": N_("chunks"), "questions": N_("question source"), "pipelines": N_("pipelines"),
+    "files skipped": N_("files skipped"), "reranker": N_("reranker"), "gate thresholds": N_("gate thresholds"),
+    "build cost": N_("build cost"), "semantic cache": N_("semantic cache"),
+}  # fmt: skip
 
 
 def report_markdown(rows: pd.DataFrame, table: pd.DataFrame, items: Sequence[TestItem], meta: Mapping[str, Any]) -> str:
     """The human-readable report: settings, the comparison table, judge failures, pipeline errors."""
     from lessons.evaluation.testset import describe
 
-    lines = ["# RAG evaluation report", ""]
-    lines += [f"- **{key}**: {value}" for key, value in meta.items()]
-    test_set = pd.DataFrame([{key: _fmt(value) for key, value in describe(items).items()}])
-    lines += ["", "## Test set", "", test_set.to_markdown(index=False, tablefmt="pipe", disable_numparse=True), ""]
-    lines += ["## Pipelines compared", "", markdown_table(table), "",
-              ("Retrieval metrics and completeness: answerable questions. Factual consistency: answers that were "
-               "judged (abstentions make no claim). Abstained: out-of-KB questions. Cost columns count the pipeline's "
-               "own calls (not the judge's); DeepSeek $ is the list price of those tokens."), ""]  # fmt: skip
+    lines = [t("# RAG evaluation report"), ""]
+    labels = {key: t_marked(REPORT_LABELS[key]) if key in REPORT_LABELS else key for key in meta}
+    lines += [f"- **{labels[key]}**: {value}" for key, value in meta.items()]
+    test_set = t_labels(pd.DataFrame([{key: _fmt(value) for key, value in describe(items).items()}]), [
+        "questions", "English", "Chinese", "out-of-KB", "needs 2+ chunks", "question chars (mean)",
+        "reference chars (mean)", "evidence chunks per question",
+    ])  # fmt: skip
+    lines += ["", t("## Test set"), "", test_set.to_markdown(index=False, tablefmt="pipe", disable_numparse=True), ""]
+    lines += [t("## Pipelines compared"), "", markdown_table(table), "",
+              t("Retrieval metrics and completeness: answerable questions. Factual consistency: answers that were "
+                "judged (abstentions make no claim). Abstained: out-of-KB questions. Cost columns count the pipeline's "
+                "own calls (not the judge's); DeepSeek $ is the list price of those tokens."), ""]  # fmt: skip
     failures = judge_failures(rows)
-    lines += ["## Judge failures", ""]
-    lines += [f"- {r.pipeline} · {r.question_id} · {r.judge}: {r.cause}" for r in failures.itertuples()] or ["None."]
+    lines += [t("## Judge failures"), ""]
+    lines += [f"- {r.pipeline} · {r.question_id} · {r.judge}: {r.cause}" for r in failures.itertuples()] or [t("None.")]
     errors = rows[rows["error"].notna()]
-    lines += ["", "## Pipeline errors", ""]
-    lines += [f"- {r.pipeline} · {r.question_id}: {r.error}" for r in errors.itertuples()] or ["None."]
+    lines += ["", t("## Pipeline errors"), ""]
+    lines += [f"- {r.pipeline} · {r.question_id}: {r.error}" for r in errors.itertuples()] or [t("None.")]
     return "\n".join(lines) + "\n"
 
 
@@ -475,10 +490,10 @@ def plot_comparison(table: pd.DataFrame, k: int = K, rank_k: int = RANK_K):
     answers = [
         c for c in ("answered (in-KB)", "factual consistency", "completeness", "abstained (out-of-KB)") if c in table
     ]
-    table[retrieval].astype(float).plot.barh(ax=axes[0], xlim=(0, 1.05), title="Retrieval (answerable questions)")
-    table[answers].astype(float).plot.barh(ax=axes[1], xlim=(0, 1.05), title="Answers (LLM judge)")
+    table[retrieval].astype(float).plot.barh(ax=axes[0], xlim=(0, 1.05), title=t("Retrieval (answerable questions)"))
+    table[answers].astype(float).plot.barh(ax=axes[1], xlim=(0, 1.05), title=t("Answers (LLM judge)"))
     cost = table[["LLM calls/question"] + (["s/question"] if "s/question" in table else [])].astype(float)
-    cost.plot.barh(ax=axes[2], title="Cost per question")
+    cost.plot.barh(ax=axes[2], title=t("Cost per question"))
     for ax in axes:
         ax.invert_yaxis()
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)

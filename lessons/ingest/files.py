@@ -134,17 +134,18 @@ class IngestResult:
         """A short report: files converted (how many from the cache), files skipped and why."""
         cached = sum(document.from_cache for document in self.documents)
         seconds = sum(document.seconds for document in self.documents)
-        lines = [f"Converted {len(self.documents)} file(s) ({cached} from cache) in {seconds:.1f} s."]
+        lines = [t("Converted {n} file(s) ({cached} from cache) in {seconds:.1f} s.", n=len(self.documents),
+                   cached=cached, seconds=seconds)]  # fmt: skip
         decoded = [document for document in self.documents if document.encoding != "utf-8"]
         if decoded:
-            lines.append(f"Read {len(decoded)} file(s) that are not UTF-8 in their detected encoding:")
+            lines.append(t("Read {n} file(s) that are not UTF-8 in their detected encoding:", n=len(decoded)))
             lines.extend(f"  - {document.source}: {encoding_label(document.encoding)}" for document in decoded)
         warned = [warning for document in self.documents for warning in document.warnings]
         if warned:
             lines.append(t("{n} warning(s):", n=len(warned)))
             lines.extend(f"  - {warning}" for warning in warned)
         if self.skipped:
-            lines.append(f"Skipped {len(self.skipped)} file(s):")
+            lines.append(t("Skipped {n} file(s):", n=len(self.skipped)))
             lines.extend(f"  - {Path(item.path).name}: {item.reason}" for item in self.skipped)
         return "\n".join(lines)
 
