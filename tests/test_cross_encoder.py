@@ -52,6 +52,25 @@ def test_batching_does_not_change_the_scores():
     assert batched == pytest.approx(one_by_one, abs=1e-4)
 
 
+def test_pairs_are_batched_by_token_count_not_by_characters(monkeypatch):
+    # A Chinese passage is about one token per character, an English one four or five characters per token: sorted
+    # by characters, the two short Chinese pairs share a batch padded to the longer one (and the English ones too)
+    zh_short = "Atlas 服务器默认在端口 7420 上提供 REST 和 gRPC 接口，管理控制台使用另一个端口。"
+    zh_long = zh_short + "升级到新版本之前，请先备份配置文件并检查发布说明中的变更。"
+    en_short = "Atlas Server exposes the REST and gRPC APIs on port 7420 by default, and the console on another one."
+    en_long = en_short + " Back up the configuration before an upgrade and read the release notes first."
+    pairs = [(QUESTION, passage) for passage in (zh_short, en_short, zh_long, en_long)]
+    cross_encoder._SCORES.clear()
+    model = OnnxCrossEncoder(batch_size=2, persist=False)
+    rows, real_run = [], model.model.run
+    monkeypatch.setattr(
+        model.model, "run", lambda feeds: rows.extend(feeds["attention_mask"].sum(axis=1)) or real_run(feeds)
+    )
+    model.score(pairs)
+    # each batch holds the pairs nearest in token count: the least padding (sorted by characters: 50, 79 | 41, 55)
+    assert len(rows) == 4 and rows == sorted(rows)
+
+
 def test_a_pair_scored_before_is_not_run_through_the_model_again(monkeypatch):
     cross_encoder._SCORES.clear()
     model = OnnxCrossEncoder(batch_size=2, persist=False)

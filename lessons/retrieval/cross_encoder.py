@@ -145,18 +145,28 @@ class _OnnxModel:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.lock = threading.Lock()  # the tokenizer's truncation/padding settings are per object
 
-    def encode(self, first: Sequence[str], second: Sequence[str] | None, max_tokens: int):
+    def _encodings(self, first: Sequence[str], second: Sequence[str] | None, max_tokens: int, pad: bool):
         with self.lock:
             self.tokenizer.enable_truncation(
                 max_length=max_tokens, strategy="only_second" if second else "longest_first"
             )
-            self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            if pad:
+                self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            else:
+                self.tokenizer.no_padding()
             try:
                 pairs = list(zip(first, second)) if second is not None else list(first)
-                encodings = self.tokenizer.encode_batch(pairs)
+                return self.tokenizer.encode_batch(pairs)
             except Exception:  # noqa: BLE001 - tokenizers raises a plain Exception when one side cannot be cut enough: cut both
                 self.tokenizer.enable_truncation(max_length=max_tokens, strategy="longest_first")
-                encodings = self.tokenizer.encode_batch(list(zip(first, second)) if second is not None else list(first))
+                return self.tokenizer.encode_batch(list(zip(first, second)) if second is not None else list(first))
+
+    def token_counts(self, first: Sequence[str], second: Sequence[str] | None, max_tokens: int) -> list[int]:
+        """How many tokens each input becomes after truncation (no padding): what a batch is padded to."""
+        return [len(e.ids) for e in self._encodings(first, second, max_tokens, pad=False)]
+
+    def encode(self, first: Sequence[str], second: Sequence[str] | None, max_tokens: int):
+        encodings = self._encodings(first, second, max_tokens, pad=True)
         feeds = {
             "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
             "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
@@ -259,7 +269,13 @@ class OnnxCrossEncoder(BaseCrossEncoder):
             self._remember(stored)
             known.update(stored)
             todo = {key: pair for key, pair in todo.items() if key not in known}
-        ordered = sorted(todo.items(), key=lambda item: len(item[1][0]) + len(item[1][1]))  # less padding per batch
+        # Batches of similar token counts: a batch is padded to its longest pair, and the model's time grows with the
+        # padded tokens. Sorted by characters, batches mixed Chinese (≈ 1 token per character) with English (≈ 4-5
+        # characters per token): on notebook 02's reranker pairs for 12 gold questions (452 pairs, 107,553 tokens) the
+        # batches ran 53 % padding on top, sorted by tokens 2.7 %, and the CPU time fell by a third (69 s -> 46 s).
+        pairs = list(todo.values())
+        counts = self.model.token_counts([q for q, _ in pairs], [p for _, p in pairs], self.max_tokens) if pairs else []
+        ordered = [item for _, item in sorted(zip(counts, todo.items()), key=lambda pair: pair[0])]
         for start in range(0, len(ordered), self.batch_size):
             batch = ordered[start : start + self.batch_size]
             feeds = self.model.encode([q for _, (q, _) in batch], [p for _, (_, p) in batch], self.max_tokens)
