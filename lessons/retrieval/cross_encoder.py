@@ -193,8 +193,11 @@ _SCORES: dict[str, float] = {}
 _SCORES_LOCK = threading.Lock()
 
 
-def _pair_key(model: str, max_tokens: int, query: str, passage: str) -> str:
-    return hashlib.sha256(f"{model}\x00{max_tokens}\x00{query}\x00{passage}".encode()).hexdigest()
+def _pair_key(model: str, max_tokens: int, query: str, passage: str, batch_size: int = 1) -> str:
+    # A pair scored alone (batch_size 1) has one score; scored in a batch, the int8 model's score also depends on the
+    # batch (see OnnxCrossEncoder), so such scores are kept apart, under their batch size.
+    mode = "pair" if batch_size == 1 else f"batch{batch_size}"
+    return hashlib.sha256(f"{model}\x00{max_tokens}\x00{mode}\x00{query}\x00{passage}".encode()).hexdigest()
 
 
 class ScoreStore(SQLiteFile):
@@ -240,8 +243,13 @@ class OnnxCrossEncoder(BaseCrossEncoder):
     """The packaged ms-marco-MiniLM-L-12-v2 cross-encoder as a LangChain `BaseCrossEncoder` (notebook 02).
 
     `score(pairs)` returns one probability per (query, passage) pair, in order: the sigmoid of the
-    model's logit. Pairs go through the model `batch_size` at a time; each is cut to `max_tokens`
-    tokens, the passage first. The model is English (MS MARCO): see `lessons.retrieval.rerank` for routing by
+    model's logit. Each pair is cut to `max_tokens` tokens, the passage first, and goes through the model alone
+    (`batch_size` 1): the packaged model is quantized to int8 with one activation scale per batch, so a pair scored in
+    a batch gets a score that depends on the other pairs in it — up to 0.09 in probability on course chunks, with or
+    without padding (measured 6 Dec 2026) — and a cached score would depend on which pairs happened to be scored
+    together. Alone, a pair has one score, whatever else is reranked and whatever the cache holds; it costs about 7 %
+    more CPU than batches of 16 sorted by token count. A larger `batch_size` is for measuring speed
+    (`benchmarks/bench_rerank.py`); its scores are cached apart. The model is English (MS MARCO): see `lessons.retrieval.rerank` for routing by
     language. A pair scored before is read back instead of run again: from this process's memo, and with
     `persist` (the default) from the cache folder's `cross_encoder_scores.sqlite` (see `ScoreStore`).
     """
@@ -250,7 +258,7 @@ class OnnxCrossEncoder(BaseCrossEncoder):
     languages = frozenset({"en"})
 
     def __init__(
-        self, batch_size: int = 16, max_tokens: int = MAX_TOKENS, threads: int | None = None, persist: bool = True
+        self, batch_size: int = 1, max_tokens: int = MAX_TOKENS, threads: int | None = None, persist: bool = True
     ):
         if batch_size < 1 or not 8 <= max_tokens <= MAX_TOKENS:
             raise ValueError(f"batch_size ≥ 1 and 8 ≤ max_tokens ≤ {MAX_TOKENS}, got {batch_size} and {max_tokens}")
@@ -260,7 +268,7 @@ class OnnxCrossEncoder(BaseCrossEncoder):
     def score(self, text_pairs: Sequence[tuple[str, str]]) -> list[float]:
         """One probability per pair; a pair scored before (in this process, or in the cache folder's score file
         when `persist`) is not run through the model again."""
-        keys = [_pair_key(self.name, self.max_tokens, q, p) for q, p in text_pairs]
+        keys = [_pair_key(self.name, self.max_tokens, q, p, self.batch_size) for q, p in text_pairs]
         with _SCORES_LOCK:
             known = {key: _SCORES[key] for key in keys if key in _SCORES}
         todo = {key: pair for key, pair in zip(keys, text_pairs) if key not in known}
@@ -274,8 +282,10 @@ class OnnxCrossEncoder(BaseCrossEncoder):
         # characters per token): on notebook 02's reranker pairs for 12 gold questions (452 pairs, 107,553 tokens) the
         # batches ran 53 % padding on top, sorted by tokens 2.7 %, and the CPU time fell by a third (69 s -> 46 s).
         pairs = list(todo.values())
-        counts = self.model.token_counts([q for q, _ in pairs], [p for _, p in pairs], self.max_tokens) if pairs else []
-        ordered = [item for _, item in sorted(zip(counts, todo.items()), key=lambda pair: pair[0])]
+        ordered = list(todo.items())
+        if self.batch_size > 1 and pairs:
+            counts = self.model.token_counts([q for q, _ in pairs], [p for _, p in pairs], self.max_tokens)
+            ordered = [item for _, item in sorted(zip(counts, ordered), key=lambda pair: pair[0])]
         for start in range(0, len(ordered), self.batch_size):
             batch = ordered[start : start + self.batch_size]
             feeds = self.model.encode([q for _, (q, _) in batch], [p for _, (_, p) in batch], self.max_tokens)
