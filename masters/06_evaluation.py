@@ -687,7 +687,7 @@ sample = all_rows[all_rows["question_id"].isin(disputed)][["question_id", "pipel
 import tempfile
 from pathlib import Path
 
-from lessons.core import get_embeddings
+from lessons.chunking import cached_embeddings
 from lessons.evaluation import cache_rows
 from lessons.ingest import GOLD_DIR, take_turns
 from lessons.retrieval import SemanticCache, knowledge_base_version
@@ -697,7 +697,7 @@ cache_dir, cache_tables = Path(tempfile.mkdtemp(prefix="nb06-cache-")), {}
 for corpus, v in kb.items():
     stored = measured_items(v)
     mine = fresh_lookups[fresh_lookups["of"].isin({i.id for i in stored})]
-    cache = SemanticCache(cache_dir / f"{corpus}.sqlite", get_embeddings(), knowledge_base_version(v["chunks"]))
+    cache = SemanticCache(cache_dir / f"{corpus}.sqlite", cached_embeddings(), knowledge_base_version(v["chunks"]))
     cache_tables[corpus] = cache_rows(stored, cache, take_turns(mine, ["language", "kind"], RETRIEVAL_QUESTIONS)
                                       .to_dict("records")).set_index("lookup")
 cache_table = pd.concat(cache_tables, names=["corpus"])
