@@ -522,9 +522,11 @@ def test_when_the_judge_quotes_the_question_its_answer_from_the_chunk_is_the_evi
 
 
 def test_when_the_judge_names_nothing_of_the_question_the_question_s_words_are_looked_for():
-    """Dev row pkg-en-070 (out of KB): asks_for "what it asks for" and a true sentence about something else passed."""
+    """Dev row pkg-en-070 (out of KB): asks_for "what it asks for" and a true sentence about something else passed.
+    The sentence here states a figure ("version 2"), so that the amount "how long" asks for is there and what is asked
+    for decides (the row's own sentence states none: "specifics missing")."""
     readme = Document(
-        "LangSmith is a unified developer platform for building, testing, and monitoring LLM applications."
+        "LangSmith is a unified developer platform for building, testing, and monitoring LLM applications (version 2)."
     )
     evidence = Evidence(quote=readme.page_content, answer="3 years", asks_for="what it asks for")
     question = "How long does LangSmith keep traces on its free plan?"
@@ -679,3 +681,26 @@ def test_the_benchmark_reads_answerable_set_3(tmp_path, monkeypatch):
     (tmp_path / "answerable_3_course.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
     monkeypatch.setattr(bench, "QUESTIONS", tmp_path)
     assert [q.id for q in bench.questions_of("course", answerable_set="3") if q.answerable] == ["a3-1"]
+
+
+def test_how_much_how_long_and_duo_jiu_ask_for_an_amount_that_the_quote_s_window_must_state():
+    """Stored near misses of the packages corpus (set 6: nm6-packages-en-05, nm6-packages-zh-03): the judge quoted a
+    real sentence on the topic that states no amount at all, and every other step passed it."""
+    splitters = Document("## What is this?\n\nLangChain Text Splitters contains utilities for splitting into chunks.")
+    quote = Evidence(quote=splitters.page_content.split("\n\n")[1], answer="utilities", asks_for="what it asks for")
+    question = "How often does langchain-text-splitters publish new tests?"
+    reason, _, _, missing, _ = verify_evidence(question, quote, [splitters], {"langchain"})
+    assert reason == "specifics missing" and [s.text for s in missing] == ["How often"]
+    forum = Document("## Getting help\n\nWe encourage you to ask questions on the Discourse forum.")
+    asked = Evidence(quote="We encourage you to ask questions on the Discourse forum.", answer="Discourse")
+    zh = "在 JupyterLab 的 Discourse 论坛上提问，一般多久能得到回复？"
+    assert verify_evidence(zh, asked, [forum], {"jupyterlab"})[0] == "specifics missing"
+    # a figure, a number word or a frequency states one
+    for when in ("weekly", "every 2 weeks", "twice a month"):
+        stated = f"The langchain-text-splitters maintainers publish new regression tests {when}, after a release."
+        chunk = Document(stated)
+        evidence = Evidence(quote=stated, answer=stated, asks_for="publish new tests")
+        assert verify_evidence(question, evidence, [chunk], {"langchain"})[0] == "answerable", stated
+    forum_zh = Document("在 Discourse 论坛上提问的用户，通常两个工作日之内会收到维护者的答复。")
+    evidence = Evidence(quote="通常两个工作日之内会收到维护者的答复", answer="两个工作日")
+    assert verify_evidence(zh, evidence, [forum_zh], {"jupyterlab"})[0] == "answerable"

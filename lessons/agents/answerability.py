@@ -20,7 +20,8 @@ made to **show its evidence**, and code can check the evidence:
    that a quoted table row is no evidence for a name another row of its table holds.
    At least `MIN_FOCUS_SHARE` of the question's words among `asks_for` (`focus_terms`; Chinese cut into words) must
    occur there too — or, when `asks_for` names none of them, `MIN_QUESTION_SHARE` of the question's own words. "Which
-   version" asks for a version number. A quote that repeats the question still counts when the chunk adds a figure
+   version" asks for a version number; "how much / many / long / often", 多少, 多久 for an amount (a figure, a number
+   word or a frequency) around the quote. A quote that repeats the question still counts when the chunk adds a figure
    the question lacks; when the judge copied the question as its quote, its answer, if it passes every check as a
    quote, is the evidence. With `check_answer`, the judge's short answer must also say something the question does
    not, and be stated.
@@ -252,6 +253,10 @@ def _counted(question: str) -> list[Specific]:
         found.append(Specific(match.group(0), _UNITS[unit] if unit else _CURRENCIES.get(noun, (noun,)), "unit"))
     for match in _WHICH_VERSION.finditer(question):  # "which version" is answered by a version number, or not at all
         found.append(Specific(match.group(0), (), "shape", _VERSION_NUMBER))
+    # "how long", "多久": a passage around the quote that states no amount at all is no answer
+    amount = _HOW_MUCH.search(question)
+    if amount:
+        found.append(Specific(amount.group(0), (), "shape", _AMOUNT))
     return found
 
 
@@ -259,6 +264,16 @@ _WHICH_VERSION = re.compile(
     r"\b(?:which|what) (?:[a-z][\w-]* )?versions?\b|(?:哪个|哪一个|什么|哪些)\s*版本|版本号", re.IGNORECASE
 )
 _VERSION_NUMBER = r"(?<![\w.])v?\d+\.\d+"
+# "How much / many / long / often", 多少, 多久, 几: the question asks for an amount, which a figure, a number word or a
+# frequency states ("€45", "three days", "weekly", 两周). Looked for in the quote's window (lower case, as `_window`).
+_HOW_MUCH = re.compile(
+    r"\bhow (?:much|many|long|often|far|big|large|old|fast|soon)\b|多少|多久|多长|几(?!乎)", re.IGNORECASE
+)
+_AMOUNT = (
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
+    r"thousand|million|billion|half|once|twice|daily|weekly|monthly|yearly|annually|quarterly|hourly)\b|"
+    r"[一二两三四五六七八九十百千万半]"
+)
 
 
 def _quarter(match: re.Match) -> Specific:
@@ -287,7 +302,8 @@ def question_specifics(question: str) -> list[Specific]:
     """What the evidence for `question` must state: quarters, dates, years, other figures and versions, quoted
     terms, names (capitalised, CamelCase, acronyms, identifiers joined by hyphens, dots or underscores, read whole:
     "top_p", "permissions.sync_interval_minutes"; every Latin-script word of a Chinese question), and what a "how
-    many" counts (its unit: "how many weeks" is not answered in days). Each with the forms that count, Chinese and
+    many" counts (its unit: "how many weeks" is not answered in days) and that a "how much / long / often" or 多少 / 多久
+    asks for an amount (kind "shape": a figure, number word or frequency). Each with the forms that count, Chinese and
     English (introduced in notebook 04)."""
     text = normalise_for_match(question)
     found: list[Specific] = []
