@@ -272,6 +272,14 @@ def test_a_bad_config_is_an_error_message_not_a_traceback(project, capsys):
     assert "--example" in capsys.readouterr().err
 
 
+def test_the_example_config_names_every_pipeline_the_registry_has():
+    from lessons.evaluation.cli import EXAMPLE_CONFIG
+    from lessons.evaluation.pipelines import PIPELINES
+
+    missing = [name for name in PIPELINES if f'"{name}"' not in EXAMPLE_CONFIG]
+    assert not missing, f"the example config's pipelines line does not mention {missing}"
+
+
 def test_the_example_config_is_valid(project, capsys, monkeypatch):
     assert main(["--example"]) == 0
     example = project["root"] / "example.toml"

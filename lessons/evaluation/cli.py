@@ -55,7 +55,8 @@ EXAMPLE_CONFIG = N_("""\
 
 documents = "data/corpus"      # a folder of .pdf .docx .pptx .html .md .txt files
 questions = "generate"         # "generate" (from your chunks), "gold" (the course's gold set) or a .jsonl file
-pipelines = ["dense", "hybrid", "hybrid+rerank", "qa-hybrid", "grading-loop"]  # also: "three-agents"
+pipelines = ["dense", "hybrid", "hybrid+rerank", "qa-hybrid", "grading-loop"]  # also: "three-agents",
+#   "filtered+rerank", "routed+rerank", and "graph+rerank" / "raptor+rerank" (built with the chat model first)
 # corpus = "packages"          # a knowledge base that ships with the course ("course" or "packages"): its folder is
 #                              # read through its manifest, its chunks are the course's, "gold" means its gold set
 output = "runs/evaluation"     # results.json, report.md, comparison.png, test_set.jsonl
