@@ -272,6 +272,23 @@ def test_a_bad_config_is_an_error_message_not_a_traceback(project, capsys):
     assert "--example" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ('documents = "docs"\nquestions = "gold"\n', "缺少 'pipelines'"),
+        ('documents = "docs"\nquestions = "gold"\npipelines = ["dense"]\n[retrieval]\nk = 99\n', "超出范围"),
+        ('documents = "docs"\nquestions = "gold"\npipelines = ["dense", "dense"]\n', "每条流水线只列一次"),
+    ],
+)
+def test_a_chinese_reader_gets_the_config_error_in_chinese(project, monkeypatch, content, fragment):
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    config = project["root"] / "zh.toml"
+    config.write_text(content, encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        load_config(config)
+    assert fragment in str(error.value) and str(config) in str(error.value)
+
+
 def test_the_example_config_names_every_pipeline_the_registry_has():
     from lessons.evaluation.cli import EXAMPLE_CONFIG
     from lessons.evaluation.pipelines import PIPELINES

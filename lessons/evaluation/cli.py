@@ -219,9 +219,10 @@ class EvalConfig:
 
 def _read(path: Path) -> dict[str, Any]:
     if not path.is_file():
-        raise ConfigError(
-            f"config file {path} does not exist — write one with `python -m lessons.evaluation.cli --example > {path.name}`"
-        )
+        raise ConfigError(t(
+            "config file {path} does not exist — write one with `python -m lessons.evaluation.cli --example > {name}`",
+            path=path, name=path.name,
+        ))  # fmt: skip
     data = path.read_bytes()
     try:
         text = data.decode("utf-8-sig")  # a byte-order mark (Windows editors write one) is fine
@@ -229,20 +230,22 @@ def _read(path: Path) -> dict[str, Any]:
         from lessons.text.text_encoding import EncodingProblem, decode_text, encoding_label
 
         try:
-            found = f"it looks like {encoding_label(decode_text(data).encoding)}"
+            found = t("it looks like {encoding}", encoding=encoding_label(decode_text(data).encoding))
         except EncodingProblem:
-            found = "its encoding is unclear"
-        raise ConfigError(f"{path}: not UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start}; {found}) — "
-                          "save the config as UTF-8 (in your editor: Save with Encoding → UTF-8)") from None  # fmt: skip
+            found = t("its encoding is unclear")
+        raise ConfigError(t("{path}: not UTF-8 (byte 0x{byte} at offset {offset}; {found}) — save the config as UTF-8 "
+                            "(in your editor: Save with Encoding → UTF-8)",
+                            path=path, byte=f"{data[error.start]:02x}", offset=error.start, found=found)) from None  # fmt: skip
     try:
         if path.suffix.lower() == ".json":
             return json.loads(text)
         return tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
         kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
-        raise ConfigError(
-            f"{path}: not valid {kind} ({error}) — compare with `python -m lessons.evaluation.cli --example`"
-        ) from None
+        raise ConfigError(t(
+            "{path}: not valid {kind} ({error}) — compare with `python -m lessons.evaluation.cli --example`",
+            path=path, kind=kind, error=error,
+        )) from None  # fmt: skip
 
 
 def _check_keys(path: Path, raw: dict[str, Any]) -> None:
@@ -260,27 +263,33 @@ def _config_problem(path: Path, raw: dict[str, Any], problem: dict) -> str:
     key = str(where[0])
     if len(where) == 1:
         if kind == "extra_forbidden":
-            return f"{path}: unknown key {key!r} — allowed: {', '.join([*TOP_LEVEL_TYPES, *SECTION_MODELS])}"
+            return t("{path}: unknown key {key} — allowed: {allowed}",
+                     path=path, key=repr(key), allowed=", ".join([*TOP_LEVEL_TYPES, *SECTION_MODELS]))  # fmt: skip
         if key in SECTION_MODELS:
             allowed = list(SECTION_MODELS[key].model_fields)
-            return (f"{path}: {key} = {value!r} — [{key}] is a section of settings, not a value: write it as\n"
-                    f"[{key}]\n{allowed[0]} = …\n(allowed: {', '.join(allowed)})")  # fmt: skip
-        return f"{path}: {key} must be a {TOP_LEVEL_TYPES[key]}, got {value!r}"
+            return t("{path}: {key} = {value} — [{key}] is a section of settings, not a value: write it as\n"
+                     "[{key}]\n{first} = …\n(allowed: {allowed})",
+                     path=path, key=key, value=repr(value), first=allowed[0], allowed=", ".join(allowed))  # fmt: skip
+        return t("{path}: {key} must be a {kind}, got {value}", path=path, key=key, kind=TOP_LEVEL_TYPES[key],
+                 value=repr(value))  # fmt: skip
     if key == "pipelines":
-        return f"{path}: pipelines must be a list of names, got {raw.get('pipelines')!r}"
+        return t("{path}: pipelines must be a list of names, got {value}", path=path, value=repr(raw.get("pipelines")))
     inner = str(where[1])
     if kind == "extra_forbidden":
-        return f"{path}: unknown key {inner!r} in [{key}] — allowed: {', '.join(SECTION_MODELS[key].model_fields)}"
+        return t("{path}: unknown key {inner} in [{key}] — allowed: {allowed}",
+                 path=path, inner=repr(inner), key=key, allowed=", ".join(SECTION_MODELS[key].model_fields))  # fmt: skip
     if key == "rerank" and inner == "first_stage_weight":
-        return (
-            f"{path}: [rerank] first_stage_weight = {value!r} — use a number from 0 to 1 (0.2 is the course's default)"
-        )
+        return t("{path}: [rerank] first_stage_weight = {value} — use a number from 0 to 1 (0.2 is the course's default)",
+                 path=path, value=repr(value))  # fmt: skip
     if key == "rerank":
-        return f"{path}: [rerank] {inner} = {value!r} — write true or false"
+        return t("{path}: [rerank] {inner} = {value} — write true or false", path=path, inner=inner, value=repr(value))
     if kind in ("greater_than_equal", "less_than_equal"):
         low, high = BOUNDS[key][inner]
-        return f"{path}: [{key}] {inner} = {value} is out of range — use a whole number from {low} to {high}"
-    return f"{path}: [{key}] {inner} = {value!r} must be a whole number"
+        return t("{path}: [{key}] {inner} = {value} is out of range — use a whole number from {low} to {high}",
+                 path=path, key=key, inner=inner, value=value, low=low, high=high)  # fmt: skip
+    return t(
+        "{path}: [{key}] {inner} = {value} must be a whole number", path=path, key=key, inner=inner, value=repr(value)
+    )
 
 
 def _check_together(path: Path, raw: dict[str, Any]) -> None:
@@ -288,29 +297,33 @@ def _check_together(path: Path, raw: dict[str, Any]) -> None:
     retrieval = raw.get("retrieval", {})
     k, rank_k = retrieval.get("k", K), retrieval.get("rank_k", RANK_K)
     if rank_k < k:
-        raise ConfigError(f"{path}: [retrieval] rank_k = {rank_k} is less than k = {k} — rank_k is the depth of MRR "
-                          f"and nDCG and must be at least k")  # fmt: skip
+        raise ConfigError(t("{path}: [retrieval] rank_k = {rank_k} is less than k = {k} — rank_k is the depth of MRR "
+                            "and nDCG and must be at least k", path=path, rank_k=rank_k, k=k))  # fmt: skip
     generate = {"single": 6, "multi": 2, **raw.get("generate", {})}
     if raw.get("questions") == "generate" and generate["single"] + generate["multi"] == 0:
-        raise ConfigError(f"{path}: [generate] single = 0 and multi = 0 — ask for at least one question")
+        raise ConfigError(t("{path}: [generate] single = 0 and multi = 0 — ask for at least one question", path=path))
     sample = raw.get("sample", {})
     if sample and sample.get("in_kb", 1) + sample.get("out_of_kb", 1) == 0:
         raise ConfigError(
-            f"{path}: [sample] in_kb = 0 and out_of_kb = 0 — sample at least one question, or remove [sample]"
+            t(
+                "{path}: [sample] in_kb = 0 and out_of_kb = 0 — sample at least one question, or remove [sample]",
+                path=path,
+            )
         )
     if raw.get("questions") == "generate" and raw.get("gate", {}).get("calibrate", 0):
-        raise ConfigError(f"{path}: [gate] calibrate needs out-of-KB questions (near misses) and a generated test set "
-                          'has none — give questions = "gold" or a .jsonl file with some "type": "out_of_kb" '
-                          "questions, or remove calibrate")  # fmt: skip
+        raise ConfigError(t('{path}: [gate] calibrate needs out-of-KB questions (near misses) and a generated test set '
+                            'has none — give questions = "gold" or a .jsonl file with some "type": "out_of_kb" '
+                            "questions, or remove calibrate", path=path))  # fmt: skip
     limits = raw.get("limits", {})
     if limits.get("max_total_bytes", 200 * 2**20) < limits.get("max_file_bytes", 0):
-        raise ConfigError(f"{path}: [limits] max_total_bytes is less than max_file_bytes — the total must be at least "
-                          "the per-file limit")  # fmt: skip
+        raise ConfigError(t("{path}: [limits] max_total_bytes is less than max_file_bytes — the total must be at least "
+                            "the per-file limit", path=path))  # fmt: skip
     pipelines = raw.get("pipelines")
     if isinstance(pipelines, list):
         repeated = sorted({name for name in pipelines if pipelines.count(name) > 1})
         if repeated:
-            raise ConfigError(f"{path}: pipelines {repeated} are listed more than once — list each pipeline once")
+            raise ConfigError(t("{path}: pipelines {repeated} are listed more than once — list each pipeline once",
+                                path=path, repeated=repeated))  # fmt: skip
 
 
 def load_config(path: str | Path) -> EvalConfig:
@@ -319,7 +332,10 @@ def load_config(path: str | Path) -> EvalConfig:
     raw = _read(path)
     if not isinstance(raw, dict):
         raise ConfigError(
-            f"{path}: expected a table of settings — compare with `python -m lessons.evaluation.cli --example`"
+            t(
+                "{path}: expected a table of settings — compare with `python -m lessons.evaluation.cli --example`",
+                path=path,
+            )
         )
     _check_keys(path, raw)
     corpus = raw.get("corpus")
@@ -327,18 +343,20 @@ def load_config(path: str | Path) -> EvalConfig:
         from lessons.ingest.corpus import CORPORA, corpus_folder
 
         if corpus not in CORPORA:
-            raise ConfigError(f"{path}: corpus = {corpus!r} — choose one of {', '.join(map(repr, CORPORA))}, or leave it "
-                              "out and set documents to your folder")  # fmt: skip
+            raise ConfigError(t("{path}: corpus = {corpus} — choose one of {choices}, or leave it out and set documents "
+                                "to your folder", path=path, corpus=repr(corpus), choices=", ".join(map(repr, CORPORA))))  # fmt: skip
         if (
             "documents" in raw
             and (path.resolve().parent / raw["documents"]).resolve() != corpus_folder(corpus).resolve()
         ):
-            raise ConfigError(f"{path}: corpus = {corpus!r} reads {corpus_folder(corpus)}, but documents = "
-                              f"{raw['documents']!r} — remove one of the two")  # fmt: skip
+            raise ConfigError(t("{path}: corpus = {corpus} reads {folder}, but documents = {documents} — remove one of "
+                                "the two", path=path, corpus=repr(corpus), folder=corpus_folder(corpus),
+                                documents=repr(raw["documents"])))  # fmt: skip
         raw = {**raw, "documents": str(corpus_folder(corpus))}
     for required in ("documents", "questions", "pipelines"):
         if required not in raw:
-            raise ConfigError(f"{path}: missing {required!r} — see `python -m lessons.evaluation.cli --example`")
+            raise ConfigError(t("{path}: missing {key} — see `python -m lessons.evaluation.cli --example`",
+                                path=path, key=repr(required)))  # fmt: skip
     base = path.resolve().parent
     documents = (base / raw["documents"]).resolve()
     _check_documents(path, documents)
@@ -350,9 +368,10 @@ def load_config(path: str | Path) -> EvalConfig:
     if questions not in ("gold", "generate"):
         file = (base / questions).resolve()
         if not file.is_file():
-            raise ConfigError(
-                f'{path}: questions file {file} does not exist — give a .jsonl file, "gold" or "generate"'
-            )
+            raise ConfigError(t(
+                '{path}: questions file {file} does not exist — give a .jsonl file, "gold" or "generate"',
+                path=path, file=file,
+            ))  # fmt: skip
         check_questions_file(file)
         questions = str(file)
     return EvalConfig(
@@ -378,8 +397,8 @@ def _check_documents(path: Path, documents: Path) -> None:
             "(supported: {supported}) — set documents to a folder of documents, or to one document",
             config=path, documents=documents, supported=" ".join(SUPPORTED_SUFFIXES),
         ))  # fmt: skip
-    raise ConfigError(f"{path}: documents folder {documents} does not exist — set documents to a folder of "
-                      ".pdf .docx .pptx .html .md .txt files")  # fmt: skip
+    raise ConfigError(t("{path}: documents folder {documents} does not exist — set documents to a folder of "
+                        ".pdf .docx .pptx .html .md .txt files", path=path, documents=documents))  # fmt: skip
 
 
 def check_questions_file(file: Path) -> None:
@@ -453,7 +472,9 @@ def preset_config(name: str) -> EvalConfig:
     from lessons.core.settings import PROJECT_ROOT
 
     if name not in PRESETS:
-        raise ConfigError(f"unknown preset {name!r} — choose one of {', '.join(PRESETS)}")
+        raise ConfigError(
+            t("unknown preset {name} — choose one of {choices}", name=repr(name), choices=", ".join(PRESETS))
+        )
     path = PROJECT_ROOT / "runs" / f"preset-{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(PRESETS[name], encoding="utf-8")
@@ -516,9 +537,9 @@ def calibration_questions(config: EvalConfig, pool, evaluated):
         return gate_sample([], rest, n, seed), False
     if any(not item.answerable for item in evaluated):
         return gate_sample([], list(evaluated), n, seed), True
-    raise ConfigError(f"{config.path}: [gate] calibrate = {n} needs out-of-KB questions (near misses: questions about "
-                      f"your documents that they do not answer) and {config.questions} has none — add some with "
-                      '"type": "out_of_kb", or remove calibrate')  # fmt: skip
+    raise ConfigError(t('{path}: [gate] calibrate = {n} needs out-of-KB questions (near misses: questions about '
+                        'your documents that they do not answer) and {questions} has none — add some with '
+                        '"type": "out_of_kb", or remove calibrate', path=config.path, n=n, questions=config.questions))  # fmt: skip
 
 
 class NoDocuments(ConfigError):
