@@ -278,6 +278,7 @@ def test_a_bad_config_is_an_error_message_not_a_traceback(project, capsys):
         ('documents = "docs"\nquestions = "gold"\n', "缺少 'pipelines'"),
         ('documents = "docs"\nquestions = "gold"\npipelines = ["dense"]\n[retrieval]\nk = 99\n', "超出范围"),
         ('documents = "docs"\nquestions = "gold"\npipelines = ["dense", "dense"]\n', "每条流水线只列一次"),
+        ('documents = "docs"\nquestions = "gold"\npipelines = ["densest"]\n', "未知的流水线 ['densest']"),
     ],
 )
 def test_a_chinese_reader_gets_the_config_error_in_chinese(project, monkeypatch, content, fragment):

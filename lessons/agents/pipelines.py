@@ -25,7 +25,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 
 from lessons.agents.grading import DEFAULT_MAX_ROUNDS
-from lessons.core.i18n import N_
+from lessons.core.i18n import N_, t
 
 K = 3  # chunks an answer step reads; hit@k and recall@k are measured at this depth
 RANK_K = 10  # depth of MRR and nDCG
@@ -434,9 +434,12 @@ def check_pipeline_names(names: Sequence[str], where: str = "pipelines") -> list
     """`names` if every one is known, else an error that lists the known names."""
     unknown = [n for n in names if n not in PIPELINES]
     if unknown:
-        raise UnknownPipeline(f"unknown pipeline(s) {unknown} in {where} — choose from: {', '.join(PIPELINES)}")
+        raise UnknownPipeline(t("unknown pipeline(s) {unknown} in {where} — choose from: {known}",
+                                unknown=unknown, where=where, known=", ".join(PIPELINES)))  # fmt: skip
     if not names:
-        raise UnknownPipeline(f"no pipelines in {where} — choose from: {', '.join(PIPELINES)}")
+        raise UnknownPipeline(
+            t("no pipelines in {where} — choose from: {known}", where=where, known=", ".join(PIPELINES))
+        )
     return list(names)
 
 
