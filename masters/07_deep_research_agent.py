@@ -165,13 +165,8 @@ print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[
 # **`read_page(source_id, page_index)`**: the whole page, cut to 1,500 characters (the local model's
 # window is about 4,000 tokens). A tool that raises would end the loop; this one returns the error as
 # an observation — the agent reads it and can correct itself.
-#
-# These sizes, and section 1's 1,800, count English characters: a Chinese character counts as four
-# (`lessons.text.cjk.english_width`), since it is about one token of the chat model where an English token is
-# about four characters. A Chinese page is cut at a quarter as many characters and holds about as many tokens as an
-# English one, so the agent's prompts cost about the same in both languages.
 
-# %% [markdown] lang="zh" translates="a38cad9954c1"
+# %% [markdown] lang="zh" translates="1f06f798a34b"
 # ## 2. 子智能体的两个工具
 #
 # **`search_chunks(query)`**（`ChunkSearch`）：notebook 02 的混合检索器（retriever，BM25 + dense，RRF）
@@ -186,10 +181,6 @@ print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[
 #
 # **`read_page(source_id, page_index)`**：整页内容，截到 1,500 个字符（本地模型的上下文窗口约 4,000 个 token）。
 # 一个抛出异常的工具会终止循环；这个工具把错误作为一次观察结果返回——智能体读到它，就能自我纠正。
-#
-# 这些大小，连同第 1 节的 1,800，都按英文字符计：一个汉字算四个（`lessons.text.cjk.english_width`），
-# 因为一个汉字大约是对话模型的一个 token，而一个英文 token 大约是四个字符。一页中文只截取四分之一数量的字符，
-# 装下的 token 和一页英文差不多，所以智能体的提示词（prompt）在两种语言里代价相近。
 
 # %%
 from lessons.agents import ChunkSearch, search_reranker

@@ -19,12 +19,3 @@ def test_kana_hangul_punctuation_and_ideographs_are_cjk_and_latin_is_not():
     for char in "aZ9 .,-é":
         assert not is_cjk(char), char
     assert re.fullmatch(f"[{CJK_IDEOGRAPHS}]+", "检索召回率") and not re.search(f"[{CJK_IDEOGRAPHS}]", "。ひ한")
-
-
-def test_english_width_counts_a_cjk_character_as_one_token_of_english():
-    from lessons.text.cjk import CHARS_PER_TOKEN, cut_to_width, english_width
-
-    assert english_width("abcd") == 4 and english_width("中文。") == 3 * CHARS_PER_TOKEN
-    assert english_width("端口 7420") == 2 * CHARS_PER_TOKEN + 5
-    assert cut_to_width("中文分词abc", 9) == "中文" and cut_to_width("中文分词abc", 18) == "中文分词ab"
-    assert cut_to_width("short", 100) == "short" and cut_to_width("中", 3) == ""

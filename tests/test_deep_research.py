@@ -101,37 +101,6 @@ def test_read_page_cuts_a_long_page_and_says_so():
     assert page.page_content.startswith("x" * 20) and "30 more characters" in page.page_content
 
 
-def test_read_page_cuts_a_chinese_page_at_the_same_token_budget_as_an_english_one():
-    # a Chinese character is about one token of the chat model, an English token about four characters
-    chinese, english = "年假为二十五天。" * 100, "Staff get 25 days of leave. " * 100
-    store = PageStore([Page("zh.md", 1, "年假", chinese), Page("en.md", 1, "Leave", english)])
-    [zh] = read_page(store, "zh.md", 1, max_chars=400).evidence
-    [en] = read_page(store, "en.md", 1, max_chars=400).evidence
-    assert en.page_content.startswith(english[:400]) and f"[…{len(english) - 400} more characters]" in en.page_content
-    assert zh.page_content.startswith(chinese[:100]) and not zh.page_content.startswith(chinese[:101])
-    assert zh.page_content.endswith(f" […{len(chinese) - 100} more characters]"), "the marker counts characters"
-
-
-def test_chinese_pages_snippets_notes_and_answer_context_are_sized_in_english_character_equivalents():
-    parts = paginate("第一句很短。" * 100, page_chars=200)
-    assert len(parts) >= 6 and all(len(p) <= 50 for p in parts), [len(p) for p in parts]
-    chinese = Document("年假为二十五天。" * 60, metadata={"source": "zh.md", "page": 1, "kind": "chunk"})
-    chunk = Document(chinese.page_content, metadata={"source": "zh.md", "chunk_index": 0, "chunk_id": "0"})
-
-    class Retriever:
-        def invoke(self, query):
-            return [chunk]
-
-    pages = PageStore([Page("zh.md", 1, "年假", chinese.page_content)])
-    [snippet] = ChunkSearch(Retriever(), [chunk], pages, snippet_chars=300)("年假").evidence
-    assert snippet.page_content == chinese.page_content[:75] + " […]"
-    other = Document("差旅报销上限为每晚一百四十欧元。" * 20, metadata={"source": "zh.md", "page": 2, "kind": "chunk"})
-    observations = [Observation("search", "s", (chinese, other))]
-    assert answer_context(observations, max_chars=2500) == [chinese], "480 characters are 1,920 of English"
-    notes = render_notes([Observation("search", "s", (chinese,)), Observation("search", "t", (other,))], 1500)
-    assert chinese.page_content not in notes and other.page_content in notes
-
-
 @pytest.mark.parametrize(
     "source, index, expected",
     [

@@ -52,10 +52,7 @@ from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.structured import invoke_structured
 from lessons.ingest.files import PAGED_FORMATS, split_sections
 from lessons.retrieval.context_expansion import ChunkNeighbours, expand_hits
-from lessons.text.cjk import cut_to_width, english_width
 
-# Page, snippet, notes and answer budgets are in English-character equivalents (`lessons.text.cjk.english_width`:
-# a Chinese character counts 4), so a Chinese page holds about as many chat-model tokens as an English one.
 PAGE_CHARS = 1800  # a section longer than this is paginated (unpaged formats)
 DEFAULT_MAX_STEPS = 4  # tool calls per question, the first search included
 
@@ -103,18 +100,13 @@ def _not_found(message: str, **values: object) -> PageNotFound:
 
 
 def paginate(text: str, page_chars: int = PAGE_CHARS) -> list[str]:
-    """`text` in parts of at most `page_chars` English-character equivalents (`english_width`: a Chinese character
-    counts 4), cut at paragraph, line or sentence ends (both languages). Introduced in notebook 07 (deep-research agent)."""
+    """`text` in parts of at most `page_chars` characters, cut at paragraph, line or sentence ends (both languages). Introduced in notebook 07 (deep-research agent)."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    if english_width(text) <= page_chars:
+    if len(text) <= page_chars:
         return [text]
     splitter = RecursiveCharacterTextSplitter(
-        chunk_size=page_chars,
-        chunk_overlap=0,
-        separators=BILINGUAL_SEPARATORS,
-        keep_separator="end",
-        length_function=english_width,
+        chunk_size=page_chars, chunk_overlap=0, separators=BILINGUAL_SEPARATORS, keep_separator="end"
     )
     return splitter.split_text(text)
 
@@ -245,8 +237,7 @@ def _error_observation(action: str, header: str, message: str) -> Observation:
 
 
 def read_page(pages: PageStore, source_id: str, page_index: int, max_chars: int = 1500) -> Observation:
-    """The `read_page` tool: the whole page (cut to `max_chars` English-character equivalents, `cut_to_width`: a
-    Chinese page holds about as many tokens as an English one), or an error the agent reads as an observation.
+    """The `read_page` tool: the whole page (cut to `max_chars`), or an error the agent reads as an observation.
 
     Introduced in notebook 07 (deep-research agent).
     """
@@ -255,8 +246,11 @@ def read_page(pages: PageStore, source_id: str, page_index: int, max_chars: int 
         page = pages.read(source_id, page_index)
     except PageNotFound as error:
         return Observation("read_page", f"read_page({source_id!r}, {page_index!r})", error=error.message)
-    shown = cut_to_width(page.text, max_chars)
-    text = shown if shown == page.text else shown + f" […{len(page.text) - len(shown)} more characters]"
+    text = (
+        page.text
+        if len(page.text) <= max_chars
+        else page.text[:max_chars] + f" […{len(page.text) - max_chars} more characters]"
+    )
     document = Document(text, metadata={"source": page.source, "page": page.index, "title": page.title, "kind": "page"})
     return Observation("read_page", f"read_page({page.source!r}, {page.index}) — {page.title}", (document,))
 
@@ -307,8 +301,11 @@ class ChunkSearch:
             return _error_observation("search", "search('')", EMPTY_SEARCH)
         evidence = []
         for hit in self.ranked_hits(query)[: self.shown]:
-            snippet = cut_to_width(hit.page_content, self.snippet_chars)
-            text = snippet if snippet == hit.page_content else snippet + " […]"
+            text = (
+                hit.page_content
+                if len(hit.page_content) <= self.snippet_chars
+                else hit.page_content[: self.snippet_chars] + " […]"
+            )
             evidence.append(
                 Document(
                     text,
@@ -422,7 +419,7 @@ def render_notes(observations: Sequence[Observation], max_chars: int = 3500) -> 
     Introduced in notebook 07 (deep-research agent). Each piece of evidence is document text, so it is
     quoted as a delimited data block (`lessons.core.prompt_safety.as_data`: `<document number="1"
     source="guide.md, page 2">` … `</document>`; `DECIDE_PROMPT` carries `DATA_RULE`). Newest steps are
-    shown in full; when the notes exceed `max_chars` (English-character equivalents, `english_width`), older steps keep only their header and sources
+    shown in full; when the notes exceed `max_chars`, older steps keep only their header and sources
     (a small model's window is small).
     """
     blocks, number = [], 0
@@ -439,7 +436,7 @@ def render_notes(observations: Sequence[Observation], max_chars: int = 3500) -> 
         blocks.append(("\n".join(lines), "\n".join(brief)))
     shown = [full for full, _ in blocks]
     for i in range(len(blocks)):  # shorten from the oldest until the notes fit
-        if sum(english_width(b) for b in shown) <= max_chars:
+        if sum(len(b) for b in shown) <= max_chars:
             break
         shown[i] = blocks[i][1]
     return "\n".join(shown) if shown else "(none yet)"
@@ -492,7 +489,7 @@ def whole_chunk(document: Document) -> Document:
 
 def answer_context(observations: Sequence[Observation], max_chars: int = 4000) -> list[Document]:
     """The evidence the final answer is written from: pages read first, then the whole chunks of the search
-    results not inside a page already read, until `max_chars` English-character equivalents (`english_width`). Introduced in notebook 07 (deep-research agent).
+    results not inside a page already read, until `max_chars`. Introduced in notebook 07 (deep-research agent).
 
     The notes cut each search result short to keep the decision prompt small; the answer reads the whole
     chunk (the first full run answered table questions from 300-character snippets and missed the rows).
@@ -504,11 +501,10 @@ def answer_context(observations: Sequence[Observation], max_chars: int = 4000) -
     chunks = [d for d in chunks if _collapse(d.page_content).removesuffix(" […]") not in read_text]
     chosen, used = [], 0
     for document in _unique(pages + chunks):
-        width = english_width(document.page_content)
-        if used + width > max_chars and chosen:
+        if used + len(document.page_content) > max_chars and chosen:
             continue
         chosen.append(document)
-        used += width
+        used += len(document.page_content)
     return chosen
 
 
@@ -771,8 +767,7 @@ class DeepResearchAgent:
 
     Introduced in notebook 07 (deep-research agent). Its settings are declared here once and frozen;
     `build_research_graph` builds `graph` from them (`max_steps` counts tool calls, the first search included; `page_chars`, `notes_chars`
-    and `answer_chars` bound a page read, the notes the model decides on and the answer's context, in English-character
-    equivalents: `lessons.text.cjk.english_width`).
+    and `answer_chars` bound a page read, the notes the model decides on and the answer's context).
     """
 
     model: BaseChatModel = field(repr=False)

@@ -69,8 +69,7 @@ def research_tools(search: Any, pages: PageStore, page_chars: int = 1500) -> lis
     """`search_chunks` and `read_page` as LangChain tools over the sub-agent's search and pages.
 
     Introduced in notebook 07 (deep-research agent). `search` is a `lessons.agents.deep_research.ChunkSearch`
-    (or any callable query → `Observation`). `page_chars` bounds a page read in English-character equivalents
-    (`lessons.agents.deep_research.read_page`).
+    (or any callable query → `Observation`).
     """
 
     def search_chunks(query: str) -> str:

@@ -49,7 +49,7 @@ from lessons.core.llm_cache import SQLiteFile
 from lessons.core.prompt_safety import DATA_RULE, as_data
 from lessons.core.settings import get_settings
 from lessons.core.structured import StructuredOutputError, ainvoke_structured, invoke_structured
-from lessons.text.cjk import CHARS_PER_TOKEN, english_width
+from lessons.text.cjk import CJK_WIDE
 from lessons.text.language import detect_language
 from lessons.text.normalise import normalise_for_match
 
@@ -320,14 +320,16 @@ class QACache(SQLiteFile):
 
 # --- the context budget --------------------------------------------------------------------------
 
+_CJK = re.compile(rf"[{CJK_WIDE}]")
+
 
 def estimate_tokens(text: str) -> int:
-    """A conservative token count without a tokenizer: one per CJK character, one per 4 other characters
-    (`lessons.text.cjk.english_width` over `CHARS_PER_TOKEN`).
+    """A conservative token count without a tokenizer: one per CJK character, one per 4 other characters.
 
     Introduced in notebook 03 (QA transformation).
     """
-    return math.ceil(english_width(text) / CHARS_PER_TOKEN)
+    cjk = len(_CJK.findall(text))
+    return cjk + math.ceil((len(text) - cjk) / 4)
 
 
 def context_window_of(model: BaseChatModel) -> int:
