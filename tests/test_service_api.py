@@ -148,6 +148,11 @@ def test_searches_never_see_a_mix_of_old_and_new_chunks(running, client):
     searcher = threading.Thread(target=search_all_the_time)
     searcher.start()
     try:
+        # the first version must be seen before it is replaced: on a busy machine the first search (which loads the
+        # reranker) can end after the second version is indexed, and then no search ever saw the first
+        first_seen = time.monotonic() + 30
+        while time.monotonic() < first_seen and not any("marker-A" in text for hits in seen for _g, text in hits):
+            time.sleep(0.05)
         jobs, markers = [], ["marker-A"]
         # Re-upload (each version a different length) until enough searches ran meanwhile: a reranked search
         # takes longer than a plain one, so how many rounds that needs depends on the service's settings.
