@@ -249,9 +249,10 @@ class OnnxCrossEncoder(BaseCrossEncoder):
     without padding (measured 6 Dec 2026) — and a cached score would depend on which pairs happened to be scored
     together. Alone, a pair has one score, whatever else is reranked and whatever the cache holds; it costs about 7 %
     more CPU than batches of 16 sorted by token count. A larger `batch_size` is for measuring speed
-    (`benchmarks/bench_rerank.py`); its scores are cached apart. The model is English (MS MARCO): see `lessons.retrieval.rerank` for routing by
-    language. A pair scored before is read back instead of run again: from this process's memo, and with
-    `persist` (the default) from the cache folder's `cross_encoder_scores.sqlite` (see `ScoreStore`).
+    (`benchmarks/bench_rerank.py`); its scores are cached apart. The model is English (MS MARCO): see
+    `lessons.retrieval.rerank` for routing by language. A pair scored before is read back instead of run again: from
+    this process's memo, and with `persist` (the default) from the cache folder's `cross_encoder_scores.sqlite` (see
+    `ScoreStore`).
     """
 
     name = "reranker_en"
@@ -277,14 +278,15 @@ class OnnxCrossEncoder(BaseCrossEncoder):
             self._remember(stored)
             known.update(stored)
             todo = {key: pair for key, pair in todo.items() if key not in known}
-        # Batches of similar token counts: a batch is padded to its longest pair, and the model's time grows with the
-        # padded tokens. Sorted by characters, batches mixed Chinese (≈ 1 token per character) with English (≈ 4-5
-        # characters per token): on notebook 02's reranker pairs for 12 gold questions (452 pairs, 107,553 tokens) the
-        # batches ran 53 % padding on top, sorted by tokens 2.7 %, and the CPU time fell by a third (69 s -> 46 s).
-        pairs = list(todo.values())
         ordered = list(todo.items())
-        if self.batch_size > 1 and pairs:
-            counts = self.model.token_counts([q for q, _ in pairs], [p for _, p in pairs], self.max_tokens)
+        if self.batch_size > 1 and ordered:
+            # Batches of similar token counts: a batch is padded to its longest pair, and the model's time grows with
+            # the padded tokens. Sorted by characters, batches mixed Chinese (≈ 1 token per character) with English
+            # (≈ 4-5 characters per token): on notebook 02's reranker pairs for 12 gold questions (452 pairs, 107,553
+            # tokens) batches of 16 ran 53 % padding on top, sorted by tokens 2.7 %, and CPU fell from 69 s to 46 s.
+            counts = self.model.token_counts(
+                [q for _, (q, _) in ordered], [p for _, (_, p) in ordered], self.max_tokens
+            )
             ordered = [item for _, item in sorted(zip(counts, ordered), key=lambda pair: pair[0])]
         for start in range(0, len(ordered), self.batch_size):
             batch = ordered[start : start + self.batch_size]
