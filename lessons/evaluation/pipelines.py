@@ -246,8 +246,10 @@ def cache_rows(
               if row["of"] in same]  # fmt: skip
     found = cache_lookups(cache, asked, same)
     columns = ["lookups", "answers served", "right", "wrong"]
-    rows = [{"lookup": kind, **{c: cache_counts(found[found["kind"] == kind])[c] for c in columns}}
-            for kind in CACHE_LOOKUPS if (found["kind"] == kind).any()]  # fmt: skip
+    counted = {
+        kind: cache_counts(found[found["kind"] == kind]) for kind in CACHE_LOOKUPS if (found["kind"] == kind).any()
+    }
+    rows = [{"lookup": kind, **{column: counts[column] for column in columns}} for kind, counts in counted.items()]
     return pd.DataFrame(rows, columns=["lookup", *columns])
 
 
