@@ -72,7 +72,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, save
+from benchmarks.common import RESULTS, question_file, save
 
 MIN_ABSTENTION = 0.95
 QUESTIONS = Path(__file__).resolve().parent / "questions"
@@ -394,34 +394,16 @@ def questions_of(corpus: str, near_misses: str | None = None, answerable_set: st
         path = QUESTIONS / (
             f"near_miss_{corpus}.jsonl" if near_misses == "1" else f"near_miss_{near_misses}_{corpus}.jsonl"
         )
-        out_of_kb = _question_file(path)
+        out_of_kb = question_file(path)
         if any(q.answerable for q in out_of_kb):
             raise ValueError(f"{path}: a near miss must be out_of_kb — fix the question's type")
     if answerable_set:
         number = "1" if answerable_set is True else str(answerable_set)
         path = QUESTIONS / (f"answerable_{corpus}.jsonl" if number == "1" else f"answerable_{number}_{corpus}.jsonl")
-        answerable = _question_file(path)
+        answerable = question_file(path)
         if not all(q.answerable for q in answerable):
             raise ValueError(f"{path}: every question of this set must be answerable — move out_of_kb ones elsewhere")
     return answerable + out_of_kb
-
-
-def _question_file(path: Path) -> list:
-    """The questions of a benchmarks/questions/ file (JSON lines; a writer's `note` is dropped)."""
-    from lessons.ingest.questions import Question
-
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path}: no such question set — write it (JSON lines, as benchmarks/questions/README.md)"
-        )
-    questions = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                questions.append(Question.model_validate({k: v for k, v in json.loads(line).items() if k != "note"}))
-            except ValueError as error:
-                raise ValueError(f"{path}, line {number}: {error}") from None
-    return questions
 
 
 def replay(names: list[str]) -> dict:

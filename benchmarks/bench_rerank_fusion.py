@@ -48,8 +48,7 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.bench_answerability import _question_file
-from benchmarks.common import RESULTS, save
+from benchmarks.common import RESULTS, question_file, save
 from lessons.chunking.strategies import cached_embeddings
 from lessons.core.embeddings import get_embeddings
 from lessons.core.search_text import search_text
@@ -100,7 +99,7 @@ def corpus_to_measure(corpus: str) -> tuple[list, object, list]:
         chunks, store = load_knowledge_base(corpus)
         return chunks, store, [q for q in load_gold(corpus=corpus) if q.answerable]
     chunks = chunk_knowledge_base(folder=HELDOUT_FOLDER)
-    questions = _question_file(HELDOUT_GOLD)
+    questions = question_file(HELDOUT_GOLD)
     texts = [chunk.page_content for chunk in chunks]
     for question in questions:
         for quote in question.evidence:

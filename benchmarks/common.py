@@ -35,3 +35,21 @@ def best_of(fn, repeat: int = 3) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def question_file(path: Path) -> list:
+    """The questions of a benchmarks/questions/ file (JSON lines; a writer's `note` is dropped)."""
+    from lessons.ingest.questions import Question
+
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: no such question set — write it (JSON lines, as benchmarks/questions/README.md)"
+        )
+    questions = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                questions.append(Question.model_validate({k: v for k, v in json.loads(line).items() if k != "note"}))
+            except ValueError as error:
+                raise ValueError(f"{path}, line {number}: {error}") from None
+    return questions
