@@ -20,7 +20,10 @@ def test_a_question_set_is_read_line_by_line_without_the_writers_note(tmp_path):
     ]
     path.write_text("\n".join(json.dumps(row, ensure_ascii=False) for row in rows) + "\n\n", encoding="utf-8")
     questions = common.question_file(path)
-    assert [(q.id, q.question, q.answerable) for q in questions] == [("a", "Which port?", True), ("b", "哪个端口？", False)]
+    assert [(q.id, q.question, q.answerable) for q in questions] == [
+        ("a", "Which port?", True),
+        ("b", "哪个端口？", False),
+    ]
 
 
 def test_a_missing_set_or_a_bad_line_names_the_file_and_the_line(tmp_path):
