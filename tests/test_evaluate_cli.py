@@ -290,6 +290,46 @@ def test_a_chinese_reader_gets_the_config_error_in_chinese(project, monkeypatch,
     assert fragment in str(error.value) and str(config) in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("argv", "code", "shown", "english"),
+    [
+        (["--help"], 0, ["用法：", "位置参数", "显示这段帮助并退出", "只评测前 N 道问题", "第二个知识库"],
+         ["usage:", "options", "show this help", "evaluate only"]),
+        (["--limit", "x"], 2, ["用法：", "错误：参数 --limit：无效的 int 值：'x'"], ["usage:", "error:", "invalid"]),
+        (["a.toml", "--bogus"], 2, ["错误：无法识别的参数：--bogus"], ["error:", "unrecognized"]),
+        (["--preset", "nope"], 2, ["错误：参数 --preset：无效的选择：'nope'"], ["error:", "invalid choice"]),
+        ([], 2, ["错误：请给出一个配置文件"], ["error:", "give a config"]),
+        (["a.toml", "--preset", "packages"], 2, ["错误：请给出配置文件或 --preset，不要同时给出"], ["error:", "not both"]),
+    ],
+)  # fmt: skip
+def test_a_chinese_reader_gets_the_help_and_the_argument_errors_in_chinese(
+    monkeypatch, capsys, argv, code, shown, english
+):
+    import argparse
+
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    original = argparse._
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    captured = capsys.readouterr()
+    text = captured.out + captured.err
+    assert stop.value.code == code
+    assert all(fragment in text for fragment in shown), text
+    assert not [word for word in english if word in text], text
+    assert argparse._ is original  # argparse speaks as before once the command has parsed its arguments
+
+
+def test_an_english_reader_gets_argparses_own_help_and_errors(monkeypatch, capsys):
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: python -m lessons.evaluation.cli") and "show this help message and exit" in out
+    with pytest.raises(SystemExit):
+        main(["--limit", "x"])
+    assert "error: argument --limit: invalid int value: 'x'" in capsys.readouterr().err
+
+
 def test_the_example_config_names_every_pipeline_the_registry_has():
     from lessons.evaluation.cli import EXAMPLE_CONFIG
     from lessons.evaluation.pipelines import PIPELINES

@@ -349,3 +349,23 @@ def test_the_command_course_sh_reads_prints_the_language_or_its_folder(no_settin
     monkeypatch.setenv("AGENTIC_RAG_LANG", "klingon")
     assert i18n.main([]) == 1
     assert "AGENTIC_RAG_LANG='klingon' is not a course language" in capsys.readouterr().err
+
+
+def test_the_argparse_texts_are_argparses_and_keep_their_placeholders_in_chinese():
+    """`ARGPARSE_TEXTS` are looked up by argparse's own English: each must be a text of the argparse this Python runs
+    (else its translation is never asked for), and its translation must keep argparse's %-placeholders (the
+    catalogue's check reads {placeholders} only)."""
+    import argparse
+    import inspect
+
+    source = inspect.getsource(argparse)
+    missing = [text for text in i18n.ARGPARSE_TEXTS if repr(text)[1:-1] not in source]
+    assert not missing, f"not texts of this Python's argparse: {missing}"
+    placeholder = re.compile(r"%(?:\(\w+\))?[sr]")
+    table = i18n.translations("zh")
+    differ = {
+        text: table[text]
+        for text in i18n.ARGPARSE_TEXTS
+        if sorted(placeholder.findall(text)) != sorted(placeholder.findall(table[text]))
+    }
+    assert not differ, f"a translation changes argparse's placeholders: {differ}"

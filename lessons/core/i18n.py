@@ -27,7 +27,8 @@ silent fall-back to English.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Self
@@ -133,6 +134,45 @@ def language_name(code: str, /) -> str:
 def t_marked(text: str, /, **values: object) -> str:
     """`t()` for a string marked with `N_()` where it was defined (so it is not a literal at this call)."""
     return t(text, **values)
+
+
+# argparse's own texts that a course command line can show (its usage line, help headings, "-h"'s help, its errors),
+# in argparse's %-style, marked for the catalogue: argparse asks its module's gettext function `_` for each.
+ARGPARSE_TEXTS = frozenset(
+    {
+        N_("usage: "),
+        N_("positional arguments"),
+        N_("options"),
+        N_("show this help message and exit"),
+        N_("%(prog)s: error: %(message)s\n"),
+        N_("argument %(argument_name)s: %(message)s"),
+        N_("unrecognized arguments: %s"),
+        N_("expected one argument"),
+        N_("invalid %(type)s value: %(value)r"),
+        N_("invalid choice: %(value)r (choose from %(choices)s)"),
+        N_("ambiguous option: %(option)s could match %(matches)s"),
+        N_("the following arguments are required: %s"),
+        N_("ignored explicit argument %r"),
+    }
+)
+
+
+@contextmanager
+def argparse_in_course_language() -> Iterator[None]:
+    """argparse's own texts in the course language while the block runs: "usage:", the help headings, `-h`'s help and
+    its error lines ("error:", "invalid int value", "unrecognized arguments"), for a command line of the course
+    (`python -m lessons.evaluation.cli`). argparse looks each one up through its module's gettext function `_` when
+    a parser is built and when it prints, so the block puts the catalogue (`t_marked`) in that function's place and
+    restores it after: build the parser, parse and call `parser.error` inside the block. A text of argparse's not in
+    `ARGPARSE_TEXTS` (none the course's parsers produce) stays as argparse has it."""
+    import argparse
+
+    original = argparse._
+    argparse._ = lambda text: t_marked(text) if text in ARGPARSE_TEXTS else original(text)
+    try:
+        yield
+    finally:
+        argparse._ = original
 
 
 class ReaderText(str):

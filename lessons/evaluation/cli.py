@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lessons.core.i18n import N_, for_reader, t, t_marked
+from lessons.core.i18n import N_, argparse_in_course_language, for_reader, t, t_marked
 from lessons.evaluation.pipelines import RANK_K, K, UnknownPipeline, check_pipeline_names
 
 EXAMPLE_CONFIG = N_("""\
@@ -713,25 +713,38 @@ def gate_note(config: EvalConfig) -> str:
     return threshold_note(str(config.documents))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lessons.evaluation.cli", description=__doc__.split("\n\n")[0])
-    parser.add_argument("config", nargs="?", help="the config file (.toml or .json)")
-    parser.add_argument("--example", action="store_true", help="print a commented example config and exit")
-    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
+def argument_parser() -> argparse.ArgumentParser:
+    """The command's parser, its texts in the course language (build it inside `argparse_in_course_language`, which
+    puts argparse's own texts, "usage:" and the error lines, in the course language too)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m lessons.evaluation.cli",
+        description=t(
+            "Command line: compare RAG pipelines on your own documents, with the same evaluation as notebook 06."
+        ),
+    )
+    parser.add_argument("config", nargs="?", help=t("the config file (.toml or .json)"))
+    parser.add_argument("--example", action="store_true", help=t("print a commented example config and exit"))
+    parser.add_argument("--limit", type=int, default=None, metavar="N", help=t("evaluate only the first N questions"))
     parser.add_argument(
         "--preset",
         choices=sorted(PRESETS),
-        help="run a preset instead of a config file (packages: the second knowledge base and its gold set)",
+        help=t("run a preset instead of a config file (packages: the second knowledge base and its gold set)"),
     )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars (for logs)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--no-progress", action="store_true", help=t("no progress bars (for logs)"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    with argparse_in_course_language():
+        parser = argument_parser()
+        args = parser.parse_args(argv)
+        if not args.example and not args.config and not args.preset:
+            parser.error(t("give a config file, --preset packages, or --example to print one"))
+        if not args.example and args.config and args.preset:
+            parser.error(t("give a config file or --preset, not both"))
     if args.example:
         print(t_marked(EXAMPLE_CONFIG), end="")
         return 0
-    if not args.config and not args.preset:
-        parser.error("give a config file, --preset packages, or --example to print one")
-    if args.config and args.preset:
-        parser.error("give a config file or --preset, not both")
     import matplotlib
 
     from lessons.core.local_server import ServerError
@@ -744,7 +757,7 @@ def main(argv: list[str] | None = None) -> int:
         config = preset_config(args.preset) if args.preset else load_config(args.config)
         result = run(config, limit=args.limit, progress=not args.no_progress)
     except (ConfigError, TestSetError, SettingsError, ModelError, ServerError, ConnectionError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(t("error: {error}", error=error), file=sys.stderr)
         return 2
     print()
     print(
