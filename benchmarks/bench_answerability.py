@@ -409,7 +409,13 @@ def questions_of(corpus: str, near_misses: str | None = None, answerable_set: st
 def replay(names: list[str]) -> dict:
     """The code check as it stands re-run over the stored rows of earlier results (`--replay`): no chat-model call and
     no knowledge base, the corpus's subject as stored with each row. Per results, corpus and language: answerable
-    questions answered, out-of-KB questions refused, and why the answerable ones were refused."""
+    questions answered, out-of-KB questions refused, and why the answerable ones were refused.
+
+    And how the judge's `asks_for` behaved: `named_answerable` / `named_out_of_kb` count the rows whose `asks_for`
+    names a word of the question (`focus_terms`), `fallback_answered` / `fallback_not_refused` the questions passed
+    although it named none (then only `MIN_QUESTION_SHARE` of the question's own words was looked for)."""
+    from lessons.agents.answerability import focus_terms
+
     report = {}
     for name in names:
         rows = json.loads((RESULTS / f"{name}-rows.json").read_text(encoding="utf-8"))
@@ -417,23 +423,32 @@ def replay(names: list[str]) -> dict:
         for row in rows.values():
             checked = verify(row)
             reason = checked["reason"]
+            named = bool(focus_terms(row["question"], row.get("asks_for", ""), row["subject"]))
             cell = cells.setdefault(
                 f"{row['corpus']}/{row['language']}",
-                {"answered": 0, "answerable": 0, "refused": 0, "out_of_kb": 0, "refusals_answerable": {}},
-            )
+                {"answered": 0, "answerable": 0, "refused": 0, "out_of_kb": 0, "refusals_answerable": {},
+                 "named_answerable": 0, "named_out_of_kb": 0, "fallback_answered": 0, "fallback_not_refused": 0},
+            )  # fmt: skip
             if row["answerable"]:
                 cell["answerable"] += 1
                 cell["answered"] += reason == "answerable"
+                cell["named_answerable"] += named
+                cell["fallback_answered"] += reason == "answerable" and not named
                 if reason != "answerable":
                     cell["refusals_answerable"][reason] = cell["refusals_answerable"].get(reason, 0) + 1
             else:
                 cell["out_of_kb"] += 1
                 cell["refused"] += reason != "answerable"
+                cell["named_out_of_kb"] += named
+                cell["fallback_not_refused"] += reason == "answerable" and not named
         report[name] = dict(sorted(cells.items()))
         for key, cell in report[name].items():
             print(
                 f"{name} {key}: answered {cell['answered']}/{cell['answerable']}, "
-                f"refused {cell['refused']}/{cell['out_of_kb']}; refusals of answerable: {cell['refusals_answerable']}"
+                f"refused {cell['refused']}/{cell['out_of_kb']}; refusals of answerable: {cell['refusals_answerable']}; "
+                f"asks_for names a question word: {cell['named_answerable']}/{cell['answerable']} answerable, "
+                f"{cell['named_out_of_kb']}/{cell['out_of_kb']} out-of-KB; passed with none named: "
+                f"{cell['fallback_answered']} answerable, {cell['fallback_not_refused']} out-of-KB"
             )
     return report
 

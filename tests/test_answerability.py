@@ -671,6 +671,32 @@ def test_the_benchmark_reads_a_fresh_answerable_set_and_replays_stored_rows(tmp_
     assert (cell["answered"], cell["answerable"], cell["refused"], cell["out_of_kb"]) == (1, 1, 1, 1)
 
 
+def test_the_benchmark_replay_counts_how_the_judge_named_what_is_asked(tmp_path, monkeypatch):
+    """`--replay` also counts, per cell, the rows whose `asks_for` names a word of the question and the questions
+    passed although it named none (the judge wrote "what it asks for": the question's own words decided)."""
+    import json
+
+    from benchmarks import bench_answerability as bench
+
+    document = {"text": "Atlas Server listens on port 7420 by default.", "context_header": None, "source": "a.md"}
+    row = {"corpus": "course", "language": "en", "subject": [], "documents": [document], "answer": "7420",
+           "quote": "Atlas Server listens on port 7420 by default."}  # fmt: skip
+    rows = {
+        "course:a": {**row, "id": "a", "answerable": True, "question": "Which port does Atlas Server use?",
+                     "asks_for": "port"},
+        "course:b": {**row, "id": "b", "answerable": True, "question": "On which port does Atlas Server listen?",
+                     "asks_for": "what it asks for"},
+        "course:c": {**row, "id": "c", "answerable": False, "question": "Which port does Atlas Server use for metrics?",
+                     "asks_for": "the few words that name what it asks for"},
+    }  # fmt: skip
+    (tmp_path / "stored-rows.json").write_text(json.dumps(rows), encoding="utf-8")
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    cell = bench.replay(["stored"])["stored"]["course/en"]
+    assert (cell["answered"], cell["refused"]) == (2, 0)
+    assert (cell["named_answerable"], cell["named_out_of_kb"]) == (1, 0)
+    assert (cell["fallback_answered"], cell["fallback_not_refused"]) == (1, 1)
+
+
 def test_the_benchmark_reads_answerable_set_3(tmp_path, monkeypatch):
     """`--answerable-set 3` reads benchmarks/questions/answerable_3_<corpus>.jsonl (set 1 stays answerable_<corpus>)."""
     import json
