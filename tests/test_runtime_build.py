@@ -204,6 +204,26 @@ def test_the_server_log_names_a_crash(fresh_settings, monkeypatch, tmp_path):
     assert local_server.crash_report() is None
 
 
+def test_a_chinese_reader_is_told_of_the_crash_in_chinese(fresh_settings, monkeypatch):
+    """The crash report, the server's status and the server command's lines follow the course language."""
+    from lessons.core import local_server, local_server_cli
+
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    fresh_settings()
+    log = local_server.server_log_path()
+    code = "import faulthandler, os, signal; faulthandler.enable(); os.kill(os.getpid(), signal.SIGSEGV)"
+    with open(log, "w") as handle:
+        dead = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=subprocess.STDOUT)
+        dead.wait()
+    state = local_server.ServerInfo("http://127.0.0.1:9", "local", dead.pid, None, str(log))
+    local_server._state_file().write_text(json.dumps(state.__dict__))
+    report = local_server.crash_report()
+    assert "崩溃了：Segmentation fault" in report and "runtime_build check --force" in report
+    assert "crashed" not in report and "Fix" not in report
+    assert local_server.server_status() == "没有正在运行的本地服务器"
+    assert local_server_cli.main(["bogus"]) == 2
+
+
 def test_a_chat_call_to_a_crashed_server_says_so(fresh_settings, monkeypatch):
     """The chat model names the crash instead of 'could not reach the server' (and does not hide it)."""
     from lessons.core import local_server, models

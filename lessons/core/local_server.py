@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from lessons.core import runtime_build
+from lessons.core.i18n import t
 from lessons.core.local_model import resolve_local_model
 from lessons.core.settings import get_settings
 
@@ -139,9 +140,12 @@ def _check_runtime_installed() -> None:
         import llama_cpp.server  # noqa: F401
     except ImportError as error:
         raise ServerError(
-            f"the local model runtime is not installed ({error}). Run scripts/setup.sh (or `make course`): it "
-            "compiles llama-cpp-python for this CPU (3-7 minutes on 2 cores, once) and checks that it runs; "
-            "or set DEEPSEEK_API_KEY in .env to use DeepSeek instead."
+            t(
+                "the local model runtime is not installed ({error}). Run scripts/setup.sh (or `make course`): it "
+                "compiles llama-cpp-python for this CPU (3-7 minutes on 2 cores, once) and checks that it runs; "
+                "or set DEEPSEEK_API_KEY in .env to use DeepSeek instead.",
+                error=error,
+            )
         ) from None
 
 
@@ -169,8 +173,11 @@ def ensure_server(timeout: float = 180.0) -> ServerInfo:
         models = served_models(settings.server_url, timeout=10)
         if models is None:
             raise ServerError(
-                f"AGENTIC_RAG_SERVER_URL={settings.server_url} does not answer at /v1/models — "
-                "check the address, or unset it to start a local server."
+                t(
+                    "AGENTIC_RAG_SERVER_URL={url} does not answer at /v1/models — "
+                    "check the address, or unset it to start a local server.",
+                    url=settings.server_url,
+                )
             )
         return ServerInfo(url=settings.server_url, alias=models[0] if models else "local", pid=None)
 
@@ -286,8 +293,12 @@ def _choose_port() -> int:
         return last if last and not port_in_use(last) else free_port()
     if port_in_use(port):
         raise ServerError(
-            f"port {port} (AGENTIC_RAG_PORT) is already in use on {HOST} — stop what uses it "
-            f"(`lsof -i :{port}`), pick another port, or unset AGENTIC_RAG_PORT to let the course choose a free one."
+            t(
+                "port {port} (AGENTIC_RAG_PORT) is already in use on {host} — stop what uses it "
+                "(`lsof -i :{port}`), pick another port, or unset AGENTIC_RAG_PORT to let the course choose a free one.",
+                port=port,
+                host=HOST,
+            )
         )
     return port
 
@@ -307,19 +318,31 @@ def _wait_healthy(process: subprocess.Popen, info: ServerInfo, log_path: Path, t
             raise ServerError(_crash_message(process.pid, _signal_name(-code), log_path))
         if code is not None:
             raise ServerError(
-                f"the local model server exited with code {code} while starting. Last lines of {log_path}:\n"
-                f"{_tail(log_path)}\nFix the cause above (not enough memory? a broken GGUF in AGENTIC_RAG_GGUF?) "
-                "and run again."
+                t(
+                    "the local model server exited with code {code} while starting. Last lines of {log}:\n"
+                    "{tail}\nFix the cause above (not enough memory? a broken GGUF in AGENTIC_RAG_GGUF?) "
+                    "and run again.",
+                    code=code,
+                    log=log_path,
+                    tail=_tail(log_path),
+                )
             )
         if served_models(info.url, timeout=1.0) is not None:
             return
         time.sleep(0.25)
     _terminate(process.pid)
     raise ServerError(
-        f"the local model server did not become healthy within {timeout:.0f} s (pid {process.pid}, {info.url}); "
-        f"it was stopped. Last lines of {log_path}:\n{_tail(log_path)}\n"
-        "On a busy or slow machine, try again; to see the error yourself run: "
-        "python -m lessons.core.local_server_cli start"
+        t(
+            "the local model server did not become healthy within {seconds} s (pid {pid}, {url}); "
+            "it was stopped. Last lines of {log}:\n{tail}\n"
+            "On a busy or slow machine, try again; to see the error yourself run: "
+            "python -m lessons.core.local_server_cli start",
+            seconds=f"{timeout:.0f}",
+            pid=process.pid,
+            url=info.url,
+            log=log_path,
+            tail=_tail(log_path),
+        )
     )
 
 
@@ -363,20 +386,29 @@ def crash_report() -> str | None:
     fatal = [line for line in _tail(log_path, 200).splitlines() if line.startswith(FATAL_LINE)]
     if fatal:
         return _crash_message(state.pid, fatal[-1][len(FATAL_LINE) :].strip(), log_path)
-    return (
-        f"the local model server (pid {state.pid}) has stopped without a crash in its log — killed by another program "
+    return t(
+        "the local model server (pid {pid}) has stopped without a crash in its log — killed by another program "
         "or by the system (out of memory? see `dmesg`). The next call starts a new one; "
-        f"last lines of {log_path}:\n{_tail(log_path, 5)}"
+        "last lines of {log}:\n{tail}",
+        pid=state.pid,
+        log=log_path,
+        tail=_tail(log_path, 5),
     )
 
 
 def _crash_message(pid: int | None, what: str, log_path: Path) -> str:
-    return (
-        f"the local model server (pid {pid}) crashed: {what}. This is llama.cpp failing on this CPU, not your code.\n"
-        f"  CPU: {runtime_build.cpu_model()}\n  {runtime_build.describe_installed()}\n"
-        f"  last lines of {log_path}:\n{_tail(log_path, 8)}\n"
+    return t(
+        "the local model server (pid {pid}) crashed: {what}. This is llama.cpp failing on this CPU, not your code.\n"
+        "  CPU: {cpu}\n  {build}\n"
+        "  last lines of {log}:\n{tail}\n"
         "Fix: run `python -m lessons.core.runtime_build check --force` (or scripts/setup.sh): it self-tests the "
-        "runtime and installs a safer build when this one crashes; then run the cell again."
+        "runtime and installs a safer build when this one crashes; then run the cell again.",
+        pid=pid,
+        what=what,
+        cpu=runtime_build.cpu_model(),
+        build=runtime_build.describe_installed(),
+        log=log_path,
+        tail=_tail(log_path, 8),
     )
 
 
@@ -406,9 +438,12 @@ def server_status() -> str:
     settings = get_settings()
     if settings.server_url:
         models = served_models(settings.server_url)
-        return f"external server {settings.server_url}: " + ("up, models " + ", ".join(models) if models else "DOWN")
+        if models:
+            return t("external server {url}: up, models {models}", url=settings.server_url, models=", ".join(models))
+        return t("external server {url}: DOWN", url=settings.server_url)
     state = _read_state()
     if state is None or not _pid_alive(state.pid):
-        return "no local server running"
-    health = "healthy" if served_models(state.url) is not None else "NOT answering"
-    return f"local server pid {state.pid} at {state.url}, model {state.alias}: {health}"
+        return t("no local server running")
+    health = t("healthy") if served_models(state.url) is not None else t("NOT answering")
+    return t("local server pid {pid} at {url}, model {model}: {health}", pid=state.pid, url=state.url,
+             model=state.alias, health=health)  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from lessons.core.i18n import t
 from lessons.core.local_server import ensure_server, server_status, stop_server
 
 
@@ -23,16 +24,23 @@ def main(argv: list[str] | None = None) -> int:
         print(info.banner())
         if info.provider == "local":
             server = ensure_server()
-            print(f"local model server ready at {server.url} (pid {server.pid})")
+            print(t("local model server ready at {url} (pid {pid})", url=server.url, pid=server.pid))
     elif command == "start":
         info = ensure_server()
-        print(f"local model server ready at {info.url} (model {info.alias}, pid {info.pid})")
+        print(
+            t(
+                "local model server ready at {url} (model {model}, pid {pid})",
+                url=info.url,
+                model=info.alias,
+                pid=info.pid,
+            )
+        )
     elif command == "stop":
-        print("stopped the local model server" if stop_server() else "no local server was running")
+        print(t("stopped the local model server") if stop_server() else t("no local server was running"))
     elif command == "status":
         print(server_status())
     else:
-        print("usage: python -m lessons.core.local_server_cli start|stop|status|prepare", file=sys.stderr)
+        print(t("usage: python -m lessons.core.local_server_cli start|stop|status|prepare"), file=sys.stderr)
         return 2
     return 0
 
