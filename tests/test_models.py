@@ -110,3 +110,16 @@ def test_an_unreachable_local_server_says_how_to_restart_it(fresh_settings, monk
     model = CourseChatModel(model="m", api_base=f"{dead}/v1", api_key="x", provider="local", max_retries=0, cache=False)
     with pytest.raises(ModelError, match="python -m lessons.core.local_server_cli start"):
         model.invoke("hi")
+
+
+def test_a_chinese_reader_is_told_in_chinese_that_the_server_cannot_be_reached(fresh_settings, monkeypatch):
+    from lessons.core.local_server import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("AGENTIC_RAG_SERVER_URL", dead)
+    monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
+    fresh_settings()
+    model = CourseChatModel(model="m", api_base=f"{dead}/v1", api_key="x", provider="local", max_retries=0, cache=False)
+    with pytest.raises(ModelError, match="无法连接到位于 .* 的本地模型服务器.*修复：服务器可能已经停止") as error:
+        model.invoke("hi")
+    assert "could not reach" not in str(error.value) and "Fix" not in str(error.value)

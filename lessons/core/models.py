@@ -22,7 +22,7 @@ import openai
 from langchain_core.caches import BaseCache
 from langchain_deepseek import ChatDeepSeek
 
-from lessons.core.i18n import t
+from lessons.core.i18n import N_, t
 from lessons.core.llm_cache import SQLiteLLMCache
 from lessons.core.settings import get_settings
 from lessons.core.usage import USAGE
@@ -118,32 +118,47 @@ class CourseChatModel(ChatDeepSeek):
             raise self._explain(error) from error
 
     def _explain(self, error: openai.OpenAIError) -> ModelError:
-        where = "DeepSeek" if self.provider == "deepseek" else f"the local model server at {self.api_base}"
+        where = "DeepSeek" if self.provider == "deepseek" else t("the local model server at {url}", url=self.api_base)
         if isinstance(error, openai.AuthenticationError):
             return ModelError(
-                f"{where} rejected the API key (401). Check DEEPSEEK_API_KEY in .env — a key from DeepSeek's "
-                "platform, without quotes or spaces — or set AGENTIC_RAG_MODEL=local to work offline."
+                t(
+                    "{where} rejected the API key (401). Check DEEPSEEK_API_KEY in .env — a key from DeepSeek's "
+                    "platform, without quotes or spaces — or set AGENTIC_RAG_MODEL=local to work offline.",
+                    where=where,
+                )
             )
         if isinstance(error, openai.APITimeoutError):
             return ModelError(
-                f"the request to {where} timed out after {self.request_timeout} s. Check your network "
-                "(for DeepSeek) or whether the machine is overloaded (local); then run the cell again."
+                t(
+                    "the request to {where} timed out after {seconds} s. Check your network "
+                    "(for DeepSeek) or whether the machine is overloaded (local); then run the cell again.",
+                    where=where,
+                    seconds=self.request_timeout,
+                )
             )
         if isinstance(error, openai.APIConnectionError):
             fix = (
-                "check your internet connection or proxy, or set AGENTIC_RAG_MODEL=local to work offline"
+                t("check your internet connection or proxy, or set AGENTIC_RAG_MODEL=local to work offline")
                 if self.provider == "deepseek"
-                else "the server may have stopped: run `python -m lessons.core.local_server_cli start` and try again"
+                else t("the server may have stopped: run `python -m lessons.core.local_server_cli start` and try again")
             )
-            return ModelError(f"could not reach {where}: {error}. Fix: {fix}.")
+            return ModelError(t("could not reach {where}: {error}. Fix: {fix}.", where=where, error=error, fix=fix))
         if isinstance(error, openai.APIStatusError):
             status = error.status_code
             hint = {
-                402: "your DeepSeek balance is exhausted — top up, or set AGENTIC_RAG_MODEL=local",
-                429: "rate limited — wait a moment, lower the concurrency, and run the cell again",
-            }.get(status, "see the message above; a 400 usually means the request was too long for the model")
-            return ModelError(f"{where} answered HTTP {status}: {error.message}. Fix: {hint}.")
-        return ModelError(f"{where} failed: {error}")
+                402: N_("your DeepSeek balance is exhausted — top up, or set AGENTIC_RAG_MODEL=local"),
+                429: N_("rate limited — wait a moment, lower the concurrency, and run the cell again"),
+            }.get(status, N_("see the message above; a 400 usually means the request was too long for the model"))
+            return ModelError(
+                t(
+                    "{where} answered HTTP {status}: {message}. Fix: {hint}.",
+                    where=where,
+                    status=status,
+                    message=error.message,
+                    hint=t(hint),
+                )
+            )
+        return ModelError(t("{where} failed: {error}", where=where, error=error))
 
 
 @lru_cache(maxsize=1)
@@ -157,9 +172,11 @@ def active_model_info() -> ModelInfo:
     settings = get_settings()
     if settings.model == "deepseek" and not settings.deepseek_api_key:
         raise ModelError(
-            "AGENTIC_RAG_MODEL=deepseek but DEEPSEEK_API_KEY is not set. Add the line "
-            "DEEPSEEK_API_KEY=sk-... to .env at the project root, or set AGENTIC_RAG_MODEL=local "
-            "(or auto) to use the offline model."
+            t(
+                "AGENTIC_RAG_MODEL=deepseek but DEEPSEEK_API_KEY is not set. Add the line "
+                "DEEPSEEK_API_KEY=sk-... to .env at the project root, or set AGENTIC_RAG_MODEL=local "
+                "(or auto) to use the offline model."
+            )
         )
     if settings.uses_deepseek:
         return ModelInfo("deepseek", settings.deepseek_model, "https://api.deepseek.com")
