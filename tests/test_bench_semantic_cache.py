@@ -39,9 +39,14 @@ def test_heldout_cells_count_near_questions_served_and_wrong_answers_served():
 
 
 FRESH = bench.GOLD_DIR / "cache_fresh.jsonl"
+FRESH_SETS = [
+    (FRESH, "cf-"),
+    (bench.GOLD_DIR / "cache_fresh2.jsonl", "cf2-"),
+    (bench.GOLD_DIR / "cache_fresh3.jsonl", "cf3-"),
+]
 
 
-@pytest.mark.parametrize(("path", "prefix"), [(bench.HELDOUT, "hc-"), (FRESH, "cf-")])
+@pytest.mark.parametrize(("path", "prefix"), [(bench.HELDOUT, "hc-"), *FRESH_SETS])
 @pytest.mark.parametrize("corpus", ["course", "packages"])
 def test_every_heldout_lookup_is_tied_to_an_answerable_gold_question_of_its_cell(corpus, path, prefix):
     from lessons.ingest.corpus import load_gold
