@@ -84,7 +84,9 @@
 FULL = False  # True: upload the whole course corpus (every file of data/corpus)
 DOCUMENTS = ["release_notes.md", "support_faq.html", "faq_zh.html", "meeting_notes_2026_09.txt"]  # uploaded first
 LATER = ["weekly_meeting_zh.txt", "atlas_admin_guide.md"]  # uploaded between the two nightly runs
-NIGHTLY_QUESTIONS = 2  # questions each nightly run generates from the new documents (one chunk each)
+NIGHTLY_QUESTIONS = 1  # questions each nightly run generates from the new documents (one chunk each); each one adds a
+                       # generation call, an answer through the service's grading loop and two judge calls — the two
+                       # runs show the mechanism and a trend, not a measurement
 # out-of-KB gold questions on the uploaded documents' topics (Atlas, 明湖银行): every nightly run asks those in
 # the course's language, and its report shows how many the service refused
 PROBES = ["en-067", "en-068", "zh-041", "zh-042"]
