@@ -8,6 +8,7 @@ from lessons.agents.answerability import (
     AnswerabilityCheck,
     AnswerabilityThresholds,
     Evidence,
+    asked_terms,
     common_names,
     focus_missing,
     focus_terms,
@@ -707,6 +708,52 @@ def test_the_benchmark_reads_answerable_set_3(tmp_path, monkeypatch):
     (tmp_path / "answerable_3_course.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
     monkeypatch.setattr(bench, "QUESTIONS", tmp_path)
     assert [q.id for q in bench.questions_of("course", answerable_set="3") if q.answerable] == ["a3-1"]
+
+
+def test_the_noun_after_which_or_what_must_occur_around_the_quote_whatever_the_judge_named():
+    """Stored near misses (set 1, nm-packages-en; set 2, nm2-course-zh): the judge quoted a real sentence on the topic
+    and named nothing of the question ("what it asks for"), so a fifth of the question's words sufficed and the
+    quote passed; it names no distance metric, no 厂区 (plant), which is what the question asks for."""
+    chroma = Document(
+        "## Contributing\n\nChroma is a rapidly developing project. We welcome PR contributors and ideas for how to "
+        "improve the project. Every new collection is created with `client.create_collection`."
+    )
+    question = "Which distance metric does a new Chroma collection use by default?"
+    assert asked_terms(question, {"chroma"}) == ["distance", "metric"]
+    near = Evidence(quote="Chroma is a rapidly developing project.", answer="PR", asks_for="what it asks for")
+    reason, _, _, missing, _ = verify_evidence(question, near, [chroma], {"chroma"})
+    assert reason == "asked-for missing" and [s.text for s in missing] == ["distance", "metric"]
+    stated = Document("By default a new collection uses the l2 distance metric; set hnsw:space to change it.")
+    right = Evidence(quote=stated.page_content.split(";")[0], answer="l2", asks_for="what it asks for")
+    assert verify_evidence(question, right, [stated], {"chroma"})[0] == "answerable"
+
+    dongyue = Document(
+        "2026 年 2 月，东岳精密部署了潮汐 Atlas 4.0，看中的正是这一版本新增的 jieba 中文分词。首批用户是维修工。"
+    )
+    question_zh = "东岳精密最先试点 Atlas 的是哪个厂区？"
+    assert asked_terms(question_zh, {"atlas"}) == ["厂区"]
+    quote = "2026 年 2 月，东岳精密部署了潮汐 Atlas 4.0，看中的正是这一版本新增的 jieba 中文分词。"
+    assert verify_evidence(question_zh, Evidence(quote=quote, answer="4.0"), [dongyue], {"atlas"})[0] == (
+        "asked-for missing"
+    )
+    plant = Document("东岳精密的 Atlas 首个试点厂区是常州二号厂区，2026 年 2 月上线。")
+    first = Evidence(quote="首个试点厂区是常州二号厂区", answer="常州二号厂区")
+    assert verify_evidence(question_zh, first, [plant], {"atlas"})[0] == "answerable"
+
+
+def test_asked_terms_reads_one_asked_noun_or_none():
+    """ "What is the X of", "who is the X", 网址是什么; none for "what is Atlas", "what happens", a time or a place, and a
+    question that asks two things (the quote may answer either part)."""
+    assert asked_terms("What is the default recursion limit of a LangGraph graph?") == ["default", "recursion"]
+    assert asked_terms("Who is the head of People Operations at Tidewell?", {"tidewell"}) == ["head"]
+    assert asked_terms("Under which licence is JupyterLab's code released?") == ["licence"]
+    assert asked_terms("Matplotlib 的 Discourse 论坛网址是什么？") == ["论坛", "网址"]
+    assert asked_terms("What kind of database does chromadb.Client() give me?") == ["database"]
+    for none in ("What is Atlas?", "What happens if the upload fails?", "When was Pydantic 2.12.2 released?",
+                 "Which subscription tiers include Atlas Guard, and when was it first released?",
+                 "国庆假期后的第一次杭州研发周会是哪天开的？", "用 chroma run 启动时，数据默认存在哪里？",
+                 "Chroma 支持哪些距离？默认是哪个？", "In what year did Atlas first come out?"):  # fmt: skip
+        assert asked_terms(none) == [], none
 
 
 def test_how_much_how_long_and_duo_jiu_ask_for_an_amount_that_the_quote_s_window_must_state():

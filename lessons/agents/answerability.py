@@ -19,7 +19,9 @@ made to **show its evidence**, and code can check the evidence:
    neighbourhood (the chunk's header and `WINDOW_CHARS` either side), names anywhere in the retrieved chunks — save
    that a quoted table row is no evidence for a name another row of its table holds.
    At least `MIN_FOCUS_SHARE` of the question's words among `asks_for` (`focus_terms`; Chinese cut into words) must
-   occur there too — or, when `asks_for` names none of them, `MIN_QUESTION_SHARE` of the question's own words. "Which
+   occur there too — or, when `asks_for` names none of them, `MIN_QUESTION_SHARE` of the question's own words — and,
+   whatever the judge named, `MIN_FOCUS_SHARE` of the noun that code reads after "which" / "what" / 什么 / 哪个 in a
+   question that asks one thing (`asked_terms`: "which distance metric" needs a distance metric). "Which
    version" asks for a version number; "how much / many / long / often", 多少, 多久 for an amount (a figure, a number
    word or a frequency) around the quote. A quote that repeats the question still counts when the chunk adds a figure
    the question lacks; when the judge copied the question as its quote, its answer, if it passes every check as a
@@ -741,8 +743,8 @@ def verify_evidence(
     `check_answer` also checks the judge's short answer (`answer_problem`): it must say something the question
     does not, and the chunks must state it (off by default: measured in benchmarks/bench_answerability.py first).
 
-    `focus_share`: of the words naming what is asked (`focus_terms` of the judge's `asks_for`), the share that must
-    occur around the quote, else "asked-for missing" (the missing words come back as specifics of kind "focus");
+    `focus_share`: of the words naming what is asked (`focus_terms` of the judge's `asks_for`; then `asked_terms`, read
+    from the question by code), the share that must occur around the quote, else "asked-for missing" (the missing words come back as specifics of kind "focus");
     0 switches it off. `min_terms`: the share of the question's content words that must occur around the quote (the
     term coverage returned), else "too few of the question's words" (0, the default, switches it off). When the
     judge's `asks_for` names no word of the question, `MIN_QUESTION_SHARE` of the question's own words must occur
@@ -806,6 +808,8 @@ def _check_quote(
     if not focus:  # the judge named nothing of the question ("what it asks for"): the question's own words, fewer
         focus, share = question_focus(question, subject), min(focus_share, MIN_QUESTION_SHARE)
     absent = focus_missing(focus, window, share) if focus_share else []
+    if not absent and focus_share:  # and the noun of "which X" / 什么X, read by code, whatever the judge named
+        absent = focus_missing(asked_terms(question, subject), window, focus_share)
     if absent:
         return "asked-for missing", match, specifics, [Specific(t, (t,), "focus") for t in absent], coverage
     if min_terms and coverage is not None and coverage < min_terms:
@@ -847,6 +851,98 @@ def _focus_words(text: str) -> list[str]:
         return english
     chinese = [w for w in tokenize_jieba(_normal(text)) if _CJK_CHAR.search(w) and w not in _ZH_FUNCTION_WORDS]
     return english + [w for w in chinese if not _QUESTION_ZH.fullmatch(w)]
+
+
+def asked_terms(question: str, subject: Collection[str] = ()) -> list[str]:
+    """What a question that asks one thing asks for, read from its wording by code: the noun after "which" / "what"
+    ("Which distance metric does ..." -> distance, metric; "What is the default recursion limit of ..." -> default,
+    recursion; "Who is the head of ..." -> head), after 什么 / 哪个 / 哪种 / 哪些 ... (哪个厂区 -> 厂区), or before 是什么
+    (网址是什么 -> 网址): at most `ASKED_WORDS` words, content words as `content_tokens` reads them (Chinese as jieba
+    cuts it), less the subject's names. None for a question that asks two things (two question words or two question
+    marks: the quote may answer either), for "what is Atlas", "what does ... do", "what happens", "what else", and for
+    when / where / why / how questions, "which day", "what year", 哪天, 哪里 (what they ask is a time, a place, an
+    amount: no noun to look for; "how many" and "how much" have their own steps). At least `MIN_FOCUS_SHARE` of them must occur around the quote (a quote on
+    the topic that names no distance metric does not say which one). Introduced in notebook 04."""
+    chinese = bool(_CJK_CHAR.search(question))
+    asked = _WH_ZH.findall(question) if chinese else _WH_EN.findall(question)
+    if len(asked) != 1 or len([part for part in re.split(r"[?？]", question) if part.strip()]) > 1:
+        return []
+    if chinese:
+        words = _asked_zh(question)
+    else:
+        english = _asked_en(question)
+        words = [] if any(word in _GENERIC_ASKED for word in english) else content_tokens(" ".join(english))
+    names = {token for name in subject for token in content_tokens(name)}
+    return list(dict.fromkeys(w for w in words if w not in names and w not in _QUESTION_WORDS))
+
+
+ASKED_WORDS = 2  # words of the asked noun phrase read (asked_terms): "insurance company", 融合 算法
+_WH_EN = re.compile(
+    r"\b(?:what|which|who|whom|whose|when|where|why|how)\b|\b(?:do|does|did|is|are|can|will)\s+(?:i|we|you)\b",
+    re.IGNORECASE,
+)
+_WH_ZH = re.compile("什么|哪|多少|几|怎么|怎样|如何|谁|吗|是否|为什么")
+_ASKED_AUX = frozenset(["is", "are", "was", "were"])
+_ASKED_DETERMINERS = frozenset(
+    ["the", "a", "an", "my", "our", "your", "its", "their", "this", "that", "these", "those"]
+)
+_ASKED_KIND = frozenset(["kind", "type", "sort", "kinds", "types", "sorts"])
+_ASKED_END = _PHRASE_END | {"does", "do", "did", "i", "we", "you", "they", "it", "he", "she"}
+# "What happens", "what else": nothing named. "Which day", "what year": a time, as "when" asks (no noun to look for).
+_GENERIC_ASKED = frozenset(
+    ["happen", "happens", "happened", "else", "thing", "things", "way", "ways", "person", "one", "year", "years",
+     "date", "dates", "day", "days", "month", "months", "time", "times"]
+)  # fmt: skip
+_ASKED_ZH = ("哪一个", "哪个", "哪种", "哪些", "哪家", "哪位", "哪条", "哪项", "哪类", "哪款", "哪台", "什么")
+_NOT_ASKED_ZH = ("哪天", "哪年", "哪月", "哪里", "哪儿", "什么时候")  # a time or a place: no noun to look for
+
+
+def _asked_en(question: str) -> list[str]:
+    """The words of "which X" / "what (is the) X" / "who is the X" / "whose X", up to the verb (`asked_terms`)."""
+    words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*(?:[-.+_'][A-Za-z0-9]+)*", question)]
+    for i, word in enumerate(words):
+        follows = words[i + 1] if i + 1 < len(words) else ""
+        if word not in ("which", "what", "whose") and not (word == "who" and follows in _ASKED_AUX):
+            continue
+        j = i + 1
+        if follows in _ASKED_AUX:
+            j += 1
+            if word != "who" and (j >= len(words) or words[j] not in _ASKED_DETERMINERS):
+                return []  # "what is Atlas": the whole thing is asked, no noun names it
+        while j < len(words) and words[j] in _ASKED_DETERMINERS:
+            j += 1
+        if j + 1 < len(words) and words[j] in _ASKED_KIND and words[j + 1] == "of":
+            j += 2
+        found = []
+        while j < len(words) and words[j] not in _ASKED_END and len(found) < ASKED_WORDS:
+            found.append(words[j])
+            j += 1
+        return found
+    return []
+
+
+def _asked_zh(question: str) -> list[str]:
+    """The words after 什么 / 哪个 / 哪种 ..., or before 是什么 at the question's end (`asked_terms`)."""
+    from lessons.retrieval.retrievers import tokenize_jieba
+
+    if any(word in question for word in _NOT_ASKED_ZH):  # looked for in the text: jieba cuts 哪天开 as 哪 | 天开
+        return []
+    tokens = [token for token in tokenize_jieba(_normal(question)) if token.strip()]
+
+    def content(token: str) -> bool:
+        return bool(_CJK_CHAR.search(token)) and token not in _ZH_FUNCTION_WORDS and not _QUESTION_ZH.fullmatch(token)
+
+    for i, token in enumerate(tokens):
+        if not (token in _ASKED_ZH or (token.startswith("哪") and len(token) <= 3)):
+            continue
+        after = list(itertools.takewhile(content, tokens[i + 1 :]))[:ASKED_WORDS]
+        if after:
+            return after
+        last = i + 1 >= len(tokens) or not _CJK_CHAR.search(tokens[i + 1]) or tokens[i + 1] in ("吗", "呢")
+        if token == "什么" and last and i >= 1 and tokens[i - 1] == "是":
+            return list(itertools.takewhile(content, reversed(tokens[: i - 1])))[:ASKED_WORDS][::-1]
+        return []
+    return []
 
 
 _ZH_FUNCTION_WORDS = frozenset(
