@@ -53,12 +53,21 @@ framing off, the default chosen after set 4: framing on and off answer and refus
     python benchmarks/bench_answerability.py --answerable-set 5 --near-misses 5 --all --no-p-yes \
         --name answerability-fresh5
 
+`--asks-for-enum` asks the judge for `asks_for` as one of the question's own spans (the check's
+`asks_for_from_question` option: an enum in the schema). Each row records how it was made (`asks_for_enum`), and so do
+the results (`settings`); rows of the other setting are never mixed into one results file. The option changes only the
+judge's call, so `--replay` re-runs the same code check on such rows (and reports their setting):
+
+    python benchmarks/bench_answerability.py --answerable-set 8 --near-misses 8 --all --no-p-yes --asks-for-enum \
+        --name answerability-fresh8-enum
+
 An "extractive" variant (what is asked read from the question itself, and the cross-encoder's best sentences checked
 as quotes when the judge's evidence failed) was measured on sets 3 and 4, answered fewer and refused fewer than the
 check on set 4 (30 and 18 of 40, against 33 and 21), and was removed; the results files written before keep its rows.
 
     python benchmarks/bench_answerability.py [--answerable 8] [--out-of-kb 5] [--all] [--analyse-only]
         [--seed N --exclude-dev] [--exclude-rows NAME ...] [--near-misses [SET]] [--answerable-set [SET]] [--name NAME]
+        [--asks-for-enum]
     python benchmarks/bench_answerability.py --replay NAME ...
 """
 
@@ -103,7 +112,7 @@ def sample(
 class Corpus:
     """One knowledge base as the benchmark reads it: the loop's round-one retrieval, its signals, the check."""
 
-    def __init__(self, corpus: str, llm):
+    def __init__(self, corpus: str, llm, asks_for_enum: bool = False):
         from lessons.agents.answerability import AnswerabilityCheck, common_names
         from lessons.evaluation.pipelines import Resources, gate_grader, gate_retrieval
         from lessons.retrieval.index import load_knowledge_base
@@ -112,12 +121,25 @@ class Corpus:
         self.search = gate_retrieval(Resources(chunks=chunks, store=store, llm=llm, k=K))
         self.subject = common_names(chunks)
         self.signals = gate_grader(llm, subject=sorted(self.subject))  # the loop's P(yes) and cross-encoder
-        self.check = AnswerabilityCheck(llm, subject=self.subject)
+        self.check = AnswerabilityCheck(llm, subject=self.subject, asks_for_from_question=asks_for_enum)
 
 
-def measure(questions: list, rows: dict, path: Path, p_yes: bool = True) -> None:
+def same_setting(rows: dict, path: Path, asks_for_enum: bool) -> None:
+    """Raise when `rows` (read from `path`) were measured with the other `--asks-for-enum` setting: one results file
+    holds rows of one setting (rows written before the option existed were made without it)."""
+    other = [key for key, row in rows.items() if row.get("asks_for_enum", False) != asks_for_enum]
+    if other:
+        made = "without" if asks_for_enum else "with"
+        raise ValueError(
+            f"{path}: {len(other)} rows (e.g. {other[0]}) were measured {made} --asks-for-enum: "
+            f"give this run another --name, or run it {made} --asks-for-enum"
+        )
+
+
+def measure(questions: list, rows: dict, path: Path, p_yes: bool = True, asks_for_enum: bool = False) -> None:
     """Measure (corpus, question) pairs in order, saving after each; pairs already in `rows` are skipped. Without
-    `p_yes` the chat model's P(yes) is not read (one call per question instead of four: the code check needs none)."""
+    `p_yes` the chat model's P(yes) is not read (one call per question instead of four: the code check needs none).
+    With `asks_for_enum` the judge's `asks_for` is one of the question's spans (the check's `asks_for_from_question`)."""
     from tqdm import tqdm
 
     from lessons.core import get_chat_model
@@ -125,8 +147,9 @@ def measure(questions: list, rows: dict, path: Path, p_yes: bool = True) -> None
     from lessons.core.usage import metered
     from lessons.evaluation.metrics import relevance
 
+    same_setting(rows, path, asks_for_enum)
     llm = get_chat_model()
-    corpora = {name: Corpus(name, llm) for name in dict.fromkeys(corpus for corpus, _ in questions)}
+    corpora = {name: Corpus(name, llm, asks_for_enum) for name in dict.fromkeys(corpus for corpus, _ in questions)}
     for corpus, question in tqdm(questions, desc="answerability"):
         key = f"{corpus}:{question.id}"
         if key in rows:
@@ -149,6 +172,7 @@ def measure(questions: list, rows: dict, path: Path, p_yes: bool = True) -> None
             "cross_encoder": cross,
             "evidence_in_top_k": any(relevance(documents, question)) if question.answerable else False,
             "asks_for": evidence.asks_for,
+            "asks_for_enum": asks_for_enum,
             "quote": evidence.quote,
             "answer": evidence.answer,
             "documents": [
@@ -413,7 +437,9 @@ def replay(names: list[str]) -> dict:
 
     And how the judge's `asks_for` behaved: `named_answerable` / `named_out_of_kb` count the rows whose `asks_for`
     names a word of the question (`focus_terms`), `fallback_answered` / `fallback_not_refused` the questions passed
-    although it named none (then only `MIN_QUESTION_SHARE` of the question's own words was looked for)."""
+    although it named none (then only `MIN_QUESTION_SHARE` of the question's own words was looked for).
+    `asks_for_enum`: how many rows were made with `--asks-for-enum` (the option changes the judge's call, not the code
+    check: the stored `asks_for` is checked as it is)."""
     from lessons.agents.answerability import focus_terms
 
     report = {}
@@ -427,8 +453,10 @@ def replay(names: list[str]) -> dict:
             cell = cells.setdefault(
                 f"{row['corpus']}/{row['language']}",
                 {"answered": 0, "answerable": 0, "refused": 0, "out_of_kb": 0, "refusals_answerable": {},
-                 "named_answerable": 0, "named_out_of_kb": 0, "fallback_answered": 0, "fallback_not_refused": 0},
+                 "named_answerable": 0, "named_out_of_kb": 0, "fallback_answered": 0, "fallback_not_refused": 0,
+                 "asks_for_enum": 0},
             )  # fmt: skip
+            cell["asks_for_enum"] += bool(row.get("asks_for_enum", False))
             if row["answerable"]:
                 cell["answerable"] += 1
                 cell["answered"] += reason == "answerable"
@@ -448,7 +476,8 @@ def replay(names: list[str]) -> dict:
                 f"refused {cell['refused']}/{cell['out_of_kb']}; refusals of answerable: {cell['refusals_answerable']}; "
                 f"asks_for names a question word: {cell['named_answerable']}/{cell['answerable']} answerable, "
                 f"{cell['named_out_of_kb']}/{cell['out_of_kb']} out-of-KB; passed with none named: "
-                f"{cell['fallback_answered']} answerable, {cell['fallback_not_refused']} out-of-KB"
+                f"{cell['fallback_answered']} answerable, {cell['fallback_not_refused']} out-of-KB; "
+                f"made with --asks-for-enum: {cell['asks_for_enum']}/{cell['answerable'] + cell['out_of_kb']}"
             )
     return report
 
@@ -491,6 +520,11 @@ def main() -> dict:
         help="re-run the code check over these results' stored rows (no model call) and print answered / refused",
     )
     parser.add_argument("--no-p-yes", action="store_true", help="do not read P(yes): only the check's one call")
+    parser.add_argument(
+        "--asks-for-enum",
+        action="store_true",
+        help="the judge's asks_for must be one of the question's spans (the check's asks_for_from_question option)",
+    )
     parser.add_argument("--name", help=f"results name (default {NAME}, or {NAME}-heldout-seedN with --exclude-dev)")
     args = parser.parse_args()
     if args.replay:
@@ -502,6 +536,7 @@ def main() -> dict:
         dev |= frozenset(json.loads((RESULTS / f"{other}-rows.json").read_text()))
     path = RESULTS / f"{name}-rows.json"
     rows = json.loads(path.read_text()) if path.exists() else {}
+    same_setting(rows, path, args.asks_for_enum)
     samples = {
         corpus: sample(
             questions_of(corpus, args.near_misses, args.answerable_set),
@@ -515,7 +550,13 @@ def main() -> dict:
     }
     if not args.analyse_only:  # the corpora interleaved: a stopped run has measured both alike
         pairs = itertools.zip_longest(*[[(corpus, q) for q in questions] for corpus, questions in samples.items()])
-        measure([pair for group in pairs for pair in group if pair is not None], rows, path, p_yes=not args.no_p_yes)
+        measure(
+            [pair for group in pairs for pair in group if pair is not None],
+            rows,
+            path,
+            p_yes=not args.no_p_yes,
+            asks_for_enum=args.asks_for_enum,
+        )
     samples = {corpus: [q.id for q in questions] for corpus, questions in samples.items()}
     subjects = {corpus: current_subject(corpus) for corpus in samples}
     measured = [verify(r, subjects[r["corpus"]]) for r in rows.values() if r["id"] in samples.get(r["corpus"], [])]
@@ -531,6 +572,7 @@ def main() -> dict:
             "answerable_set": args.answerable_set,
             "ids": samples,
         },
+        "settings": {"p_yes": not args.no_p_yes, "asks_for_enum": args.asks_for_enum},
         "min_abstention": MIN_ABSTENTION,
         "k": K,
         **analyse(measured),

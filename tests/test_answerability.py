@@ -1,6 +1,7 @@
 """The answerability check: the judge shows its evidence, code verifies it (lessons.agents.answerability)."""
 
 from langchain_core.documents import Document
+from pydantic import Field
 
 from lessons.agents.answerability import (
     CROSS_ENCODER_KEY,
@@ -777,3 +778,95 @@ def test_how_much_how_long_and_duo_jiu_ask_for_an_amount_that_the_quote_s_window
     forum_zh = Document("在 Discourse 论坛上提问的用户，通常两个工作日之内会收到维护者的答复。")
     evidence = Evidence(quote="通常两个工作日之内会收到维护者的答复", answer="两个工作日")
     assert verify_evidence(zh, evidence, [forum_zh], {"jupyterlab"})[0] == "answerable"
+
+
+# ---------------------------------------------------------------- asks_for from the question (an option, off by default)
+
+
+class SchemaRecordingModel(ScriptedChatModel):
+    """A scripted model that also keeps the JSON schema of every tool it was offered (what the grammar is built from)."""
+
+    schemas: list[dict] = Field(default_factory=list)
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.schemas.extend(tool["function"]["parameters"] for tool in kwargs.get("tools") or [])
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def _asks_for_values(schema: dict) -> list[str] | None:
+    return schema["properties"]["asks_for"].get("enum")
+
+
+def test_the_evidence_schema_offers_only_spans_of_the_question_in_english_and_chinese():
+    """`evidence_schema(question)`: `asks_for` is an enum of the question's 1-3-word runs, as written there, none
+    starting or ending with a function or question word; a free-text `asks_for` ("what it asks for") does not parse."""
+    import pytest
+    from pydantic import ValidationError
+
+    from lessons.agents.answerability import evidence_schema, question_spans
+    from lessons.core.structured import json_schema
+
+    english = "Which distance metric does the Atlas vector index use by default?"
+    values = _asks_for_values(json_schema(evidence_schema(english)))
+    assert values == question_spans(english) and {"distance metric", "Atlas vector index"} <= set(values)
+    assert all(v in english for v in values) and len(values) == len(set(values)) <= 40
+    assert not {v.split()[0].lower() for v in values} & {"which", "does", "the", "by"}
+    assert not {v.split()[-1].lower() for v in values} & {"which", "does", "the", "by"}
+
+    chinese = "哪个厂区使用Atlas 4.2版本的API？"
+    values = _asks_for_values(json_schema(evidence_schema(chinese)))
+    assert {"厂区", "Atlas 4.2", "4.2版本"} <= set(values) and all(v in chinese for v in values)
+    assert not [v for v in values if v[0] in "的哪" or v[-1] in "的个"]
+
+    with pytest.raises(ValidationError):
+        evidence_schema(english).model_validate({"quote": "", "answer": "", "asks_for": "what it asks for"})
+    assert question_spans("Why?") == ["Why?"]  # no span: the question itself
+
+
+def test_the_check_asks_for_spans_of_the_question_only_with_the_option():
+    """`AnswerabilityCheck(asks_for_from_question=True)` sends the judge the question's schema; by default the free
+    `asks_for` of `Evidence` (the course's setting)."""
+    from lessons.agents.answerability import evidence_schema, question_spans
+    from lessons.core.structured import json_schema
+
+    question = "What was Tidewell's net revenue retention in Q3 2026?"
+    reply = Evidence(quote="Net revenue retention reached 118% in the third quarter", answer="118%",
+                     asks_for="net revenue retention")  # fmt: skip
+    model = SchemaRecordingModel(responses=[reply])
+    verdict = AnswerabilityCheck(model, subject={"tidewell"}, asks_for_from_question=True)(question, [REVIEW])
+    assert verdict.answerable and verdict.asks_for == "net revenue retention"
+    assert model.schemas == [json_schema(evidence_schema(question))]
+    assert _asks_for_values(model.schemas[0]) == question_spans(question)
+
+    model = SchemaRecordingModel(responses=[reply])
+    assert AnswerabilityCheck(model, subject={"tidewell"})(question, [REVIEW]).answerable
+    assert model.schemas == [json_schema(Evidence)] and _asks_for_values(model.schemas[0]) is None
+
+
+def test_the_benchmark_keeps_rows_of_one_asks_for_setting_and_replay_reports_it(tmp_path, monkeypatch):
+    """`--asks-for-enum` rows record it; a results file never mixes the two settings (rows written before the option
+    count as made without it); `--replay` says how many rows were made with it."""
+    import json
+
+    import pytest
+
+    from benchmarks import bench_answerability as bench
+
+    document = {"text": "Atlas Server listens on port 7420 by default.", "context_header": None, "source": "a.md"}
+    row = {"corpus": "course", "language": "en", "subject": [], "documents": [document], "answer": "7420",
+           "quote": "Atlas Server listens on port 7420 by default.", "asks_for": "port", "answerable": True,
+           "question": "Which port does Atlas Server use?"}  # fmt: skip
+    old, new = {"course:a": {**row, "id": "a"}}, {"course:a": {**row, "id": "a", "asks_for_enum": True}}
+    bench.same_setting(old, tmp_path / "old-rows.json", asks_for_enum=False)
+    bench.same_setting(new, tmp_path / "new-rows.json", asks_for_enum=True)
+    with pytest.raises(ValueError, match=r"old-rows.json: 1 rows .* measured without --asks-for-enum"):
+        bench.same_setting(old, tmp_path / "old-rows.json", asks_for_enum=True)
+    with pytest.raises(ValueError, match=r"new-rows.json: 1 rows .* measured with --asks-for-enum"):
+        bench.same_setting(new, tmp_path / "new-rows.json", asks_for_enum=False)
+
+    (tmp_path / "new-rows.json").write_text(json.dumps(new), encoding="utf-8")
+    (tmp_path / "old-rows.json").write_text(json.dumps(old), encoding="utf-8")
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    report = bench.replay(["new", "old"])
+    assert report["new"]["course/en"]["asks_for_enum"] == 1 and report["old"]["course/en"]["asks_for_enum"] == 0
+    assert report["new"]["course/en"]["answered"] == report["old"]["course/en"]["answered"] == 1

@@ -33,6 +33,12 @@ made to **show its evidence**, and code can check the evidence:
 
 `AnswerabilityCheck(model)(question, documents, p_yes=...)` returns an `AnswerabilityVerdict`: the
 decision, the reason in plain words, the quote, where it was found and which specifics were missing.
+
+An option, off by default: `AnswerabilityCheck(model, asks_for_from_question=True)` asks for `asks_for` as one of the
+question's own 1-3-word spans (`question_spans`; the schema of `evidence_schema`, an enum the grammar enforces). Left
+free, the judge copies its field description ("what it asks for") in about half the rows, and then only
+`MIN_QUESTION_SHARE` of the question's words is looked for (measured with `benchmarks/bench_answerability.py
+--asks-for-enum`).
 """
 
 from __future__ import annotations
@@ -44,10 +50,11 @@ import re
 import unicodedata
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from lessons.agents.answering import format_context
 from lessons.agents.claim_check import claim_is_grounded, content_tokens, figures
@@ -1054,6 +1061,60 @@ def common_names(chunks: Sequence[Document], min_share: float = 0.3) -> frozense
     )
 
 
+SPAN_WORDS = 3  # the longest span of the question `asks_for` may be, in words (`question_spans`)
+MAX_SPANS = 40  # the most spans offered: the enum goes into every judge prompt (about 60 tokens at 40)
+_SPAN_EN = re.compile(r"[A-Za-z0-9][\w.+'-]*[\w+]|[A-Za-z0-9]")
+_SPAN_STOP = _PHRASE_END | _QUESTION_WORDS | _NOT_NAMES | {"i", "we", "my", "our", "me", "you", "your"}
+
+
+def question_spans(question: str, longest: int = SPAN_WORDS, limit: int = MAX_SPANS) -> list[str]:
+    """The question's runs of 1 to `longest` words, as written in it, that neither start nor end with a function word
+    or a question word ("the", "of", "which", 的, 多少): single words first, then pairs, then triples, at most `limit`,
+    once each; the question itself when it has none. Chinese is cut into words (jieba). A run never crosses
+    punctuation. The values `asks_for` may take with `asks_for_from_question` (`evidence_schema`)."""
+    from lessons.retrieval.retrievers import tokenize_jieba
+
+    lowered = question.lower()
+    source = question if len(lowered) == len(question) else lowered  # offsets of the lower-cased text hold
+    if _CJK_CHAR.search(question):
+        tokens, spans, cursor = [], [], 0
+        for token in tokenize_jieba(question):
+            start = lowered.find(token, cursor)
+            if start < 0 or not token.strip() or re.fullmatch(r"[\W_]+", token):
+                continue
+            cursor = start + len(token)
+            tokens.append(token)
+            spans.append((start, cursor))
+    else:
+        matches = list(_SPAN_EN.finditer(question))
+        tokens, spans = [m.group().lower() for m in matches], [m.span() for m in matches]
+
+    def stop(token: str) -> bool:
+        return token in _SPAN_STOP or token in _ZH_FUNCTION_WORDS or _QUESTION_ZH.fullmatch(token) is not None
+
+    found = []
+    for n in range(1, longest + 1):
+        for i in range(len(tokens) - n + 1):
+            if stop(tokens[i]) or stop(tokens[i + n - 1]):
+                continue
+            gaps = [source[spans[j][1] : spans[j + 1][0]] for j in range(i, i + n - 1)]
+            if all(not gap.strip() for gap in gaps):  # words in a row, no punctuation between them
+                found.append(source[spans[i][0] : spans[i + n - 1][1]])
+    return list(dict.fromkeys(found))[:limit] or [question.strip()]
+
+
+@functools.lru_cache(maxsize=256)
+def evidence_schema(question: str) -> type[Evidence]:
+    """`Evidence` with `asks_for` one of `question_spans(question)`: an enum in the JSON schema, so the grammar lets the
+    judge write only words of the question there (`AnswerabilityCheck(asks_for_from_question=True)`)."""
+    spans = tuple(question_spans(question))
+    return create_model(
+        "Evidence",
+        __base__=Evidence,
+        asks_for=(Literal[spans], Field(description="the few words of the question that name what it asks for")),
+    )
+
+
 def _best(values: Sequence[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return max(known) if known else None
@@ -1067,6 +1128,8 @@ class AnswerabilityCheck:
     the cross-encoder's scores are read from the chunks' metadata. A signal with no value is not applied.
     `subject`: the knowledge base's `common_names`, which no chunk needs to repeat.
     `check_answer`: also check the judge's short answer (`answer_problem`; `verify_evidence`).
+    `asks_for_from_question`: the judge's `asks_for` must be one of the question's spans (`evidence_schema`); off by
+    default (the course's measured setting).
     """
 
     def __init__(
@@ -1077,9 +1140,10 @@ class AnswerabilityCheck:
         max_chars: int = CONTEXT_CHARS,
         subject: Collection[str] = (),
         check_answer: bool = False,
+        asks_for_from_question: bool = False,
     ):
         self.model, self.prompts, self.max_chars = model, dict(prompts), max_chars
-        self.check_answer = check_answer
+        self.check_answer, self.asks_for_from_question = check_answer, asks_for_from_question
         self.subject = frozenset(name.casefold() for name in subject)
         self.thresholds = dict(thresholds or NO_THRESHOLDS)
         missing = {"en", "zh"} - set(self.thresholds)
@@ -1091,7 +1155,8 @@ class AnswerabilityCheck:
         prompt = self.prompts[detect_language(question)].format(
             question=question, documents=format_context(documents, max_chars=self.max_chars, pages=False)
         )
-        return invoke_structured(self.model, Evidence, prompt)
+        schema = evidence_schema(question) if self.asks_for_from_question else Evidence
+        return invoke_structured(self.model, schema, prompt)
 
     def judge(
         self,
