@@ -22,7 +22,7 @@ import openai
 from langchain_core.caches import BaseCache
 from langchain_deepseek import ChatDeepSeek
 
-from lessons.core.i18n import N_, t
+from lessons.core.i18n import t
 from lessons.core.llm_cache import SQLiteLLMCache
 from lessons.core.settings import get_settings
 from lessons.core.usage import USAGE
@@ -145,17 +145,19 @@ class CourseChatModel(ChatDeepSeek):
             return ModelError(t("could not reach {where}: {error}. Fix: {fix}.", where=where, error=error, fix=fix))
         if isinstance(error, openai.APIStatusError):
             status = error.status_code
-            hint = {
-                402: N_("your DeepSeek balance is exhausted — top up, or set AGENTIC_RAG_MODEL=local"),
-                429: N_("rate limited — wait a moment, lower the concurrency, and run the cell again"),
-            }.get(status, N_("see the message above; a 400 usually means the request was too long for the model"))
+            if status == 402:
+                hint = t("your DeepSeek balance is exhausted — top up, or set AGENTIC_RAG_MODEL=local")
+            elif status == 429:
+                hint = t("rate limited — wait a moment, lower the concurrency, and run the cell again")
+            else:
+                hint = t("see the message above; a 400 usually means the request was too long for the model")
             return ModelError(
                 t(
                     "{where} answered HTTP {status}: {message}. Fix: {hint}.",
                     where=where,
                     status=status,
                     message=error.message,
-                    hint=t(hint),
+                    hint=hint,
                 )
             )
         return ModelError(t("{where} failed: {error}", where=where, error=error))
