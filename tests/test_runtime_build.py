@@ -183,8 +183,8 @@ def test_the_installed_runtime_passes_its_self_test():
     assert test.prompt_tokens > 50 and "AMX" not in test.system_info
 
 
-def test_the_server_log_names_a_crash(fresh_settings, monkeypatch, tmp_path):
-    """A server that dies of a signal under faulthandler is reported as a crash, with the fix."""
+def _a_server_that_crashed():
+    """Record as the course's server a process that died of SIGSEGV under faulthandler; its log path."""
     from lessons.core import local_server
 
     log = local_server.server_log_path()
@@ -194,6 +194,14 @@ def test_the_server_log_names_a_crash(fresh_settings, monkeypatch, tmp_path):
         dead.wait()
     state = local_server.ServerInfo("http://127.0.0.1:9", "local", dead.pid, None, str(log))
     local_server._state_file().write_text(json.dumps(state.__dict__))
+    return log
+
+
+def test_the_server_log_names_a_crash(fresh_settings, monkeypatch, tmp_path):
+    """A server that dies of a signal under faulthandler is reported as a crash, with the fix."""
+    from lessons.core import local_server
+
+    log = _a_server_that_crashed()
     report = local_server.crash_report()
     assert "crashed: Segmentation fault" in report and "runtime_build check --force" in report
     log.write_text("INFO: shutting down\n")
@@ -210,13 +218,7 @@ def test_a_chinese_reader_is_told_of_the_crash_in_chinese(fresh_settings, monkey
 
     monkeypatch.setenv("AGENTIC_RAG_LANG", "zh")
     fresh_settings()
-    log = local_server.server_log_path()
-    code = "import faulthandler, os, signal; faulthandler.enable(); os.kill(os.getpid(), signal.SIGSEGV)"
-    with open(log, "w") as handle:
-        dead = subprocess.Popen([sys.executable, "-c", code], stdout=handle, stderr=subprocess.STDOUT)
-        dead.wait()
-    state = local_server.ServerInfo("http://127.0.0.1:9", "local", dead.pid, None, str(log))
-    local_server._state_file().write_text(json.dumps(state.__dict__))
+    _a_server_that_crashed()
     report = local_server.crash_report()
     assert "崩溃了：Segmentation fault" in report and "runtime_build check --force" in report
     assert "crashed" not in report and "Fix" not in report
