@@ -215,7 +215,11 @@ def test_kill_the_worker_mid_job_and_the_job_finishes_once_on_restart(tmp_path):
 
 
 def test_200_uploads_from_20_concurrent_clients_are_each_indexed_once(tmp_path):
-    service = ServiceProcess(service_env(tmp_path, AGENTIC_RAG_SERVICE_WORKERS="2"), tmp_path / "service.log")
+    # A lease long enough that no heartbeat misses it on a loaded CI machine (the test helpers' 2 s lease did, once:
+    # the job was then rightly taken again, attempts 2): this test is about two workers racing for one pending job;
+    # a lease that ran out is tested in test_service_doors.
+    env = service_env(tmp_path, AGENTIC_RAG_SERVICE_WORKERS="2", AGENTIC_RAG_SERVICE_LEASE_SECONDS="60")
+    service = ServiceProcess(env, tmp_path / "service.log")
     try:
 
         def one(number: int) -> dict:
@@ -230,7 +234,8 @@ def test_200_uploads_from_20_concurrent_clients_are_each_indexed_once(tmp_path):
             assert all(job["status"] == "done" for job in jobs.values()), [
                 j for j in jobs.values() if j["status"] != "done"
             ][:3]
-            assert all(job["attempts"] == 1 for job in jobs.values())  # two workers never took the same job
+            taken_twice = [(j["job_id"], j["attempts"], j["error"]) for j in jobs.values() if j["attempts"] != 1]
+            assert not taken_twice, (taken_twice[:5], (tmp_path / "service.log").read_text()[-3000:])
             stats = client.get("/v1/index").json()
             assert stats["duplicate_ids"] == 0 and len(stats["active"]) == 200
             for reply in replies:
