@@ -6,11 +6,14 @@ Run from the repository root:
     .venv/bin/python data/build_packages.py --check    # render in memory, fail if a file would change
     .venv/bin/python data/build_packages.py --repin    # pin the installed versions (then re-check the gold set)
     .venv/bin/python data/build_packages.py --set heldout [--check]   # the benchmark-only third corpus
+    .venv/bin/python data/build_packages.py --set heldout2 [--check]  # the benchmark-only fourth corpus
 
 `--set heldout` renders another list of installed packages, `HELDOUT_PACKAGES`, the same way into
 benchmarks/corpora/heldout_readmes/ (its own MANIFEST.json, gold questions in
 benchmarks/questions/heldout_readmes_gold.jsonl): a corpus no retrieval setting was tuned on, read only by
-benchmarks (benchmarks/bench_rerank_fusion.py --corpus heldout), never a course knowledge base.
+benchmarks (benchmarks/bench_rerank_fusion.py --corpus heldout), never a course knowledge base. `--set heldout2`
+renders a third list, `HELDOUT_2_PACKAGES`, into benchmarks/corpora/heldout_readmes_2/ (gold questions in
+benchmarks/questions/heldout_readmes_2_gold.jsonl), a fourth corpus for the same benchmark (--corpus heldout2).
 
 The text is real third-party documentation that nobody wrote for the course: the long description
 (README) that each package ships in its metadata (`importlib.metadata.metadata(name)`), so the
@@ -72,8 +75,29 @@ HELDOUT_PACKAGES = (
 )
 HELDOUT_OUT = DATA.parent / "benchmarks" / "corpora" / "heldout_readmes"
 HELDOUT_GOLD = DATA.parent / "benchmarks" / "questions" / "heldout_readmes_gold.jsonl"
+# Benchmark-only, a fourth corpus: READMEs of installed packages in neither list above (see `--set heldout2`).
+HELDOUT_2_PACKAGES = (
+    "aiohttp-retry",
+    "annotated-types",
+    "mmh3",
+    "jupytext",
+    "platformdirs",
+    "python-multipart",
+    "websocket-client",
+    "tree-sitter",
+    "httpx-sse",
+    "nest-asyncio2",
+    "uuid-utils",
+    "idna",
+)
+HELDOUT_2_OUT = DATA.parent / "benchmarks" / "corpora" / "heldout_readmes_2"
+HELDOUT_2_GOLD = DATA.parent / "benchmarks" / "questions" / "heldout_readmes_2_gold.jsonl"
 # --set: (packages, output folder, gold questions checked after the build)
-SETS = {"packages": (PACKAGES, OUT, GOLD), "heldout": (HELDOUT_PACKAGES, HELDOUT_OUT, HELDOUT_GOLD)}
+SETS = {
+    "packages": (PACKAGES, OUT, GOLD),
+    "heldout": (HELDOUT_PACKAGES, HELDOUT_OUT, HELDOUT_GOLD),
+    "heldout2": (HELDOUT_2_PACKAGES, HELDOUT_2_OUT, HELDOUT_2_GOLD),
+}
 CLASSIFIER_LICENCES = {
     "MIT License": "MIT",
     "Apache Software License": "Apache-2.0",
@@ -371,7 +395,8 @@ def build(
     """Render every package; returns {file name: text}, manifest included. Raises `BuildError` on a pin mismatch."""
     rendered = [render_package(name) for name in packages]
     if not repin:
-        check_pins(rendered, out / MANIFEST.name, "" if packages == PACKAGES else " --set heldout")
+        option = next((f" --set {name}" for name, (listed, *_) in SETS.items() if listed == packages), "")
+        check_pins(rendered, out / MANIFEST.name, "" if packages == PACKAGES else option)
     files = {item.file: item.text for item in rendered}
     files[MANIFEST.name] = manifest_text(rendered)
     if write:
