@@ -1,9 +1,12 @@
 """The chunk explorer renders boundaries and overlaps, and re-chunks when a control changes."""
 
 import re
+import warnings
 
+import matplotlib
 from langchain_core.documents import Document
 
+from lessons.core.i18n import t
 from lessons.widgets.chunk_explorer import (
     boundaries_html,
     chunk_explorer,
@@ -78,3 +81,16 @@ def test_the_explorer_speaks_the_language_of_its_notebook_folder(tmp_path, monke
     assert "个块 · 中位数" in summary.value and "chunks" not in summary.value
     assert re.findall(r"\d+", summary.value) == re.findall(r"\d+", en_summary.value), "the same chunks"
     assert 'title="第 2 块：3 个字符，其中 1 个与上一块重复"' in boundaries_html(["a b", "b c"])
+
+
+def test_the_chinese_histogram_draws_its_labels_in_a_chinese_font(tmp_path, monkeypatch):
+    """In notebooks/zh the histogram's labels are Chinese, and they are drawn, not shown as empty boxes: the helper sets
+    up the Chinese font itself, even in a process whose language was English when lessons.core.i18n was imported."""
+    monkeypatch.delenv("AGENTIC_RAG_LANG", raising=False)
+    monkeypatch.chdir(_notebook_folder(tmp_path, "zh"))
+    assert re.search(r"[\u4e00-\u9fff]", t("characters per chunk")), "the labels are Chinese, else this proves nothing"
+    defaults = {key: matplotlib.rcParamsDefault[key] for key in ("font.family", "font.sans-serif")}
+    with matplotlib.rc_context(defaults), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert length_histogram_png(["a" * 10, "b" * 300], 200).startswith(b"\x89PNG")
+    assert not [str(w.message) for w in caught if "missing from font" in str(w.message)]

@@ -89,19 +89,39 @@ def test_without_the_package_it_warns_with_the_pip_command_and_changes_nothing(f
 
     monkeypatch.delitem(sys.modules, "pylopdf_fonts_zh_cn", raising=False)
     monkeypatch.setattr(builtins, "__import__", no_font_package)
+    monkeypatch.setattr(plot_fonts, "installed_system_families", list)  # a machine without a Chinese font
+    monkeypatch.setattr(plot_fonts, "_told", set())
     before = list(matplotlib.rcParams["font.sans-serif"]), list(matplotlib.rcParams["font.family"])
     with pytest.warns(
         plot_fonts.ChineseFontWarning,
         match=r"empty boxes\. Install it .*: \.venv/bin/pip install pylopdf-fonts-zh-cn==0\.1\.1",
     ):
         assert plot_fonts.use_chinese_font() is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plot_fonts.ChineseFontWarning)
+        assert plot_fonts.use_chinese_font() is None, "every figure helper calls it: said once, not at every figure"
     assert (matplotlib.rcParams["font.sans-serif"], matplotlib.rcParams["font.family"]) == before
+
+
+def test_without_the_package_a_system_chinese_font_is_used_and_nothing_is_said(fresh_rc, monkeypatch):
+    """A machine with one of the common Chinese fonts (here the packaged file, registered as if the system had it)."""
+    path = plot_fonts.chinese_font_path()
+    font_manager.fontManager.addfont(str(path))
+    monkeypatch.setattr(plot_fonts, "chinese_font_path", lambda: None)
+    monkeypatch.setattr(plot_fonts, "SYSTEM_FAMILIES", ("No Such Font SC", plot_fonts.FAMILY))
+    monkeypatch.setattr(plot_fonts, "_told", set())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plot_fonts.ChineseFontWarning)
+        assert plot_fonts.use_chinese_font() is None
+    assert matplotlib.rcParams["font.family"] == ["sans-serif", plot_fonts.FAMILY], "only the installed one is listed"
+    assert not [m for m in _render(CHINESE_TITLE) if re.search(r"Glyph .* missing", m)]
 
 
 def test_a_font_matplotlib_cannot_read_warns_instead_of_failing(fresh_rc, monkeypatch, tmp_path):
     broken = tmp_path / "NotoSansSC-Regular.otf"
     broken.write_bytes(b"not a font")
     monkeypatch.setattr(plot_fonts, "chinese_font_path", lambda: broken)
+    monkeypatch.setattr(plot_fonts, "_told", set())
     with pytest.warns(plot_fonts.ChineseFontWarning, match="--force-reinstall"):
         assert plot_fonts.use_chinese_font() is None
 
@@ -123,3 +143,33 @@ def test_importing_t_in_a_notebook_folder_sets_up_chinese_plots_only_for_chinese
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ("['sans-serif', 'Noto Sans SC']" if registered else "['sans-serif']")
+
+
+def test_the_course_figure_helpers_draw_chinese_without_missing_glyphs(fresh_rc, tmp_path, monkeypatch):
+    """lessons.evaluation.plot_corpora (notebook 06) in a Chinese notebook folder: its titles, legend and corpus names
+    are Chinese and every glyph is found, though the font was not set up when lessons.core.i18n was imported."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from lessons.core.i18n import t
+    from lessons.evaluation import plot_corpora
+
+    (tmp_path / "masters").mkdir()
+    (tmp_path / "notebooks" / "zh").mkdir(parents=True)
+    monkeypatch.delenv("AGENTIC_RAG_LANG", raising=False)
+    monkeypatch.chdir(tmp_path / "notebooks" / "zh")
+    assert t("corpus") != "corpus", "the labels are Chinese, else this proves nothing"
+    corpora = ("产品手册", "英文论文")
+    retrieval = pd.DataFrame(
+        [{"pipeline": name, "corpus": corpus, "recall@5": 0.5} for name in ("dense", "hybrid") for corpus in corpora]
+    )
+    table = pd.DataFrame(
+        {"completeness": [0.5, 0.7], "abstained (out-of-KB)": [0.2, 0.4], "LLM calls/question": [1.0, 2.0]},
+        index=["dense", "hybrid"],
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        figure = plot_corpora(retrieval, dict.fromkeys(corpora, table), 5)
+        figure.canvas.draw()
+    plt.close(figure)
+    assert not [str(w.message) for w in caught if "missing from font" in str(w.message)]

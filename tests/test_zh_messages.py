@@ -354,6 +354,8 @@ def test_the_missing_chinese_plot_font_warning_is_chinese_where_only_a_chinese_r
     from lessons.core import plot_fonts
 
     monkeypatch.setattr(plot_fonts, "chinese_font_path", lambda: None)
+    monkeypatch.setattr(plot_fonts, "installed_system_families", list)  # a machine without a Chinese font
+    monkeypatch.setattr(plot_fonts, "_told", set())
     before = list(matplotlib.rcParams["font.sans-serif"])
     for language, expected in (
         ("zh", "画图用的中文字体没有安装"),

@@ -336,14 +336,9 @@ def main(argv: list[str] | None = None) -> int:
 def _chinese_plots() -> None:
     """A notebook that speaks Chinese draws Chinese plot text: every translated notebook imports `t` in its
     first cell, so this registers the packaged font (lessons.core.plot_fonts) before any plot, no cell needed."""
-    try:
-        language = course_language()
-    except LanguageError:
-        return  # t() reports the bad setting where it is used
-    if language != ENGLISH:
-        from lessons.core.plot_fonts import use_chinese_font
+    from lessons.core.plot_fonts import chinese_plots
 
-        use_chinese_font()
+    chinese_plots()
 
 
 if __name__ == "__main__":

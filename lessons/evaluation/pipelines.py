@@ -41,6 +41,7 @@ from langchain_core.language_models import BaseChatModel
 
 from lessons.agents import pipelines as _registry
 from lessons.core.i18n import N_, language_name, t, t_labels, t_marked
+from lessons.core.plot_fonts import chinese_plots
 from lessons.core.reports import mean_present
 from lessons.evaluation.harness import measure
 from lessons.evaluation.judges import Judgement, answer_completeness, judge_faithfulness
@@ -487,6 +488,7 @@ def plot_comparison(table: pd.DataFrame, k: int = K, rank_k: int = RANK_K):
     """Three panels: retrieval metrics, answer metrics, and cost per question (LLM calls, seconds)."""
     import matplotlib.pyplot as plt
 
+    chinese_plots()
     fig, axes = plt.subplots(1, 3, figsize=(16, 5), gridspec_kw={"width_ratios": [1.2, 1.2, 1]})
     retrieval = [f"hit@{k}", f"recall@{k}", f"MRR@{rank_k}", f"nDCG@{rank_k}"]
     answers = [
@@ -703,6 +705,7 @@ def plot_corpora(retrieval: pd.DataFrame, answers: Mapping[str, pd.DataFrame], k
     (no LLM), completeness and out-of-KB abstention on the judged sample, and LLM calls per question."""
     import matplotlib.pyplot as plt
 
+    chinese_plots()
     panels = [("recall", t("recall@{k} (every gold question)", k=k)), ("complete", t("completeness (judged sample)")),
               ("abstain", t("abstained on out-of-KB (sample)")), ("calls", t("LLM calls / question"))]  # fmt: skip
     data = {"recall": retrieval.pivot_table(index="pipeline", columns="corpus", values=f"recall@{k}", sort=False)}

@@ -25,6 +25,7 @@ from lessons.chunking.strategies import (
     sentence_chunker,
 )
 from lessons.core.i18n import t
+from lessons.core.plot_fonts import chinese_plots
 
 BACKGROUNDS = ("#fde9b8", "#cfe8fb")
 OVERLAP_STYLE = "text-decoration: underline; text-decoration-color: #c0392b; text-decoration-thickness: 2px"
@@ -142,6 +143,7 @@ def length_histogram_png(chunks: Sequence[str], chunk_size: int) -> bytes:
     """
     from matplotlib.figure import Figure
 
+    chinese_plots()
     figure = Figure(figsize=(7, 2.0), dpi=90)
     axis = figure.subplots()
     axis.hist([len(chunk) for chunk in chunks], bins=20, color="#4c78a8")
