@@ -27,10 +27,14 @@ cross-lingual question, so its D and W are reported, not cross-validated.
 
     nice -n 10 python benchmarks/bench_rerank_fusion.py     → benchmarks/results/rerank_fusion.json
     nice -n 10 python benchmarks/bench_rerank_fusion.py --corpus heldout   → benchmarks/results/rerank_fusion_heldout.json
+    nice -n 10 python benchmarks/bench_rerank_fusion.py --corpus heldout2  → benchmarks/results/rerank_fusion_heldout2.json
         the same rows on a third corpus no setting was tuned on (benchmark-only: the READMEs of twelve other
         installed packages, benchmarks/corpora/heldout_readmes/, built by data/build_packages.py --set heldout, and
         its gold questions, benchmarks/questions/heldout_readmes_gold.jsonl, written before it was measured); it
-        reports how the weights chosen by leave-one-corpus-out on the saved course/packages run score there
+        reports how the weights chosen by leave-one-corpus-out on the saved course/packages run score there;
+        heldout2 is a fourth such corpus (twelve more READMEs, benchmarks/corpora/heldout_readmes_2/, data/build_packages.py
+        --set heldout2, 24 en + 39 zh questions in benchmarks/questions/heldout_readmes_2_gold.jsonl, written blind) that
+        decides the cross-lingual route; a held-out run also saves each question's scores for the rows of `PER_QUESTION`
     python benchmarks/bench_rerank_fusion.py --recheck "plain first: top 20 → CE, w=0.7"
         re-checks the saved table with another pipeline as the default (no model runs): shows the FAILED block
 
@@ -87,6 +91,14 @@ CORPORA = ("course", "packages")
 HELDOUT = "heldout"  # benchmark-only: data/build_packages.py --set heldout writes both paths
 HELDOUT_FOLDER = Path(__file__).resolve().parent / "corpora" / "heldout_readmes"
 HELDOUT_GOLD = Path(__file__).resolve().parent / "questions" / "heldout_readmes_gold.jsonl"
+# benchmark-only corpora: name → (folder, gold questions), each written by data/build_packages.py --set NAME
+HELDOUT_CORPORA = {
+    HELDOUT: (HELDOUT_FOLDER, HELDOUT_GOLD),
+    "heldout2": (HELDOUT_FOLDER.with_name("heldout_readmes_2"), HELDOUT_GOLD.with_name("heldout_readmes_2_gold.jsonl")),
+}
+# rows whose question-by-question scores a held-out run saves (so cells of several runs can be pooled)
+PER_QUESTION = ("dense", "hybrid (plain)", f"plain first: top {RERANK_CANDIDATES} → CE, w={DEFAULT_FIRST_STAGE_WEIGHT}",
+                DEFAULT)  # fmt: skip
 BOOTSTRAP = 2000
 
 
@@ -112,20 +124,21 @@ def comparisons_to_make() -> list[tuple[str, str]]:
 def corpus_to_measure(corpus: str) -> tuple[list, object, list]:
     """(chunks, store, answerable gold questions) of a course corpus or of the benchmark-only held-out one, whose
     every evidence quote must be in exactly one chunk (else the question names its quote and the fix)."""
-    if corpus != HELDOUT:
+    if corpus not in HELDOUT_CORPORA:
         chunks, store = load_knowledge_base(corpus)
         return chunks, store, [q for q in load_gold(corpus=corpus) if q.answerable]
-    chunks = chunk_knowledge_base(folder=HELDOUT_FOLDER)
-    questions = question_file(HELDOUT_GOLD)
+    folder, gold = HELDOUT_CORPORA[corpus]
+    chunks = chunk_knowledge_base(folder=folder)
+    questions = question_file(gold)
     texts = [chunk.page_content for chunk in chunks]
     for question in questions:
         for quote in question.evidence:
             if sum(relevance_labels(texts, [quote])) != 1:
                 raise ValueError(
-                    f"{HELDOUT_GOLD.name}, {question.id}: {quote!r} is not in exactly one chunk of {HELDOUT_FOLDER} "
-                    "— rebuild the corpus (data/build_packages.py --set heldout) or quote one chunk's words"
+                    f"{gold.name}, {question.id}: {quote!r} is not in exactly one chunk of {folder} "
+                    f"— rebuild the corpus (data/build_packages.py --set {corpus}) or quote one chunk's words"
                 )
-    return chunks, build_index(chunks, name="bench-heldout-readmes"), questions
+    return chunks, build_index(chunks, name=f"bench-{folder.name.replace('_', '-')}"), questions
 
 
 def cross_lingual_name(depth: int, weight: float) -> str:
@@ -344,6 +357,8 @@ def main(corpora: tuple[str, ...] = CORPORA):
         "factory_by_weight_question_by_question": comparisons,
         "saved_leave_one_corpus_out_choices_scored_here": held_out_choices,
     }
+    if set(corpora) & set(HELDOUT_CORPORA):
+        result["per_question"] = frame[frame.pipeline.isin(PER_QUESTION)].round(4).to_dict("records")
     save("rerank_fusion" if tuple(corpora) == CORPORA else "rerank_fusion_" + "_".join(corpora), result)
     return result
 
@@ -353,9 +368,11 @@ if __name__ == "__main__":
         sys.exit(1 if recheck(sys.argv[2]) else 0)
     if sys.argv[1:2] == ["--corpus"] and len(sys.argv) == 3:
         chosen = tuple(sys.argv[2].split(","))
-        unknown = set(chosen) - {*CORPORA, HELDOUT}
+        unknown = set(chosen) - {*CORPORA, *HELDOUT_CORPORA}
         if unknown:
-            raise SystemExit(f"--corpus {sys.argv[2]}: unknown {sorted(unknown)} — use course, packages, {HELDOUT}")
+            raise SystemExit(
+                f"--corpus {sys.argv[2]}: unknown {sorted(unknown)} — use {', '.join([*CORPORA, *HELDOUT_CORPORA])}"
+            )
         main(chosen)
     else:
         main()
