@@ -83,7 +83,9 @@ N_GEN_SINGLE = 1      # generated questions from one chunk
 N_GEN_MULTI = 0       # generated questions that need two chunks from different pages or documents (FULL: 1)
 PIPELINE_NAMES = ["hybrid+rerank", "routed+rerank", "grading-loop"]  # judged on answers (dense is measured on retrieval); FULL: all ten
 K = 3                 # chunks each answer is written from; hit@K and recall@K
-N_QA_CHUNKS = 60      # notebook 03's QA sample (used when qa-hybrid is judged): its pairs are in the QA cache
+N_QA_CHUNKS = 60      # chunks of a QA sample drawn as notebook 03 draws its own (same seed; 03 transforms 20 by default):
+                      # the course questions are sampled from those whose evidence it holds; judging qa-hybrid
+                      # (FULL) costs one model call per chunk 03 has not transformed yet
 SEED = 6
 
 # %%
@@ -161,7 +163,7 @@ from lessons.evaluation import describe, qa_chunk_selection
 from lessons.ingest import balanced_sample
 from lessons.transforms import chunk_id_of, select_chunks
 
-qa_sample = select_chunks(chunks, gold, N_QA_CHUNKS, seed=3)  # notebook 03's sample: the same seed
+qa_sample = select_chunks(chunks, gold, N_QA_CHUNKS, seed=3)  # drawn as notebook 03 draws its sample (same seed)
 in_qa_sample = {chunk_id_of(c) for c in qa_sample}
 kb["course"]["pool"] = [i for i in kb["course"]["items"]
                         if not i.answerable or (i.evidence_chunk_ids and set(i.evidence_chunk_ids) <= in_qa_sample)]
