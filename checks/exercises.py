@@ -4,8 +4,8 @@ Each notebook's master is `masters/NN_topic.py` (jupytext percent format). In it
 `exercise`, the answer sits between `### BEGIN SOLUTION` and `### END SOLUTION` lines; the learner copy
 in `notebooks/` has `pass  # YOUR CODE HERE` there instead, at the same indentation.
 `python -m scripts.notebooks` (`make notebooks`) writes `solutions/` and, through `learner_notebook`
-below, `notebooks/` — and `notebooks/zh/` for a master with Chinese twins (the same blanked code, the
-Chinese Markdown); `--check` names every stale file.
+below, `notebooks/` — and `notebooks/zh/` for a master with Chinese twins (the same blanked code, its
+comments in Chinese where a code cell has a twin, the Chinese Markdown); `--check` names every stale file.
 """
 
 from __future__ import annotations

@@ -7,16 +7,27 @@ JupyterLab as a notebook (right click → Open With → Notebook, jupytext) or e
 
 - `solutions/NN_topic.ipynb`: the solved notebook, no outputs, stable cell ids c000, c001, …;
 - `notebooks/NN_topic.ipynb`: the learner copy (`checks.exercises.learner_notebook`: answers blanked);
-- `notebooks/zh/NN_topic.ipynb`: the Chinese learner copy — the same code, the Chinese Markdown — once
-  the master has Chinese twins (below). No Chinese solutions copy: the solved code is the English one.
+- `notebooks/zh/NN_topic.ipynb`: the Chinese learner copy — the same code (its comments in Chinese where
+  a cell has a twin), the Chinese Markdown — once the master has Chinese twins (below). No Chinese
+  solutions copy: the solved code is the English one.
 
-Translations sit beside the English in the same master: a Chinese twin is a Markdown cell directly
-after the English cell it translates, marked `# %% [markdown] lang="zh" translates="<hash>"`, where the
-hash is `source_hash()` of the English cell's text (SHA-256, first 12 hex digits). The English copies
-drop the twins. A master without twins is "untranslated" (reported, no zh copy yet); a master with
-twins must have one for every English Markdown cell, each translating the English as it is now — a
-twin whose English changed since (the hash differs) is stale and named, with the new hash, by
-`--check`. `--translations` prints every master's state. Strings the code cells print come from
+Translations sit beside the English in the same master: a Chinese twin is a cell directly after the
+English cell it translates, marked `# %% [markdown] lang="zh" translates="<hash>"` after a Markdown cell and
+`# %% lang="zh" translates="<hash>"` after a code cell, where the hash is `source_hash()` of the English
+cell's text (SHA-256, first 12 hex digits). A twin carries no tags: the Chinese copy keeps the English
+cell's id and tags. The English copies drop the twins. A master without twins is "untranslated" (reported,
+no zh copy yet); a master with twins must have one for every English Markdown cell, each translating the
+English as it is now — a twin whose English changed since (the hash differs) is stale and named, with the
+new hash, by `--check`. `--translations` prints every master's state.
+
+A code twin translates only the comments: its code is the English cell's, token for token
+(`code_tokens()`: comments dropped, except the exercise markers `### BEGIN SOLUTION` / `### END SOLUTION`
+and pragmas such as `# noqa` or `# fmt: skip`, which stay word for word); a twin that changes code is a
+MasterError naming the master, the cell and the first difference. A code twin is optional (a cell without
+comments needs none). A twin of an exercise cell is blanked like the English one, so the Chinese learner
+copy gets `pass  # YOUR CODE HERE` at the same place. A stale code twin is used while its code still
+matches the English; once the English code changes, the Chinese copy falls back to the English cell until
+the twin is updated (and `--check` names it). Strings the code cells print come from
 `lessons.core.i18n.t()`, so the code is the same in both languages.
 
     python -m scripts.notebooks                  # regenerate every notebook from masters/  (make notebooks)
@@ -30,8 +41,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import re
 import sys
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +67,13 @@ LANGUAGE_INFO = {"name": "python"}
 CELL_METADATA = ("tags", "lang", "translates")
 TWIN_LANGUAGES = tuple(language for language in LANGUAGES if language != ENGLISH)
 HASH_LENGTH = 12
+# Comments a code twin keeps word for word: tool pragmas (the exercise markers BEGIN/END are kept whole).
+PRAGMA = re.compile(
+    r"\b(?:noqa\b(?::\s*[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)?"
+    r"|fmt:\s*(?:skip|off|on)\b"
+    r"|type:\s*ignore\b(?:\[[^\]]*\])?"
+    r"|pragma:[^#]*)"
+)
 CELL_TYPES = {
     "markdown": nbformat.v4.new_markdown_cell,
     "code": nbformat.v4.new_code_cell,
@@ -152,12 +172,54 @@ def parse(master_path: Path) -> tuple[dict, list[MasterCell]]:
     return metadata, cells
 
 
+def code_tokens(source: str) -> list[tuple[int, str, int]]:
+    """A code cell's tokens as `tokenize` reads them, (type, text, line number), without what a translation may
+    change: comments and the line breaks they leave are dropped, except the exercise markers (whole) and the
+    pragmas inside a comment (`# noqa: E501`, `# fmt: skip`), which must stay word for word. Two cells with
+    the same (type, text) sequence run the same code. Raises SyntaxError on source tokenize cannot read."""
+    tokens = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            kind, text, line = token.type, token.string, token.start[0]
+            if kind == tokenize.COMMENT:
+                if text.strip() in (BEGIN, END):
+                    tokens.append((kind, text.strip(), line))
+                tokens += [(kind, pragma.strip(), line) for pragma in PRAGMA.findall(text)]
+            elif kind in (tokenize.NEWLINE, tokenize.DEDENT, tokenize.ENDMARKER):
+                tokens.append((kind, "", line))  # a cell's last line has no "\n"; a twin's may
+            elif kind != tokenize.NL:
+                tokens.append((kind, text, line))
+    except tokenize.TokenError as error:
+        raise SyntaxError(f"{error.args[0]} (line {error.args[1][0]})") from error
+    return tokens
+
+
+def code_difference(english: str, twin: str) -> str | None:
+    """None when `twin` is `english` with only its comments changed, else where they first differ (a line of
+    each, or "its end")."""
+    ours, theirs = code_tokens(english), code_tokens(twin)
+
+    def line(source: str, number: int) -> str:
+        lines = source.splitlines()
+        return repr(lines[number - 1].strip()) if 0 < number <= len(lines) else "its end"
+
+    for a, b in zip(ours, theirs, strict=False):
+        if a[:2] != b[:2]:
+            return f"line {b[2]} of the twin, {line(twin, b[2])}, where the English cell has {line(english, a[2])}"
+    return None  # both end with ENDMARKER: a shorter one differs from the other at its end
+
+
+def _twin_how(language: str) -> str:
+    return (
+        f'a twin is a cell `# %% [markdown] lang="{language}" translates="<hash>"` directly after the English '
+        f'Markdown cell it translates, or `# %% lang="{language}" translates="<hash>"` directly after an English '
+        "code cell (the same code, its comments translated)"
+    )
+
+
 def _add_twin(cells: list[MasterCell], cell: nbformat.NotebookNode, where: str) -> None:
     language, translates = cell.metadata.get("lang"), cell.metadata.get("translates")
-    how = (
-        f'a twin is a Markdown cell `# %% [markdown] lang="{TWIN_LANGUAGES[0]}" translates="<hash>"` '
-        "directly after the English Markdown cell it translates"
-    )
+    how = _twin_how(TWIN_LANGUAGES[0] if language not in TWIN_LANGUAGES else language)
     if language not in TWIN_LANGUAGES:
         raise MasterError(f"{where}: lang={language!r} is not a translation language {list(TWIN_LANGUAGES)}; {how}")
     if not isinstance(translates, str) or not re.fullmatch(f"[0-9a-f]{{{HASH_LENGTH}}}", translates):
@@ -165,16 +227,36 @@ def _add_twin(cells: list[MasterCell], cell: nbformat.NotebookNode, where: str) 
             f"{where}: translates={translates!r} is not the {HASH_LENGTH}-hex-digit hash of the "
             f"English text; {how} (`python -m scripts.notebooks --translations` prints the hashes)"
         )
-    if cell.cell_type != "markdown" or cell.metadata.get("tags"):
+    if cell.cell_type not in ("markdown", "code") or cell.metadata.get("tags"):
         raise MasterError(
-            f"{where}: a {language} twin must be an untagged Markdown cell (the code is the same "
-            "in every language; printed strings come from lessons.core.i18n.t()); " + how
+            f"{where}: a {language} twin must be an untagged Markdown or code cell (the {language} copy keeps "
+            "the English cell's tags); " + how
         )
-    if not cells or cells[-1].cell.cell_type != "markdown":
-        raise MasterError(f"{where}: this {language} twin follows no English Markdown cell; {how}")
-    if language in cells[-1].twins:
-        raise MasterError(f"{where}: a second {language} twin of {cells[-1].where}; {how}")
-    cells[-1].twins[language] = (cell.source, translates)
+    kind = "Markdown" if cell.cell_type == "markdown" else "code"
+    if not cells or cells[-1].cell.cell_type != cell.cell_type:
+        raise MasterError(f"{where}: this {language} {kind} twin follows no English {kind} cell; {how}")
+    english = cells[-1]
+    if language in english.twins:
+        raise MasterError(f"{where}: a second {language} twin of {english.where}; {how}")
+    if cell.cell_type == "code" and translates == source_hash(english.cell.source):
+        try:
+            difference = code_difference(english.cell.source, cell.source)
+        except SyntaxError as error:
+            raise MasterError(f"{where}: tokenize cannot read this code cell or its English ({error})") from error
+        if difference:
+            raise MasterError(
+                f"{where}: this {language} twin of {english.where} changes the code — {difference}; a code "
+                "twin may change only comments (exercise markers and pragmas such as `# noqa`, `# fmt: skip` "
+                "stay as they are): copy the English cell's code into the twin and translate its comments"
+            )
+    english.twins[language] = (cell.source, translates)
+
+
+def _same_code(english: str, twin: str) -> bool:
+    try:
+        return code_difference(english, twin) is None
+    except SyntaxError:
+        return False
 
 
 def _notebook(metadata: dict, cells: list[nbformat.NotebookNode], master_path: Path) -> nbformat.NotebookNode:
@@ -199,63 +281,99 @@ def render(master_path: Path) -> nbformat.NotebookNode:
 @dataclass
 class Translation:
     """How far a master is translated into one language: "translated", "untranslated" (no twins at all),
-    or "incomplete" (twins, but `problems` names each English Markdown cell without a current twin)."""
+    or "incomplete" (twins, but `problems` names each English Markdown cell without a current twin, and each
+    stale twin). `code_twins` of the `commented` code cells (those with comments to translate) have a twin."""
 
     master: Path
     language: str
     status: str
     twins: int
     problems: list[str]
+    code_twins: int = 0
+    commented: int = 0
+
+
+def _commented(source: str) -> bool:
+    """Whether a code cell has a comment a translation could change (not only exercise markers and pragmas)."""
+    try:
+        comments = [
+            t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT
+        ]
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return any(c.strip() not in (BEGIN, END) and PRAGMA.sub("", c).strip("# ") for c in comments)
 
 
 def translation(master_path: Path, language: str) -> Translation:
-    """Whether every English Markdown cell of a master has a `language` twin translating its current text."""
+    """Whether every English Markdown cell of a master has a `language` twin translating its current text, and
+    every code twin too."""
     _, cells = parse(master_path)
-    markdown = [c for c in cells if c.cell.cell_type == "markdown"]
-    twinned = [c for c in markdown if language in c.twins]
+    twinned = [c for c in cells if language in c.twins]
+    code = [c for c in cells if c.cell.cell_type == "code" and (language in c.twins or _commented(c.cell.source))]
+    counts = {"code_twins": sum(language in c.twins for c in code), "commented": len(code)}
     if not twinned:
-        return Translation(Path(master_path), language, "untranslated", 0, [])
+        return Translation(Path(master_path), language, "untranslated", 0, [], **counts)
     problems = []
-    for c in markdown:
+    for c in cells:
         now = source_hash(c.cell.source)
         if language not in c.twins:
-            problems.append(
-                f'{c.where}: no {language} twin — add `# %% [markdown] lang="{language}" '
-                f'translates="{now}"` with its translation directly after it'
-            )
+            if c.cell.cell_type == "markdown":
+                problems.append(
+                    f'{c.where}: no {language} twin — add `# %% [markdown] lang="{language}" '
+                    f'translates="{now}"` with its translation directly after it'
+                )
         elif c.twins[language][1] != now:
+            text, _ = c.twins[language]
             problems.append(
                 f"{c.where}: its {language} twin is stale — it translates {c.twins[language][1]}, "
                 f"but the English text changed (now {now}); update the translation, then set "
                 f'translates="{now}"'
+                + (
+                    f"; its code no longer matches the English, so the {language} copy shows the English cell "
+                    "until the twin has the English code with its comments translated"
+                    if c.cell.cell_type == "code" and not _same_code(c.cell.source, text)
+                    else ""
+                )
             )
-    return Translation(Path(master_path), language, "incomplete" if problems else "translated", len(twinned), problems)
+    status = "incomplete" if problems else "translated"
+    return Translation(Path(master_path), language, status, len(twinned), problems, **counts)
+
+
+def _in_language(cell: MasterCell, language: str) -> nbformat.NotebookNode:
+    """An English cell with its `language` twin's text: a Markdown twin always, a code twin while its code is the
+    English cell's (a stale twin of changed code is not run; `translation()` names it)."""
+    new = nbformat.from_dict(cell.cell)
+    if language in cell.twins:
+        text = cell.twins[language][0]
+        if cell.cell.cell_type == "markdown" or _same_code(cell.cell.source, text):
+            new.source = text
+    return new
 
 
 def translated_learner(master_path: Path, language: str) -> nbformat.NotebookNode:
-    """The learner copy in `language`: the English learner copy's code, each Markdown cell its twin's text,
-    and `agentic_rag.language` in the metadata. Raises MasterError when the master has no twins."""
-    _, cells = parse(master_path)
+    """The learner copy in `language`: each cell its twin's text (code twins differ only in comments), the
+    exercise answers blanked as in the English learner copy, and `agentic_rag.language` in the metadata.
+    Raises MasterError when the master has no twins."""
+    metadata, cells = parse(master_path)
     if not any(language in c.twins for c in cells):
         raise MasterError(
             f"{master_path}: no {language} twins, so no {language} copy; see CONTRIBUTING.md (Translations)"
         )
-    nb = learner(master_path)
-    for cell, source in zip(nb.cells, cells, strict=True):
-        if language in source.twins:
-            cell.source = source.twins[language][0]
+    nb = _learner(_notebook(metadata, [_in_language(c, language) for c in cells], master_path), master_path)
     nb.metadata["agentic_rag"] = {**nb.metadata["agentic_rag"], "language": language}
     return nb
 
 
-def learner(master_path: Path) -> nbformat.NotebookNode:
-    """The learner copy a master describes: render() with the exercise answers blanked."""
+def _learner(nb: nbformat.NotebookNode, master_path: Path) -> nbformat.NotebookNode:
     try:
-        return learner_notebook(render(master_path))
-    except MasterError:
-        raise
+        return learner_notebook(nb)
     except ValueError as error:
         raise MasterError(f"{master_path}: {error}\n(an exercise cell needs one {BEGIN!r} … {END!r} block)") from error
+
+
+def learner(master_path: Path) -> nbformat.NotebookNode:
+    """The learner copy a master describes: render() with the exercise answers blanked."""
+    return _learner(render(master_path), master_path)
 
 
 OUTPUTS: list[Output] = [("solutions", render), ("notebooks", learner)]
@@ -355,7 +473,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.translations:
             for s in translations(ROOT):
-                print(f"{s.master.name} [{s.language}]: {s.status}" + (f" ({s.twins} twins)" if s.twins else ""))
+                twins = f" ({s.twins} twins)" if s.twins else ""
+                code = f"; {s.code_twins} of {s.commented} commented code cells have a twin" if s.commented else ""
+                print(f"{s.master.name} [{s.language}]: {s.status}{twins}{code}")
                 for problem in s.problems:
                     print("  " + problem.replace(f"{ROOT}/", ""))
             return 0

@@ -1,11 +1,15 @@
 """The notebooks in solutions/, notebooks/ and notebooks/zh/ are exactly what their masters (masters/NN_*.py)
-generate, and every Chinese twin translates the English text as it is now.
+generate, every Chinese twin translates the English text as it is now, and a Chinese code twin changes only
+comments.
 
 Fast: nothing is executed. `python -m scripts.notebooks` regenerates them; `--check` is what runs here.
 """
 
+import ast
+import io
 import re
 import shutil
+import tokenize
 
 import nbformat
 import pytest
@@ -15,6 +19,7 @@ from lessons.core.settings import PROJECT_ROOT
 from scripts.notebooks import (
     FIX,
     MasterError,
+    learner,
     main,
     masters,
     notebook_text,
@@ -196,11 +201,24 @@ def test_a_chinese_copy_has_the_english_code_and_chinese_markdown(name):
     ]
     for en, zh in zip(english.cells, chinese.cells, strict=True):
         if en.cell_type == "code":
-            assert zh.source == en.source, f"{name} {en.id}: the code differs between the languages"
+            assert _without_comments(zh.source) == _without_comments(en.source), (
+                f"{name} {en.id}: the code differs between the languages (not only its comments)"
+            )
         else:
             cjk = len(re.findall(r"[\u4e00-\u9fff]", zh.source))
             assert cjk > len(zh.source) / 10, f"{name} {en.id}: the Chinese copy's Markdown is not Chinese"
             assert zh.source != en.source
+
+
+# What must stay word for word in a comment: the exercise blank, the markers, and pragmas.
+KEPT = re.compile(r"YOUR CODE HERE|### (?:BEGIN|END) SOLUTION|noqa[:\w, ]*|fmt: ?\w+|type: ?ignore")
+
+
+def _without_comments(source):
+    """A cell's code as Python reads it (its AST; comments are not in it), and what its comments must keep."""
+    tree = compile(source, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+    return ast.dump(tree), [kept for comment in comments for kept in KEPT.findall(comment)]
 
 
 def test_english_copies_drop_the_twins_and_keep_their_cell_ids():
@@ -230,7 +248,10 @@ def _master_with(tmp_path, edit):
 
 
 def _drop_twins(text):
-    return re.sub(r'\n# %% \[markdown\] lang="zh" translates="[0-9a-f]{12}"\n(#[^\n]*\n)*', "", text)
+    """The master without its Markdown and code twins (each up to the blank line before the next `# %%`)."""
+    return re.sub(
+        r'\n# %%( \[markdown\])? lang="zh" translates="[0-9a-f]{12}"\n.*?(?=\n# %%|\Z)', "", text, flags=re.DOTALL
+    )
 
 
 def test_an_untranslated_master_gets_no_chinese_copy_and_is_no_error(tmp_path):
@@ -266,7 +287,14 @@ def test_a_missing_twin_in_a_translated_master_is_named(tmp_path):
             r"lang='fr' is not a translation language",
         ),
         (lambda s: s.replace('lang="zh" translates="', 'lang="zh" translates="x', 1), r"is not the 12-hex-digit hash"),
-        (lambda s: s.replace('# %% [markdown] lang="zh"', '# %% lang="zh"', 1), r"must be an untagged Markdown cell"),
+        (
+            lambda s: s.replace('# %% [markdown] lang="zh"', '# %% lang="zh"', 1),
+            r"this zh code twin follows no English code cell",
+        ),
+        (
+            lambda s: s.replace('# %% [markdown] lang="zh"', '# %% [markdown] lang="zh" tags=["exercise"]', 1),
+            r"must be an untagged Markdown or code cell",
+        ),
         (
             lambda s: s.replace("# %% [markdown]\n# ## 1. The chat model", "# %%\n# ## 1. The chat model", 1),
             r"follows no English Markdown cell",
@@ -289,3 +317,130 @@ def test_the_translations_command_reports_untranslated_masters(tmp_path, monkeyp
     assert main([]) == 0, "an untranslated master is no error"
     assert not (root / "notebooks" / "zh" / "98_untranslated.ipynb").exists()
     assert (root / "notebooks" / "98_untranslated.ipynb").exists()
+
+
+# --- code twins: the same code, its comments translated ------------------------------------------------------
+
+TINY = """# ---
+# jupyter:
+#   agentic_rag:
+#     quick_parameters:
+#       N: 1
+#   jupytext:
+#     cell_metadata_filter: tags,lang,translates,-all
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Tiny
+
+# %% [markdown] lang="zh" translates="{markdown}"
+# # 小例子
+
+# %% tags=["parameters"]
+{parameters}
+
+# %% lang="zh" translates="{parameters_hash}"
+{parameters_zh}
+
+
+# %% tags=["exercise"]
+{exercise}
+
+
+# %% lang="zh" translates="{exercise_hash}"
+{exercise_zh}
+"""
+PARAMETERS = "# Parameters\nN = 3  # how many chunks  # noqa: E501\nNAMES = ['a', 'b']"
+PARAMETERS_ZH = "# 参数\nN = 3  # 多少个块  # noqa: E501\nNAMES = ['a', 'b']"
+EXERCISE = "def double(x):\n    # twice x, as an int\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
+EXERCISE_ZH = "def double(x):\n    # x 的两倍，整数\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
+
+
+def _tiny(tmp_path, parameters=PARAMETERS, parameters_zh=PARAMETERS_ZH, exercise_zh=EXERCISE_ZH, english=None):
+    """A master of four cells, each with a zh twin; `english` replaces the English parameters after hashing
+    (a twin left stale)."""
+    path = tmp_path / "masters" / "00_tiny.py"
+    path.parent.mkdir(exist_ok=True)
+    text = TINY.format(
+        markdown=source_hash("# Tiny"),
+        parameters=english or parameters,
+        parameters_hash=source_hash(parameters),
+        parameters_zh=parameters_zh,
+        exercise=EXERCISE,
+        exercise_hash=source_hash(EXERCISE),
+        exercise_zh=exercise_zh,
+    )
+    path.write_text(text)
+    return path
+
+
+def test_a_code_twin_gives_the_chinese_copy_its_comments_and_the_english_copies_none(tmp_path):
+    master = _tiny(tmp_path)
+    assert translation(master, "zh").status == "translated"
+    assert [c.source for c in render(master).cells] == ["# Tiny", PARAMETERS, EXERCISE]
+    chinese = translated_learner(master, "zh")
+    assert [c.id for c in chinese.cells] == ["c000", "c001", "c002"]
+    assert chinese.cells[1].source == PARAMETERS_ZH and chinese.cells[1].metadata.tags == ["parameters"]
+    # the exercise twin is blanked where the English one is: the Chinese learner copy gets no answer
+    assert chinese.cells[2].source == f"def double(x):\n    # x 的两倍，整数\n    {BLANK}"
+    english = learner(master)
+    assert chinese.cells[2].source.replace("# x 的两倍，整数", "# twice x, as an int") == english.cells[2].source
+
+
+@pytest.mark.parametrize(
+    "twin, difference",
+    [
+        (PARAMETERS_ZH.replace("N = 3", "N = 4"), r"line 2 of the twin, 'N = 4  # .*', where the English cell has"),
+        (
+            PARAMETERS_ZH.replace("'b']", "'b']\nN = 5"),
+            r"line 4 of the twin, 'N = 5', where the English cell has its end",
+        ),
+        (
+            PARAMETERS_ZH.replace("\nNAMES = ['a', 'b']", ""),
+            r"line 3 of the twin, its end, where the English cell has .NAMES = \['a', 'b'\].",
+        ),
+        (PARAMETERS_ZH.replace("['a', 'b']", "[\n    'a',  # 第一个\n    'b'\n]"), None),  # not a change
+        (PARAMETERS_ZH.replace("  # noqa: E501", ""), r"line 2 of the twin"),  # a pragma stays
+        (PARAMETERS_ZH.replace("N = 3  # 多少个块", "# N = 3  # 多少个块"), r"line 2 of the twin, '# N = 3 .*'"),
+    ],
+    ids=["a number", "a line added", "a line dropped", "a comment inside brackets", "a pragma", "commented out"],
+)
+def test_a_code_twin_that_changes_the_code_is_refused_naming_the_master_and_cell(tmp_path, twin, difference):
+    master = _tiny(tmp_path, parameters_zh=twin)
+    if difference is None:
+        assert translated_learner(master, "zh").cells[1].source == twin
+        return
+    with pytest.raises(
+        MasterError, match=rf"00_tiny\.py, cell \d+ .*twin of .*cell c001 .*changes the code — {difference}"
+    ):
+        parse(master)
+
+
+def test_a_code_twin_cannot_move_or_drop_the_exercise_markers(tmp_path):
+    moved = EXERCISE_ZH.replace("    ### BEGIN SOLUTION\n    return 2 * x", "    return 2 * x\n    ### BEGIN SOLUTION")
+    for twin in (moved, EXERCISE_ZH.replace("    ### BEGIN SOLUTION\n", "")):
+        with pytest.raises(MasterError, match=r"changes the code"):
+            parse(_tiny(tmp_path, exercise_zh=twin))
+
+
+def test_a_stale_code_twin_is_reported_and_never_runs_changed_code(tmp_path):
+    # the English comment changed: stale, named with the new hash; the code is the same, so the twin is still used
+    edited = PARAMETERS.replace("how many chunks", "how many chunks to keep")
+    state = translation(_tiny(tmp_path, english=edited), "zh")
+    assert state.status == "incomplete" and len(state.problems) == 1
+    assert "cell c001 ('# Parameters'): its zh twin is stale" in state.problems[0]
+    assert f"now {source_hash(edited)}" in state.problems[0] and "no longer matches" not in state.problems[0]
+    assert translated_learner(_tiny(tmp_path, english=edited), "zh").cells[1].source == PARAMETERS_ZH
+    # the English code changed: the Chinese copy shows the English cell until the twin is updated
+    changed = PARAMETERS.replace("N = 3", "N = 30")
+    master = _tiny(tmp_path, english=changed)
+    (problem,) = translation(master, "zh").problems
+    assert "its zh twin is stale" in problem and "its code no longer matches the English" in problem
+    assert translated_learner(master, "zh").cells[1].source == changed
+    root = tmp_path
+    stale = sync(root, check_only=True)
+    assert any("00_tiny.py, cell c001" in line and "stale" in line for line in stale)
