@@ -66,6 +66,10 @@
 # Parameters (the test suite runs this notebook with smaller values)
 N_SIMILARITY_SENTENCES = 6
 
+# %% lang="zh" translates="bb774d271621"
+# 参数（测试套件用更小的值运行这个 notebook）
+N_SIMILARITY_SENTENCES = 6
+
 # %%
 import time
 

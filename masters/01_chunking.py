@@ -75,6 +75,17 @@ CHUNK_SIZE = 800      # characters
 CHUNK_OVERLAP = 100   # characters
 TOP_K = 5
 
+# %% lang="zh" translates="9638308c386a"
+# 参数（测试套件用更小的值运行这个 notebook）
+DOCUMENTS = None      # 用来比较各种策略的文件名；None = 整个知识库
+# 第 9 节测量的策略（每种各嵌入到自己的索引里）；None = 全部十一种，
+# 要嵌入的文本多出好几倍（见上面的时间一行）
+STRATEGIES = ["fixed characters", "headers + recursive", "Markdown blocks", "parent-child"]
+MAX_QUESTIONS = None  # 每种语言的金标准问题数；None = 关于 DOCUMENTS 的每个可回答问题
+CHUNK_SIZE = 800      # 字符数
+CHUNK_OVERLAP = 100   # 字符数
+TOP_K = 5
+
 # %%
 import re
 import statistics

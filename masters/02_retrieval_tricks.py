@@ -106,6 +106,17 @@ COLBERT = False  # add late interaction (ColBERT) to the comparison: ≈ 2 min m
 EXPAND_HITS = 10  # reranked hits widened with their neighbours
 MAX_BLOCK_CHARS = 1200  # longest expanded block, and the most a reranker reads per candidate
 
+# %% lang="zh" translates="a48a170a5222"
+# 参数（测试套件用更小的值运行这个 notebook）
+N_LLM_QUESTIONS = 4  # 用于要调用对话模型的技术的金标准问题数（一半英文，一半中文）
+SAMPLE_SEED = 2
+ALL_QUESTIONS = True  # 不调用对话模型的技术在每个可回答问题上运行（否则只在样本上）
+RERANK_CANDIDATES = 20  # 交叉编码器重排的第一阶段结果数
+LLM_RERANK_CANDIDATES = 4  # 对话模型逐个判断的第一阶段结果数（每个一次调用；上下文重排在一个提示词里读完它们）
+COLBERT = False  # 把延迟交互（ColBERT）加入比较：多约 2 分钟，而且它在这里没有胜过交叉编码器
+EXPAND_HITS = 10  # 连同相邻块一起扩展的重排后命中数
+MAX_BLOCK_CHARS = 1200  # 扩展后一段文本的最大长度，也是重排器对每个候选最多读的字符数
+
 # %%
 import math
 import time

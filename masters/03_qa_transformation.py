@@ -78,6 +78,15 @@ MAX_PAIRS = 3           # question/answer pairs asked for per chunk
 N_PROPERTY_CHUNKS = 4   # release-note chunks for the property extractor (one call each)
 SEED = 3
 
+# %% lang="zh" translates="e20c95e742c5"
+# 参数（测试套件用更小的值运行这个 notebook）
+N_QA_CHUNKS = 20        # 发给模型的块数（每块一次调用）：含金标准证据的块，加上按种子抽样的其他块；
+                        # 第 8 节提出证据在这些块里的金标准问题（会打印有多少个，以及一个问题能让
+                        # MRR 变多少）：想比较得更可靠就用 60 或更多（每多一块多一次模型调用）
+MAX_PAIRS = 3           # 每个块要求生成的问答对数
+N_PROPERTY_CHUNKS = 4   # 交给属性抽取器的发布说明块数（每块一次调用）
+SEED = 3
+
 # %%
 import logging
 import time

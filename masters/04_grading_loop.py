@@ -72,6 +72,18 @@ K = 3               # chunks graded per round (the reranked top K)
 CANDIDATES = 20     # hybrid results the cross-encoder reranks
 SEED = 7
 
+# %% lang="zh" translates="846d5e2f0cb6"
+# 参数（测试套件用更小的值运行这个 notebook）
+N_IN_KB = 6         # 评测里的可回答金标准问题数（中英文各半）
+N_OUT_OF_KB = 6     # 答案不在任何文档里的问题数（中英文各半）
+N_CALIBRATION = 6   # 用来选定门控的知识库内和知识库外问题数（各自中英文各半）——从不用于评测
+MIN_ABSTENTION = 0.95  # 选门控时要达到的拒答目标
+MIN_FIRST_ROUND = 0.90  # 知识库内问题在第一轮就得到回答的目标比例
+MAX_ROUNDS = 2      # 评分循环放弃前的检索轮数
+K = 3               # 每轮评分的块数（重排后的前 K 个）
+CANDIDATES = 20     # 交叉编码器重排的混合检索结果数
+SEED = 7
+
 # %%
 import time
 

@@ -85,6 +85,18 @@ MAX_RESEARCH_ROUNDS = 2   # research rounds per question, the first included
 MAX_TOKENS = 400          # cap on every reply of the chat model
 SEED = 5
 
+# %% lang="zh" translates="c53d7919ce7a"
+# 参数（测试套件用更小的值运行这个 notebook）
+FULL = False              # True：用下面更大的样本（模型调用和时间约为三倍）
+N_IN_KB = 10 if FULL else 4        # 评测里的可回答金标准问题数（中英文各半）
+N_OUT_OF_KB = 6 if FULL else 4     # 答案不在任何文档里的问题数（中英文各半）
+N_DRILL = 12 if FULL else 2        # 参考答案被用作演练草稿的金标准问题数（中英文各半）
+N_RELEVANCE = 24 if FULL else 6    # 比较两种相关性检查器所用的问题数（一半是知识库外问题）
+K = 4                     # 重排器交给智能体的块数（取自混合检索的前 20 个）
+MAX_RESEARCH_ROUNDS = 2   # 每个问题的研究轮数，含第一轮
+MAX_TOKENS = 400          # 对话模型每次回复的上限
+SEED = 5
+
 # %%
 import tempfile
 import time

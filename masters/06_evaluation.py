@@ -88,6 +88,23 @@ N_QA_CHUNKS = 60      # chunks of a QA sample drawn as notebook 03 draws its own
                       # (FULL) costs one model call per chunk 03 has not transformed yet
 SEED = 6
 
+# %% lang="zh" translates="901c56e12ef2"
+# 参数（测试套件用更小的值运行这个 notebook）
+FULL = False          # True：评审每条流水线、用更大的样本、在更多问题上测门控（2 核笔记本电脑上要几个小时：离开前启动）
+CORPORA = ["course", "packages"]
+N_IN_KB = 1           # 每个语料库评审的可回答金标准问题数（FULL：8 个，英文中文各半）
+N_OUT_OF_KB = 1       # 每个语料库评审的、没有文档能回答的金标准问题数
+N_GATE = 2            # 每个语料库测量门控 P(yes) 的问题数（即评审的样本：它的调用有缓存）
+RETRIEVAL_QUESTIONS = None  # 每个语料库用于检索指标的可回答金标准问题数（None：全部）
+N_GEN_SINGLE = 1      # 从一个块生成的问题数
+N_GEN_MULTI = 0       # 需要来自不同页面或文档的两个块才能回答的生成问题数（FULL：1）
+PIPELINE_NAMES = ["hybrid+rerank", "routed+rerank", "grading-loop"]  # 按回答评审（dense 只测检索）；FULL：全部十条
+K = 3                 # 每个回答所依据的块数；hit@K 和 recall@K
+N_QA_CHUNKS = 60      # 像 notebook 03 那样抽取的 QA 样本块数（同一个种子；03 默认转换 20 个）：
+                      # 课程问题从证据在这些块里的问题中抽样；评审 qa-hybrid（FULL）
+                      # 对 03 还没转换过的每个块要一次模型调用
+SEED = 6
+
 # %%
 from lessons.core import t, t_labels, t_marked
 from lessons.evaluation import PIPELINES

@@ -92,6 +92,18 @@ K = 3               # chunks the single-shot baseline answers from (notebook 06'
 MAX_TOKENS = 300    # cap on every reply of the chat model
 SEED = 7
 
+# %% lang="zh" translates="1361f365d9cd"
+# 参数（测试套件用更小的值运行这个 notebook）
+N_MULTI_HOP = 2     # 测量用的多跳金标准问题数（中英文各半）；测得更多用 4（冷启动约多 5 分钟）
+N_TABLE = 2         # 表格金标准问题数（中英文各半）；矛盾的例子总会加上；测得更多用 4
+MAX_STEPS = 2       # 每个问题的工具调用数，含第一次搜索（测得更多用 3）
+RERANKER = "default"  # 搜索工具的重排器："default"（lessons.retrieval.rerank.default_reranker：交叉编码器）、"llm"（对话模型：每次搜索 10 次调用）、"none"
+N_SEARCH = 36       # 第 2 节用来测量重排器带来什么变化的多跳和表格金标准问题数（不调用模型）
+COMPARE_LLM_RERANKER = False  # True：第 2 节也测量用对话模型做重排器（每个问题 10 次调用：约多 15 分钟）
+K = 3               # 单次检索基线据以回答的块数（notebook 06 的混合检索流水线）
+MAX_TOKENS = 300    # 对话模型每次回复的上限
+SEED = 7
+
 # %%
 import time
 

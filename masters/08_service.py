@@ -94,6 +94,21 @@ K = 3  # chunks an answer is written from
 JOB_TIMEOUT = 900  # seconds a batch of uploads may take to be indexed before we give up
 SEED = 8
 
+# %% lang="zh" translates="67584d13e77f"
+# 参数（测试套件用更小的值运行这个 notebook）
+FULL = False  # True：上传整个课程语料库（data/corpus 的每个文件）
+DOCUMENTS = ["release_notes.md", "support_faq.html", "faq_zh.html", "meeting_notes_2026_09.txt"]  # 先上传
+LATER = ["weekly_meeting_zh.txt", "atlas_admin_guide.md"]  # 在两次夜间评测之间上传
+NIGHTLY_QUESTIONS = 1  # 每次夜间评测从新文档生成的问题数（每个问题取一个块）；每多一个问题就多一次
+                       # 生成调用、一次经服务评分循环的回答和两次评审调用——两次运行展示的是机制和趋势，
+                       # 不是一次测量
+# 关于所上传文档主题（Atlas、明湖银行）的知识库外金标准问题：每次夜间评测都用课程语言提出这些问题，
+# 报告显示服务拒答了多少个
+PROBES = ["en-067", "en-068", "zh-041", "zh-042"]
+K = 3  # 每个回答所依据的块数
+JOB_TIMEOUT = 900  # 一批上传完成索引的最长秒数，超时就放弃
+SEED = 8
+
 # %%
 import contextlib
 import time

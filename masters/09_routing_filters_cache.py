@@ -82,6 +82,19 @@ K = 4  # chunks retrieved; hit@K and recall@K
 N_GRAPH_CHUNKS = 10  # hits of the Graph RAG example whose entities the chat model extracts (one call each)
 GRAPH_DEPTH = 1  # top hits of every multi-hop gold question read for the graph measurement (one call per chunk)
 
+# %% lang="zh" translates="7b6ad25c1ea6"
+# 参数（测试套件用更小的值运行这个 notebook）
+FULL = False  # True：对话模型路由路由集的每个问题，并过滤每个点名了文档的金标准问题
+ROUTE_QUESTIONS = None  # 测量嵌入路由器所用的问题数（None：留出的那一半全部）
+N_ROUTE_LLM = 12  # 其中也由对话模型路由的问题数（每个一次调用）
+N_FILTER = 12  # 由对话模型过滤的、点名了文档的金标准问题数（每个一次调用）
+CACHE_PAIRS = None  # 测量语义缓存所用的改写问题对数（None：全部）
+HELDOUT_LOOKUPS = None  # 也用来测量它的 data/eval/cache_heldout.jsonl 查询数（None：全部）
+FRESH_LOOKUPS = None  # data/eval/cache_fresh2.jsonl（测试集）的查询数（None：全部）
+K = 4  # 检索的块数；hit@K 和 recall@K
+N_GRAPH_CHUNKS = 10  # Graph RAG 示例里由对话模型抽取实体的命中数（每个一次调用）
+GRAPH_DEPTH = 1  # 图测量时每个多跳金标准问题读取的前几个命中（每个块一次调用）
+
 # %%
 import tempfile
 import time
