@@ -248,10 +248,10 @@ def _master_with(tmp_path, edit):
 
 
 def _drop_twins(text):
-    """The master without its Markdown and code twins (each up to the blank line before the next `# %%`)."""
-    return re.sub(
-        r'\n# %%( \[markdown\])? lang="zh" translates="[0-9a-f]{12}"\n.*?(?=\n# %%|\Z)', "", text, flags=re.DOTALL
-    )
+    """The master without its Markdown and code twins; the blank lines after a twin (what jupytext writes after
+    the English cell when the twin is not there) stay."""
+    twin = r'\n+# %%( \[markdown\])? lang="zh" translates="[0-9a-f]{12}"\n.*?(?=\n+# %%|\n*\Z)'
+    return re.sub(twin, "", text, flags=re.DOTALL)
 
 
 def test_an_untranslated_master_gets_no_chinese_copy_and_is_no_error(tmp_path):
