@@ -113,11 +113,32 @@ def retrieve(query):
     return search.invoke(query)
 
 
+# %% lang="zh" translates="2dcc8c3471c4"
+chunks = chunk_knowledge_base()
+store = build_index(chunks)
+search = reranked_hybrid(chunks, store, k=K, candidates=CANDIDATES)  # notebook 02 的最佳组合：混合检索取前 N 个，重排后取前 K 个
+
+
+def retrieve(query):
+    return search.invoke(query)
+
+
 # %%
 gold = load_gold()
 in_kb = [q for q in gold if q.answerable]
 out_of_kb = [q for q in gold if not q.answerable]
 sample = balanced_sample(in_kb, N_IN_KB, SEED) + balanced_sample(out_of_kb, N_OUT_OF_KB, SEED)  # evaluated in section 6
+held_out = [q for q in gold if q not in sample]
+calibration = balanced_sample([q for q in held_out if q.answerable], N_CALIBRATION, SEED) + \
+              balanced_sample([q for q in held_out if not q.answerable], N_CALIBRATION, SEED)
+print(t("{chunks} chunks indexed; {gold} gold questions: {sample} to evaluate, {calibration} others to calibrate the gate",
+        chunks=len(chunks), gold=len(gold), sample=len(sample), calibration=len(calibration)))
+
+# %% lang="zh" translates="439cfed12327"
+gold = load_gold()
+in_kb = [q for q in gold if q.answerable]
+out_of_kb = [q for q in gold if not q.answerable]
+sample = balanced_sample(in_kb, N_IN_KB, SEED) + balanced_sample(out_of_kb, N_OUT_OF_KB, SEED)  # 在第 6 节评测
 held_out = [q for q in gold if q not in sample]
 calibration = balanced_sample([q for q in held_out if q.answerable], N_CALIBRATION, SEED) + \
               balanced_sample([q for q in held_out if not q.answerable], N_CALIBRATION, SEED)
@@ -146,6 +167,25 @@ from lessons.ingest import in_course_language
 print(schema_for_reader(GradeDocuments.model_json_schema()["properties"]))  # the model reads the description in English
 scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # reads both scores
 examples = {  # two calibration questions in the notebook's language: section 2 reads their scores again, cached
+    t("in the knowledge base"): next(q for q in in_course_language(calibration) if q.answerable),
+    t("not in the knowledge base"): next(q for q in in_course_language(calibration) if not q.answerable),
+}
+rows = []
+for label, question in examples.items():
+    documents = retrieve(question.question)
+    grades = grade_documents(llm, question.question, documents)
+    for doc, grade, scored in zip(documents, grades, scores_only(question.question, documents)):
+        rows.append({t("question"): question.question[:60], t("kind"): label, t("chunk"): doc.page_content[:60].replace("\n", " "),
+                     t("forced yes/no"): grade, t("cross-encoder"): round(scored.cross_encoder, 3), "P(yes)": round(scored.p_yes, 3)})
+pd.DataFrame(rows)
+
+# %% lang="zh" translates="741a45cf9ef7"
+from lessons.agents import GateThresholds, GradeDocuments, RelevanceGate, grade_documents
+from lessons.ingest import in_course_language
+
+print(schema_for_reader(GradeDocuments.model_json_schema()["properties"]))  # 模型读的是英文描述
+scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # 读出两个分数
+examples = {  # 两个 notebook 所用语言的校准问题：第 2 节会再读它们的分数（有缓存）
     t("in the knowledge base"): next(q for q in in_course_language(calibration) if q.answerable),
     t("not in the knowledge base"): next(q for q in in_course_language(calibration) if not q.answerable),
 }
@@ -232,6 +272,15 @@ menu_table.round(2).rename_axis(t("language")).rename(columns={
     "out-of-KB abstained (calibration)": t("out-of-KB abstained (calibration)"),
     "95% interval, abstention": t("95% interval, abstention")})
 
+# %% lang="zh" translates="1790b479a5ba"
+menu_table = pd.DataFrame(menu).set_index("language")  # 列名用英文：gate_findings（第 6 节）要读它们
+menu_table.round(2).rename_axis(t("language")).rename(columns={
+    "t₁ cross-encoder": t("t₁ cross-encoder"), "t₂ P(yes)": t("t₂ P(yes)"),
+    "separation, cross-encoder": t("separation, cross-encoder"), "separation, P(yes)": t("separation, P(yes)"),
+    "in-KB answered (calibration)": t("in-KB answered (calibration)"),
+    "out-of-KB abstained (calibration)": t("out-of-KB abstained (calibration)"),
+    "95% interval, abstention": t("95% interval, abstention")})
+
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(12, 5))
 for ax, lang in zip(axes, ("en", "zh")):
@@ -298,6 +347,15 @@ plt.show()
 from lessons.agents.answerability import AnswerabilityCheck, common_names
 
 check = AnswerabilityCheck(llm, subject=common_names(chunks))  # the corpus's subject ("Tidewell") is no specific
+verdicts = {label: check(question.question, retrieve(question.question)) for label, question in examples.items()}
+pd.DataFrame([{t("kind"): label, t("question"): examples[label].question[:70], t("asks for"): v.asks_for,
+               t("quote"): v.quote[:110], t("specifics"): ", ".join(v.specifics), t("missing"): ", ".join(v.missing),
+               t("verdict"): t_marked(v.reason)} for label, v in verdicts.items()])
+
+# %% lang="zh" translates="c32a00feb1c8"
+from lessons.agents.answerability import AnswerabilityCheck, common_names
+
+check = AnswerabilityCheck(llm, subject=common_names(chunks))  # 语料库的主题名（"Tidewell"）不算具体内容
 verdicts = {label: check(question.question, retrieve(question.question)) for label, question in examples.items()}
 pd.DataFrame([{t("kind"): label, t("question"): examples[label].question[:70], t("asks for"): v.asks_for,
                t("quote"): v.quote[:110], t("specifics"): ", ".join(v.specifics), t("missing"): ", ".join(v.missing),
@@ -375,6 +433,14 @@ from lessons.agents import answer_without_grading, build_grading_loop
 from lessons.agents.grading import AnswerabilityGate
 
 grader = AnswerabilityGate(RelevanceGate(llm, thresholds), check)  # the calibrated gate, then the answerability check
+loop = build_grading_loop(llm, retrieve, max_rounds=MAX_ROUNDS, grader=grader)
+display(Markdown("```mermaid\n" + loop.get_graph().draw_mermaid() + "\n```"))
+
+# %% lang="zh" translates="f70cbe57fb06"
+from lessons.agents import answer_without_grading, build_grading_loop
+from lessons.agents.grading import AnswerabilityGate
+
+grader = AnswerabilityGate(RelevanceGate(llm, thresholds), check)  # 先过校准好的门控，再做可答性检查
 loop = build_grading_loop(llm, retrieve, max_rounds=MAX_ROUNDS, grader=grader)
 display(Markdown("```mermaid\n" + loop.get_graph().draw_mermaid() + "\n```"))
 
