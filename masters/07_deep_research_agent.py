@@ -158,6 +158,16 @@ print(t("A chunk of {chunk} characters sits on {source}, {title} ({page} charact
 print(t("\nThe chunk ends:   …"), chunk.page_content[-160:].replace("\n", " "))
 print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[-60:]) + 60:][:300].replace("\n", " "))
 
+# %% lang="zh" translates="4495095495dd"
+# 一个 notebook 所用语言的块：它结束的地方，页面接着是一张表格
+source, holds = for_course_language(en=("atlas_whitepaper.pdf", "| Tier"), zh=("data_security_policy_zh.docx", "各类事件的内部上报时限"))
+chunk = next(c for c in chunks if c.metadata["source"] == source and holds in c.page_content)
+page = pages.read(chunk.metadata["source"], pages.locate(chunk))
+print(t("A chunk of {chunk} characters sits on {source}, {title} ({page} characters).", chunk=len(chunk.page_content),
+        source=page.source, title=page.title, page=len(page.text)))
+print(t("\nThe chunk ends:   …"), chunk.page_content[-160:].replace("\n", " "))
+print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[-60:]) + 60:][:300].replace("\n", " "))
+
 # %% [markdown]
 # ## 2. The sub-agent's two tools
 #
@@ -364,6 +374,26 @@ def show_research(result):
 
 
 # two documents: the white paper and the release notes (in Chinese: a customer case and the technical note)
+demo = course_example(gold, en="en-056", zh="zh-031")
+print(demo.question, t("\nreference:"), demo.answer)
+demo_result = researcher.research(demo.question)
+show_research(demo_result)
+
+# %% lang="zh" translates="904895ee4ef1"
+from lessons.agents import trace_rows
+
+
+def show_research(result):
+    display(t_labels(pd.DataFrame(trace_rows(result)).set_index("step"),
+                     ["step", "action", "argument", "reason", "result", "seconds"]))
+    print(t("→ {outcome} after {calls} tool calls ({decisions} decisions by the model); pages read: {pages}",
+            outcome=t_marked(result.outcome), calls=result.tool_calls, decisions=result.decisions, pages=result.pages_read or t("none")))
+    print(f"→ {result.answer}")
+    for citation in result.citations:
+        print(t("   cites {source}", source=citation.source) + ("" if citation.page is None else t(", page {page}", page=citation.page)))
+
+
+# 两份文档：白皮书和发布说明（中文版：一个客户案例和技术说明）
 demo = course_example(gold, en="en-056", zh="zh-031")
 print(demo.question, t("\nreference:"), demo.answer)
 demo_result = researcher.research(demo.question)

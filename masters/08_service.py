@@ -143,6 +143,18 @@ settings_shown = {**stores_for_reader(health["stores"]), "worker threads": healt
 t_labels(pd.DataFrame({"setting": settings_shown}),
          ["setting", "database", "file store", "index", "collection", "reranker", "worker threads", "url", "data folder"])
 
+# %% lang="zh" translates="ab97941d67ad"
+stack = contextlib.ExitStack()  # 最后一节要关闭的东西：服务器、客户端、临时文件夹
+started = time.perf_counter()
+service = stack.enter_context(running_service())
+client = stack.enter_context(service.client())
+start_seconds = time.perf_counter() - started
+health = client.health()
+settings_shown = {**stores_for_reader(health["stores"]), "worker threads": health["workers"], "url": service.url,
+                  "data folder": str(service.data_dir)}  # 把返回数据里的英文值显示成读者的语言
+t_labels(pd.DataFrame({"setting": settings_shown}),
+         ["setting", "database", "file store", "index", "collection", "reranker", "worker threads", "url", "data folder"])
+
 # %% [markdown]
 # `running_service()` started `python -m service api` in its own process on a free port of 127.0.0.1 and
 # waited until `/v1/health` answered. The server got its own data folder (database, file store, embedded
@@ -389,6 +401,12 @@ display(Markdown(t("Uploading the same files again: {skipped} of {n} skipped, {q
                    skipped=sum(u is None for u in again.values()), n=len(again),
                    queued=sum(u is not None for u in again.values()))))
 
+# %% lang="zh" translates="fb8f1c8cb1aa"
+again = client.upload_new(paths)  # 课程自带的这道练习的写法（service.client.ServiceClient.upload_new）
+display(Markdown(t("Uploading the same files again: {skipped} of {n} skipped, {queued} job(s) queued.",
+                   skipped=sum(u is None for u in again.values()), n=len(again),
+                   queued=sum(u is not None for u in again.values()))))
+
 # %% [markdown]
 # ## 5. The nightly evaluation and its trend
 #
@@ -423,6 +441,20 @@ display(Markdown(t("Uploading the same files again: {skipped} of {n} skipped, {q
 # %%
 llm = get_chat_model()
 probes = in_course_language([q for q in load_gold() if q.id in PROBES])  # the standing out-of-KB probes
+probe_file = save_test_set(probes, service.data_dir / "nightly_probes.jsonl")
+first_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED, probes=probe_file)
+later = client.upload_files([CORPUS_DIR / name for name in LATER])
+later_jobs = client.wait([u.job_id for u in later], timeout=JOB_TIMEOUT)
+second_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED, probes=probe_file)
+runs = pd.DataFrame([{"run": r["run_id"], "new documents": r["documents"], "questions": r["questions"],
+                      PROBES_ASKED: r["metrics"].get(PROBES_ASKED), **{m: r["metrics"].get(m) for m in TREND_METRICS}}
+                     for r in client.eval_runs() if r["status"] == "done"]).set_index("run")
+t_labels(runs, ["run", "new documents", "questions", "out-of-KB probes", "factual consistency", "completeness",
+                "abstained (out-of-KB)"])
+
+# %% lang="zh" translates="ad2ab650baac"
+llm = get_chat_model()
+probes = in_course_language([q for q in load_gold() if q.id in PROBES])  # 固定的知识库外探测问题
 probe_file = save_test_set(probes, service.data_dir / "nightly_probes.jsonl")
 first_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED, probes=probe_file)
 later = client.upload_files([CORPUS_DIR / name for name in LATER])

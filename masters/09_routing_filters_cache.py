@@ -169,6 +169,16 @@ mine = held_out[held_out["language"] == course_language()]  # the notebook's lan
 t_labels(mine[["id", "language", "route", "embedding", "best score", "question"]].head(6),
          ["language", "route", "embedding", "best score", "question"])
 
+# %% lang="zh" translates="9108e79f43d2"
+started = time.perf_counter()
+decisions = [router.route(q) for q in tqdm(held_out["question"], desc=t("embedding router"))]
+held_out["embedding"] = [d.route for d in decisions]
+embedding_seconds = (time.perf_counter() - started) / len(held_out)
+held_out["best score"] = [max(d.scores.values()) for d in decisions]
+mine = held_out[held_out["language"] == course_language()]  # notebook 所用的语言；测量时两种语言都用
+t_labels(mine[["id", "language", "route", "embedding", "best score", "question"]].head(6),
+         ["language", "route", "embedding", "best score", "question"])
+
 
 # %% [markdown]
 # ### Exercise 1: route by the scores
@@ -313,6 +323,24 @@ for corpus in CORPORA:
 named = pd.DataFrame(named)
 filter_sample = take_turns(named, ["language", "corpus"], None if FULL else N_FILTER)
 for corpus in CORPORA:  # evidence chunk ids of the sampled questions, and how many chunks hold their evidence
+    kb[corpus]["items"] = {i.id: i for i in from_gold(filter_sample.loc[filter_sample["corpus"] == corpus, "question"],
+                                                      kb[corpus]["chunks"])}
+    kb[corpus]["relevant"] = relevant_counts(kb[corpus]["chunks"], list(kb[corpus]["items"].values()))
+t_labels(named.groupby(["corpus", "language"]).size().rename(t("gold questions that name a document")).to_frame(),
+         ["corpus", "language"])
+
+# %% lang="zh" translates="52130cf2a9b6"
+from lessons.evaluation import from_gold, relevant_counts, retrieval_scores
+from lessons.retrieval import FilterBuilder, filtered_retriever, named_documents
+
+named = []
+for corpus in CORPORA:
+    sources = sorted({c.metadata["source"] for c in kb[corpus]["chunks"]})
+    named += [{"corpus": corpus, "language": q.language, "question": q, "names": named_documents(q.question, sources)}
+              for q in kb[corpus]["gold"] if q.answerable and named_documents(q.question, sources)]
+named = pd.DataFrame(named)
+filter_sample = take_turns(named, ["language", "corpus"], None if FULL else N_FILTER)
+for corpus in CORPORA:  # 抽样问题的证据块 id，以及有多少个块包含它们的证据
     kb[corpus]["items"] = {i.id: i for i in from_gold(filter_sample.loc[filter_sample["corpus"] == corpus, "question"],
                                                       kb[corpus]["chunks"])}
     kb[corpus]["relevant"] = relevant_counts(kb[corpus]["chunks"], list(kb[corpus]["items"].values()))
@@ -574,6 +602,22 @@ demo.store(example.question, answer, {"id": example.id})
 print(t("asked: {question}\nanswer ({seconds:.1f} s): {answer}", question=example.question, seconds=model_seconds,
         answer=answer))
 
+# %% lang="zh" translates="bb0a65ba71ba"
+from lessons.agents import answer_from
+from lessons.ingest import course_example
+
+example = course_example(kb["course"]["gold"], en="en-001", zh="zh-001")
+twins = all_pairs.set_index(["of", "kind"])  # 用全部问题对：上面的样本可能没抽到示例那一对
+asked = {t("paraphrase"): twins.loc[(example.id, "paraphrase"), "question"],
+         t("near question"): twins.loc[(example.id, "near"), "question"]}
+demo = SemanticCache(cache_dir / "demo.sqlite", router.embeddings, knowledge_base_version(kb["course"]["chunks"]))
+started = time.perf_counter()
+answer = answer_from(llm, example.question, baselines["course"].invoke(example.question), K).answer
+model_seconds = time.perf_counter() - started
+demo.store(example.question, answer, {"id": example.id})
+print(t("asked: {question}\nanswer ({seconds:.1f} s): {answer}", question=example.question, seconds=model_seconds,
+        answer=answer))
+
 # %%
 for kind, question in asked.items():
     started = time.perf_counter()
@@ -801,6 +845,28 @@ from lessons.evaluation import graph_expansion_rows, technique_label
 
 graph_names = {"default": N_("reranked hybrid"), "context expansion": N_("context expansion"),  # technique names
                "graph expansion": N_("graph expansion")}  # shown in the reader's language, as in 02
+multi_hop, graph_sizes = {}, {}
+with metered() as depth_meter:
+    for corpus in CORPORA:
+        questions = [q for q in kb[corpus]["gold"] if q.type == "multi_hop"]
+        multi_hop[corpus], depth_graph = graph_expansion_rows(
+            llm, kb[corpus]["chunks"], kb[corpus]["store"], questions, GRAPH_DEPTH,
+            progress=lambda chunks: tqdm(chunks, desc=t("entities")))
+        graph_sizes[corpus] = depth_graph.summary()["chunks"]
+graph_table = pd.concat(multi_hop, names=["corpus"]).droplevel(1).reset_index()
+columns = [f"{metric} · {name}" for metric in ("recall@5", "MRR@10") for name in graph_names]
+means = graph_table.groupby(["corpus", "language"])[columns].mean()
+means.insert(0, t("questions"), graph_table.groupby(["corpus", "language"]).size())
+means.columns = [column if column == t("questions") else
+                 f"{column.split(' · ')[0]} · {technique_label(graph_names[column.split(' · ')[1]])}" for column in means.columns]
+t_labels(means.round(3), ["corpus", "language"])
+
+# %% lang="zh" translates="86aca3490517"
+from lessons.core import N_
+from lessons.evaluation import graph_expansion_rows, technique_label
+
+graph_names = {"default": N_("reranked hybrid"), "context expansion": N_("context expansion"),  # 技术名称
+               "graph expansion": N_("graph expansion")}  # 和 02 一样，用读者的语言显示
 multi_hop, graph_sizes = {}, {}
 with metered() as depth_meter:
     for corpus in CORPORA:
