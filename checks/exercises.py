@@ -2,7 +2,8 @@
 
 Each notebook's master is `masters/NN_topic.py` (jupytext percent format). In its cells tagged
 `exercise`, the answer sits between `### BEGIN SOLUTION` and `### END SOLUTION` lines; the learner copy
-in `notebooks/` has `pass  # YOUR CODE HERE` there instead, at the same indentation.
+in `notebooks/` has `pass  # YOUR CODE HERE` there instead, at the same indentation (in `notebooks/zh/`,
+`pass  # 在这里写你的代码`).
 `python -m scripts.notebooks` (`make notebooks`) writes `solutions/` and, through `learner_notebook`
 below, `notebooks/` — and `notebooks/zh/` for a master with Chinese twins (the same blanked code, its
 comments in Chinese where a code cell has a twin, the Chinese Markdown); `--check` names every stale file.
@@ -14,11 +15,13 @@ import nbformat
 
 EXERCISE_TAG = "exercise"
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-BLANK = "pass  # YOUR CODE HERE"
+# What a learner copy has where the answer was, by the copy's language (the comment is the reader's).
+BLANKS = {"en": "pass  # YOUR CODE HERE", "zh": "pass  # 在这里写你的代码"}
+BLANK = BLANKS["en"]
 
 
-def blank_source(source: str) -> str:
-    """Replace every solution block in `source` with `pass  # YOUR CODE HERE`."""
+def blank_source(source: str, blank: str = BLANK) -> str:
+    """Replace every solution block in `source` with `blank` (`pass  # YOUR CODE HERE`)."""
     out, inside = [], False
     for line in source.splitlines():
         stripped = line.strip()
@@ -26,7 +29,7 @@ def blank_source(source: str) -> str:
             if inside:
                 raise ValueError(f"nested {BEGIN!r} in:\n{source}")
             inside = True
-            out.append(line[: len(line) - len(line.lstrip())] + BLANK)
+            out.append(line[: len(line) - len(line.lstrip())] + blank)
         elif stripped == END:
             if not inside:
                 raise ValueError(f"{END!r} without {BEGIN!r} in:\n{source}")
@@ -45,14 +48,16 @@ def strip_outputs(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def learner_notebook(master: nbformat.NotebookNode) -> nbformat.NotebookNode:
-    """The learner copy of a master notebook: exercise answers blanked, no outputs."""
+def learner_notebook(master: nbformat.NotebookNode, language: str = "en") -> nbformat.NotebookNode:
+    """The learner copy of a master notebook: exercise answers blanked (with `BLANKS[language]`), no outputs."""
+    if language not in BLANKS:
+        raise ValueError(f"no exercise blank for language {language!r}: add one to BLANKS in checks/exercises.py")
     nb = nbformat.from_dict(master)
     for cell in nb.cells:
         if cell.cell_type == "code" and EXERCISE_TAG in cell.metadata.get("tags", []):
             if BEGIN not in cell.source:
                 raise ValueError(f"exercise cell without a {BEGIN!r} block:\n{cell.source}")
-            cell.source = blank_source(cell.source)
+            cell.source = blank_source(cell.source, BLANKS[language])
     return strip_outputs(nb)
 
 

@@ -25,7 +25,7 @@ A code twin translates only the comments: its code is the English cell's, token 
 and pragmas such as `# noqa` or `# fmt: skip`, which stay word for word); a twin that changes code is a
 MasterError naming the master, the cell and the first difference. A code twin is optional (a cell without
 comments needs none). A twin of an exercise cell is blanked like the English one, so the Chinese learner
-copy gets `pass  # YOUR CODE HERE` at the same place. A stale code twin is used while its code still
+copy gets its blank, `pass  # 在这里写你的代码`, at the same place. A stale code twin is used while its code still
 matches the English; once the English code changes, the Chinese copy falls back to the English cell until
 the twin is updated (and `--check` names it). Strings the code cells print come from
 `lessons.core.i18n.t()`, so the code is the same in both languages.
@@ -352,21 +352,23 @@ def _in_language(cell: MasterCell, language: str) -> nbformat.NotebookNode:
 
 def translated_learner(master_path: Path, language: str) -> nbformat.NotebookNode:
     """The learner copy in `language`: each cell its twin's text (code twins differ only in comments), the
-    exercise answers blanked as in the English learner copy, and `agentic_rag.language` in the metadata.
+    exercise answers blanked as in the English learner copy (the blank's comment in `language`:
+    `checks.exercises.BLANKS`), and `agentic_rag.language` in the metadata.
     Raises MasterError when the master has no twins."""
     metadata, cells = parse(master_path)
     if not any(language in c.twins for c in cells):
         raise MasterError(
             f"{master_path}: no {language} twins, so no {language} copy; see CONTRIBUTING.md (Translations)"
         )
-    nb = _learner(_notebook(metadata, [_in_language(c, language) for c in cells], master_path), master_path)
+    nb = _notebook(metadata, [_in_language(c, language) for c in cells], master_path)
+    nb = _learner(nb, master_path, language)
     nb.metadata["agentic_rag"] = {**nb.metadata["agentic_rag"], "language": language}
     return nb
 
 
-def _learner(nb: nbformat.NotebookNode, master_path: Path) -> nbformat.NotebookNode:
+def _learner(nb: nbformat.NotebookNode, master_path: Path, language: str = ENGLISH) -> nbformat.NotebookNode:
     try:
-        return learner_notebook(nb)
+        return learner_notebook(nb, language)
     except ValueError as error:
         raise MasterError(f"{master_path}: {error}\n(an exercise cell needs one {BEGIN!r} … {END!r} block)") from error
 

@@ -14,7 +14,7 @@ import tokenize
 import nbformat
 import pytest
 
-from checks.exercises import BEGIN, BLANK, EXERCISE_TAG
+from checks.exercises import BEGIN, BLANK, BLANKS, EXERCISE_TAG, learner_notebook
 from lessons.core.settings import PROJECT_ROOT
 from scripts.notebooks import (
     FIX,
@@ -204,14 +204,16 @@ def test_a_chinese_copy_has_the_english_code_and_chinese_markdown(name):
             assert _without_comments(zh.source) == _without_comments(en.source), (
                 f"{name} {en.id}: the code differs between the languages (not only its comments)"
             )
+            blanks = en.source.count(BLANK)
+            assert zh.source.count(BLANKS["zh"]) == blanks and BLANK not in zh.source, f"{name} {en.id}: the blanks"
         else:
             cjk = len(re.findall(r"[\u4e00-\u9fff]", zh.source))
             assert cjk > len(zh.source) / 10, f"{name} {en.id}: the Chinese copy's Markdown is not Chinese"
             assert zh.source != en.source
 
 
-# What must stay word for word in a comment: the exercise blank, the markers, and pragmas.
-KEPT = re.compile(r"YOUR CODE HERE|### (?:BEGIN|END) SOLUTION|noqa[:\w, ]*|fmt: ?\w+|type: ?ignore")
+# What must stay word for word in a comment: the exercise markers and pragmas.
+KEPT = re.compile(r"### (?:BEGIN|END) SOLUTION|noqa[:\w, ]*|fmt: ?\w+|type: ?ignore")
 
 
 def _without_comments(source):
@@ -386,9 +388,14 @@ def test_a_code_twin_gives_the_chinese_copy_its_comments_and_the_english_copies_
     assert [c.id for c in chinese.cells] == ["c000", "c001", "c002"]
     assert chinese.cells[1].source == PARAMETERS_ZH and chinese.cells[1].metadata.tags == ["parameters"]
     # the exercise twin is blanked where the English one is: the Chinese learner copy gets no answer
-    assert chinese.cells[2].source == f"def double(x):\n    # x 的两倍，整数\n    {BLANK}"
+    assert chinese.cells[2].source == f"def double(x):\n    # x 的两倍，整数\n    {BLANKS['zh']}"
     english = learner(master)
-    assert chinese.cells[2].source.replace("# x 的两倍，整数", "# twice x, as an int") == english.cells[2].source
+    assert english.cells[2].source == f"def double(x):\n    # twice x, as an int\n    {BLANK}"
+
+
+def test_a_learner_copy_in_a_language_without_a_blank_is_an_error():
+    with pytest.raises(ValueError, match=r"no exercise blank for language 'fr': add one to BLANKS in checks/exercises"):
+        learner_notebook(render(PROJECT_ROOT / "masters" / f"{FIRST}.py"), "fr")
 
 
 @pytest.mark.parametrize(
