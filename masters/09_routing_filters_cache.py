@@ -4,9 +4,9 @@
 #     quick_parameters:
 #       CACHE_PAIRS: 8
 #       FRESH_LOOKUPS: 12
+#       GRAPH_DEPTH: 0
 #       HELDOUT_LOOKUPS: 12
 #       N_FILTER: 1
-#       GRAPH_DEPTH: 0
 #       N_GRAPH_CHUNKS: 2
 #       N_ROUTE_LLM: 1
 #       ROUTE_QUESTIONS: 24
