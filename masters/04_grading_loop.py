@@ -184,7 +184,7 @@ from lessons.agents import GateThresholds, GradeDocuments, RelevanceGate, grade_
 from lessons.ingest import in_course_language
 
 print(schema_for_reader(GradeDocuments.model_json_schema()["properties"]))  # 模型读的是英文描述
-scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # 读出两个分数
+scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # 阈值都是 0：只用来读出两个分数
 examples = {  # 两个 notebook 所用语言的校准问题：第 2 节会再读它们的分数（有缓存）
     t("in the knowledge base"): next(q for q in in_course_language(calibration) if q.answerable),
     t("not in the knowledge base"): next(q for q in in_course_language(calibration) if not q.answerable),

@@ -854,7 +854,7 @@ score_sets = {GATE: {}, CROSS_ENCODER: {}, DENSE: {}}
 for corpus, v in kb.items():
     every = measured_items(v) + measured_items(v, answerable=False)
     first_round = gate_retrieval(v["resources"])
-    gate_items = gate_sample(v["sample"], v["pool"], N_GATE, SEED)  # 先取评审的样本，再均衡抽取
+    gate_items = gate_sample(v["sample"], v["pool"], N_GATE, SEED)  # 先用已评审的样本，不够再均衡地补抽
     score_sets[GATE][corpus] = best_scores(grader.p_yes, first_round, gate_items, desc=t("{corpus} gate", corpus=corpus))
     score_sets[CROSS_ENCODER][corpus] = best_scores(
         grader.cross_encoder_scores, first_round, every,  # 按重排器读取的方式：标题 + 正文
