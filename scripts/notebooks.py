@@ -16,15 +16,15 @@ English cell it translates, marked `# %% [markdown] lang="zh" translates="<hash>
 `# %% lang="zh" translates="<hash>"` after a code cell, where the hash is `source_hash()` of the English
 cell's text (SHA-256, first 12 hex digits). A twin carries no tags: the Chinese copy keeps the English
 cell's id and tags. The English copies drop the twins. A master without twins is "untranslated" (reported,
-no zh copy yet); a master with twins must have one for every English Markdown cell, each translating the
-English as it is now — a twin whose English changed since (the hash differs) is stale and named, with the
+no zh copy yet); a master with twins must have one for every English Markdown cell and every code cell
+with comments a learner reads, each translating the English as it is now — a twin whose English changed since (the hash differs) is stale and named, with the
 new hash, by `--check`. `--translations` prints every master's state.
 
 A code twin translates only the comments: its code is the English cell's, token for token
 (`code_tokens()`: comments dropped, except the exercise markers `### BEGIN SOLUTION` / `### END SOLUTION`
 and pragmas such as `# noqa` or `# fmt: skip`, which stay word for word); a twin that changes code is a
-MasterError naming the master, the cell and the first difference. A code twin is optional (a cell without
-comments needs none). A twin of an exercise cell is blanked like the English one, so the Chinese learner
+MasterError naming the master, the cell and the first difference. A cell without comments (or whose only
+comments are markers, pragmas, or inside an exercise's solution) needs no twin. A twin of an exercise cell is blanked like the English one, so the Chinese learner
 copy gets its blank, `pass  # 在这里写你的代码`, at the same place. A stale code twin is used while its code still
 matches the English; once the English code changes, the Chinese copy falls back to the English cell until
 the twin is updated (and `--check` names it). Strings the code cells print come from
@@ -51,7 +51,7 @@ from pathlib import Path
 
 import nbformat
 
-from checks.exercises import BEGIN, END, learner_notebook
+from checks.exercises import BEGIN, END, EXERCISE_TAG, blank_source, learner_notebook
 from lessons.core.i18n import ENGLISH, LANGUAGES, notebook_folder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -281,8 +281,9 @@ def render(master_path: Path) -> nbformat.NotebookNode:
 @dataclass
 class Translation:
     """How far a master is translated into one language: "translated", "untranslated" (no twins at all),
-    or "incomplete" (twins, but `problems` names each English Markdown cell without a current twin, and each
-    stale twin). `code_twins` of the `commented` code cells (those with comments to translate) have a twin."""
+    or "incomplete" (twins, but `problems` names each English Markdown cell and each commented code cell
+    without a current twin). `code_twins` of the `commented` code cells (those with comments a learner
+    reads) have a twin."""
 
     master: Path
     language: str
@@ -293,8 +294,15 @@ class Translation:
     commented: int = 0
 
 
-def _commented(source: str) -> bool:
-    """Whether a code cell has a comment a translation could change (not only exercise markers and pragmas)."""
+def _commented(cell: nbformat.NotebookNode) -> bool:
+    """Whether a code cell shows a learner a comment a translation could change: not only exercise markers and
+    pragmas, and not only inside an exercise's solution (the learner copies blank it)."""
+    source = cell.source
+    if EXERCISE_TAG in cell.metadata.get("tags", []):
+        try:
+            source = blank_source(source, "pass")
+        except ValueError:
+            return False  # learner() names the broken exercise
     try:
         comments = [
             t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT
@@ -305,11 +313,11 @@ def _commented(source: str) -> bool:
 
 
 def translation(master_path: Path, language: str) -> Translation:
-    """Whether every English Markdown cell of a master has a `language` twin translating its current text, and
-    every code twin too."""
+    """Whether every English Markdown cell and every code cell with comments of a master has a `language` twin
+    translating its current text."""
     _, cells = parse(master_path)
     twinned = [c for c in cells if language in c.twins]
-    code = [c for c in cells if c.cell.cell_type == "code" and (language in c.twins or _commented(c.cell.source))]
+    code = [c for c in cells if c.cell.cell_type == "code" and (language in c.twins or _commented(c.cell))]
     counts = {"code_twins": sum(language in c.twins for c in code), "commented": len(code)}
     if not twinned:
         return Translation(Path(master_path), language, "untranslated", 0, [], **counts)
@@ -321,6 +329,11 @@ def translation(master_path: Path, language: str) -> Translation:
                 problems.append(
                     f'{c.where}: no {language} twin — add `# %% [markdown] lang="{language}" '
                     f'translates="{now}"` with its translation directly after it'
+                )
+            elif c in code:
+                problems.append(
+                    f'{c.where}: its comments have no {language} twin — add `# %% lang="{language}" '
+                    f'translates="{now}"` directly after it: the same code, its comments translated'
                 )
         elif c.twins[language][1] != now:
             text, _ = c.twins[language]

@@ -367,20 +367,26 @@ EXERCISE = "def double(x):\n    # twice x, as an int\n    ### BEGIN SOLUTION\n  
 EXERCISE_ZH = "def double(x):\n    # x 的两倍，整数\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
 
 
-def _tiny(tmp_path, parameters=PARAMETERS, parameters_zh=PARAMETERS_ZH, exercise_zh=EXERCISE_ZH, english=None):
-    """A master of four cells, each with a zh twin; `english` replaces the English parameters after hashing
-    (a twin left stale)."""
+def _tiny(
+    tmp_path, parameters=PARAMETERS, parameters_zh=PARAMETERS_ZH, exercise=EXERCISE, exercise_zh=EXERCISE_ZH, **options
+):
+    """A master of three cells, each with a zh twin; `english=` replaces the English parameters after hashing (a
+    twin left stale), `without=` names the code twins to leave out ("parameters", "exercise")."""
     path = tmp_path / "masters" / "00_tiny.py"
     path.parent.mkdir(exist_ok=True)
     text = TINY.format(
         markdown=source_hash("# Tiny"),
-        parameters=english or parameters,
+        parameters=options.get("english") or parameters,
         parameters_hash=source_hash(parameters),
         parameters_zh=parameters_zh,
-        exercise=EXERCISE,
-        exercise_hash=source_hash(EXERCISE),
+        exercise=exercise,
+        exercise_hash=source_hash(exercise),
         exercise_zh=exercise_zh,
     )
+    if "parameters" in options.get("without", ()):
+        text = text.replace(f'\n\n# %% lang="zh" translates="{source_hash(parameters)}"\n{parameters_zh}', "")
+    if "exercise" in options.get("without", ()):
+        text = text.replace(f'\n\n\n# %% lang="zh" translates="{source_hash(exercise)}"\n{exercise_zh}\n', "\n")
     path.write_text(text)
     return path
 
@@ -456,3 +462,26 @@ def test_a_stale_code_twin_is_reported_and_never_runs_changed_code(tmp_path):
     root = tmp_path
     stale = sync(root, check_only=True)
     assert any("00_tiny.py, cell c001" in line and "stale" in line for line in stale)
+
+
+def test_a_commented_code_cell_without_a_twin_in_a_translated_master_is_named(tmp_path):
+    master = _tiny(tmp_path, without=("parameters",))
+    assert 'lang="zh"' in master.read_text() and "# 参数" not in master.read_text()
+    state = translation(master, "zh")
+    assert state.status == "incomplete" and (state.code_twins, state.commented) == (1, 2)
+    expected = (
+        f"{master}, cell c001 ('# Parameters'): its comments have no zh twin — add "
+        f'`# %% lang="zh" translates="{source_hash(PARAMETERS)}"` directly after it: the same code, its comments '
+        "translated"
+    )
+    assert state.problems == [expected]
+    assert translated_learner(master, "zh").cells[1].source == PARAMETERS, "until then the English cell is shown"
+
+
+def test_an_exercise_whose_only_comments_are_in_its_solution_needs_no_twin(tmp_path):
+    """The learner copies blank the solution, comments and all: nothing there to translate."""
+    exercise = "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x  # twice x\n    ### END SOLUTION"
+    master = _tiny(tmp_path, exercise=exercise, exercise_zh=exercise, without=("exercise",))
+    state = translation(master, "zh")
+    assert (state.status, state.problems, state.code_twins, state.commented) == ("translated", [], 1, 1)
+    assert translated_learner(master, "zh").cells[2].source == f"def double(x):\n    {BLANKS['zh']}"
