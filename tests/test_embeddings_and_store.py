@@ -139,3 +139,19 @@ def test_a_knowledge_base_index_leaves_its_passage_vectors_in_the_disk_cache(fre
     assert counting.embedded == len(DOCS)
     vectors = cached_embeddings().embed_documents([search_text(c) for c in chunks])
     assert counting.embedded == len(DOCS) and len(vectors) == len(DOCS)  # every vector from the cache
+
+
+def test_a_collection_made_before_the_wider_search_gets_it_when_opened(tmp_path):
+    """Chroma's default search width (ef_search 100) left chunks of the exact top 20 out on the package READMEs
+    (lessons.core.vectorstore.SEARCH_EF); every course cache made before holds collections with that default."""
+    from lessons.core.vectorstore import _collection_name
+
+    client = chroma_client(tmp_path)
+    embeddings = get_embeddings("e5")
+    old = client.create_collection(_collection_name("kb", embeddings), configuration={"hnsw": {"space": "cosine"}})
+    default = old.configuration["hnsw"]["ef_search"]
+    widened = open_store("kb", embeddings, client=client)._collection.configuration["hnsw"]["ef_search"]
+    assert widened > default, (widened, default)
+    assert client.get_collection(old.name).configuration["hnsw"]["ef_search"] == widened  # kept for the next run
+    fresh = open_store("new", embeddings, client=client)._collection.configuration["hnsw"]["ef_search"]
+    assert fresh == widened
