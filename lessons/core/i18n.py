@@ -333,15 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _chinese_plots() -> None:
-    """A notebook that speaks Chinese draws Chinese plot text: every translated notebook imports `t` in its
-    first cell, so this registers the packaged font (lessons.core.plot_fonts) before any plot, no cell needed."""
-    from lessons.core.plot_fonts import chinese_plots
-
-    chinese_plots()
-
-
 if __name__ == "__main__":
     raise SystemExit(main())
 else:
-    _chinese_plots()
+    # A notebook that speaks Chinese draws Chinese plot text: every translated notebook imports `t` in its first
+    # cell, so this registers the packaged font before any plot, no cell needed (imported here, at the end: plot_fonts
+    # imports this module).
+    from lessons.core.plot_fonts import chinese_plots
+
+    chinese_plots()
