@@ -55,6 +55,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import RESULTS, question_file, save
+from data.build_packages import SETS
 from lessons.chunking.strategies import cached_embeddings
 from lessons.core.embeddings import get_embeddings
 from lessons.core.search_text import search_text
@@ -88,14 +89,9 @@ CROSS_DEPTHS, CROSS_WEIGHTS = (CANDIDATES, RERANK_CANDIDATES), (0.0, DEFAULT_FIR
 DEFAULT = "default (the factory)"
 SWEEP = (0.0, 0.1, 0.2, 0.3)  # the factory's first-stage weights run end to end
 CORPORA = ("course", "packages")
-HELDOUT = "heldout"  # benchmark-only: data/build_packages.py --set heldout writes both paths
-HELDOUT_FOLDER = Path(__file__).resolve().parent / "corpora" / "heldout_readmes"
-HELDOUT_GOLD = Path(__file__).resolve().parent / "questions" / "heldout_readmes_gold.jsonl"
-# benchmark-only corpora: name → (folder, gold questions), each written by data/build_packages.py --set NAME
-HELDOUT_CORPORA = {
-    HELDOUT: (HELDOUT_FOLDER, HELDOUT_GOLD),
-    "heldout2": (HELDOUT_FOLDER.with_name("heldout_readmes_2"), HELDOUT_GOLD.with_name("heldout_readmes_2_gold.jsonl")),
-}
+HELDOUT = "heldout"
+# benchmark-only corpora: name → (folder, gold questions), each written by data/build_packages.py --set NAME (its SETS)
+HELDOUT_CORPORA = {name: (folder, gold) for name, (_, folder, gold) in SETS.items() if name != "packages"}
 # rows whose question-by-question scores a held-out run saves (so cells of several runs can be pooled)
 PER_QUESTION = ("dense", "hybrid (plain)", f"plain first: top {RERANK_CANDIDATES} → CE, w={DEFAULT_FIRST_STAGE_WEIGHT}",
                 DEFAULT)  # fmt: skip
