@@ -61,6 +61,12 @@ judge's call, so `--replay` re-runs the same code check on such rows (and report
     python benchmarks/bench_answerability.py --answerable-set 8 --near-misses 8 --all --no-p-yes --asks-for-enum \
         --name answerability-fresh8-enum
 
+Set 9 (answerable_9_<corpus>.jsonl and near_miss_9_<corpus>.jsonl, written blind like set 8, committed before it was
+run; measured with set 8's command):
+
+    python benchmarks/bench_answerability.py --answerable-set 9 --near-misses 9 --all --no-p-yes --asks-for-enum \
+        --name answerability-fresh9
+
 An "extractive" variant (what is asked read from the question itself, and the cross-encoder's best sentences checked
 as quotes when the judge's evidence failed) was measured on sets 3 and 4, answered fewer and refused fewer than the
 check on set 4 (30 and 18 of 40, against 33 and 21), and was removed; the results files written before keep its rows.
