@@ -71,14 +71,30 @@ def server_speed(log_text: str) -> dict | None:
     }
 
 
-def _log_size() -> int:
+_PREFIX_HIT = re.compile(r"(\d+) prefix-match hit")
+
+
+def server_tokens(log_text: str) -> dict:
+    """The calls the model server answered in a stretch of its log and their tokens: prompt tokens evaluated, prompt
+    tokens reused from the previous call's prefix (the server's prompt cache: not evaluated again), generated."""
+    calls = [m.groupdict() for m in _PERF.finditer(log_text)]
+    return {
+        "server_calls": len(calls),
+        "prompt_tokens_evaluated": sum(int(c["prompt"]) for c in calls),
+        "prompt_tokens_reused": sum(int(hit) for hit in _PREFIX_HIT.findall(log_text)),
+        "generated_tokens": sum(int(c["runs"]) for c in calls),
+    }
+
+
+def server_log_size() -> int:
+    """How long the model server's log is now (`server_log_since` reads what comes after)."""
     from lessons.core.local_server import server_log_path
 
     path = server_log_path()
     return path.stat().st_size if path.exists() else 0
 
 
-def _log_since(offset: int) -> str:
+def server_log_since(offset: int) -> str:
     """What the server logged after `offset` (all of it when a restarted server began a new, shorter log)."""
     from lessons.core.local_server import server_log_path
 
@@ -115,7 +131,7 @@ def main(names: list[str], name: str = "notebooks", language: str = "en") -> dic
         os.environ.pop("AGENTIC_RAG_LLM_CACHE_FILE", None)
         for path in notebooks:
             load_before = load_average()
-            log_offset = _log_size()
+            log_offset = server_log_size()
             started = time.time()
             run = execute_notebook(path, out_dir=Path(os.environ.get("BENCH_NOTEBOOKS_OUT") or Path(tmp) / "executed"))
             rows.append(
@@ -134,7 +150,7 @@ def main(names: list[str], name: str = "notebooks", language: str = "en") -> dic
                     "load_average_before": round(load_before, 2),
                     "load_average_after": round(load_average(), 2),
                     "started": time.strftime("%Y-%m-%d %H:%M", time.localtime(started)),
-                    "server_speed": server_speed(_log_since(log_offset)),
+                    "server_speed": server_speed(server_log_since(log_offset)),
                     "error": (run.error or "")[:500] or None,
                     "slowest cells": run.slowest_cells,
                 }

@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks.bench_notebooks import results_name, select_notebooks, server_speed
+from benchmarks.bench_notebooks import results_name, select_notebooks, server_speed, server_tokens
 
 # Two calls as llama-cpp-python 0.3.36's server logs them: the first evaluates 211 prompt tokens, the second reuses
 # a 212-token prefix and evaluates 20. "prompt eval time" reads ≈ 0 ms in this build: the prompt's time is the
@@ -53,3 +53,10 @@ def test_the_chinese_copies_are_measured_on_their_own_and_saved_apart():
     assert results_name([], "en") == "notebooks"
     with pytest.raises(SystemExit, match="notebooks/zh/"):
         select_notebooks(["99"], "zh")
+
+
+def test_server_tokens_count_the_calls_their_prompt_tokens_evaluated_and_reused_and_the_tokens_generated():
+    assert server_tokens(LOG) == {"server_calls": 2, "prompt_tokens_evaluated": 231, "prompt_tokens_reused": 212,
+                                  "generated_tokens": 14}  # fmt: skip
+    assert server_tokens("") == {"server_calls": 0, "prompt_tokens_evaluated": 0, "prompt_tokens_reused": 0,
+                                 "generated_tokens": 0}  # fmt: skip

@@ -10,9 +10,13 @@ from benchmarks.bench_service_answers import (
     corpus_files,
     held_out_questions,
     holds_key_figure,
+    interleaved,
     key_figure,
+    pipeline_reply,
     refusal_cause,
+    results_name,
     row,
+    same_pipeline,
     summarise,
 )
 
@@ -151,3 +155,63 @@ def test_it_uploads_the_files_the_knowledge_base_reads_and_never_the_manifest():
     packages = corpus_files("packages")
     assert packages and all(p.suffix == ".md" for p in packages)  # MANIFEST.json is no document
     assert len(corpus_files("course")) == len([p for p in corpus_folder("course").iterdir() if p.is_file()])
+
+
+def test_set_8_asks_its_own_answerable_questions_and_near_misses_under_a_name_of_its_own():
+    questions = held_out_questions("packages", "8")
+    assert len(questions) == 40 and sum(q.answerable for q in questions) == 20
+    assert all(q.id.startswith("ans8-packages-" if q.answerable else "nm8-packages-") for q in questions)
+    assert [(q.language, q.answerable) for q in questions[:4]] == [("en", True), ("en", False), ("zh", True),
+                                                                   ("zh", False)]  # fmt: skip
+    assert results_name("service", "8") == "service-answers-set8" and results_name() == "service-answers"
+    assert results_name("three-agents", "8") == "three-agents-answers-set8"
+
+
+def test_the_corpora_are_taken_in_turn():
+    pairs = interleaved({"course": ["c1", "c2", "c3"], "packages": ["p1"]})
+    assert pairs == [("course", "c1"), ("packages", "p1"), ("course", "c2"), ("course", "c3")]
+
+
+def test_a_three_agent_refusal_names_the_relevance_checker_the_research_agent_or_the_check():
+    assert refusal_cause({"answerability": None, "relevance": "NO_MATCH"}) == "relevance gate"
+    assert refusal_cause({"answerability": None, "relevance": "PARTIAL"}) == "no answer drafted"  # found = "no"
+    assert refusal_cause({"answerability": {"reason": "asked-for missing"}, "relevance": "CAN_ANSWER"}) == (
+        "asked-for missing"
+    )
+
+
+def test_a_three_agent_result_is_read_as_a_reply_and_an_unverified_answer_is_an_answer():
+    from langchain_core.documents import Document
+
+    from lessons.agents.answerability import AnswerabilityVerdict
+    from lessons.agents.answering import Citation
+    from lessons.agents.pipelines import PipelineResult
+
+    question = next(q for q in held_out_questions("course") if q.id == "ans-course-en-02")
+    chunk = Document("| backup.retention_days | 14 | Automatic backups older than this are deleted |",
+                     metadata={"source": "atlas_admin_guide.md"})  # fmt: skip
+    verdict = AnswerabilityVerdict(True, "answerable", quote="backup.retention_days | 14")
+    result = PipelineResult("Atlas keeps them 14 days.", False, [chunk], [chunk],
+                            {"rounds": 2, "check": verdict, "outcome": "unverified", "relevance": "PARTIAL",
+                             "citations": [Citation("atlas_admin_guide.md", None, "c1")]})  # fmt: skip
+    usage = {"server_calls": 5, "prompt_tokens_evaluated": 3000, "calls": 5, "tokens": 4000}
+    measured = row("course", question, pipeline_reply(result), 30.0, usage, "three-agents")
+    assert (measured["pipeline"], measured["outcome"], measured["relevance"], measured["rounds"]) == (
+        "three-agents", "unverified", "PARTIAL", 2)  # fmt: skip
+    assert measured["answerability"] == {"reason": "answerable", "quote": "backup.retention_days | 14", "missing": []}
+    assert measured["cited"] == ["atlas_admin_guide.md"] and measured["key_figure_held"] is True
+    refused = PipelineResult("Not in the documents.", True, [chunk], [], {"rounds": 1, "check": None,
+                             "outcome": "cannot_answer", "relevance": "PARTIAL", "citations": []})  # fmt: skip
+    other = next(q for q in held_out_questions("course") if q.id == "nm2-course-en-01")
+    cell = summarise([measured, row("course", other, pipeline_reply(refused), 20.0, {**usage, "calls": 3})], {})
+    cell = cell["course/en"]
+    assert (cell["answered"], cell["answered, unverified"], cell["refused"]) == (1, 1, 1)
+    assert cell["service refusals, out_of_kb"] == {"no answer drafted": 1}
+    assert cell["per question"] == {"server_calls": 5.0, "prompt_tokens_evaluated": 3000.0, "calls": 4.0,
+                                    "tokens": 4000.0}  # fmt: skip
+
+
+def test_one_results_file_holds_one_pipeline(tmp_path):
+    same_pipeline({"course:a": {"pipeline": "three-agents"}}, tmp_path / "x-rows.json", "three-agents")
+    with pytest.raises(ValueError, match=r"x-rows\.json: 1 rows \(e\.g\. course:a\).*'three-agents'.*--name"):
+        same_pipeline({"course:a": {"corpus": "course"}}, tmp_path / "x-rows.json", "three-agents")  # the service's

@@ -373,6 +373,10 @@ def build_grading_loop_pipeline(r: Resources) -> Pipeline:
 
 
 def build_three_agents(r: Resources) -> Pipeline:
+    """Notebook 05's workflow over the hybrid top k, with the grading loop's answerability check. `details` holds, as
+    the grading loop's do, the research `rounds` and the check's verdict (`check`; None when the workflow stopped before
+    it: the relevance checker said NO_MATCH, or the research agent found no answer), and the workflow's own `outcome`
+    (answered, unverified, not_in_documents, cannot_answer), the relevance checker's label and the `citations`."""
     from lessons.agents.answerability import AnswerabilityCheck, common_names
     from lessons.agents.three_agents import run_three_agents
 
@@ -382,7 +386,10 @@ def build_three_agents(r: Resources) -> Pipeline:
     def run(question: str) -> PipelineResult:
         result = run_three_agents(question, retriever=retriever, llm=r.llm, answerability=check)
         context = list(result.context)
-        return PipelineResult(result.answer, bool(result.abstained), context, [] if result.abstained else context)
+        return PipelineResult(result.answer, bool(result.abstained), context, [] if result.abstained else context,
+                              {"rounds": result.research_rounds, "check": result.answerability,
+                               "outcome": result.outcome, "relevance": result.relevance,
+                               "citations": list(result.citations)})  # fmt: skip
 
     return run
 
