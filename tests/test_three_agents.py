@@ -99,6 +99,32 @@ def test_a_research_agent_that_cannot_answer_abstains_in_the_question_language()
     assert not model.prompts["Verification"], "a draft the researcher could not find is not verified"
 
 
+def test_the_answerability_check_runs_before_the_research_agent_and_a_refusal_costs_no_draft():
+    """The check reads the question and the chunks, never the draft: asked first, a refused question is not drafted."""
+    from lessons.agents.answerability import AnswerabilityVerdict
+
+    asked = []
+
+    def check(answerable):
+        def answerability(question, documents):
+            asked.append(len(model.prompts["ResearchDraft"]))  # drafts written before the check was asked
+            return AnswerabilityVerdict(answerable, "answerable" if answerable else "asked-for missing")
+
+        return answerability
+
+    model = scripted()
+    refused = run_three_agents("Who is the CFO?", retriever=retriever, llm=model, answerability=check(False))
+    assert refused.abstained and refused.outcome == "cannot_answer" and refused.answer == NOT_IN_DOCUMENTS["en"]
+    assert not model.prompts["ResearchDraft"] and not model.prompts["Verification"] and refused.research_rounds == 0
+    steps = ["retrieve", "relevance_checker", "answerability_check", "not_in_documents"]
+    assert [s.step for s in refused.trace] == steps
+    drafts = [{"answer": f"Port {port}.", "cited_chunks": [1], "found": "yes"} for port in (9999, 7420)]
+    model = scripted(drafts=drafts, verdicts=[BAD, OK])
+    answered = run_three_agents("Which port?", retriever=retriever, llm=model, answerability=check(True))
+    assert answered.outcome == "answered" and answered.research_rounds == 2 and asked == [0, 0]  # asked once, first
+    assert [s.step for s in answered.trace][2:5] == ["answerability_check", "research_agent", "verification_agent"]
+
+
 def test_an_unsupported_draft_is_re_researched_with_the_verifier_feedback():
     drafts = [
         {"answer": "Port 9999.", "cited_chunks": [1], "found": "yes"},
@@ -313,28 +339,3 @@ def test_the_relevance_checker_is_chosen_by_name_or_given():
     assert relevance_checker(model, given) is given
     with pytest.raises(ValueError, match="relevance='gpt'.*cross_encoder"):
         relevance_checker(model, "gpt")
-
-
-def test_the_registry_s_three_agents_report_the_check_s_verdict_the_outcome_and_the_relevance_label(monkeypatch):
-    """What a benchmark reads of notebook 06's "three-agents" pipeline: why it answered or refused."""
-    from types import SimpleNamespace
-
-    from lessons.agents import pipelines, three_agents
-
-    draft = {"answer": "Port 7420.", "cited_chunks": [1], "found": "yes"}
-    replies = {"ResearchDraft": draft, "Verification": OK,
-               "Evidence": {"quote": "The gateway listens on port 7420.", "answer": "7420"}}  # fmt: skip
-    model = ScriptedChatModel(default=lambda messages, tools: replies[tools[0]] if tools else "yes")
-    monkeypatch.setattr(pipelines, "_hybrid", lambda r, size: SimpleNamespace(invoke=retriever))
-    monkeypatch.setattr(three_agents, "relevance_checker", lambda model, relevance: lambda q, d: "CAN_ANSWER")
-    resources = pipelines.Resources(chunks=retriever("q"), store=None, llm=model, progress=False)
-    run = pipelines.PIPELINES["three-agents"].build(resources)
-    answered = run("Which port does the gateway use?")
-    assert not answered.abstained and answered.details["check"].reason == "answerable"
-    assert (answered.details["outcome"], answered.details["relevance"], answered.details["rounds"]) == (
-        "answered", "CAN_ANSWER", 1)  # fmt: skip
-    assert answered.details["citations"] == [Citation("guide.md", None, "c1")]
-    replies["Evidence"] = {"quote": "", "answer": ""}  # the judge finds no sentence that answers
-    refused = run("Which port does the gateway use?")
-    assert refused.abstained and not refused.details["check"].answerable
-    assert (refused.details["outcome"], refused.details["relevance"]) == ("cannot_answer", "CAN_ANSWER")

@@ -385,15 +385,20 @@ def test_the_three_agents_trace_shows_its_details_in_the_course_language(tmp_pat
     def reply(messages, tools):
         if tools == ["RelevanceCheck"]:
             return {"topic_words_found": ["team"], "label": "CAN_ANSWER"}
+        if tools == ["Verification"]:
+            return {"unsupported_claims": [], "contradictions": [], "supported": "yes", "relevant": "yes"}
         return {"answer": "€45", "cited_chunks": [1], "found": "yes"}
 
     monkeypatch.chdir(tmp_path)
     details = {}
     for language in ("zh", "en"):
         monkeypatch.setenv("AGENTIC_RAG_LANG", language)
-        result = run_three_agents("Team 版多少钱？", retriever=retriever, llm=ScriptedChatModel(default=reply),
-                                  relevance="llm", answerability=answerability)  # fmt: skip
-        details[language] = {s.step: (for_reader(s.decision), for_reader(s.detail), s.detail) for s in result.trace}
+        details[language] = {}
+        for check in (answerability, None):  # refused before a draft; without the check, drafted
+            result = run_three_agents("Team 版多少钱？", retriever=retriever, llm=ScriptedChatModel(default=reply),
+                                      relevance="llm", answerability=check)  # fmt: skip
+            details[language] |= {s.step: (for_reader(s.decision), for_reader(s.detail), s.detail)
+                                  for s in result.trace}  # fmt: skip
     assert details["zh"]["answerability_check"][1] == "缺少所问之物：'€45 per user per month'；缺少 ['tier']"
     assert details["zh"]["research_agent"][1] == "引用 [1]：€45"
     assert details["zh"]["retrieve"][0] == "1 个块"

@@ -5,6 +5,8 @@ Introduced in notebook 05 (three-agent verification). A LangGraph graph over a r
     retrieve → check_relevance ─ NO_MATCH ──────────────────────────→ not_in_documents → END
                    │ CAN_ANSWER / PARTIAL
                    ↓
+         (check_answerability ─ the chunks do not state what was asked → not_in_documents → END)
+                   ↓
                research ─ the agent says it cannot answer ───────────→ not_in_documents → END
                    ↓
                 verify ─ nothing listed against the draft ────────────→ finish → END
@@ -14,7 +16,9 @@ Introduced in notebook 05 (three-agent verification). A LangGraph graph over a r
 Every decision is a typed field (Pydantic `Literal`s and lists through `invoke_structured`), never a
 sentence searched for a word. The research round counter lives in the state and is advanced by the
 `research` step; `decide_after_verification` cannot pick `re_research` once the cap is reached, so
-the loop ends by construction. The verifier is shown the **question**, the draft and the context.
+the loop ends by construction. The verifier is shown the **question**, the draft and the context. The answerability
+check (optional) reads only the question and the chunks, so it runs before the research agent: a question it refuses
+costs no draft.
 
 `run_three_agents(question, retriever=..., llm=...)` runs the graph once and returns a
 `ThreeAgentResult` (answer, abstained, citations, context, verification, trace) — the interface
@@ -181,7 +185,6 @@ class ThreeAgentResult:
     research_rounds: int = 0
     trace: list[TraceStep] = field(default_factory=list)
     seconds: float = 0.0
-    answerability: AnswerabilityVerdict | None = None  # the answerability check's verdict; None when it did not run
 
 
 class ThreeAgentState(TypedDict, total=False):
@@ -193,7 +196,7 @@ class ThreeAgentState(TypedDict, total=False):
     research_round: int
     draft: ResearchDraft
     verification: Verification
-    answerability: AnswerabilityVerdict  # the answerability check's verdict on the first draft's chunks
+    answerability: AnswerabilityVerdict  # the answerability check's verdict on the chunks, asked before the first draft
     outcome: str
     answer: str
     citations: list[Citation]
@@ -462,9 +465,11 @@ def build_three_agent_graph(
 
     `max_research_rounds` counts every research round, the first included: 2 means one draft and at
     most one re-research with the verifier's feedback. `relevance` picks the relevance checker
-    (`relevance_checker`). With `answerability` (`lessons.agents.answerability.AnswerabilityCheck`), the first
-    draft goes to the verifier only when the chunks state what the question asks for; otherwise the
-    workflow says "not in the documents" (a draft answering a neighbouring question is caught there).
+    (`relevance_checker`). With `answerability` (`lessons.agents.answerability.AnswerabilityCheck`), the research agent
+    writes a first draft only when the chunks state what the question asks for; otherwise the workflow says "not in
+    the documents" (a draft answering a neighbouring question is caught there). The check reads the question and the
+    chunks, never the draft, so asking it first gives the same outcome as asking it after the draft, and a refused
+    question costs no research call.
     """
     if max_research_rounds < 1:
         raise ValueError(f"max_research_rounds must be at least 1, got {max_research_rounds}")
@@ -550,15 +555,14 @@ def build_three_agent_graph(
         return update, TraceStep("not_in_documents", state.get("research_round", 0), outcome)
 
     def route_relevance(state):
-        return decide_after_relevance(state["relevance"])
+        decision = decide_after_relevance(state["relevance"])
+        return "check_answerability" if decision == "research" and answerability is not None else decision
 
     def route_research(state):
-        if decide_after_research(state["draft"]) != "verify":
-            return "not_in_documents"
-        return "check_answerability" if answerability is not None and "answerability" not in state else "verify"
+        return "verify" if decide_after_research(state["draft"]) == "verify" else "not_in_documents"
 
     def route_answerability(state):
-        return "verify" if state["answerability"].answerable else "not_in_documents"
+        return "research" if state["answerability"].answerable else "not_in_documents"
 
     def route_verification(state):
         return {"accept": "finish", "give_up": "finish", "re_research": "research"}[state["trace"][-1].decision]
@@ -577,9 +581,9 @@ def build_three_agent_graph(
         edges={
             START: "retrieve",
             "retrieve": "check_relevance",
-            "check_relevance": (route_relevance, ["research", "not_in_documents"]),
-            "research": (route_research, ["verify", "check_answerability", "not_in_documents"]),
-            "check_answerability": (route_answerability, ["verify", "not_in_documents"]),
+            "check_relevance": (route_relevance, ["research", "check_answerability", "not_in_documents"]),
+            "check_answerability": (route_answerability, ["research", "not_in_documents"]),
+            "research": (route_research, ["verify", "not_in_documents"]),
             "verify": (route_verification, ["finish", "research"]),
             "finish": END,
             "not_in_documents": END,
@@ -602,7 +606,6 @@ def result_from_state(state: ThreeAgentState, seconds: float = 0.0) -> ThreeAgen
         research_rounds=state.get("research_round", 0),
         trace=list(state.get("trace", [])),
         seconds=seconds,
-        answerability=state.get("answerability"),
     )
 
 
