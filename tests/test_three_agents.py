@@ -339,3 +339,28 @@ def test_the_relevance_checker_is_chosen_by_name_or_given():
     assert relevance_checker(model, given) is given
     with pytest.raises(ValueError, match="relevance='gpt'.*cross_encoder"):
         relevance_checker(model, "gpt")
+
+
+def test_the_registry_s_three_agents_report_the_check_s_verdict_the_outcome_and_the_relevance_label(monkeypatch):
+    """What a benchmark reads of notebook 06's "three-agents" pipeline: why it answered or refused."""
+    from types import SimpleNamespace
+
+    from lessons.agents import pipelines, three_agents
+
+    draft = {"answer": "Port 7420.", "cited_chunks": [1], "found": "yes"}
+    replies = {"ResearchDraft": draft, "Verification": OK,
+               "Evidence": {"quote": "The gateway listens on port 7420.", "answer": "7420"}}  # fmt: skip
+    model = ScriptedChatModel(default=lambda messages, tools: replies[tools[0]] if tools else "yes")
+    monkeypatch.setattr(pipelines, "_hybrid", lambda r, size: SimpleNamespace(invoke=retriever))
+    monkeypatch.setattr(three_agents, "relevance_checker", lambda model, relevance: lambda q, d: "CAN_ANSWER")
+    resources = pipelines.Resources(chunks=retriever("q"), store=None, llm=model, progress=False)
+    run = pipelines.PIPELINES["three-agents"].build(resources)
+    answered = run("Which port does the gateway use?")
+    assert not answered.abstained and answered.details["check"].reason == "answerable"
+    assert (answered.details["outcome"], answered.details["relevance"], answered.details["rounds"]) == (
+        "answered", "CAN_ANSWER", 1)  # fmt: skip
+    assert answered.details["citations"] == [Citation("guide.md", None, "c1")]
+    replies["Evidence"] = {"quote": "", "answer": ""}  # the judge finds no sentence that answers
+    refused = run("Which port does the gateway use?")
+    assert refused.abstained and not refused.details["check"].answerable
+    assert (refused.details["outcome"], refused.details["relevance"]) == ("cannot_answer", "CAN_ANSWER")

@@ -185,6 +185,7 @@ class ThreeAgentResult:
     research_rounds: int = 0
     trace: list[TraceStep] = field(default_factory=list)
     seconds: float = 0.0
+    answerability: AnswerabilityVerdict | None = None  # the answerability check's verdict; None when it did not run
 
 
 class ThreeAgentState(TypedDict, total=False):
@@ -606,6 +607,7 @@ def result_from_state(state: ThreeAgentState, seconds: float = 0.0) -> ThreeAgen
         research_rounds=state.get("research_round", 0),
         trace=list(state.get("trace", [])),
         seconds=seconds,
+        answerability=state.get("answerability"),
     )
 
 
