@@ -68,7 +68,6 @@ N_SIMILARITY_SENTENCES = 6
 
 # %% lang="zh" translates="bb774d271621"
 # 参数（测试套件用更小的值运行这个 notebook）
-N_SIMILARITY_SENTENCES = 6
 
 # %%
 import time
@@ -233,27 +232,9 @@ for name, similarity in similarities.items():
     print(t("{name:22} translations: {translation:.2f}   different meaning: {different:.2f}", name=name,
             translation=similarity[is_translation].mean(), different=similarity[off_diagonal & ~is_translation].mean()))
 
+
 # %% lang="zh" translates="5077088415ad"
-labels = [f"S{i}" for i in range(1, len(sentences) + 1)]
-fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
-for ax, (name, similarity) in zip(axes, similarities.items()):
-    image = ax.imshow(similarity, vmin=0.0, vmax=1.0, cmap="viridis")
-    ax.set_xticks(range(len(labels)), labels)
-    ax.set_yticks(range(len(labels)), labels)
-    for (i, j), value in np.ndenumerate(similarity):
-        ax.text(j, i, f"{value:.2f}", ha="center", va="center", color="white" if value < 0.6 else "black", fontsize=8)
-    ax.set_title(name)
-fig.colorbar(image, ax=axes, label=t("cosine similarity"))
-plt.show()
-
 # 互为翻译的句对是 (S1, S2)、(S3, S4)……；其余每一对意思都不同。
-n = len(sentences)
-is_translation = np.array([[i != j and i // 2 == j // 2 for j in range(n)] for i in range(n)])
-off_diagonal = ~np.eye(n, dtype=bool)
-for name, similarity in similarities.items():
-    print(t("{name:22} translations: {translation:.2f}   different meaning: {different:.2f}", name=name,
-            translation=similarity[is_translation].mean(), different=similarity[off_diagonal & ~is_translation].mean()))
-
 
 # %% [markdown]
 # Read the two numbers per model, not the colours alone. E5 scores *everything* high (compare its
@@ -320,17 +301,7 @@ print(t("{source}: {format}, language {language}, {characters:,} characters, con
 print(converted.markdown[:700])
 
 # %% lang="zh" translates="7e51bffc77a2"
-from lessons.ingest import CORPUS_DIR, convert_file, for_course_language
-
 # data/corpus/ 里一个与 notebook 同语言的 Word 文件（从任何 notebook 文件夹都能找到）
-sample = CORPUS_DIR / for_course_language(en="employee_handbook.docx", zh="data_security_policy_zh.docx")
-start = time.perf_counter()
-converted = convert_file(sample)
-timings[t("convert a DOCX (or read the cache)")] = time.perf_counter() - start
-print(t("{source}: {format}, language {language}, {characters:,} characters, converter {converter}, from cache: {cached}",
-        source=converted.source, format=converted.format, language=converted.language,
-        characters=len(converted.markdown), converter=converted.converter, cached=converted.from_cache))
-print(converted.markdown[:700])
 
 # %% [markdown]
 # ## 5. Timings and usage

@@ -77,14 +77,12 @@ TOP_K = 5
 
 # %% lang="zh" translates="9638308c386a"
 # 参数（测试套件用更小的值运行这个 notebook）
-DOCUMENTS = None      # 用来比较各种策略的文件名；None = 整个知识库
+# 用来比较各种策略的文件名；None = 整个知识库
 # 第 9 节测量的策略（每种各嵌入到自己的索引里）；None = 全部十一种，
 # 要嵌入的文本多出好几倍（见上面的时间一行）
-STRATEGIES = ["fixed characters", "headers + recursive", "Markdown blocks", "parent-child"]
-MAX_QUESTIONS = None  # 每种语言的金标准问题数；None = 关于 DOCUMENTS 的每个可回答问题
-CHUNK_SIZE = 800      # 字符数
-CHUNK_OVERLAP = 100   # 字符数
-TOP_K = 5
+# 每种语言的金标准问题数；None = 关于 DOCUMENTS 的每个可回答问题
+# 字符数
+# 字符数
 
 # %%
 import re
@@ -217,19 +215,7 @@ for overlap in (0, 60):
     display(HTML(boundaries_html(chunks, max_height_px=260)))
 
 # %% lang="zh" translates="204fa2675b60"
-from langchain_core.documents import Document
-from langchain_text_splitters import RecursiveCharacterTextSplitter
-
-from lessons.widgets import boundaries_html
-
-SHORT_SECTION = for_course_language(en="Overview", zh="4 访问控制")  # notebook 所用语言里的一个短小节
-short_section = next(s.page_content for s in sections if s.metadata["section"] == SHORT_SECTION)
-for overlap in (0, 60):
-    splitter = RecursiveCharacterTextSplitter(chunk_size=250, chunk_overlap=overlap)
-    chunks = splitter.split_text(short_section)
-    print(t("chunk_size=250, chunk_overlap={overlap}: {n} chunks, lengths {lengths}",
-            overlap=overlap, n=len(chunks), lengths=[len(c) for c in chunks]))
-    display(HTML(boundaries_html(chunks, max_height_px=260)))
+# notebook 所用语言里的一个短小节
 
 # %% [markdown]
 # On the documents chosen in the parameters (no embedding needed): smaller chunks mean more of them;
@@ -399,17 +385,7 @@ print(t("{n} sections, from {shortest} to {longest} characters", n=len(guide_sec
         longest=max(lengths)))
 
 # %% lang="zh" translates="ed7df84225c8"
-from lessons.chunking import header_chunker
-
-STRUCTURED = for_course_language(en="atlas_admin_guide.md", zh="rag_techniques_note_zh.md")  # 有标题和代码
-guide = [d for d in all_documents if d.metadata["source"] == STRUCTURED]
-guide_sections = header_chunker()(guide)
-display(pd.DataFrame([{"section_path": s.metadata["section_path"].split(" > ", 1)[-1],
-                       "code_language": s.metadata["code_language"], t("characters"): len(s.page_content)}
-                      for s in guide_sections]).head(14))
-lengths = [len(s.page_content) for s in guide_sections]
-print(t("{n} sections, from {shortest} to {longest} characters", n=len(guide_sections), shortest=min(lengths),
-        longest=max(lengths)))
+# 有标题和代码
 
 # %% [markdown]
 # Docling has its own chunker for the same idea. `HybridChunker` walks the document's structure
@@ -458,11 +434,7 @@ original = guide[0].page_content
 print(t("\nthe original:"), original[original.index(passage_start):][:150])
 
 # %% lang="zh" translates="75dfcddb5f40"
-passage_start = for_course_language(en="After editing the file", zh="只看名次：")  # 行内代码；一个公式
-in_chunk = next(c.page_content for c in docling_chunks if passage_start in c.page_content)
-print(in_chunk[in_chunk.index(passage_start):][:150])
-original = guide[0].page_content
-print(t("\nthe original:"), original[original.index(passage_start):][:150])
+# 行内代码；一个公式
 
 # %% [markdown]
 # ## 6. Chinese: punctuation-aware separators, no word cut in half
@@ -769,27 +741,7 @@ print(t("{question}\nMultiVectorRetriever and parents_of return the same parents
 print(t("first parent:"), ours[0].metadata["source"], "›", ours[0].metadata["section_path"])
 
 # %% lang="zh" translates="0755f5a4772a"
-from langchain_classic.retrievers import MultiVectorRetriever
-from langchain_core.stores import InMemoryStore
-
-from lessons.chunking import cached_embeddings, parents_of
-from lessons.evaluation import index_name
-from lessons.retrieval import build_index
-
-start = time.perf_counter()
-children_store = build_index(parent_child.chunks, name=index_name("parent-child", documents),
-                             embeddings=cached_embeddings())
-timings[t("index the children")] = time.perf_counter() - start
-docstore = InMemoryStore()
-docstore.mset(list(parents_by_id.items()))
-retriever = MultiVectorRetriever(vectorstore=children_store, docstore=docstore, id_key="parent_id",
-                                 search_kwargs={"k": 4 * TOP_K})
-question = in_course_language(questions)[0]  # notebook 所用语言的第一个金标准问题
-from_langchain = retriever.invoke(question.question)[:TOP_K]
-ours = parents_of(children_store.similarity_search(question.question, k=4 * TOP_K), parents_by_id, TOP_K)
-print(t("{question}\nMultiVectorRetriever and parents_of return the same parents: {same}", question=question.question,
-        same=[p.page_content for p in from_langchain] == [p.page_content for p in ours]))
-print(t("first parent:"), ours[0].metadata["source"], "›", ours[0].metadata["section_path"])
+# notebook 所用语言的第一个金标准问题
 
 # %% [markdown]
 # ## 9. All strategies, measured
@@ -873,23 +825,7 @@ for name in tqdm(chosen, desc=t("Strategies")):
 results = pd.DataFrame(rows)
 
 # %% lang="zh" translates="cfc662e9aff6"
-BASELINE = "headers + recursive"
-unknown = set(STRATEGIES or []) - set(strategy_makers)
-assert not unknown, f"unknown strategy names in STRATEGIES: {sorted(unknown)} — choose from {list(strategy_makers)}"
-chosen = [name for name in strategy_makers if STRATEGIES is None or name in STRATEGIES]
-assert BASELINE in chosen, f"STRATEGIES must include the baseline {BASELINE!r}: the findings compare every strategy with it"
-
-start = time.perf_counter()
-query_vectors = embed_questions(questions, get_embeddings())  # 一批完成：比每个问题调用一次便宜得多
-timings[t("embed the questions")] = time.perf_counter() - start
-
-runs, rows = {}, []
-for name in tqdm(chosen, desc=t("Strategies")):
-    run = parent_child if name == "parent-child" else run_strategy(name, strategy_makers[name](), documents)
-    runs[name] = run
-    rows += compare_strategy(run, documents, questions, query_vectors, k=TOP_K)
-    timings[t("chunk, index and search: {name}", name=name)] = run.seconds + rows[-1]["index+search s"]
-results = pd.DataFrame(rows)
+# 一批完成：比每个问题调用一次便宜得多
 
 # %%
 columns = ["chunks", "median chars", "max chars", "clean end %", "quotes split %", "tables+code intact %",
@@ -928,24 +864,8 @@ figure.tight_layout(rect=(0, 0.45 / figure.get_figheight(), 1, 1))  # leave half
 plt.show()
 
 # %% lang="zh" translates="2e3445c25304"
-figure, axes = plt.subplots(1, 2, figsize=(12, 0.5 * len(chosen) + 1.8), sharey=True)
-for axis, language in zip(axes, ["en", "zh"]):
-    title = language_name(language)
-    table = results[results.language == language].set_index("strategy").loc[chosen]
-    positions = list(range(len(chosen)))
-    for offset, column, colour in [(-0.2, f"hit@{TOP_K}", "#4c78a8"), (0.2, f"MRR@{TOP_K}", "#f58518")]:
-        bars = axis.barh([p + offset for p in positions], table[column], height=0.4, color=colour,
-                         label=column.replace("hit", "hit-rate"))
-        axis.bar_label(bars, fmt="%.2f", fontsize=8, padding=2)
-    axis.set_yticks(positions, [t("{name} (baseline)", name=name) if name == BASELINE else name for name in chosen])
-    axis.set_xlim(0, 1.12)
-    axis.set_title(t("{title}: {n} questions", title=title, n=int(table['questions'].iloc[0])))
-axes[0].invert_yaxis()  # y 轴是共用的：翻转一次，两幅图里第一种策略都在最上面
-handles, labels = axes[0].get_legend_handles_labels()
-figure.legend(handles, labels, loc="lower center", ncol=2)
-figure.suptitle(t("Retrieval on the gold set, by chunking strategy"))
-figure.tight_layout(rect=(0, 0.45 / figure.get_figheight(), 1, 1))  # 给图例留出半英寸
-plt.show()
+# y 轴是共用的：翻转一次，两幅图里第一种策略都在最上面
+# 给图例留出半英寸
 
 # %%
 columns_in_grid = 4
@@ -968,24 +888,7 @@ figure.tight_layout()
 plt.show()
 
 # %% lang="zh" translates="2a6c6aed02b9"
-columns_in_grid = 4
-rows_in_grid = -(-len(chosen) // columns_in_grid)
-figure, axes = plt.subplots(rows_in_grid, columns_in_grid, figsize=(13, 2.3 * rows_in_grid), squeeze=False)
-clip = 2 * CHUNK_SIZE
-bins = [edge + 0.5 for edge in range(0, clip + 101, 100)]  # 长度正好是 CHUNK_SIZE 的块落在虚线左边
-for axis, name in zip(axes.flat, chosen):
-    for language, colour in [("en", "#4c78a8"), ("zh", "#e45756")]:
-        lengths = [min(len(c.page_content), clip + 1) for c in runs[name].chunks if c.metadata.get("language") == language]
-        axis.hist(lengths, bins=bins, alpha=0.6, color=colour, label=language)
-    axis.axvline(CHUNK_SIZE, color="black", linestyle="--", linewidth=1)
-    axis.set_title(name, fontsize=10)
-    axis.tick_params(labelsize=8)
-for axis in list(axes.flat)[len(chosen):]:
-    axis.axis("off")
-axes[0][0].legend(title=t("language"), fontsize=8)
-figure.suptitle(t("Chunk lengths in characters (dashed: CHUNK_SIZE; the last bar holds every chunk over {clip})", clip=clip))
-figure.tight_layout()
-plt.show()
+# 长度正好是 CHUNK_SIZE 的块落在虚线左边
 
 # %% [markdown]
 # How to read the comparison (the numbers are from *your* run; with the test suite's small parameters

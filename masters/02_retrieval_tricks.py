@@ -108,14 +108,13 @@ MAX_BLOCK_CHARS = 1200  # longest expanded block, and the most a reranker reads 
 
 # %% lang="zh" translates="a48a170a5222"
 # 参数（测试套件用更小的值运行这个 notebook）
-N_LLM_QUESTIONS = 4  # 用于要调用对话模型的技术的金标准问题数（一半英文，一半中文）
-SAMPLE_SEED = 2
-ALL_QUESTIONS = True  # 不调用对话模型的技术在每个可回答问题上运行（否则只在样本上）
-RERANK_CANDIDATES = 20  # 交叉编码器重排的第一阶段结果数
-LLM_RERANK_CANDIDATES = 4  # 对话模型逐个判断的第一阶段结果数（每个一次调用；上下文重排在一个提示词里读完它们）
-COLBERT = False  # 把延迟交互（ColBERT）加入比较：多约 2 分钟，而且它在这里没有胜过交叉编码器
-EXPAND_HITS = 10  # 连同相邻块一起扩展的重排后命中数
-MAX_BLOCK_CHARS = 1200  # 扩展后一段文本的最大长度，也是重排器对每个候选最多读的字符数
+# 用于要调用对话模型的技术的金标准问题数（一半英文，一半中文）
+# 不调用对话模型的技术在每个可回答问题上运行（否则只在样本上）
+# 交叉编码器重排的第一阶段结果数
+# 对话模型逐个判断的第一阶段结果数（每个一次调用；上下文重排在一个提示词里读完它们）
+# 把延迟交互（ColBERT）加入比较：多约 2 分钟，而且它在这里没有胜过交叉编码器
+# 连同相邻块一起扩展的重排后命中数
+# 扩展后一段文本的最大长度，也是重排器对每个候选最多读的字符数
 
 # %%
 import math
@@ -153,21 +152,8 @@ print(t("{chunks} chunks; {answerable} answerable gold questions ({english} Engl
 print(t("LLM sample: {n} questions — ", n=len(sample)) + ", ".join(f"{q.id} ({q.type})" for q in sample))
 
 # %% lang="zh" translates="53cddde2fb06"
-chunks = chunk_knowledge_base()
-store = build_index(chunks)
-gold = load_gold()
-by_id = {q.id: q for q in gold}
-answerable = [q for q in gold if q.answerable]
-relevant = relevant_chunk_counts(chunks, answerable)
-EXAMPLES = {"en": "en-041", "zh": "zh-021"}  # 英文版和中文版各自的贯穿示例
-EXAMPLE = course_example(gold, **EXAMPLES).id  # 本版本的示例；两个都在样本里，所以两个版本测的是同样的问题
-sample = balanced_sample(answerable, N_LLM_QUESTIONS, SAMPLE_SEED, by_type=True, include=list(EXAMPLES.values()))
-cheap_questions = answerable if ALL_QUESTIONS else sample
-llm = get_chat_model()
-print(t("{chunks} chunks; {answerable} answerable gold questions ({english} English, {chinese} Chinese)",
-        chunks=len(chunks), answerable=len(answerable), english=sum(q.language == 'en' for q in answerable),
-        chinese=sum(q.language == 'zh' for q in answerable)))
-print(t("LLM sample: {n} questions — ", n=len(sample)) + ", ".join(f"{q.id} ({q.type})" for q in sample))
+# 英文版和中文版各自的贯穿示例
+# 本版本的示例；两个都在样本里，所以两个版本测的是同样的问题
 
 # %% [markdown]
 # ## 1. The baseline: dense retrieval
@@ -403,10 +389,7 @@ print(english_example.question)
 rerank_table(english_example, ce_reranker, t("cross-encoder score"))
 
 # %% lang="zh" translates="643857c1497a"
-ce_reranker = cross_encoder_reranker(top_n=10, model=cross_encoder)
-english_example = by_id["en-041"]  # 随课程打包的交叉编码器是用英文训练的：先看一个英文问题
-print(english_example.question)
-rerank_table(english_example, ce_reranker, t("cross-encoder score"))
+# 随课程打包的交叉编码器是用英文训练的：先看一个英文问题
 
 # %% [markdown]
 # The scores are probabilities (the sigmoid of the model's logit): a relevant passage scores near 1,
@@ -511,24 +494,8 @@ pd.DataFrame({technique_label(name): [evidence_ranks(order.invoke(q.question), q
              index=pd.Index([q.question for q in fusion_examples], name=t("evidence at ranks")))
 
 # %% lang="zh" translates="c34aee9a6217"
-from lessons.evaluation import evidence_ranks, technique_label
-from lessons.retrieval import DEFAULT_FIRST_STAGE_WEIGHT, fusion_reach, load_knowledge_base, reranked_hybrid
-
-print(t("first-stage weight {weight}: the first stage can overturn at most {places} place(s) of the cross-encoder's "
-        "order among {n} candidates", weight=DEFAULT_FIRST_STAGE_WEIGHT, n=RERANK_CANDIDATES,
-        places=fusion_reach(DEFAULT_FIRST_STAGE_WEIGHT, RERANK_CANDIDATES)))
-pk_chunks, pk_store = load_knowledge_base("packages")  # notebook 06 的第二个知识库
-pk_gold = {q.id: q for q in load_gold(corpus="packages")}
-orders = {  # 同一批候选（先是普通混合检索的前 10 个），三种排序
-    "hybrid (RRF)": reranked_hybrid(pk_chunks, pk_store, k=10, candidates=RERANK_CANDIDATES, reranker=None),
-    "hybrid → cross-encoder": reranked_hybrid(pk_chunks, pk_store, k=10, candidates=RERANK_CANDIDATES,
-                                              reranker=cross_encoder_reranker(top_n=10, model=cross_encoder)),
-    N_("hybrid → default reranker"): reranked_hybrid(pk_chunks, pk_store, k=10, candidates=RERANK_CANDIDATES),
-}
-fusion_examples = [pk_gold["pkg-en-050"], pk_gold["pkg-en-057"]]
-pd.DataFrame({technique_label(name): [evidence_ranks(order.invoke(q.question), q) for q in fusion_examples]
-              for name, order in orders.items()},
-             index=pd.Index([q.question for q in fusion_examples], name=t("evidence at ranks")))
+# notebook 06 的第二个知识库
+# 同一批候选（先是普通混合检索的前 10 个），三种排序
 
 # %% [markdown]
 # Read each row left to right: where hybrid put the evidence, where the cross-encoder alone put it, where the fused
@@ -577,18 +544,7 @@ display(HTML(side_by_side_html({name: orders[name].invoke(crossing.question)
                                 for name in ("hybrid (RRF)", "hybrid → default reranker")}, k=5, gold=crossing)))
 
 # %% lang="zh" translates="5c4788285f3f"
-from collections import Counter
-
-from lessons.retrieval import is_cross_lingual, language_of
-
-crossing = pk_gold["pkg-zh-015"]  # 关于一份英文 README 的中文问题，两个版本的 notebook 都用它
-first_stage = orders["hybrid (RRF)"].invoke(crossing.question)
-print(crossing.question)
-print(t("languages of hybrid's top 10: {languages}; cross-lingual: {crossed}; route: {route}",
-        languages=dict(Counter(language_of(d) for d in first_stage)), crossed=is_cross_lingual(crossing.question, first_stage),
-        route=type(routed.route_for(crossing.question, first_stage)).__name__))
-display(HTML(side_by_side_html({name: orders[name].invoke(crossing.question)
-                                for name in ("hybrid (RRF)", "hybrid → default reranker")}, k=5, gold=crossing)))
+# 关于一份英文 README 的中文问题，两个版本的 notebook 都用它
 
 # %% [markdown]
 # Measured on the packages' Chinese questions (every one when `ALL_QUESTIONS`, else the first two), against plain
@@ -647,24 +603,10 @@ if logprobs:
     alternatives[t("probability")] = alternatives["logprob"].map(math.exp)
     display(alternatives)
 
+
 # %% lang="zh" translates="6293df6b96f2"
-from lessons.core import as_data
-from lessons.ingest import for_course_language
-from lessons.retrieval import RELEVANCE_PROMPTS
-
-judge = llm.bind(max_tokens=1, logprobs=True, top_logprobs=5)
-probe = course_example(gold, en="en-001", zh="zh-001")  # 一个问题，下面再找一个能回答它的块
-words = for_course_language(en=["7420", "gRPC"], zh=["jieba", "4.0"])
-passage = next(c.page_content for c in chunks if all(w in c.page_content for w in words))
-prompt = RELEVANCE_PROMPTS[probe.language]  # 评审用中文问中文问题（notebook 04）
-reply = judge.invoke(prompt.invoke({"question": probe.question, "passage": as_data(passage)}))
-logprobs = (reply.response_metadata.get("logprobs") or {}).get("content") or []
-print(t("reply: {reply!r}; log-probabilities returned: {returned}", reply=reply.content, returned=bool(logprobs)))
-if logprobs:
-    alternatives = pd.DataFrame(logprobs[0]["top_logprobs"])[["token", "logprob"]]
-    alternatives[t("probability")] = alternatives["logprob"].map(math.exp)
-    display(alternatives)
-
+# 一个问题，下面再找一个能回答它的块
+# 评审用中文问中文问题（notebook 04）
 
 # %% [markdown]
 # The llama.cpp server (and DeepSeek's API) return `logprobs` / `top_logprobs` through LangChain's
@@ -967,16 +909,7 @@ print(t("{techniques} techniques without a chat model × {questions} questions i
         questions=len(cheap_questions), seconds=time.perf_counter() - start))
 
 # %% lang="zh" translates="569e610665b9"
-from lessons.evaluation import BASELINE, breakdown, build_techniques, evaluate_techniques, summarise
-
-techniques = build_techniques(chunks, store, llm, candidates=RERANK_CANDIDATES, llm_candidates=LLM_RERANK_CANDIDATES,
-                              hits=EXPAND_HITS, max_block_chars=MAX_BLOCK_CHARS, colbert=COLBERT)
-cheap = [t for t in techniques if not t.on_sample]
-costly = [t for t in techniques if t.on_sample]  # 调用对话模型的技术，以及在同一批候选上的交叉编码器
-start = time.perf_counter()
-cheap_results = evaluate_techniques(cheap, cheap_questions, relevant)
-print(t("{techniques} techniques without a chat model × {questions} questions in {seconds:.0f} s", techniques=len(cheap),
-        questions=len(cheap_questions), seconds=time.perf_counter() - start))
+# 调用对话模型的技术，以及在同一批候选上的交叉编码器
 
 # %%
 start = time.perf_counter()
@@ -1006,14 +939,7 @@ shown = t_labels(per_language, ["technique"], values=TECHNIQUE_LABELS)  # the te
 shown
 
 # %% lang="zh" translates="c8bceab13002"
-cheap_names = [t.name for t in cheap]
-cheap_rows = results[results["technique"].isin(cheap_names)]
-columns = ["questions", "hit@5", "recall@5", "MRR@10", "nDCG@10", "Δ recall@5", "Δ MRR@10", "chars@5", "ms/query"]
-overall = summarise(cheap_rows, BASELINE)
-display(t_labels(overall[columns], ["technique", "questions", "ms/query"], values=TECHNIQUE_LABELS))
-per_language = pd.concat({metric: breakdown(cheap_rows, metric, by="language") for metric in ["recall@5", "MRR@10"]}, axis=1)
-shown = t_labels(per_language, ["technique"], values=TECHNIQUE_LABELS)  # 用读者的语言显示技术名称
-shown
+# 用读者的语言显示技术名称
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
@@ -1089,14 +1015,7 @@ technique_explorer(
 )
 
 # %% lang="zh" translates="b2f0bb1d1358"
-from lessons.widgets import technique_explorer
-
-technique_explorer(
-    {t.name: t.retriever for t in techniques},
-    question=example.question,  # 贯穿示例，用 notebook 所用的语言
-    selected=[BASELINE, "hybrid (RRF)", "hybrid → cross-encoder, by language"],
-    gold=answerable,
-)
+# 贯穿示例，用 notebook 所用的语言
 
 # %%
 print(USAGE.report())

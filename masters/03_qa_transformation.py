@@ -80,12 +80,11 @@ SEED = 3
 
 # %% lang="zh" translates="e20c95e742c5"
 # 参数（测试套件用更小的值运行这个 notebook）
-N_QA_CHUNKS = 20        # 发给模型的块数（每块一次调用）：含金标准证据的块，加上按种子抽样的其他块；
-                        # 第 8 节提出证据在这些块里的金标准问题（会打印有多少个，以及一个问题能让
-                        # MRR 变多少）：想比较得更可靠就用 60 或更多（每多一块多一次模型调用）
-MAX_PAIRS = 3           # 每个块要求生成的问答对数
-N_PROPERTY_CHUNKS = 4   # 交给属性抽取器的发布说明块数（每块一次调用）
-SEED = 3
+# 发给模型的块数（每块一次调用）：含金标准证据的块，加上按种子抽样的其他块；
+# 第 8 节提出证据在这些块里的金标准问题（会打印有多少个，以及一个问题能让
+# MRR 变多少）：想比较得更可靠就用 60 或更多（每多一块多一次模型调用）
+# 每个块要求生成的问答对数
+# 交给属性抽取器的发布说明块数（每块一次调用）
 
 # %%
 import logging
@@ -182,19 +181,8 @@ show_model_text("\n".join(f"[{message.type}]\n{message.content}\n" for message i
                 t("the system prompt for this chunk"))
 
 # %% lang="zh" translates="a32fd6af5484"
-import json
-
-from langchain_core.utils.function_calling import convert_to_openai_tool
-
-from lessons.core import course_language, schema_for_reader, show_model_text
-from lessons.transforms import qa_messages, qa_pair_list_schema
-
-pairs_schema = convert_to_openai_tool(qa_pair_list_schema(MAX_PAIRS))["function"]["parameters"]["properties"]["pairs"]
-print(json.dumps(schema_for_reader(pairs_schema), indent=1, ensure_ascii=False)[:700])  # 模型读的是英文版
+# 模型读的是英文版
 # 一个 notebook 所用语言的块；样本里有含金标准证据的块时就取它
-example = min(sample, key=lambda c: (c.metadata["language"] != course_language(), c.metadata["chunk_id"] not in holds_evidence))
-show_model_text("\n".join(f"[{message.type}]\n{message.content}\n" for message in qa_messages(example, MAX_PAIRS)),
-                t("the system prompt for this chunk"))
 
 # %%
 from lessons.transforms import QACache, QATransformer
@@ -400,8 +388,6 @@ in_language[0].metadata if in_language else t("no QA documents")
 
 # %% lang="zh" translates="4a0dad039771"
 # notebook 所用语言的第一个 QA 文档（样本里没有时取任意语言的）
-in_language = [d for d in qa_docs if d.metadata.get("language") == course_language()] or qa_docs
-in_language[0].metadata if in_language else t("no QA documents")
 
 # %% [markdown]
 # ## 6. The cache: a rebuild costs no LLM calls
@@ -811,19 +797,9 @@ facts = pd.DataFrame([
     for d in extracted
 ])
 
-# %% lang="zh" translates="80801fc50241"
-release_chunks = [c for c in chunks if c.metadata["source"] == "release_notes.md" and c.page_content.startswith("## Atlas")]
-# 先放写法不太规整的日期：它们才是有意思的。
-release_chunks = sorted(release_chunks, key=lambda c: bool(re.search(r"Released \d{4}-", c.page_content)))[:N_PROPERTY_CHUNKS]
-extractor = PropertyExtractor(llm, ReleaseFacts)
-start = time.perf_counter()
-extracted = extractor.transform_documents(DateExtractor().transform_documents(release_chunks))
-timings[t("properties of {n} release notes", n=len(release_chunks))] = time.perf_counter() - start
-facts = pd.DataFrame([
-    {"heading": d.page_content.splitlines()[0], **{k: d.metadata.get(k) for k in ("version", "release_kind", "released")}}
-    for d in extracted
-])
 
+# %% lang="zh" translates="80801fc50241"
+# 先放写法不太规整的日期：它们才是有意思的。
 
 # %%
 def first_date(text):

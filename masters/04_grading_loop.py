@@ -74,15 +74,14 @@ SEED = 7
 
 # %% lang="zh" translates="846d5e2f0cb6"
 # 参数（测试套件用更小的值运行这个 notebook）
-N_IN_KB = 6         # 评测里的可回答金标准问题数（中英文各半）
-N_OUT_OF_KB = 6     # 答案不在任何文档里的问题数（中英文各半）
-N_CALIBRATION = 6   # 用来选定门控的知识库内和知识库外问题数（各自中英文各半）——从不用于评测
-MIN_ABSTENTION = 0.95  # 选门控时要达到的拒答目标
-MIN_FIRST_ROUND = 0.90  # 知识库内问题在第一轮就得到回答的目标比例
-MAX_ROUNDS = 2      # 评分循环放弃前的检索轮数
-K = 3               # 每轮评分的块数（重排后的前 K 个）
-CANDIDATES = 20     # 交叉编码器重排的混合检索结果数
-SEED = 7
+# 评测里的可回答金标准问题数（中英文各半）
+# 答案不在任何文档里的问题数（中英文各半）
+# 用来选定门控的知识库内和知识库外问题数（各自中英文各半）——从不用于评测
+# 选门控时要达到的拒答目标
+# 知识库内问题在第一轮就得到回答的目标比例
+# 评分循环放弃前的检索轮数
+# 每轮评分的块数（重排后的前 K 个）
+# 交叉编码器重排的混合检索结果数
 
 # %%
 import time
@@ -114,14 +113,7 @@ def retrieve(query):
 
 
 # %% lang="zh" translates="2dcc8c3471c4"
-chunks = chunk_knowledge_base()
-store = build_index(chunks)
-search = reranked_hybrid(chunks, store, k=K, candidates=CANDIDATES)  # notebook 02 的最佳组合：混合检索取前 N 个，重排后取前 K 个
-
-
-def retrieve(query):
-    return search.invoke(query)
-
+# notebook 02 的最佳组合：混合检索取前 N 个，重排后取前 K 个
 
 # %%
 gold = load_gold()
@@ -135,15 +127,7 @@ print(t("{chunks} chunks indexed; {gold} gold questions: {sample} to evaluate, {
         chunks=len(chunks), gold=len(gold), sample=len(sample), calibration=len(calibration)))
 
 # %% lang="zh" translates="439cfed12327"
-gold = load_gold()
-in_kb = [q for q in gold if q.answerable]
-out_of_kb = [q for q in gold if not q.answerable]
-sample = balanced_sample(in_kb, N_IN_KB, SEED) + balanced_sample(out_of_kb, N_OUT_OF_KB, SEED)  # 在第 6 节评测
-held_out = [q for q in gold if q not in sample]
-calibration = balanced_sample([q for q in held_out if q.answerable], N_CALIBRATION, SEED) + \
-              balanced_sample([q for q in held_out if not q.answerable], N_CALIBRATION, SEED)
-print(t("{chunks} chunks indexed; {gold} gold questions: {sample} to evaluate, {calibration} others to calibrate the gate",
-        chunks=len(chunks), gold=len(gold), sample=len(sample), calibration=len(calibration)))
+# 在第 6 节评测
 
 # %% [markdown]
 # ## 1. Three graders on the same chunks
@@ -180,23 +164,9 @@ for label, question in examples.items():
 pd.DataFrame(rows)
 
 # %% lang="zh" translates="741a45cf9ef7"
-from lessons.agents import GateThresholds, GradeDocuments, RelevanceGate, grade_documents
-from lessons.ingest import in_course_language
-
-print(schema_for_reader(GradeDocuments.model_json_schema()["properties"]))  # 模型读的是英文描述
-scores_only = RelevanceGate(llm, {"en": GateThresholds(0.0, 0.0), "zh": GateThresholds(0.0, 0.0)})  # 阈值都是 0：只用来读出两个分数
-examples = {  # 两个 notebook 所用语言的校准问题：第 2 节会再读它们的分数（有缓存）
-    t("in the knowledge base"): next(q for q in in_course_language(calibration) if q.answerable),
-    t("not in the knowledge base"): next(q for q in in_course_language(calibration) if not q.answerable),
-}
-rows = []
-for label, question in examples.items():
-    documents = retrieve(question.question)
-    grades = grade_documents(llm, question.question, documents)
-    for doc, grade, scored in zip(documents, grades, scores_only(question.question, documents)):
-        rows.append({t("question"): question.question[:60], t("kind"): label, t("chunk"): doc.page_content[:60].replace("\n", " "),
-                     t("forced yes/no"): grade, t("cross-encoder"): round(scored.cross_encoder, 3), "P(yes)": round(scored.p_yes, 3)})
-pd.DataFrame(rows)
+# 模型读的是英文描述
+# 阈值都是 0：只用来读出两个分数
+# 两个 notebook 所用语言的校准问题：第 2 节会再读它们的分数（有缓存）
 
 # %% [markdown]
 # ## 2. Calibrate the gate on questions you will not evaluate on
@@ -273,13 +243,7 @@ menu_table.round(2).rename_axis(t("language")).rename(columns={
     "95% interval, abstention": t("95% interval, abstention")})
 
 # %% lang="zh" translates="1790b479a5ba"
-menu_table = pd.DataFrame(menu).set_index("language")  # 列名用英文：gate_findings（第 6 节）要读它们
-menu_table.round(2).rename_axis(t("language")).rename(columns={
-    "t₁ cross-encoder": t("t₁ cross-encoder"), "t₂ P(yes)": t("t₂ P(yes)"),
-    "separation, cross-encoder": t("separation, cross-encoder"), "separation, P(yes)": t("separation, P(yes)"),
-    "in-KB answered (calibration)": t("in-KB answered (calibration)"),
-    "out-of-KB abstained (calibration)": t("out-of-KB abstained (calibration)"),
-    "95% interval, abstention": t("95% interval, abstention")})
+# 列名用英文：gate_findings（第 6 节）要读它们
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(12, 5))
@@ -352,15 +316,9 @@ pd.DataFrame([{t("kind"): label, t("question"): examples[label].question[:70], t
                t("quote"): v.quote[:110], t("specifics"): ", ".join(v.specifics), t("missing"): ", ".join(v.missing),
                t("verdict"): t_marked(v.reason)} for label, v in verdicts.items()])
 
+
 # %% lang="zh" translates="c32a00feb1c8"
-from lessons.agents.answerability import AnswerabilityCheck, common_names
-
-check = AnswerabilityCheck(llm, subject=common_names(chunks))  # 语料库的主题名（"Tidewell"）不算具体内容
-verdicts = {label: check(question.question, retrieve(question.question)) for label, question in examples.items()}
-pd.DataFrame([{t("kind"): label, t("question"): examples[label].question[:70], t("asks for"): v.asks_for,
-               t("quote"): v.quote[:110], t("specifics"): ", ".join(v.specifics), t("missing"): ", ".join(v.missing),
-               t("verdict"): t_marked(v.reason)} for label, v in verdicts.items()])
-
+# 语料库的主题名（"Tidewell"）不算具体内容
 
 # %% [markdown]
 # The loop below runs this check after the relevance gate lets a chunk through (`AnswerabilityGate`): one extra
@@ -436,14 +394,9 @@ grader = AnswerabilityGate(RelevanceGate(llm, thresholds), check)  # the calibra
 loop = build_grading_loop(llm, retrieve, max_rounds=MAX_ROUNDS, grader=grader)
 display(Markdown("```mermaid\n" + loop.get_graph().draw_mermaid() + "\n```"))
 
+
 # %% lang="zh" translates="f70cbe57fb06"
-from lessons.agents import answer_without_grading, build_grading_loop
-from lessons.agents.grading import AnswerabilityGate
-
-grader = AnswerabilityGate(RelevanceGate(llm, thresholds), check)  # 先过校准好的门控，再做可答性检查
-loop = build_grading_loop(llm, retrieve, max_rounds=MAX_ROUNDS, grader=grader)
-display(Markdown("```mermaid\n" + loop.get_graph().draw_mermaid() + "\n```"))
-
+# 先过校准好的门控，再做可答性检查
 
 # %%
 def show_trace(state):

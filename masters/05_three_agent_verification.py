@@ -87,15 +87,14 @@ SEED = 5
 
 # %% lang="zh" translates="c53d7919ce7a"
 # 参数（测试套件用更小的值运行这个 notebook）
-FULL = False              # True：用下面更大的样本（模型调用和时间约为三倍）
-N_IN_KB = 10 if FULL else 4        # 评测里的可回答金标准问题数（中英文各半）
-N_OUT_OF_KB = 6 if FULL else 4     # 答案不在任何文档里的问题数（中英文各半）
-N_DRILL = 12 if FULL else 2        # 参考答案被用作演练草稿的金标准问题数（中英文各半）
-N_RELEVANCE = 24 if FULL else 6    # 比较两种相关性检查器所用的问题数（一半是知识库外问题）
-K = 4                     # 重排器交给智能体的块数（取自混合检索的前 20 个）
-MAX_RESEARCH_ROUNDS = 2   # 每个问题的研究轮数，含第一轮
-MAX_TOKENS = 400          # 对话模型每次回复的上限
-SEED = 5
+# True：用下面更大的样本（模型调用和时间约为三倍）
+# 评测里的可回答金标准问题数（中英文各半）
+# 答案不在任何文档里的问题数（中英文各半）
+# 参考答案被用作演练草稿的金标准问题数（中英文各半）
+# 比较两种相关性检查器所用的问题数（一半是知识库外问题）
+# 重排器交给智能体的块数（取自混合检索的前 20 个）
+# 每个问题的研究轮数，含第一轮
+# 对话模型每次回复的上限
 
 # %%
 import tempfile
@@ -178,12 +177,6 @@ pd.DataFrame([{t("source"): d.metadata["source"], t("page"): d.metadata.get("pag
 # %% lang="zh" translates="d2adf0b6ebf9"
 # notebook 所用语言的贯穿示例：英文版是 Team 套餐的价格（Q3 演示文稿与其他文档不一致）；
 # 中文版是一家银行的套餐档位和席位数（两份文档）
-example = course_example(gold, en="en-052", zh="zh-034")
-print(example.question)
-hybrid_rank = {d.metadata["chunk_id"]: rank for rank, d in enumerate(kb.first_stage(example.question), 1)}
-pd.DataFrame([{t("source"): d.metadata["source"], t("page"): d.metadata.get("page"), t("hybrid rank"): hybrid_rank[d.metadata["chunk_id"]],
-               t("reranker score"): round(d.metadata["score"], 4), t("chunk"): d.page_content[:100].replace("\n", " ")}
-              for d in kb.retrieve(example.question)])
 
 # %% [markdown]
 # ## 2. The relevance checker
@@ -234,20 +227,7 @@ pd.DataFrame([{t("question"): text, t("kind"): kind, t("best cross-encoder score
               for kind, text in probes.items() for chunks in [kb.retrieve(text)]])
 
 # %% lang="zh" translates="cce28824636d"
-from lessons.agents import CrossEncoderRelevance, RelevanceCheck, check_relevance
-
-print(schema_for_reader(RelevanceCheck.model_json_schema()["properties"]["label"]))  # 模型读的是英文描述
-cross_encoder_checker = CrossEncoderRelevance()
-print(t("cross-encoder: CAN_ANSWER from {can_answer}, PARTIAL from {partial}, else NO_MATCH",
-        can_answer=cross_encoder_checker.can_answer, partial=cross_encoder_checker.partial))
-probes = {
-    t("in the documents"): course_example(gold, en="en-001", zh="zh-007").question,
-    t("same company, not in the documents"): next(q for q in in_course_language(gold) if q.type == "out_of_kb").question,
-    t("unrelated"): t("What is the boiling point of ethanol at sea level?"),
-}
-pd.DataFrame([{t("question"): text, t("kind"): kind, t("best cross-encoder score"): f"{max(cross_encoder_checker.scores(text, chunks)):.2g}",
-               t("cross-encoder"): cross_encoder_checker(text, chunks), t("chat model"): check_relevance(llm, text, chunks)}
-              for kind, text in probes.items() for chunks in [kb.retrieve(text)]])
+# 模型读的是英文描述
 
 # %% [markdown]
 # **Measured against the gold evidence.** On a seeded sample of answerable and out-of-KB questions
@@ -529,16 +509,7 @@ t_labels(drill, ["draft", "changed figure", "invented name", "correct", "another
                  "by the model's yes/no", "by the answerability check", "research agent followed it", "meaning"])
 
 # %% lang="zh" translates="859baafb6eaa"
-from lessons.agents.answerability import AnswerabilityCheck, common_names
-from lessons.evaluation import drill_findings, drill_summary, run_drill
-
-check = AnswerabilityCheck(llm, subject=common_names(kb.chunks))  # notebook 04 的检查
-drill_questions = balanced_sample([q for q in gold if q.type in ("fact", "table")], N_DRILL, SEED)
-cases = run_drill(llm, drill_questions, kb.chunks, answerability=check, pool=gold)
-drill = pd.DataFrame(drill_summary(cases)).set_index("draft")
-t_labels(drill, ["draft", "changed figure", "invented name", "correct", "another question's answer",
-                 "injected instruction", "drafts", "flagged", "by the verifier's list", "by the string checks",
-                 "by the model's yes/no", "by the answerability check", "research agent followed it", "meaning"])
+# notebook 04 的检查
 
 # %%
 columns = ["flagged", "by the verifier's list", "by the string checks", "by the model's yes/no",
@@ -603,23 +574,8 @@ t_labels(summary.round(2).T, ["language", "all", "questions", "complete (in-KB)"
                               "LLM calls per question"])
 
 # %% lang="zh" translates="07c6f990c424"
-from tqdm.auto import tqdm
-
-from lessons.evaluation import contradiction_case, evaluate_question, summarise_runs
-
-sample = balanced_sample([q for q in gold if q.answerable and q.type != "contradiction"], N_IN_KB, SEED) + \
-         balanced_sample([q for q in gold if not q.answerable], N_OUT_OF_KB, SEED) + \
-         [contradiction_case(gold)]  # 用读者的语言提问（第 7 节的矛盾例子）
-start = time.perf_counter()
-runs = [evaluate_question(q, retriever=kb.retrieve, llm=llm, max_research_rounds=MAX_RESEARCH_ROUNDS, relevance=RELEVANCE,
-                          answerability=check) for q in tqdm(sample)]  # 第一版草稿先过可答性检查
-seconds = time.perf_counter() - start
-print(t("{n} questions in {seconds:.0f} s", n=len(runs), seconds=seconds))
-summary = pd.DataFrame(summarise_runs(runs)).set_index("language")
-t_labels(summary.round(2).T, ["language", "all", "questions", "complete (in-KB)", "judge failures", "answered (in-KB)",
-                              "fully supported (of answered)", "abstention (out-of-KB)", "re-researched",
-                              "with citations (of answered)", "seconds per question", "tokens per question",
-                              "LLM calls per question"])
+# 用读者的语言提问（第 7 节的矛盾例子）
+# 第一版草稿先过可答性检查
 
 # %%
 metrics = ["complete (in-KB)", "answered (in-KB)", "fully supported (of answered)", "abstention (out-of-KB)", "re-researched"]
@@ -700,11 +656,7 @@ panel.question.value = example.question
 panel
 
 # %% lang="zh" translates="9f958e6da0d9"
-from lessons.widgets import ChatPanel
-
-panel = ChatPanel(llm, retriever=kb.retrieve, max_research_rounds=MAX_RESEARCH_ROUNDS)  # 上传的文件也用同样的方式重排
-panel.question.value = example.question
-panel
+# 上传的文件也用同样的方式重排
 
 # %%
 print(USAGE.report())

@@ -90,20 +90,18 @@ SEED = 6
 
 # %% lang="zh" translates="901c56e12ef2"
 # 参数（测试套件用更小的值运行这个 notebook）
-FULL = False          # True：评审每条流水线、用更大的样本、在更多问题上测门控（2 核笔记本电脑上要几个小时：离开前启动）
-CORPORA = ["course", "packages"]
-N_IN_KB = 1           # 每个语料库评审的可回答金标准问题数（FULL：8 个，英文中文各半）
-N_OUT_OF_KB = 1       # 每个语料库评审的、没有文档能回答的金标准问题数
-N_GATE = 2            # 每个语料库测量门控 P(yes) 的问题数（即评审的样本：它的调用有缓存）
-RETRIEVAL_QUESTIONS = None  # 每个语料库用于检索指标的可回答金标准问题数（None：全部）
-N_GEN_SINGLE = 1      # 从一个块生成的问题数
-N_GEN_MULTI = 0       # 需要来自不同页面或文档的两个块才能回答的生成问题数（FULL：1）
-PIPELINE_NAMES = ["hybrid+rerank", "routed+rerank", "grading-loop"]  # 按回答评审（dense 只测检索）；FULL：全部十条
-K = 3                 # 每个回答所依据的块数；hit@K 和 recall@K
-N_QA_CHUNKS = 60      # 像 notebook 03 那样抽取的 QA 样本块数（同一个种子；03 默认转换 20 个）：
-                      # 课程问题从证据在这些块里的问题中抽样；评审 qa-hybrid（FULL）
-                      # 对 03 还没转换过的每个块要一次模型调用
-SEED = 6
+# True：评审每条流水线、用更大的样本、在更多问题上测门控（2 核笔记本电脑上要几个小时：离开前启动）
+# 每个语料库评审的可回答金标准问题数（FULL：8 个，英文中文各半）
+# 每个语料库评审的、没有文档能回答的金标准问题数
+# 每个语料库测量门控 P(yes) 的问题数（即评审的样本：它的调用有缓存）
+# 每个语料库用于检索指标的可回答金标准问题数（None：全部）
+# 从一个块生成的问题数
+# 需要来自不同页面或文档的两个块才能回答的生成问题数（FULL：1）
+# 按回答评审（dense 只测检索）；FULL：全部十条
+# 每个回答所依据的块数；hit@K 和 recall@K
+# 像 notebook 03 那样抽取的 QA 样本块数（同一个种子；03 默认转换 20 个）：
+# 课程问题从证据在这些块里的问题中抽样；评审 qa-hybrid（FULL）
+# 对 03 还没转换过的每个块要一次模型调用
 
 # %%
 from lessons.core import t, t_labels, t_marked
@@ -118,16 +116,9 @@ if FULL:  # graph expansion and RAPTOR: built with the chat model first (a call 
 print(t("judged: {judged}; retrieval on every gold question: {retrieval}", judged=PIPELINE_NAMES, retrieval=RETRIEVAL_NAMES))
 
 # %% lang="zh" translates="84b5a81a2c10"
-from lessons.core import t, t_labels, t_marked
-from lessons.evaluation import PIPELINES
-
-if FULL:  # 更大的测量：每条流水线、更大的评审样本和门控样本
-    PIPELINE_NAMES = list(PIPELINES)
-    N_IN_KB, N_OUT_OF_KB, N_GATE, N_GEN_MULTI = max(N_IN_KB, 8), max(N_OUT_OF_KB, 4), max(N_GATE, 24), max(N_GEN_MULTI, 1)
-RETRIEVAL_NAMES = ["dense", "hybrid", "hybrid+rerank", "routed+rerank"]  # 不对每个问题调用对话模型：用全部金标准问题
-if FULL:  # 图扩展和 RAPTOR：先用对话模型构建（每个块、每个簇各一次调用），仅在 FULL 时
-    RETRIEVAL_NAMES += [name for name, spec in PIPELINES.items() if spec.built_with_model]
-print(t("judged: {judged}; retrieval on every gold question: {retrieval}", judged=PIPELINE_NAMES, retrieval=RETRIEVAL_NAMES))
+# 更大的测量：每条流水线、更大的评审样本和门控样本
+# 不对每个问题调用对话模型：用全部金标准问题
+# 图扩展和 RAPTOR：先用对话模型构建（每个块、每个簇各一次调用），仅在 FULL 时
 
 # %%
 import time
@@ -205,21 +196,7 @@ pd.DataFrame([{t("corpus"): corpus, "id": i.id, t("language"): i.language, t("ty
                t("evidence chunks"): len(i.evidence_chunk_ids)} for corpus, v in kb.items() for i in v["sample"]])
 
 # %% lang="zh" translates="a9cf5e189831"
-from lessons.evaluation import describe, qa_chunk_selection
-from lessons.ingest import balanced_sample
-from lessons.transforms import chunk_id_of, select_chunks
-
-qa_sample = select_chunks(chunks, gold, N_QA_CHUNKS, seed=3)  # 按 notebook 03 抽样的方式抽取（同一个种子）
-in_qa_sample = {chunk_id_of(c) for c in qa_sample}
-kb["course"]["pool"] = [i for i in kb["course"]["items"]
-                        if not i.answerable or (i.evidence_chunk_ids and set(i.evidence_chunk_ids) <= in_qa_sample)]
-for corpus, v in kb.items():
-    v.setdefault("pool", v["items"])
-    v["sample"] = balanced_sample(v["pool"], N_IN_KB, SEED, n_out_of_kb=N_OUT_OF_KB, by_type=True, in_order=True)
-    v["qa_chunks"] = qa_sample if corpus == "course" else qa_chunk_selection(v["chunks"], v["sample"], N_QA_CHUNKS)
-gold_sample = kb["course"]["sample"]
-pd.DataFrame([{t("corpus"): corpus, "id": i.id, t("language"): i.language, t("type"): i.type, t("question"): i.question,
-               t("evidence chunks"): len(i.evidence_chunk_ids)} for corpus, v in kb.items() for i in v["sample"]])
+# 按 notebook 03 抽样的方式抽取（同一个种子）
 
 # %% [markdown]
 # ## 2. Generating a test set from the chunks
@@ -491,12 +468,7 @@ reply = for_course_language(en="Looks right to me!", zh="我看没问题！")  #
 run_judge(ScriptedChatModel(default=reply), FaithfulnessVerdict, "consistent", "Is it consistent?")
 
 # %% lang="zh" translates="0eaf7ebf6ab0"
-from lessons.core import ScriptedChatModel
-from lessons.evaluation import FaithfulnessVerdict, run_judge
-from lessons.ingest import for_course_language
-
-reply = for_course_language(en="Looks right to me!", zh="我看没问题！")  # 一个不含函数调用的回复
-run_judge(ScriptedChatModel(default=reply), FaithfulnessVerdict, "consistent", "Is it consistent?")
+# 一个不含函数调用的回复
 
 # %% [markdown]
 # ## 5. The pipelines, behind one interface
@@ -558,25 +530,7 @@ t_labels(build_cost[["seconds", "chat-model calls to build", "of them from the L
          ["corpus", "pipeline", "seconds", "chat-model calls to build", "of them from the LLM cache", "tokens"])
 
 # %% lang="zh" translates="2a87b2fe8622"
-from lessons.evaluation import Resources, build_measured, gate_thresholds
-
-display(pd.DataFrame([{t("pipeline"): s.name, "notebook": s.notebook, t("what it does"): t_marked(s.description)}
-                      for s in PIPELINES.values() if s.name in PIPELINE_NAMES + RETRIEVAL_NAMES]).set_index(t("pipeline")))
-gate_defaults, gate_source = gate_thresholds()
-print(t("gate thresholds:"), gate_defaults, t_marked(gate_source))
-started = time.perf_counter()
-builds = {}
-for corpus, v in kb.items():  # 路由器的另一个知识库是另一个语料库；图和树按语料库各建一份
-    others = {name: (w["chunks"], w["store"]) for name, w in kb.items() if name != corpus}
-    v["resources"] = Resources(chunks=v["chunks"], store=v["store"], llm=llm, k=K, qa_chunks=v["qa_chunks"],
-                               qa_store_name=f"nb06-qa-hybrid-{corpus}", knowledge_base=corpus, other_bases=others)
-    v["pipelines"], builds[corpus] = build_measured(PIPELINE_NAMES, v["resources"])
-print(t("{pipelines} pipelines × {corpora} corpora ready in {seconds:.0f} s", pipelines=len(PIPELINE_NAMES),
-        corpora=len(kb), seconds=time.perf_counter() - started))
-build_cost = pd.concat(builds, names=["corpus"]).rename(columns={"llm_calls": "chat-model calls to build",
-                                                                  "cached_calls": "of them from the LLM cache"})
-t_labels(build_cost[["seconds", "chat-model calls to build", "of them from the LLM cache", "tokens"]].round(1),
-         ["corpus", "pipeline", "seconds", "chat-model calls to build", "of them from the LLM cache", "tokens"])
+# 路由器的另一个知识库是另一个语料库；图和树按语料库各建一份
 
 # %% [markdown]
 # ## 6. Retrieval on every gold question, both corpora (no model calls)
@@ -845,26 +799,9 @@ t_labels(pd.concat(transfer, names=[t("score")]).style.format(precision=2),
          ["calibrated on", "measured on", "thresholds", "answerable kept", "out-of-KB refused", "questions"])
 
 # %% lang="zh" translates="f9c5c218fadc"
-from lessons.evaluation import best_scores, gate_grader, gate_retrieval, gate_sample, threshold_transfer
-from lessons.retrieval import dense_retriever
-
-grader = gate_grader(llm)  # 评分循环的门控（lessons.agents.grading.RelevanceGate）
-GATE, CROSS_ENCODER, DENSE = t("gate P(yes)"), t("cross-encoder score"), t("dense similarity")
-score_sets = {GATE: {}, CROSS_ENCODER: {}, DENSE: {}}
-for corpus, v in kb.items():
-    every = measured_items(v) + measured_items(v, answerable=False)
-    first_round = gate_retrieval(v["resources"])
-    gate_items = gate_sample(v["sample"], v["pool"], N_GATE, SEED)  # 先用已评审的样本，不够再均衡地补抽
-    score_sets[GATE][corpus] = best_scores(grader.p_yes, first_round, gate_items, desc=t("{corpus} gate", corpus=corpus))
-    score_sets[CROSS_ENCODER][corpus] = best_scores(
-        grader.cross_encoder_scores, first_round, every,  # 按重排器读取的方式：标题 + 正文
-        desc=t("{corpus} cross-encoder", corpus=corpus))
-    top1 = dense_retriever(v["store"], 1)
-    score_sets[DENSE][corpus] = best_scores(
-        lambda q, docs: [d.metadata["score"] for d in docs], top1.invoke, every, desc=t("{corpus} dense", corpus=corpus))
-transfer = {what: threshold_transfer(scores) for what, scores in score_sets.items()}
-t_labels(pd.concat(transfer, names=[t("score")]).style.format(precision=2),
-         ["calibrated on", "measured on", "thresholds", "answerable kept", "out-of-KB refused", "questions"])
+# 评分循环的门控（lessons.agents.grading.RelevanceGate）
+# 先用已评审的样本，不够再均衡地补抽
+# 按重排器读取的方式：标题 + 正文
 
 # %% [markdown]
 # ## 9. What this run says
@@ -916,20 +853,8 @@ print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}"
         seconds=time.perf_counter() - started, first=run_seconds['course'], same=same))
 
 # %% lang="zh" translates="7150ab898abc"
-from lessons.evaluation import save_report, threshold_note
-
-for corpus, v in kb.items():  # 课程语料库的报告放在 OUT_DIR，其他每个语料库的报告放在以它命名的文件夹里
-    meta = {"model": model_banner(), "vector store": store_location(), "corpus": corpus,
-            "questions": f"{len(v['sample'])}", "k": K,
-            "gate thresholds": threshold_note(corpus, at_home=corpus == "course")}  # DEFAULT_GATE 所属的语料库：课程语料库
-    json_path, md_path = save_report(OUT_DIR if corpus == "course" else OUT_DIR / corpus, v["rows"], v["table"],
-                                     v["sample"], meta)
-    print(t("wrote {json} and {markdown}", json=json_path.relative_to(PROJECT_ROOT), markdown=md_path.relative_to(PROJECT_ROOT)))
-started = time.perf_counter()
-again = evaluate(kb["course"]["pipelines"], test_items, llm, chunks, k=K, progress=False)
-same = compare(again, k=K, timing=False).equals(compare(rows, k=K, timing=False))
-print(t("second run: {seconds:.0f} s (first: {first:.0f} s); same table: {same}",
-        seconds=time.perf_counter() - started, first=run_seconds['course'], same=same))
+# 课程语料库的报告放在 OUT_DIR，其他每个语料库的报告放在以它命名的文件夹里
+# DEFAULT_GATE 所属的语料库：课程语料库
 
 # %% [markdown]
 # ## 11. Your documents, from the command line

@@ -94,15 +94,14 @@ SEED = 7
 
 # %% lang="zh" translates="1361f365d9cd"
 # 参数（测试套件用更小的值运行这个 notebook）
-N_MULTI_HOP = 2     # 测量用的多跳金标准问题数（中英文各半）；测得更多用 4（冷启动约多 5 分钟）
-N_TABLE = 2         # 表格金标准问题数（中英文各半）；矛盾的例子总会加上；测得更多用 4
-MAX_STEPS = 2       # 每个问题的工具调用数，含第一次搜索（测得更多用 3）
-RERANKER = "default"  # 搜索工具的重排器："default"（lessons.retrieval.rerank.default_reranker：交叉编码器）、"llm"（对话模型：每次搜索 10 次调用）、"none"
-N_SEARCH = 36       # 第 2 节用来测量重排器带来什么变化的多跳和表格金标准问题数（不调用模型）
-COMPARE_LLM_RERANKER = False  # True：第 2 节也测量用对话模型做重排器（每个问题 10 次调用：约多 15 分钟）
-K = 3               # 单次检索基线据以回答的块数（notebook 06 的混合检索流水线）
-MAX_TOKENS = 300    # 对话模型每次回复的上限
-SEED = 7
+# 测量用的多跳金标准问题数（中英文各半）；测得更多用 4（冷启动约多 5 分钟）
+# 表格金标准问题数（中英文各半）；矛盾的例子总会加上；测得更多用 4
+# 每个问题的工具调用数，含第一次搜索（测得更多用 3）
+# 搜索工具的重排器："default"（lessons.retrieval.rerank.default_reranker：交叉编码器）、"llm"（对话模型：每次搜索 10 次调用）、"none"
+# 第 2 节用来测量重排器带来什么变化的多跳和表格金标准问题数（不调用模型）
+# True：第 2 节也测量用对话模型做重排器（每个问题 10 次调用：约多 15 分钟）
+# 单次检索基线据以回答的块数（notebook 06 的混合检索流水线）
+# 对话模型每次回复的上限
 
 # %%
 import time
@@ -160,13 +159,6 @@ print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[
 
 # %% lang="zh" translates="4495095495dd"
 # 一个 notebook 所用语言的块：它结束的地方，页面接着是一张表格
-source, holds = for_course_language(en=("atlas_whitepaper.pdf", "| Tier"), zh=("data_security_policy_zh.docx", "各类事件的内部上报时限"))
-chunk = next(c for c in chunks if c.metadata["source"] == source and holds in c.page_content)
-page = pages.read(chunk.metadata["source"], pages.locate(chunk))
-print(t("A chunk of {chunk} characters sits on {source}, {title} ({page} characters).", chunk=len(chunk.page_content),
-        source=page.source, title=page.title, page=len(page.text)))
-print(t("\nThe chunk ends:   …"), chunk.page_content[-160:].replace("\n", " "))
-print(t("\nThe page goes on: …"), page.text[page.text.find(chunk.page_content[-60:]) + 60:][:300].replace("\n", " "))
 
 # %% [markdown]
 # ## 2. The sub-agent's two tools
@@ -380,24 +372,7 @@ demo_result = researcher.research(demo.question)
 show_research(demo_result)
 
 # %% lang="zh" translates="904895ee4ef1"
-from lessons.agents import trace_rows
-
-
-def show_research(result):
-    display(t_labels(pd.DataFrame(trace_rows(result)).set_index("step"),
-                     ["step", "action", "argument", "reason", "result", "seconds"]))
-    print(t("→ {outcome} after {calls} tool calls ({decisions} decisions by the model); pages read: {pages}",
-            outcome=t_marked(result.outcome), calls=result.tool_calls, decisions=result.decisions, pages=result.pages_read or t("none")))
-    print(f"→ {result.answer}")
-    for citation in result.citations:
-        print(t("   cites {source}", source=citation.source) + ("" if citation.page is None else t(", page {page}", page=citation.page)))
-
-
 # 两份文档：白皮书和发布说明（中文版：一个客户案例和技术说明）
-demo = course_example(gold, en="en-056", zh="zh-031")
-print(demo.question, t("\nreference:"), demo.answer)
-demo_result = researcher.research(demo.question)
-show_research(demo_result)
 
 # %% [markdown]
 # The prompt of the model's last decision, exactly as it was sent (in English, whatever the notebook's language) —

@@ -96,18 +96,16 @@ SEED = 8
 
 # %% lang="zh" translates="67584d13e77f"
 # 参数（测试套件用更小的值运行这个 notebook）
-FULL = False  # True：上传整个课程语料库（data/corpus 的每个文件）
-DOCUMENTS = ["release_notes.md", "support_faq.html", "faq_zh.html", "meeting_notes_2026_09.txt"]  # 先上传
-LATER = ["weekly_meeting_zh.txt", "atlas_admin_guide.md"]  # 在两次夜间评测之间上传
-NIGHTLY_QUESTIONS = 1  # 每次夜间评测从新文档生成的问题数（每个问题取一个块）；每多一个问题就多一次
-                       # 生成调用、一次经服务评分循环的回答和两次评审调用——两次运行展示的是机制和趋势，
-                       # 不是一次测量
+# True：上传整个课程语料库（data/corpus 的每个文件）
+# 先上传
+# 在两次夜间评测之间上传
+# 每次夜间评测从新文档生成的问题数（每个问题取一个块）；每多一个问题就多一次
+# 生成调用、一次经服务评分循环的回答和两次评审调用——两次运行展示的是机制和趋势，
+# 不是一次测量
 # 关于所上传文档主题（Atlas、明湖银行）的知识库外金标准问题：每次夜间评测都用课程语言提出这些问题，
 # 报告显示服务拒答了多少个
-PROBES = ["en-067", "en-068", "zh-041", "zh-042"]
-K = 3  # 每个回答所依据的块数
-JOB_TIMEOUT = 900  # 一批上传完成索引的最长秒数，超时就放弃
-SEED = 8
+# 每个回答所依据的块数
+# 一批上传完成索引的最长秒数，超时就放弃
 
 # %%
 import contextlib
@@ -144,16 +142,8 @@ t_labels(pd.DataFrame({"setting": settings_shown}),
          ["setting", "database", "file store", "index", "collection", "reranker", "worker threads", "url", "data folder"])
 
 # %% lang="zh" translates="ab97941d67ad"
-stack = contextlib.ExitStack()  # 最后一节要关闭的东西：服务器、客户端、临时文件夹
-started = time.perf_counter()
-service = stack.enter_context(running_service())
-client = stack.enter_context(service.client())
-start_seconds = time.perf_counter() - started
-health = client.health()
-settings_shown = {**stores_for_reader(health["stores"]), "worker threads": health["workers"], "url": service.url,
-                  "data folder": str(service.data_dir)}  # 把返回数据里的英文值显示成读者的语言
-t_labels(pd.DataFrame({"setting": settings_shown}),
-         ["setting", "database", "file store", "index", "collection", "reranker", "worker threads", "url", "data folder"])
+# 最后一节要关闭的东西：服务器、客户端、临时文件夹
+# 把返回数据里的英文值显示成读者的语言
 
 # %% [markdown]
 # `running_service()` started `python -m service api` in its own process on a free port of 127.0.0.1 and
@@ -402,10 +392,7 @@ display(Markdown(t("Uploading the same files again: {skipped} of {n} skipped, {q
                    queued=sum(u is not None for u in again.values()))))
 
 # %% lang="zh" translates="fb8f1c8cb1aa"
-again = client.upload_new(paths)  # 课程自带的这道练习的写法（service.client.ServiceClient.upload_new）
-display(Markdown(t("Uploading the same files again: {skipped} of {n} skipped, {queued} job(s) queued.",
-                   skipped=sum(u is None for u in again.values()), n=len(again),
-                   queued=sum(u is not None for u in again.values()))))
+# 课程自带的这道练习的写法（service.client.ServiceClient.upload_new）
 
 # %% [markdown]
 # ## 5. The nightly evaluation and its trend
@@ -453,18 +440,7 @@ t_labels(runs, ["run", "new documents", "questions", "out-of-KB probes", "factua
                 "abstained (out-of-KB)"])
 
 # %% lang="zh" translates="ad2ab650baac"
-llm = get_chat_model()
-probes = in_course_language([q for q in load_gold() if q.id in PROBES])  # 固定的知识库外探测问题
-probe_file = save_test_set(probes, service.data_dir / "nightly_probes.jsonl")
-first_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED, probes=probe_file)
-later = client.upload_files([CORPUS_DIR / name for name in LATER])
-later_jobs = client.wait([u.job_id for u in later], timeout=JOB_TIMEOUT)
-second_run = service.nightly(llm, questions=NIGHTLY_QUESTIONS, seed=SEED, probes=probe_file)
-runs = pd.DataFrame([{"run": r["run_id"], "new documents": r["documents"], "questions": r["questions"],
-                      PROBES_ASKED: r["metrics"].get(PROBES_ASKED), **{m: r["metrics"].get(m) for m in TREND_METRICS}}
-                     for r in client.eval_runs() if r["status"] == "done"]).set_index("run")
-t_labels(runs, ["run", "new documents", "questions", "out-of-KB probes", "factual consistency", "completeness",
-                "abstained (out-of-KB)"])
+# 固定的知识库外探测问题
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 3.2))

@@ -84,16 +84,16 @@ GRAPH_DEPTH = 1  # top hits of every multi-hop gold question read for the graph 
 
 # %% lang="zh" translates="7b6ad25c1ea6"
 # 参数（测试套件用更小的值运行这个 notebook）
-FULL = False  # True：对话模型路由路由集的每个问题，并过滤每个点名了文档的金标准问题
-ROUTE_QUESTIONS = None  # 测量嵌入路由器所用的问题数（None：留出的那一半全部）
-N_ROUTE_LLM = 12  # 其中也由对话模型路由的问题数（每个一次调用）
-N_FILTER = 12  # 由对话模型过滤的、点名了文档的金标准问题数（每个一次调用）
-CACHE_PAIRS = None  # 测量语义缓存所用的改写问题对数（None：全部）
-HELDOUT_LOOKUPS = None  # 也用来测量它的 data/eval/cache_heldout.jsonl 查询数（None：全部）
-FRESH_LOOKUPS = None  # data/eval/cache_fresh2.jsonl（测试集）的查询数（None：全部）
-K = 4  # 检索的块数；hit@K 和 recall@K
-N_GRAPH_CHUNKS = 10  # Graph RAG 示例里由对话模型抽取实体的命中数（每个一次调用）
-GRAPH_DEPTH = 1  # 图测量时每个多跳金标准问题读取的前几个命中（每个块一次调用）
+# True：对话模型路由路由集的每个问题，并过滤每个点名了文档的金标准问题
+# 测量嵌入路由器所用的问题数（None：留出的那一半全部）
+# 其中也由对话模型路由的问题数（每个一次调用）
+# 由对话模型过滤的、点名了文档的金标准问题数（每个一次调用）
+# 测量语义缓存所用的改写问题对数（None：全部）
+# 也用来测量它的 data/eval/cache_heldout.jsonl 查询数（None：全部）
+# data/eval/cache_fresh2.jsonl（测试集）的查询数（None：全部）
+# 检索的块数；hit@K 和 recall@K
+# Graph RAG 示例里由对话模型抽取实体的命中数（每个一次调用）
+# 图测量时每个多跳金标准问题读取的前几个命中（每个块一次调用）
 
 # %%
 import tempfile
@@ -169,16 +169,9 @@ mine = held_out[held_out["language"] == course_language()]  # the notebook's lan
 t_labels(mine[["id", "language", "route", "embedding", "best score", "question"]].head(6),
          ["language", "route", "embedding", "best score", "question"])
 
-# %% lang="zh" translates="9108e79f43d2"
-started = time.perf_counter()
-decisions = [router.route(q) for q in tqdm(held_out["question"], desc=t("embedding router"))]
-held_out["embedding"] = [d.route for d in decisions]
-embedding_seconds = (time.perf_counter() - started) / len(held_out)
-held_out["best score"] = [max(d.scores.values()) for d in decisions]
-mine = held_out[held_out["language"] == course_language()]  # notebook 所用的语言；测量时两种语言都用
-t_labels(mine[["id", "language", "route", "embedding", "best score", "question"]].head(6),
-         ["language", "route", "embedding", "best score", "question"])
 
+# %% lang="zh" translates="9108e79f43d2"
+# notebook 所用的语言；测量时两种语言都用
 
 # %% [markdown]
 # ### Exercise 1: route by the scores
@@ -330,22 +323,7 @@ t_labels(named.groupby(["corpus", "language"]).size().rename(t("gold questions t
          ["corpus", "language"])
 
 # %% lang="zh" translates="52130cf2a9b6"
-from lessons.evaluation import from_gold, relevant_counts, retrieval_scores
-from lessons.retrieval import FilterBuilder, filtered_retriever, named_documents
-
-named = []
-for corpus in CORPORA:
-    sources = sorted({c.metadata["source"] for c in kb[corpus]["chunks"]})
-    named += [{"corpus": corpus, "language": q.language, "question": q, "names": named_documents(q.question, sources)}
-              for q in kb[corpus]["gold"] if q.answerable and named_documents(q.question, sources)]
-named = pd.DataFrame(named)
-filter_sample = take_turns(named, ["language", "corpus"], None if FULL else N_FILTER)
-for corpus in CORPORA:  # 抽样问题的证据块 id，以及有多少个块包含它们的证据
-    kb[corpus]["items"] = {i.id: i for i in from_gold(filter_sample.loc[filter_sample["corpus"] == corpus, "question"],
-                                                      kb[corpus]["chunks"])}
-    kb[corpus]["relevant"] = relevant_counts(kb[corpus]["chunks"], list(kb[corpus]["items"].values()))
-t_labels(named.groupby(["corpus", "language"]).size().rename(t("gold questions that name a document")).to_frame(),
-         ["corpus", "language"])
+# 抽样问题的证据块 id，以及有多少个块包含它们的证据
 
 # %%
 from lessons.retrieval import reranked_hybrid
@@ -603,20 +581,7 @@ print(t("asked: {question}\nanswer ({seconds:.1f} s): {answer}", question=exampl
         answer=answer))
 
 # %% lang="zh" translates="bb0a65ba71ba"
-from lessons.agents import answer_from
-from lessons.ingest import course_example
-
-example = course_example(kb["course"]["gold"], en="en-001", zh="zh-001")
-twins = all_pairs.set_index(["of", "kind"])  # 用全部问题对：上面的样本可能没抽到示例那一对
-asked = {t("paraphrase"): twins.loc[(example.id, "paraphrase"), "question"],
-         t("near question"): twins.loc[(example.id, "near"), "question"]}
-demo = SemanticCache(cache_dir / "demo.sqlite", router.embeddings, knowledge_base_version(kb["course"]["chunks"]))
-started = time.perf_counter()
-answer = answer_from(llm, example.question, baselines["course"].invoke(example.question), K).answer
-model_seconds = time.perf_counter() - started
-demo.store(example.question, answer, {"id": example.id})
-print(t("asked: {question}\nanswer ({seconds:.1f} s): {answer}", question=example.question, seconds=model_seconds,
-        answer=answer))
+# 用全部问题对：上面的样本可能没抽到示例那一对
 
 # %%
 for kind, question in asked.items():
@@ -862,26 +827,8 @@ means.columns = [column if column == t("questions") else
 t_labels(means.round(3), ["corpus", "language"])
 
 # %% lang="zh" translates="86aca3490517"
-from lessons.core import N_
-from lessons.evaluation import graph_expansion_rows, technique_label
-
-graph_names = {"default": N_("reranked hybrid"), "context expansion": N_("context expansion"),  # 技术名称
-               "graph expansion": N_("graph expansion")}  # 和 02 一样，用读者的语言显示
-multi_hop, graph_sizes = {}, {}
-with metered() as depth_meter:
-    for corpus in CORPORA:
-        questions = [q for q in kb[corpus]["gold"] if q.type == "multi_hop"]
-        multi_hop[corpus], depth_graph = graph_expansion_rows(
-            llm, kb[corpus]["chunks"], kb[corpus]["store"], questions, GRAPH_DEPTH,
-            progress=lambda chunks: tqdm(chunks, desc=t("entities")))
-        graph_sizes[corpus] = depth_graph.summary()["chunks"]
-graph_table = pd.concat(multi_hop, names=["corpus"]).droplevel(1).reset_index()
-columns = [f"{metric} · {name}" for metric in ("recall@5", "MRR@10") for name in graph_names]
-means = graph_table.groupby(["corpus", "language"])[columns].mean()
-means.insert(0, t("questions"), graph_table.groupby(["corpus", "language"]).size())
-means.columns = [column if column == t("questions") else
-                 f"{column.split(' · ')[0]} · {technique_label(graph_names[column.split(' · ')[1]])}" for column in means.columns]
-t_labels(means.round(3), ["corpus", "language"])
+# 技术名称
+# 和 02 一样，用读者的语言显示
 
 # %%
 delta = graph_table["recall@5 · graph expansion"] - graph_table["recall@5 · default"]

@@ -17,18 +17,23 @@ English cell it translates, marked `# %% [markdown] lang="zh" translates="<hash>
 cell's text (SHA-256, first 12 hex digits). A twin carries no tags: the Chinese copy keeps the English
 cell's id and tags. The English copies drop the twins. A master without twins is "untranslated" (reported,
 no zh copy yet); a master with twins must have one for every English Markdown cell and every code cell
-with comments a learner reads, each translating the English as it is now — a twin whose English changed since (the hash differs) is stale and named, with the
-new hash, by `--check`. `--translations` prints every master's state.
+with comments a learner reads, each translating the English as it is now — a twin whose English changed since
+(the hash differs) is stale and named, with the new hash, by `--check`. `--translations` prints every master's
+state.
 
-A code twin translates only the comments: its code is the English cell's, token for token
-(`code_tokens()`: comments dropped, except the exercise markers `### BEGIN SOLUTION` / `### END SOLUTION`
-and pragmas such as `# noqa` or `# fmt: skip`, which stay word for word); a twin that changes code is a
-MasterError naming the master, the cell and the first difference. A cell without comments (or whose only
-comments are markers, pragmas, or inside an exercise's solution) needs no twin. A twin of an exercise cell is blanked like the English one, so the Chinese learner
-copy gets its blank, `pass  # 在这里写你的代码`, at the same place. A stale code twin is used while its code still
-matches the English; once the English code changes, the Chinese copy falls back to the English cell until
-the twin is updated (and `--check` names it). Strings the code cells print come from
-`lessons.core.i18n.t()`, so the code is the same in both languages.
+A code twin holds only the translated comments: one `# …` line for each comment of the English cell, in order —
+every comment but the exercise markers `### BEGIN SOLUTION` / `### END SOLUTION`, the comments that hold nothing
+but pragmas (`# noqa: E501`, `# fmt: skip`), and, in an exercise cell, those inside its solution (the learner
+copies blank it). The Chinese copy is the English cell with its i-th such comment replaced by the twin's i-th line
+where it stands (after code, on a line of its own, indented), so its code is the English code. A comment that
+needs no translation is repeated as it is; a pragma inside a translated comment stays word for word
+(`# 多少个块  # noqa: E501`). A twin line that is not a comment or changes a pragma, and a twin with more or fewer
+lines than the English cell has comments (the English gained or lost one), is a MasterError naming the master,
+the cell, both counts and the fix. A cell without such comments needs no twin. An exercise cell's copy is blanked
+like the English one, so the Chinese learner copy gets its blank, `pass  # 在这里写你的代码`, at the same place.
+A stale code twin is still used (its lines in the English comments' places) until it is updated; `--check`
+names it. Strings the code cells print come from `lessons.core.i18n.t()`, so the code is the same in both
+languages.
 
     python -m scripts.notebooks                  # regenerate every notebook from masters/  (make notebooks)
     python -m scripts.notebooks --check          # exit 1 naming every stale file and twin (the tests run this)
@@ -51,7 +56,7 @@ from pathlib import Path
 
 import nbformat
 
-from checks.exercises import BEGIN, END, EXERCISE_TAG, blank_source, learner_notebook
+from checks.exercises import BEGIN, END, EXERCISE_TAG, learner_notebook
 from lessons.core.i18n import ENGLISH, LANGUAGES, notebook_folder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,7 +72,7 @@ LANGUAGE_INFO = {"name": "python"}
 CELL_METADATA = ("tags", "lang", "translates")
 TWIN_LANGUAGES = tuple(language for language in LANGUAGES if language != ENGLISH)
 HASH_LENGTH = 12
-# Comments a code twin keeps word for word: tool pragmas (the exercise markers BEGIN/END are kept whole).
+# Tool pragmas inside a comment: a translation keeps them word for word (`_kept()`).
 PRAGMA = re.compile(
     r"\b(?:noqa\b(?::\s*[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)?"
     r"|fmt:\s*(?:skip|off|on)\b"
@@ -106,7 +111,8 @@ def source_hash(text: str) -> str:
 
 @dataclass
 class MasterCell:
-    """One English cell of a master, with its translation twins (language → (text, `translates` hash))."""
+    """One English cell of a master, with its translation twins: language → (the cell's text in that language, the
+    twin's `translates` hash); for a code cell, that text is the English code with the twin's comments in place."""
 
     cell: nbformat.NotebookNode
     where: str
@@ -172,48 +178,45 @@ def parse(master_path: Path) -> tuple[dict, list[MasterCell]]:
     return metadata, cells
 
 
-def code_tokens(source: str) -> list[tuple[int, str, int]]:
-    """A code cell's tokens as `tokenize` reads them, (type, text, line number), without what a translation may
-    change: comments and the line breaks they leave are dropped, except the exercise markers (whole) and the
-    pragmas inside a comment (`# noqa: E501`, `# fmt: skip`), which must stay word for word. Two cells with
-    the same (type, text) sequence run the same code. Raises SyntaxError on source tokenize cannot read."""
-    tokens = []
+def _kept(comment: str) -> list[str]:
+    """What a translation must keep word for word in a comment: an exercise marker (whole) and its pragmas."""
+    marker = [comment.strip()] if comment.strip() in (BEGIN, END) else []
+    return marker + [pragma.strip() for pragma in PRAGMA.findall(comment)]
+
+
+def translatable_comments(source: str, exercise: bool = False) -> list[tokenize.TokenInfo]:
+    """The comments of a code cell a translation changes, in order, as `tokenize` reads them: every comment but the
+    exercise markers, those that hold nothing but pragmas (`# noqa: E501`), and, in an `exercise` cell, those
+    inside its solution (the learner copies blank them). Raises SyntaxError on source tokenize cannot read."""
+    found, inside = [], False
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            kind, text, line = token.type, token.string, token.start[0]
-            if kind == tokenize.COMMENT:
-                if text.strip() in (BEGIN, END):
-                    tokens.append((kind, text.strip(), line))
-                tokens += [(kind, pragma.strip(), line) for pragma in PRAGMA.findall(text)]
-            elif kind in (tokenize.NEWLINE, tokenize.DEDENT, tokenize.ENDMARKER):
-                tokens.append((kind, "", line))  # a cell's last line has no "\n"; a twin's may
-            elif kind != tokenize.NL:
-                tokens.append((kind, text, line))
+            if token.type != tokenize.COMMENT:
+                continue
+            if token.string.strip() in (BEGIN, END):
+                inside = exercise and token.string.strip() == BEGIN
+            elif not inside and PRAGMA.sub("", token.string).strip("# "):
+                found.append(token)
     except tokenize.TokenError as error:
         raise SyntaxError(f"{error.args[0]} (line {error.args[1][0]})") from error
-    return tokens
+    return found
 
 
-def code_difference(english: str, twin: str) -> str | None:
-    """None when `twin` is `english` with only its comments changed, else where they first differ (a line of
-    each, or "its end")."""
-    ours, theirs = code_tokens(english), code_tokens(twin)
-
-    def line(source: str, number: int) -> str:
-        lines = source.splitlines()
-        return repr(lines[number - 1].strip()) if 0 < number <= len(lines) else "its end"
-
-    for a, b in zip(ours, theirs, strict=False):
-        if a[:2] != b[:2]:
-            return f"line {b[2]} of the twin, {line(twin, b[2])}, where the English cell has {line(english, a[2])}"
-    return None  # both end with ENDMARKER: a shorter one differs from the other at its end
+def _with_comments(source: str, comments: list[tokenize.TokenInfo], texts: list[str]) -> str:
+    """`source` with each of its `comments` (tokens of it) replaced by the text at the same place in `texts`; the
+    rest of each line stays as it is."""
+    lines = source.split("\n")
+    for comment, text in zip(comments, texts, strict=True):
+        (row, start), (_, end) = comment.start, comment.end
+        lines[row - 1] = lines[row - 1][:start] + text + lines[row - 1][end:]
+    return "\n".join(lines)
 
 
 def _twin_how(language: str) -> str:
     return (
         f'a twin is a cell `# %% [markdown] lang="{language}" translates="<hash>"` directly after the English '
         f'Markdown cell it translates, or `# %% lang="{language}" translates="<hash>"` directly after an English '
-        "code cell (the same code, its comments translated)"
+        "code cell (a `# …` line for each of its comments, in order, translated)"
     )
 
 
@@ -238,25 +241,41 @@ def _add_twin(cells: list[MasterCell], cell: nbformat.NotebookNode, where: str) 
     english = cells[-1]
     if language in english.twins:
         raise MasterError(f"{where}: a second {language} twin of {english.where}; {how}")
-    if cell.cell_type == "code" and translates == source_hash(english.cell.source):
-        try:
-            difference = code_difference(english.cell.source, cell.source)
-        except SyntaxError as error:
-            raise MasterError(f"{where}: tokenize cannot read this code cell or its English ({error})") from error
-        if difference:
-            raise MasterError(
-                f"{where}: this {language} twin of {english.where} changes the code — {difference}; a code "
-                "twin may change only comments (exercise markers and pragmas such as `# noqa`, `# fmt: skip` "
-                "stay as they are): copy the English cell's code into the twin and translate its comments"
-            )
-    english.twins[language] = (cell.source, translates)
+    text = cell.source if cell.cell_type == "markdown" else _translated_code(english, cell.source, language, where)
+    english.twins[language] = (text, translates)
 
 
-def _same_code(english: str, twin: str) -> bool:
+def _translated_code(english: MasterCell, twin: str, language: str, where: str) -> str:
+    """The English code cell with the twin's lines as its translatable comments (see the module's docstring)."""
     try:
-        return code_difference(english, twin) is None
-    except SyntaxError:
-        return False
+        comments = translatable_comments(english.cell.source, EXERCISE_TAG in english.cell.metadata.get("tags", []))
+    except SyntaxError as error:
+        raise MasterError(f"{english.where}: tokenize cannot read this code cell ({error})") from error
+    lines = twin.split("\n") if twin else []
+    rule = (
+        f"a {language} code twin holds a `# …` line for each comment of the English cell, in order (none for the "
+        "exercise markers, for comments that hold only pragmas, or inside an exercise's solution; a comment that "
+        "needs no translation is repeated as it is)"
+    )
+    for number, line in enumerate(lines, 1):
+        if not line.lstrip().startswith("#"):
+            raise MasterError(
+                f"{where}: line {number} of this {language} twin of {english.where}, {line!r}, is not a comment; {rule}"
+            )
+    if len(lines) != len(comments):
+        raise MasterError(
+            f"{where}: this {language} twin of {english.where} has {len(lines)} line(s), but the English cell has "
+            f"{len(comments)} comment(s) to translate; {rule}. Add or remove the twin's lines to match the English "
+            'comments, then set translates="…" to the hash `python -m scripts.notebooks --translations` prints'
+        )
+    for number, (line, comment) in enumerate(zip(lines, comments, strict=True), 1):
+        if _kept(line) != _kept(comment.string):
+            raise MasterError(
+                f"{where}: line {number} of this {language} twin of {english.where}, {line!r}, does not keep what "
+                f"the English comment {comment.string.strip()!r} keeps word for word, {_kept(comment.string)}: "
+                "pragmas and exercise markers are never translated"
+            )
+    return _with_comments(english.cell.source, comments, [line.lstrip() for line in lines])
 
 
 def _notebook(metadata: dict, cells: list[nbformat.NotebookNode], master_path: Path) -> nbformat.NotebookNode:
@@ -295,21 +314,11 @@ class Translation:
 
 
 def _commented(cell: nbformat.NotebookNode) -> bool:
-    """Whether a code cell shows a learner a comment a translation could change: not only exercise markers and
-    pragmas, and not only inside an exercise's solution (the learner copies blank it)."""
-    source = cell.source
-    if EXERCISE_TAG in cell.metadata.get("tags", []):
-        try:
-            source = blank_source(source, "pass")
-        except ValueError:
-            return False  # learner() names the broken exercise
+    """Whether a code cell shows a learner a comment a translation could change (`translatable_comments()`)."""
     try:
-        comments = [
-            t.string for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT
-        ]
-    except (tokenize.TokenError, SyntaxError):
-        return False
-    return any(c.strip() not in (BEGIN, END) and PRAGMA.sub("", c).strip("# ") for c in comments)
+        return bool(translatable_comments(cell.source, EXERCISE_TAG in cell.metadata.get("tags", [])))
+    except SyntaxError:
+        return False  # learner() and the tests name code that does not parse
 
 
 def translation(master_path: Path, language: str) -> Translation:
@@ -333,39 +342,29 @@ def translation(master_path: Path, language: str) -> Translation:
             elif c in code:
                 problems.append(
                     f'{c.where}: its comments have no {language} twin — add `# %% lang="{language}" '
-                    f'translates="{now}"` directly after it: the same code, its comments translated'
+                    f'translates="{now}"` directly after it: a `# …` line for each of its comments, translated'
                 )
         elif c.twins[language][1] != now:
-            text, _ = c.twins[language]
             problems.append(
                 f"{c.where}: its {language} twin is stale — it translates {c.twins[language][1]}, "
-                f"but the English text changed (now {now}); update the translation, then set "
-                f'translates="{now}"'
-                + (
-                    f"; its code no longer matches the English, so the {language} copy shows the English cell "
-                    "until the twin has the English code with its comments translated"
-                    if c.cell.cell_type == "code" and not _same_code(c.cell.source, text)
-                    else ""
-                )
+                f'but the English text changed (now {now}); update the translation, then set translates="{now}"'
             )
     status = "incomplete" if problems else "translated"
     return Translation(Path(master_path), language, status, len(twinned), problems, **counts)
 
 
 def _in_language(cell: MasterCell, language: str) -> nbformat.NotebookNode:
-    """An English cell with its `language` twin's text: a Markdown twin always, a code twin while its code is the
-    English cell's (a stale twin of changed code is not run; `translation()` names it)."""
+    """An English cell with its `language` twin's text, recorded by `parse()` (a code cell: the English code with the
+    twin's comments)."""
     new = nbformat.from_dict(cell.cell)
     if language in cell.twins:
-        text = cell.twins[language][0]
-        if cell.cell.cell_type == "markdown" or _same_code(cell.cell.source, text):
-            new.source = text
+        new.source = cell.twins[language][0]
     return new
 
 
 def translated_learner(master_path: Path, language: str) -> nbformat.NotebookNode:
-    """The learner copy in `language`: each cell its twin's text (code twins differ only in comments), the
-    exercise answers blanked as in the English learner copy (the blank's comment in `language`:
+    """The learner copy in `language`: each cell with its twin's text (a code cell: the English code, the twin's
+    comments), the exercise answers blanked as in the English learner copy (the blank's comment in `language`:
     `checks.exercises.BLANKS`), and `agentic_rag.language` in the metadata.
     Raises MasterError when the master has no twins."""
     metadata, cells = parse(master_path)

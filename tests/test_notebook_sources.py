@@ -1,6 +1,6 @@
 """The notebooks in solutions/, notebooks/ and notebooks/zh/ are exactly what their masters (masters/NN_*.py)
-generate, every Chinese twin translates the English text as it is now, and a Chinese code twin changes only
-comments.
+generate, every Chinese twin translates the English text as it is now, and a Chinese code twin's lines stand in
+the places of the English comments, the code untouched.
 
 Fast: nothing is executed. `python -m scripts.notebooks` regenerates them; `--check` is what runs here.
 """
@@ -254,11 +254,21 @@ def _master_with(tmp_path, edit):
     return path
 
 
+def _as_jupytext_writes(text, keep=lambda cell: True):
+    """A master's text with only the cells `keep` accepts, as jupytext writes it (with the blank lines between cells
+    it puts there: a master's must be those, or its cells get `lines_to_next_cell`, which parse() refuses)."""
+    import jupytext
+
+    nb = jupytext.reads(text, fmt="py:percent")
+    nb.cells = [cell for cell in nb.cells if keep(cell)]
+    for cell in nb.cells:
+        cell.metadata.pop("lines_to_next_cell", None)
+    return jupytext.writes(nb, fmt="py:percent")
+
+
 def _drop_twins(text):
-    """The master without its Markdown and code twins; the blank lines after a twin (what jupytext writes after
-    the English cell when the twin is not there) stay."""
-    twin = r'\n+# %%( \[markdown\])? lang="zh" translates="[0-9a-f]{12}"\n.*?(?=\n+# %%|\n*\Z)'
-    return re.sub(twin, "", text, flags=re.DOTALL)
+    """The master without its Markdown and code twins."""
+    return _as_jupytext_writes(text, lambda cell: "lang" not in cell.metadata)
 
 
 def test_an_untranslated_master_gets_no_chinese_copy_and_is_no_error(tmp_path):
@@ -326,7 +336,7 @@ def test_the_translations_command_reports_untranslated_masters(tmp_path, monkeyp
     assert (root / "notebooks" / "98_untranslated.ipynb").exists()
 
 
-# --- code twins: the same code, its comments translated ------------------------------------------------------
+# --- code twins: a `# …` line for each comment of the English cell ------------------------------------------
 
 TINY = """# ---
 # jupyter:
@@ -335,6 +345,7 @@ TINY = """# ---
 #       N: 1
 #   jupytext:
 #     cell_metadata_filter: tags,lang,translates,-all
+#     notebook_metadata_filter: agentic_rag
 #   kernelspec:
 #     display_name: Python 3 (ipykernel)
 #     language: python
@@ -353,18 +364,21 @@ TINY = """# ---
 # %% lang="zh" translates="{parameters_hash}"
 {parameters_zh}
 
-
 # %% tags=["exercise"]
 {exercise}
-
 
 # %% lang="zh" translates="{exercise_hash}"
 {exercise_zh}
 """
 PARAMETERS = "# Parameters\nN = 3  # how many chunks  # noqa: E501\nNAMES = ['a', 'b']"
-PARAMETERS_ZH = "# 参数\nN = 3  # 多少个块  # noqa: E501\nNAMES = ['a', 'b']"
-EXERCISE = "def double(x):\n    # twice x, as an int\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
-EXERCISE_ZH = "def double(x):\n    # x 的两倍，整数\n    ### BEGIN SOLUTION\n    return 2 * x\n    ### END SOLUTION"
+PARAMETERS_ZH = "# 参数\n# 多少个块  # noqa: E501"
+# What the Chinese copy shows: the English code, the twin's comments.
+PARAMETERS_IN_ZH = "# 参数\nN = 3  # 多少个块  # noqa: E501\nNAMES = ['a', 'b']"
+EXERCISE = (
+    "def double(x):\n    # twice x, as an int\n    ### BEGIN SOLUTION\n    return 2 * x  # an int stays one\n"
+    "    ### END SOLUTION"
+)
+EXERCISE_ZH = "# x 的两倍，整数"
 
 
 def _tiny(
@@ -383,11 +397,11 @@ def _tiny(
         exercise_hash=source_hash(exercise),
         exercise_zh=exercise_zh,
     )
-    if "parameters" in options.get("without", ()):
-        text = text.replace(f'\n\n# %% lang="zh" translates="{source_hash(parameters)}"\n{parameters_zh}', "")
-    if "exercise" in options.get("without", ()):
-        text = text.replace(f'\n\n\n# %% lang="zh" translates="{source_hash(exercise)}"\n{exercise_zh}\n', "\n")
-    path.write_text(text)
+    left_out = {
+        source_hash(parameters) if name == "parameters" else source_hash(exercise)
+        for name in options.get("without", ())
+    }
+    path.write_text(_as_jupytext_writes(text, lambda cell: cell.metadata.get("translates") not in left_out))
     return path
 
 
@@ -397,11 +411,38 @@ def test_a_code_twin_gives_the_chinese_copy_its_comments_and_the_english_copies_
     assert [c.source for c in render(master).cells] == ["# Tiny", PARAMETERS, EXERCISE]
     chinese = translated_learner(master, "zh")
     assert [c.id for c in chinese.cells] == ["c000", "c001", "c002"]
-    assert chinese.cells[1].source == PARAMETERS_ZH and chinese.cells[1].metadata.tags == ["parameters"]
-    # the exercise twin is blanked where the English one is: the Chinese learner copy gets no answer
+    assert chinese.cells[1].source == PARAMETERS_IN_ZH and chinese.cells[1].metadata.tags == ["parameters"]
+    # the exercise is blanked where the English one is: the Chinese learner copy gets no answer (and the comment
+    # inside the answer needs no twin line)
     assert chinese.cells[2].source == f"def double(x):\n    # x 的两倍，整数\n    {BLANKS['zh']}"
     english = learner(master)
     assert english.cells[2].source == f"def double(x):\n    # twice x, as an int\n    {BLANK}"
+
+
+def test_each_twin_line_stands_where_its_english_comment_stands(tmp_path):
+    english = (
+        "# Parameters\n"
+        "N = 3  # how many chunks\n"
+        'NAMES = ["a # not a comment",  # a name with a hash\n'
+        '         "b"]\n'
+        "if N:\n"
+        "    # an indented comment\n"
+        "    N += 1  # noqa: E501\n"
+        "TOTAL = N  # the total  # fmt: skip"
+    )
+    twin = "# 参数\n# 多少个块\n# 带井号的名字\n    # 缩进的注释\n# 总数  # fmt: skip"
+    master = _tiny(tmp_path, parameters=english, parameters_zh=twin)
+    assert render(master).cells[1].source == english
+    assert translated_learner(master, "zh").cells[1].source == (
+        "# 参数\n"
+        "N = 3  # 多少个块\n"
+        'NAMES = ["a # not a comment",  # 带井号的名字\n'
+        '         "b"]\n'
+        "if N:\n"
+        "    # 缩进的注释\n"
+        "    N += 1  # noqa: E501\n"
+        "TOTAL = N  # 总数  # fmt: skip"
+    )
 
 
 def test_a_learner_copy_in_a_language_without_a_blank_is_an_error():
@@ -409,59 +450,50 @@ def test_a_learner_copy_in_a_language_without_a_blank_is_an_error():
         learner_notebook(render(PROJECT_ROOT / "masters" / f"{FIRST}.py"), "fr")
 
 
+@pytest.mark.parametrize("twin, lines", [(PARAMETERS_ZH + "\n# 多出来的一行", 3), ("# 参数", 1)], ids=["more", "fewer"])
+def test_a_code_twin_with_more_or_fewer_lines_than_comments_is_refused_naming_the_cell(tmp_path, twin, lines):
+    counts = rf"twin of .*cell c001 \('# Parameters'\) has {lines} line\(s\), but the English cell has 2 comment\(s\)"
+    with pytest.raises(MasterError, match=rf"00_tiny\.py, cell \d+ .*{counts} to translate; .*Add or remove"):
+        parse(_tiny(tmp_path, parameters_zh=twin))
+
+
 @pytest.mark.parametrize(
-    "twin, difference",
+    "twin, error",
     [
-        (PARAMETERS_ZH.replace("N = 3", "N = 4"), r"line 2 of the twin, 'N = 4  # .*', where the English cell has"),
+        (PARAMETERS_IN_ZH, r"line 2 of this zh twin of .*cell c001 .*'N = 3  # 多少个块  # noqa: E501', is not a comm"),
+        ("# 参数\n\n# 多少个块  # noqa: E501", r"line 2 of this zh twin of .*cell c001 .*'', is not a comment"),
         (
-            PARAMETERS_ZH.replace("'b']", "'b']\nN = 5"),
-            r"line 4 of the twin, 'N = 5', where the English cell has its end",
+            "# 参数\n# 多少个块",
+            (
+                r"line 2 of this zh twin of .*cell c001 .*, '# 多少个块', does not keep what the English comment "
+                r"'# how many chunks  # noqa: E501' keeps word for word, \['noqa: E501'\]"
+            ),
         ),
-        (
-            PARAMETERS_ZH.replace("\nNAMES = ['a', 'b']", ""),
-            r"line 3 of the twin, its end, where the English cell has .NAMES = \['a', 'b'\].",
-        ),
-        (PARAMETERS_ZH.replace("['a', 'b']", "[\n    'a',  # 第一个\n    'b'\n]"), None),  # not a change
-        (PARAMETERS_ZH.replace("  # noqa: E501", ""), r"line 2 of the twin"),  # a pragma stays
-        (PARAMETERS_ZH.replace("N = 3  # 多少个块", "# N = 3  # 多少个块"), r"line 2 of the twin, '# N = 3 .*'"),
+        ("### BEGIN SOLUTION\n# 多少个块  # noqa: E501", r"line 1 of this zh twin .*does not keep what"),
     ],
-    ids=["a number", "a line added", "a line dropped", "a comment inside brackets", "a pragma", "commented out"],
+    ids=["code", "a blank line", "a pragma dropped", "an exercise marker"],
 )
-def test_a_code_twin_that_changes_the_code_is_refused_naming_the_master_and_cell(tmp_path, twin, difference):
-    master = _tiny(tmp_path, parameters_zh=twin)
-    if difference is None:
-        assert translated_learner(master, "zh").cells[1].source == twin
-        return
-    with pytest.raises(
-        MasterError, match=rf"00_tiny\.py, cell \d+ .*twin of .*cell c001 .*changes the code — {difference}"
-    ):
-        parse(master)
+def test_a_code_twin_line_that_is_no_comment_or_drops_a_pragma_is_refused(tmp_path, twin, error):
+    with pytest.raises(MasterError, match=rf"00_tiny\.py, cell \d+ .*{error}"):
+        parse(_tiny(tmp_path, parameters_zh=twin))
 
 
-def test_a_code_twin_cannot_move_or_drop_the_exercise_markers(tmp_path):
-    moved = EXERCISE_ZH.replace("    ### BEGIN SOLUTION\n    return 2 * x", "    return 2 * x\n    ### BEGIN SOLUTION")
-    for twin in (moved, EXERCISE_ZH.replace("    ### BEGIN SOLUTION\n", "")):
-        with pytest.raises(MasterError, match=r"changes the code"):
-            parse(_tiny(tmp_path, exercise_zh=twin))
-
-
-def test_a_stale_code_twin_is_reported_and_never_runs_changed_code(tmp_path):
-    # the English comment changed: stale, named with the new hash; the code is the same, so the twin is still used
+def test_a_stale_code_twin_is_reported_and_its_lines_stay_in_place_until_a_comment_is_added(tmp_path):
+    # the English comment changed: stale, named with the new hash; the twin's lines are still used
     edited = PARAMETERS.replace("how many chunks", "how many chunks to keep")
     state = translation(_tiny(tmp_path, english=edited), "zh")
     assert state.status == "incomplete" and len(state.problems) == 1
     assert "cell c001 ('# Parameters'): its zh twin is stale" in state.problems[0]
-    assert f"now {source_hash(edited)}" in state.problems[0] and "no longer matches" not in state.problems[0]
-    assert translated_learner(_tiny(tmp_path, english=edited), "zh").cells[1].source == PARAMETERS_ZH
-    # the English code changed: the Chinese copy shows the English cell until the twin is updated
-    changed = PARAMETERS.replace("N = 3", "N = 30")
-    master = _tiny(tmp_path, english=changed)
-    (problem,) = translation(master, "zh").problems
-    assert "its zh twin is stale" in problem and "its code no longer matches the English" in problem
-    assert translated_learner(master, "zh").cells[1].source == changed
-    root = tmp_path
-    stale = sync(root, check_only=True)
-    assert any("00_tiny.py, cell c001" in line and "stale" in line for line in stale)
+    assert f"now {source_hash(edited)}" in state.problems[0]
+    assert translated_learner(_tiny(tmp_path, english=edited), "zh").cells[1].source == PARAMETERS_IN_ZH
+    # the English code changed: the Chinese copy runs the new code, with the twin's comments
+    master = _tiny(tmp_path, english=PARAMETERS.replace("N = 3", "N = 30"))
+    assert "its zh twin is stale" in translation(master, "zh").problems[0]
+    assert translated_learner(master, "zh").cells[1].source == PARAMETERS_IN_ZH.replace("N = 3", "N = 30")
+    assert any("00_tiny.py, cell c001" in line and "stale" in line for line in sync(tmp_path, check_only=True))
+    # the English cell gained a comment: the twin has a line too few, an error until it has one more
+    with pytest.raises(MasterError, match=r"c001 \('# Parameters'\) has 2 line\(s\), but the English cell has 3 comm"):
+        parse(_tiny(tmp_path, english=PARAMETERS + "  # two names"))
 
 
 def test_a_commented_code_cell_without_a_twin_in_a_translated_master_is_named(tmp_path):
@@ -471,8 +503,8 @@ def test_a_commented_code_cell_without_a_twin_in_a_translated_master_is_named(tm
     assert state.status == "incomplete" and (state.code_twins, state.commented) == (1, 2)
     expected = (
         f"{master}, cell c001 ('# Parameters'): its comments have no zh twin — add "
-        f'`# %% lang="zh" translates="{source_hash(PARAMETERS)}"` directly after it: the same code, its comments '
-        "translated"
+        f'`# %% lang="zh" translates="{source_hash(PARAMETERS)}"` directly after it: a `# …` line for each of its '
+        "comments, translated"
     )
     assert state.problems == [expected]
     assert translated_learner(master, "zh").cells[1].source == PARAMETERS, "until then the English cell is shown"
@@ -481,7 +513,7 @@ def test_a_commented_code_cell_without_a_twin_in_a_translated_master_is_named(tm
 def test_an_exercise_whose_only_comments_are_in_its_solution_needs_no_twin(tmp_path):
     """The learner copies blank the solution, comments and all: nothing there to translate."""
     exercise = "def double(x):\n    ### BEGIN SOLUTION\n    return 2 * x  # twice x\n    ### END SOLUTION"
-    master = _tiny(tmp_path, exercise=exercise, exercise_zh=exercise, without=("exercise",))
+    master = _tiny(tmp_path, exercise=exercise, exercise_zh="", without=("exercise",))
     state = translation(master, "zh")
     assert (state.status, state.problems, state.code_twins, state.commented) == ("translated", [], 1, 1)
     assert translated_learner(master, "zh").cells[2].source == f"def double(x):\n    {BLANKS['zh']}"
