@@ -83,12 +83,12 @@ N_GEN_SINGLE = 1      # generated questions from one chunk
 N_GEN_MULTI = 0       # generated questions that need two chunks from different pages or documents (FULL: 1)
 PIPELINE_NAMES = ["hybrid+rerank", "routed+rerank", "grading-loop"]  # judged on answers (dense is measured on retrieval); FULL: all ten
 K = 3                 # chunks each answer is written from; hit@K and recall@K
-N_QA_CHUNKS = 60      # chunks of a QA sample drawn as notebook 03 draws its own (same seed; 03 transforms 20 by default):
+N_QA_CHUNKS = 60      # chunks of a QA sample drawn as notebook 03 draws its own (same seed; 03 transforms 12 by default):
                       # the course questions are sampled from those whose evidence it holds; judging qa-hybrid
                       # (FULL) costs one model call per chunk 03 has not transformed yet
 SEED = 6
 
-# %% lang="zh" translates="901c56e12ef2"
+# %% lang="zh" translates="153c09c67b56"
 # 参数（测试套件用更小的值运行这个 notebook）
 # True：评审每条流水线、用更大的样本、在更多问题上测门控（2 核笔记本电脑上要几个小时：离开前启动）
 # 每个语料库评审的可回答金标准问题数（FULL：8 个，英文中文各半）
@@ -99,7 +99,7 @@ SEED = 6
 # 需要来自不同页面或文档的两个块才能回答的生成问题数（FULL：1）
 # 按回答评审（dense 只测检索）；FULL：全部十条
 # 每个回答所依据的块数；hit@K 和 recall@K
-# 像 notebook 03 那样抽取的 QA 样本块数（同一个种子；03 默认转换 20 个）：
+# 像 notebook 03 那样抽取的 QA 样本块数（同一个种子；03 默认转换 12 个）：
 # 课程问题从证据在这些块里的问题中抽样；评审 qa-hybrid（FULL）
 # 对 03 还没转换过的每个块要一次模型调用
 
