@@ -22,7 +22,9 @@ questions the check's rules were written on) and writes answerability-heldout-se
 The code check is re-run at analysis time with the corpus's subject (`common_names`) as the code computes it now.
 
 Replay: `--replay NAME ...` re-runs the code check as it stands over those results' stored rows (quotes and chunks
-are stored; no model call) and prints answerable answered and out-of-KB refused per corpus and language.
+are stored; no model call), prints answerable answered and out-of-KB refused per corpus and language, and records
+each replay in NAME-replay-COMMIT.json (the commit of the code that ran, "-dirty" when lessons/ or this script differ
+from it): the counts and every row's reason.
 
 Answerable questions never tuned on: `--answerable-set` takes them from benchmarks/questions/answerable_<corpus>.jsonl
 (written after the check's rules):
@@ -81,13 +83,14 @@ import argparse
 import itertools
 import json
 import random
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.common import RESULTS, question_file, save
+from benchmarks.common import RESULTS, machine, question_file, save
 
 MIN_ABSTENTION = 0.95
 QUESTIONS = Path(__file__).resolve().parent / "questions"
@@ -436,6 +439,28 @@ def questions_of(corpus: str, near_misses: str | None = None, answerable_set: st
     return answerable + out_of_kb
 
 
+def code_commit() -> str:
+    """The commit of the code that ran, as its short hash, with "-dirty" when a file of it differs from that commit
+    (this script, or a module of lessons/ it has imported: other work in progress elsewhere does not count); "unknown"
+    outside a Git checkout (a clean export)."""
+    root = Path(__file__).resolve().parents[1]
+    files = {Path(__file__).resolve()} | {
+        Path(module.__file__).resolve()
+        for module in list(sys.modules.values())
+        if getattr(module, "__file__", None) and Path(module.__file__).resolve().is_relative_to(root / "lessons")
+    }
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "diff", "HEAD", "--quiet", "--", *map(str, sorted(files))], cwd=root, check=False
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if changed.returncode else "")
+
+
 def replay(names: list[str]) -> dict:
     """The code check as it stands re-run over the stored rows of earlier results (`--replay`): no chat-model call and
     no knowledge base, the corpus's subject as stored with each row. Per results, corpus and language: answerable
@@ -445,16 +470,19 @@ def replay(names: list[str]) -> dict:
     names a word of the question (`focus_terms`), `fallback_answered` / `fallback_not_refused` the questions passed
     although it named none (then only `MIN_QUESTION_SHARE` of the question's own words was looked for).
     `asks_for_enum`: how many rows were made with `--asks-for-enum` (the option changes the judge's call, not the code
-    check: the stored `asks_for` is checked as it is)."""
+    check: the stored `asks_for` is checked as it is).
+
+    Each replay is recorded in RESULTS/NAME-replay-COMMIT.json (`code_commit`): the counts and every row's reason."""
     from lessons.agents.answerability import focus_terms
 
     report = {}
     for name in names:
         rows = json.loads((RESULTS / f"{name}-rows.json").read_text(encoding="utf-8"))
         cells: dict = {}
-        for row in rows.values():
+        reasons = {}
+        for key, row in rows.items():
             checked = verify(row)
-            reason = checked["reason"]
+            reason = reasons[key] = checked["reason"]
             named = bool(focus_terms(row["question"], row.get("asks_for", ""), row["subject"]))
             cell = cells.setdefault(
                 f"{row['corpus']}/{row['language']}",
@@ -476,6 +504,18 @@ def replay(names: list[str]) -> dict:
                 cell["named_out_of_kb"] += named
                 cell["fallback_not_refused"] += reason == "answerable" and not named
         report[name] = dict(sorted(cells.items()))
+        commit = code_commit()  # after the check has run: the modules it imported are known
+        record = {
+            "machine": machine(),
+            "replayed": name,
+            "code": commit,
+            "command": f"python benchmarks/bench_answerability.py --replay {' '.join(names)}",
+            "report": report[name],
+            "reasons": reasons,
+        }
+        path = RESULTS / f"{name}-replay-{commit}.json"
+        path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
         for key, cell in report[name].items():
             print(
                 f"{name} {key}: answered {cell['answered']}/{cell['answerable']}, "
@@ -523,7 +563,8 @@ def main() -> dict:
         "--replay",
         nargs="+",
         metavar="NAME",
-        help="re-run the code check over these results' stored rows (no model call) and print answered / refused",
+        help="re-run the code check over these results' stored rows (no model call), print answered / refused and "
+        "record it in NAME-replay-COMMIT.json",
     )
     parser.add_argument("--no-p-yes", action="store_true", help="do not read P(yes): only the check's one call")
     parser.add_argument(

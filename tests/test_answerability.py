@@ -523,6 +523,31 @@ def test_when_the_judge_quotes_the_question_its_answer_from_the_chunk_is_the_evi
     assert verify_evidence(question, invented, [note])[0] == "quote not in the documents"
 
 
+def test_when_the_judge_quotes_the_wrong_sentence_its_answer_stands_in_if_it_is_a_statement():
+    """Held-out set 8, course zh-02: the judge quoted a sentence of the next chunk (found, but it names no city and no
+    size: "asked-for missing") and copied the answering sentence as its answer. A statement of its own passes every
+    check as a quote would; a bare value the chunk also holds ("宁波", "约 1,100 名员工") does not stand in."""
+    background = Document(
+        "### 客户背景\n\n东岳精密制造有限公司位于宁波，生产数控机床零部件，有 3 个厂区、约 1,100 名员工。设备维修资料大多是中英文混排的 PDF 手册。"
+    )
+    deployment = Document(
+        "### 部署情况\n\n2026 年 2 月，东岳精密部署了潮汐 Atlas 4.0。他们选用 Team 版并按年付费，为设备部和工艺部开通了 85 个账号。"
+    )
+    question = "东岳精密在哪个城市？公司规模有多大？"
+    quote = "2026 年 2 月，东岳精密部署了潮汐 Atlas 4.0。"
+    right = Evidence(
+        quote=quote,
+        answer="东岳精密制造有限公司位于宁波，生产数控机床零部件，有 3 个厂区、约 1,100 名员工。",
+        asks_for="公司规模",
+    )
+    documents = [background, deployment]
+    reason, match, *_ = verify_evidence(question, right, documents, {"atlas"})
+    assert (reason, match.document, match.from_answer) == ("answerable", 0, True)
+    for bare in ("", "宁波", "约 1,100 名员工"):
+        short = Evidence(quote=quote, answer=bare, asks_for="公司规模")
+        assert verify_evidence(question, short, documents, {"atlas"})[0] == "asked-for missing", bare
+
+
 def test_when_the_judge_names_nothing_of_the_question_the_question_s_words_are_looked_for():
     """Dev row pkg-en-070 (out of KB): asks_for "what it asks for" and a true sentence about something else passed.
     The sentence here states a figure ("version 2"), so that the amount "how long" asks for is there and what is asked
@@ -697,6 +722,31 @@ def test_the_benchmark_replay_counts_how_the_judge_named_what_is_asked(tmp_path,
     assert (cell["answered"], cell["refused"]) == (2, 0)
     assert (cell["named_answerable"], cell["named_out_of_kb"]) == (1, 0)
     assert (cell["fallback_answered"], cell["fallback_not_refused"]) == (1, 1)
+
+
+def test_the_benchmark_replay_is_recorded_under_the_replayed_name_and_the_code_s_commit(tmp_path, monkeypatch):
+    """`--replay NAME` writes NAME-replay-COMMIT.json beside the rows: the counts and every row's reason, and which
+    code ran (the commit, "-dirty" when a file it ran differs from it), so that a replay is a measurement on record."""
+    import json
+    import re
+
+    from benchmarks import bench_answerability as bench
+
+    document = {"text": "Atlas Server listens on port 7420 by default.", "context_header": None, "source": "a.md"}
+    row = {"corpus": "course", "language": "en", "subject": [], "documents": [document], "answer": "7420",
+           "quote": "Atlas Server listens on port 7420 by default.", "asks_for": "port"}  # fmt: skip
+    rows = {
+        "course:a": {**row, "id": "a", "answerable": True, "question": "Which port does Atlas Server use?"},
+        "course:b": {**row, "id": "b", "answerable": False, "question": "Which port does the Oslo proxy use?"},
+    }
+    (tmp_path / "stored-rows.json").write_text(json.dumps(rows), encoding="utf-8")
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    report = bench.replay(["stored"])
+    commit = bench.code_commit()
+    assert re.fullmatch(r"[0-9a-f]{4,40}(-dirty)?|unknown", commit)
+    record = json.loads((tmp_path / f"stored-replay-{commit}.json").read_text(encoding="utf-8"))
+    assert (record["replayed"], record["code"], record["report"]) == ("stored", commit, report["stored"])
+    assert record["reasons"] == {"course:a": "answerable", "course:b": "specifics missing"}
 
 
 def test_the_benchmark_reads_answerable_set_3(tmp_path, monkeypatch):

@@ -25,8 +25,9 @@ made to **show its evidence**, and code can check the evidence:
    version" asks for a version number; "how much / many / long / often", 多少, 多久 for an amount (a figure, a number
    word or a frequency) around the quote. A quote that repeats the question still counts when the chunk adds a figure
    the question lacks; when the judge copied the question as its quote, its answer, if it passes every check as a
-   quote, is the evidence. With `check_answer`, the judge's short answer must also say something the question does
-   not, and be stated.
+   quote, is the evidence — and so is an answer of `MIN_ANSWER_WORDS` or more when the quote was found but failed a
+   later check (the judge quoted the wrong sentence). With `check_answer`, the judge's short answer must also say
+   something the question does not, and be stated.
 3. The relevance signals the pipeline already has — the chat model's P(yes) per chunk, and the
    cross-encoder's score that the reranker records in `metadata[CROSS_ENCODER_KEY]` — must reach the
    language's thresholds (`AnswerabilityThresholds`; 0 switches a signal off). The check never scores again.
@@ -70,6 +71,7 @@ CROSS_ENCODER_KEY = RELEVANCE_SCORE  # metadata key: the reranker's cross-encode
 MIN_QUOTE_COVERAGE = 0.9  # share of the quote's characters that must match the chunk, in order
 MIN_MATCH_BLOCK = 4  # shorter common runs are chance, not copying
 MIN_QUOTE_CHARS = 8  # a shorter "quote" ("No", "Yes") states nothing a reader could check
+MIN_ANSWER_WORDS = 4  # an answer this long (a Chinese character half a word) is a statement, not a bare value
 MIN_EVIDENCE_SHARE = 0.25  # of the quote, found in the chunk and not in the question: less repeats the question
 MIN_FOCUS_SHARE = 0.5  # of the words naming what is asked (the judge's asks_for, from the question), around the quote
 MIN_QUESTION_SHARE = 0.2  # of the question's own words around the quote, when the judge's asks_for names none of them
@@ -763,9 +765,15 @@ def verify_evidence(
             return problem, None, specifics, [], None
     options = (documents, subject, specifics, min_coverage, names_near_quote, framing, focus_share, min_terms)
     checked = _check_quote(question, evidence.quote, evidence.asks_for, *options)
-    if checked[0] in _QUOTE_FAILURES and evidence.answer.strip() != evidence.quote.strip():
-        # The judge copied the question (or a heading) as its quote and the answering passage as its answer: the
-        # answer is checked as the quote would be, and stands in for it only if it passes every check.
+    answer = evidence.answer.strip()
+    if answer != evidence.quote.strip() and (
+        checked[0] in _QUOTE_FAILURES or (checked[0] != "answerable" and _words(answer) >= MIN_ANSWER_WORDS)
+    ):
+        # The judge copied the question (or a heading) as its quote and the answering passage as its answer, or
+        # quoted the wrong sentence and wrote the right one as its answer: the answer is checked as the quote would
+        # be, and stands in for it only if it passes every check. After a quote that failed a later check (specifics,
+        # what is asked), only an answer that is a statement of its own (`MIN_ANSWER_WORDS`): a bare value
+        # ("workaround", "768 dimensions") occurs in passages that do not answer.
         instead = _check_quote(question, evidence.answer, evidence.asks_for, *options)
         if instead[0] == "answerable":
             return instead[0], replace(instead[1], from_answer=True), *instead[2:]
@@ -773,6 +781,13 @@ def verify_evidence(
 
 
 _QUOTE_FAILURES = ("no quote", "quote not in the documents", "quote repeats the question")
+_WORD = re.compile(r"[a-z0-9]+(?:[.,'][a-z0-9]+)*")
+
+
+def _words(text: str) -> float:
+    """How many words `text` holds, a Chinese character counting as half of one (`MIN_ANSWER_WORDS`)."""
+    normal = _normal(text)
+    return len(_WORD.findall(normal)) + len(_CJK_CHAR.findall(normal)) / 2
 
 
 def _check_quote(
