@@ -64,10 +64,12 @@ judge's call, so `--replay` re-runs the same code check on such rows (and report
         --name answerability-fresh8-enum
 
 Set 9 (answerable_9_<corpus>.jsonl and near_miss_9_<corpus>.jsonl, written blind like set 8, committed before it was
-run; measured with set 8's command):
+run). The course's check (the enum off):
 
-    python benchmarks/bench_answerability.py --answerable-set 9 --near-misses 9 --all --no-p-yes --asks-for-enum \
+    python benchmarks/bench_answerability.py --answerable-set 9 --near-misses 9 --all --no-p-yes \
         --name answerability-fresh9
+
+(31 of its 80 questions were measured first with the enum option on, 7 Dec 2026: answerability-fresh9-enum*.json.)
 
 An "extractive" variant (what is asked read from the question itself, and the cross-encoder's best sentences checked
 as quotes when the judge's evidence failed) was measured on sets 3 and 4, answered fewer and refused fewer than the
