@@ -23,7 +23,7 @@
 # |---|---|
 # | **You will learn** | which chat model answers you and how to switch it; how every LLM call gets a *typed* answer; what an embedding similarity looks like in English and Chinese; how Docling turns a file into Markdown |
 # | **Prerequisites** | the README's setup command has run (it installs everything, offline model included) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **0.2 min** measured (14 s, 3 chat-model calls; `benchmarks/bench_notebooks.py`, 5 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **0.3 min** measured (16 s, 3 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M and multilingual-e5-small (4-bit) |
 #
 # Every notebook in this course runs with **no API key and no internet**: a small chat model is served on
@@ -38,7 +38,7 @@
 # | vector store | `lessons.core.vectorstore.open_store()` → Chroma, persistent | locally |
 # | conversion | `lessons.ingest.convert_file()` → Docling | locally |
 
-# %% [markdown] lang="zh" translates="90fc1f4719b1"
+# %% [markdown] lang="zh" translates="e4d15ed080e5"
 # # 00 · 环境准备：确认整套工具能跑通
 #
 # | | |

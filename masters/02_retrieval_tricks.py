@@ -28,7 +28,7 @@
 # |---|---|
 # | **You will learn** | keyword search (BM25) that works for Chinese; hybrid search with reciprocal rank fusion; small-to-big retrieval; reranking with a real cross-encoder — and why a reranker's training data decides where it works (the English model on Chinese questions), fixed by routing by language; why a reranker can lose to its own input, fixed by fusing its rank with the first stage's, and a cross-lingual route for a question whose documents are in another language; the chat model's yes/no probability as a judge, measured against the cross-encoder; HyDE, multi-query and step-back query rewriting; contextual rerank (candidates judged with their neighbours) and context expansion — and how to tell which of them actually helps, on which questions, at what cost |
 # | **Prerequisites** | notebook 00 (the stack works); notebook 01 helps (chunks, the gold set, hit@k and recall@k) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **8.1 min** measured (487 s, 33 chat-model calls; `benchmarks/bench_notebooks.py`, 6 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **6.6 min** measured (393 s, 33 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | computed by this run: offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp), multilingual-e5-small (4-bit) and ms-marco-MiniLM-L-12-v2 (ONNX) |
 #
 # Every technique below is a LangChain retriever — a Runnable from a question to ranked chunks — and
@@ -59,7 +59,7 @@
 # per call. Raise `N_LLM_QUESTIONS` in the parameters cell for sturdier LLM numbers (each question costs
 # about a dozen calls).
 
-# %% [markdown] lang="zh" translates="755e1ae02581"
+# %% [markdown] lang="zh" translates="7b1e620af638"
 # # 02 · 检索技巧，每一种都与同一个基线（baseline）比较
 #
 # | | |

@@ -25,7 +25,7 @@
 # |---|---|
 # | **You will learn** | how to replace LangChain's removed `DoctranQATransformer` with structured output; how to make an LLM document transformer that never crashes, never costs twice and never overflows the context window; whether question/answer documents actually help retrieval (measured, chunks vs QA vs hybrid); the other doctran jobs — cleaning PDF text, extracting dates, extracting properties |
 # | **Prerequisites** | notebooks 00 (structured output) and 01 (the knowledge base, chunks, the gold set, hit@k and MRR) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **4.6 min** measured (274 s, 34 chat-model calls; `benchmarks/bench_notebooks.py`, 5 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **2.4 min** measured (144 s, 16 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit) |
 #
 # A user asks *"How long do I have to use my leftover holidays in Lisbon?"*; the handbook says *"Up to 5
@@ -44,7 +44,7 @@
 # | date handling | `lessons.transforms.doc_transforms.DateExtractor` — patterns + python-dateutil, English and Chinese | no |
 # | `DoctranPropertyExtractor` | `lessons.transforms.doc_transforms.PropertyExtractor` — structured output into *your* schema | yes |
 
-# %% [markdown] lang="zh" translates="00fc577a805e"
+# %% [markdown] lang="zh" translates="386bba094a06"
 # # 03 · QA 转换：为你的块（chunk）能回答的问题建索引
 #
 # | | |

@@ -28,7 +28,7 @@
 # |---|---|
 # | **You will learn** | how a relevance gate decides what the generator sees — and why it needs two judges: a relevance model (the cross-encoder) and the chat model's calibrated yes/no probability; how making the judge show its evidence lets code check that a passage states what was asked, which catches the on-topic near miss (the answerability check); why one relevant document is enough to stop; how a query rewrite and a retry cap make a loop that always ends; how an explicit "not in the knowledge base" answer beats one made up from the model's own knowledge — measured against the same pipeline without the gate, with the uncertainty a small sample carries |
 # | **Prerequisites** | notebook 00 (structured output), notebook 01 (the knowledge base and its gold set), notebook 02 (hybrid search, the cross-encoder, P(yes) from log-probabilities) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **5.8 min** measured (346 s, 95 chat-model calls; `benchmarks/bench_notebooks.py`, 5 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **6.7 min** measured (404 s, 92 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | computed by this run: offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and ms-marco-MiniLM-L-12-v2 |
 #
 # A retriever always returns *something*. Ask the knowledge base about the CFO's name — which no
@@ -43,7 +43,7 @@
 # 4. at the cap, answer **"the knowledge base has no information on this"** — on its own path, not as a
 #    prompt instruction the model may ignore.
 
-# %% [markdown] lang="zh" translates="5868c622238a"
+# %% [markdown] lang="zh" translates="1c23e7dd03c8"
 # # 04 · 评分循环（grading loop）：评分（grading）、改写、设上限，以及说出“知识库（knowledge base）里没有”
 #
 # | | |

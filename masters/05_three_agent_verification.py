@@ -27,7 +27,7 @@
 # |---|---|
 # | **You will learn** | how a document processor (Docling, header chunks, hybrid BM25 + dense search, a cross-encoder reranking the top 20) feeds three agents with typed decisions: a **relevance checker** that can stop before anything is written (the cross-encoder or the chat model — measured against each other), a **research agent** that answers from the context only and cites its chunks, and a **verification agent** that sees the question, the draft and the context and sends unsupported drafts back — capped; how to *test* a verifier by planting false claims and an instruction inside a document; what all this costs per question |
 # | **Prerequisites** | notebook 00 (structured output), 01 (the knowledge base and its gold set), 02 (hybrid retrieval), 04 (the grading loop) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **7.3 min** measured (435 s, 57 chat-model calls; `benchmarks/bench_notebooks.py`, 5 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **7.2 min** measured (432 s, 54 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit); every number below is computed by the cell above it |
 #
 # Notebook 04 put a grader *before* the generator. This one also puts a checker *after* it:
@@ -47,7 +47,7 @@
 # and is advanced by the research step, and the router cannot re-research at the cap, so the loop ends
 # by construction.
 
-# %% [markdown] lang="zh" translates="9271585c235c"
+# %% [markdown] lang="zh" translates="66396c822a9a"
 # # 05 · 三个互相检查的智能体（agent）：相关性、研究、验证
 #
 # | | |

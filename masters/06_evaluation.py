@@ -29,7 +29,7 @@
 # |---|---|
 # | **You will learn** | how to make a test set from your own chunks (single-chunk and two-chunk questions, grounded, de-duplicated, with evidence ids) and how it differs from a hand-written one; retrieval metrics without an LLM (hit@k, recall@k, MRR, nDCG), measured on every gold question; answer metrics from an LLM judge with a typed verdict and a reason (factual consistency, completeness) whose failures are counted, not hidden; how to compare the pipelines of notebooks 01–05 on two knowledge bases side by side — quality, latency, LLM calls, tokens, DeepSeek cost — reproducibly; whether a calibrated threshold still works on documents it was not calibrated on; and how to run the same evaluation on your own documents from the command line |
 # | **Prerequisites** | notebooks 01 (gold set, metrics), 02 (hybrid, rerank), 03 (QA index), 04 (grading loop), 05 (three agents) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **6.0 min** measured (362 s, 34 chat-model calls; `benchmarks/bench_notebooks.py`, 6 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **5.0 min** measured (301 s, 33 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and the ms-marco-MiniLM-L-12-v2 cross-encoder (ONNX); the judge is the same small chat model — read its verdicts as a rough signal, and re-run with DeepSeek for a stronger judge |
 #
 # Five notebooks, five ideas, each measured on its own. Which one should a team ship? That needs **one run**:
@@ -47,7 +47,7 @@
 # | thresholds away from home | `lessons.evaluation.best_scores`, `threshold_transfer` | the gate: the chat model; cut-offs: locally |
 # | your documents | `python -m lessons.evaluation.cli my_eval.toml` (`--preset packages`) | locally; Chroma server and DeepSeek by settings |
 
-# %% [markdown] lang="zh" translates="7fc0efc0554c"
+# %% [markdown] lang="zh" translates="61a22a19e79e"
 # # 06 · 评测（evaluation）：所有流水线（pipeline）、同一批问题、两个知识库（knowledge base）、一张表
 #
 # | | |

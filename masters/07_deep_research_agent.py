@@ -27,7 +27,7 @@
 # |---|---|
 # | **You will learn** | how to split a chat assistant into a **main agent** that talks to the user and a **knowledge sub-agent** that researches, with isolated contexts; how the main agent rewrites each turn into a **standalone question**; how the sub-agent loops — search, read a whole **page** around a promising chunk, search again, answer — with every step a **forced structured choice** and a step cap that holds by construction; how to read its trace; why its search tool ranks with a **relevance model** (a cross-encoder), not the chat model; the **tool-calling agent** of LangChain 1.x's docs (a `ToolNode` loop) beside the forced choices, and why the offline path decides with typed choices; what the extra steps buy against single-shot hybrid RAG, and what they cost |
 # | **Prerequisites** | notebook 00 (structured output), 02 (hybrid retrieval, neighbour expansion, reranking), 04 (a capped loop), 05 (citations, the contradiction case), 06 (the completeness judge) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **4.3 min** measured (259 s, 32 chat-model calls; `benchmarks/bench_notebooks.py`, 5 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **5.0 min** measured (297 s, 32 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and the ms-marco-MiniLM-L-12-v2 cross-encoder (ONNX); every number below is computed by the cell above it |
 #
 # ```
@@ -48,7 +48,7 @@
 # found, names what is still missing, and searches again or reads the page. The local model emits no
 # free tool calls (section 4 measures it with one probe call), so each step is a typed choice the model must fill.
 
-# %% [markdown] lang="zh" translates="edfba8e4fa12"
+# %% [markdown] lang="zh" translates="36309155b8d9"
 # # 07 · 深度研究（deep research）子智能体（sub-agent）：读整页，而不只是块（chunk）
 #
 # | | |

@@ -32,7 +32,7 @@
 # |---|---|
 # | **You will learn** | how the course's pieces become a service other programs call: an HTTP API (FastAPI) that accepts uploads at once and hands them to a **background worker** through **jobs** in a database; why the upload returns a job id and not the answer; how to watch jobs and wait for one with a **timeout and a clear error**; a **live index** whose searches see a document's old chunks or its new ones, never a mix; search (hybrid, then the course's reranker) and ask (an answer with citations) over HTTP; how adding and deleting a document changes the answer; an **idempotent upload** that queues nothing when you run it twice; a **nightly evaluation** that writes questions for the new documents, scores the running service and keeps a trend across runs; how to start and stop it all cleanly |
 # | **Prerequisites** | notebooks 01 (ingestion, chunks), 02 (hybrid retrieval, the cross-encoder), 05 (the research agent's cited answers), 06 (generated test sets, the judges) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **4.5 min** measured (269 s, 10 chat-model calls; `benchmarks/bench_notebooks.py`, 5 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **3.8 min** measured (231 s, 40 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and the ms-marco-MiniLM-L-12-v2 cross-encoder (ONNX); every number below is computed by the cell above it |
 #
 # Seven notebooks ran the pipeline inside a kernel. A team's documents do not arrive that way: people
@@ -53,7 +53,7 @@
 # This notebook drives the real service end to end: a server process on 127.0.0.1, a temporary data
 # folder, an API key made for this run.
 
-# %% [markdown] lang="zh" translates="7f905ff082ab"
+# %% [markdown] lang="zh" translates="1d211fca6127"
 # # 08 · 从 notebook 到服务：上传、后台任务、实时索引与夜间评测（nightly evaluation）
 #
 # | | |
