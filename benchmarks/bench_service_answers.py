@@ -247,7 +247,7 @@ def ask_all(corpus: str, questions: list, rows: dict, path: Path, deadline: floa
     each) until `deadline` (time.monotonic()). What the run saw: the upload's jobs and seconds, the model server."""
     import httpx
 
-    from benchmarks.bench_notebooks import server_log_since, server_log_size, server_tokens
+    from benchmarks.bench_notebooks import server_log_since, server_tokens
     from lessons.core.local_server import server_status
     from service.client import running_service
 
@@ -266,23 +266,13 @@ def ask_all(corpus: str, questions: list, rows: dict, path: Path, deadline: floa
                     "chunks indexed": client.index().get("total"),
                     "seconds until indexed": round(time.perf_counter() - started, 1)})  # fmt: skip
         print(run, flush=True)
-        for question in todo:
-            if time.monotonic() > deadline:
-                run["stopped"] = "the time given (--minutes) was up"
-                break
-            key = f"{corpus}:{question.id}"
-            asked, offset = time.perf_counter(), server_log_size()
-            try:
-                reply = client.ask(question.question)
-            except (httpx.HTTPError, RuntimeError) as error:  # a 503 (model down) or a timeout: recorded, not a refusal
-                rows[key] = {"key": key, "corpus": corpus, "id": question.id, "error": str(error)[:500]}
-                _save(rows, path)
-                continue
-            usage = server_tokens(server_log_since(offset))  # the service's calls: the server's log is all we see
-            rows[key] = row(corpus, question, reply, time.perf_counter() - asked, usage)
-            run["questions asked"] += 1
-            _save(rows, path)
-            print(_shown(key, question, rows[key]), flush=True)
+
+        def ask(_corpus: str, question, offset: int) -> tuple[dict, dict]:
+            reply = client.ask(question.question)
+            return reply, server_tokens(server_log_since(offset))  # the service's calls: the server's log is all we see
+
+        # a 503 (model down) or a timeout: recorded, not a refusal
+        _ask_each([(corpus, q) for q in todo], rows, path, deadline, run, ask, (httpx.HTTPError, RuntimeError))
     run["model server after"] = server_status()
     return run
 
@@ -312,7 +302,7 @@ def answer_all(questions: dict[str, list], rows: dict, path: Path, deadline: flo
     tokens (its log, as for the service) and the calls and tokens `metered` counted (cached answers included)."""
     import openai
 
-    from benchmarks.bench_notebooks import server_log_since, server_log_size, server_tokens
+    from benchmarks.bench_notebooks import server_log_since, server_tokens
     from lessons.agents.pipelines import PIPELINES as REGISTRY
     from lessons.agents.pipelines import Resources
     from lessons.core import get_chat_model
@@ -332,28 +322,42 @@ def answer_all(questions: dict[str, list], rows: dict, path: Path, deadline: flo
         run[f"{corpus} chunks"] = len(chunks)
     run["seconds until built"] = round(time.perf_counter() - started, 1)
     print(run, flush=True)
+
+    def ask(corpus: str, question, offset: int) -> tuple[dict, dict]:
+        with metered() as meter:
+            result = pipelines[corpus](question.question)
+        spent = meter.totals
+        usage = {**server_tokens(server_log_since(offset)), "calls": spent.all_calls,
+                 "cached_calls": spent.cached_calls, "tokens": spent.pipeline_tokens}  # fmt: skip
+        return pipeline_reply(result), usage
+
+    # the server down, a reply never valid
+    _ask_each(todo, rows, path, deadline, run, ask, (RuntimeError, OSError, openai.OpenAIError), "three-agents")
+    run["model server after"] = server_status()
+    return run
+
+
+def _ask_each(todo, rows: dict, path: Path, deadline: float, run: dict, ask, errors, pipeline: str = "service") -> None:
+    """Ask each (corpus, question) of `todo` through `ask(corpus, question, server log offset) -> (reply, usage)` until
+    `deadline` (time.monotonic()): each row saved as it comes, an error in `errors` recorded as the row, not a refusal."""
+    from benchmarks.bench_notebooks import server_log_size
+
     for corpus, question in todo:
         if time.monotonic() > deadline:
             run["stopped"] = "the time given (--minutes) was up"
             break
         key = f"{corpus}:{question.id}"
-        asked, offset = time.perf_counter(), server_log_size()
+        asked = time.perf_counter()
         try:
-            with metered() as meter:
-                result = pipelines[corpus](question.question)
-        except (RuntimeError, OSError, openai.OpenAIError) as error:  # the server down, a reply never valid
+            reply, usage = ask(corpus, question, server_log_size())
+        except errors as error:
             rows[key] = {"key": key, "corpus": corpus, "id": question.id, "error": str(error)[:500]}
             _save(rows, path)
             continue
-        spent = meter.totals
-        usage = {**server_tokens(server_log_since(offset)), "calls": spent.all_calls,
-                 "cached_calls": spent.cached_calls, "tokens": spent.pipeline_tokens}  # fmt: skip
-        rows[key] = row(corpus, question, pipeline_reply(result), time.perf_counter() - asked, usage, "three-agents")
+        rows[key] = row(corpus, question, reply, time.perf_counter() - asked, usage, pipeline)
         run["questions asked"] += 1
         _save(rows, path)
         print(_shown(key, question, rows[key]), flush=True)
-    run["model server after"] = server_status()
-    return run
 
 
 def row(

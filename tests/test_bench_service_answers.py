@@ -215,3 +215,34 @@ def test_one_results_file_holds_one_pipeline(tmp_path):
     same_pipeline({"course:a": {"pipeline": "three-agents"}}, tmp_path / "x-rows.json", "three-agents")
     with pytest.raises(ValueError, match=r"x-rows\.json: 1 rows \(e\.g\. course:a\).*'three-agents'.*--name"):
         same_pipeline({"course:a": {"corpus": "course"}}, tmp_path / "x-rows.json", "three-agents")  # the service's
+
+
+def test_each_question_is_asked_once_saved_as_it_comes_and_an_error_is_a_row_not_a_refusal(tmp_path, monkeypatch):
+    import time
+    from types import SimpleNamespace
+
+    import benchmarks.bench_notebooks
+    from benchmarks import bench_service_answers as bench
+
+    monkeypatch.setattr(benchmarks.bench_notebooks, "server_log_size", lambda: 0)
+    questions = [
+        SimpleNamespace(
+            id=f"q{i}", question=f"Which port, {i}?", answer="", answerable=False, language="en", type="out_of_kb"
+        )
+        for i in range(3)
+    ]
+
+    def ask(corpus, question, offset):
+        if question.id == "q1":
+            raise RuntimeError("the model server is down")
+        return {"answer": "", "abstained": True}, {"calls": 1}
+
+    rows, run, path = {}, {"questions asked": 0}, tmp_path / "rows.json"
+    bench._ask_each([("course", q) for q in questions], rows, path, time.monotonic() + 60, run, ask, (RuntimeError,))
+    assert run["questions asked"] == 2 and "stopped" not in run
+    assert rows["course:q1"]["error"] == "the model server is down" and rows["course:q0"]["abstained"] is True
+    assert path.exists()
+
+    late = {}
+    bench._ask_each([("course", questions[0])], late, path, time.monotonic() - 1, run, ask, (RuntimeError,))
+    assert late == {} and run["stopped"] == "the time given (--minutes) was up"
