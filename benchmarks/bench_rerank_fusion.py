@@ -37,6 +37,15 @@ cross-lingual question, so its D and W are reported, not cross-validated.
         decides the cross-lingual route; a held-out run also saves each question's scores for the rows of `PER_QUESTION`
     python benchmarks/bench_rerank_fusion.py --recheck "plain first: top 20 → CE, w=0.7"
         re-checks the saved table with another pipeline as the default (no model runs): shows the FAILED block
+    nice -n 10 python benchmarks/bench_rerank_fusion.py --record-candidates [course,packages,heldout,heldout2]
+        → benchmarks/results/rerank_fusion_candidates.json: for every answerable gold question of the four corpora,
+        the default's 20 candidates with the cross-encoder's score and the USE cosine of each, where the evidence is,
+        dense's top 10's evidence, the question's route and the factory's own scores (cross-encoder scores and
+        embeddings come from the cache folder: a re-run is cheap)
+    python benchmarks/bench_rerank_fusion.py --rules   → benchmarks/results/rerank_fusion_rules.json
+        replays fusion rules (`RULES`, one or two parameters each) on those candidates without running a model
+        (checking first that the replayed default equals the factory run on every cell), and chooses each route's
+        rule and setting by leave-one-corpus-out over all four corpora: fit on three, scored on the fourth
 
 Rows "default (the factory), w=W" run the factory end to end with `default_reranker(first_stage_weight=W)` (both its
 cross-encoder and its cross-lingual route fused at W), for each W of `SWEEP` but the default's own weight
@@ -49,6 +58,7 @@ little). Results written before this rule also hold a row "default (the factory)
 import json
 import random
 import sys
+from itertools import product
 from pathlib import Path
 
 import pandas as pd
@@ -59,7 +69,7 @@ from data.build_packages import SETS
 from lessons.chunking.strategies import cached_embeddings
 from lessons.core.embeddings import get_embeddings
 from lessons.core.search_text import search_text
-from lessons.evaluation.metrics import relevance_labels, retrieval_scores
+from lessons.evaluation.metrics import quotes_found, relevance, relevance_labels, retrieval_scores
 from lessons.ingest.corpus import load_gold
 from lessons.retrieval.cross_encoder import ColbertScorer, OnnxCrossEncoder
 from lessons.retrieval.document_processor import (
@@ -68,17 +78,21 @@ from lessons.retrieval.document_processor import (
     hybrid_over,
     plain_first,
     reranked_hybrid,
+    reranked_hybrid_over,
 )
 from lessons.retrieval.index import build_index, chunk_knowledge_base, load_knowledge_base
 from lessons.retrieval.rerank import (
     DEFAULT_FIRST_STAGE_WEIGHT,
+    RELEVANCE_SCORE,
     EmbeddingReranker,
+    cross_encoder_languages,
     cross_encoder_reranker,
     default_reranker,
     is_cross_lingual,
 )
-from lessons.retrieval.retrievers import dense_retriever, reciprocal_rank_fusion
+from lessons.retrieval.retrievers import RRF_C, dense_retriever, reciprocal_rank_fusion
 from lessons.text.language import detect_language
+from lessons.transforms.qa_transform import chunk_id_of
 
 DEPTHS = (10, 20, 30)
 WEIGHTS = (0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7)
@@ -359,7 +373,289 @@ def main(corpora: tuple[str, ...] = CORPORA):
     return result
 
 
+# ---- stored candidates: every question's candidates with their scores, to replay fusion rules offline ----
+CANDIDATE_FILE = "rerank_fusion_candidates"
+ALL_CORPORA = (*CORPORA, *HELDOUT_CORPORA)
+
+
+def route_of(question: str, candidates: list) -> str:
+    """The default's route for `question` over its `candidates`: "cross-lingual" (the USE embedder), "cross-encoder"
+    (a language the packaged cross-encoder reads) or "first stage" (the order kept), as `LanguageRoutedReranker`."""
+    language = detect_language(question)
+    if is_cross_lingual(question, candidates[:CANDIDATES], language=language):
+        return "cross-lingual"
+    return "cross-encoder" if language in cross_encoder_languages(OnnxCrossEncoder()) else "first stage"
+
+
+def evidence_held(documents: list, question) -> tuple[list[bool], list[list[int]]]:
+    """Each document's relevance (`relevance`) and the evidence items it holds (quote indexes, or chunk-id indexes
+    for a question without quotes): what recall@5 and MRR@10 are computed from."""
+    if question.evidence:
+        held = [sorted(quotes_found([d.page_content], question.evidence)) for d in documents]
+    else:
+        ids = list(question.evidence_chunk_ids)
+        held = [[ids.index(chunk_id_of(d))] if chunk_id_of(d) in ids else [] for d in documents]
+    return relevance(documents, question), held
+
+
+def candidate_record(corpus: str, question, chunks, store, model, use, factory) -> dict:
+    """One question's default candidates (plain hybrid's top 10 first, then the deeper fusion's, `RERANK_CANDIDATES`
+    in all) with what each route scores them (the cross-encoder reading what the factory's reads; the USE cosine),
+    their evidence, dense's top 10's evidence, and the factory's own scores (to check a replay against)."""
+    text = question.question
+    candidates = list(reranked_hybrid_over(chunks, store, K, RERANK_CANDIDATES).invoke(text))
+    by_model = cross_encoder_reranker(top_n=len(candidates), model=model).compress_documents(candidates, text)
+    ce = {d.page_content: d.metadata[RELEVANCE_SCORE] for d in by_model}
+    by_use = EmbeddingReranker(embeddings=use, depth=len(candidates), first_stage_weight=0.0, top_n=len(candidates))
+    similarity = {d.page_content: d.metadata["score"] for d in by_use.compress_documents(candidates, text)}
+    relevant, held = evidence_held(candidates, question)
+    dense_relevant, dense_held = evidence_held(list(dense_retriever(store, K).invoke(text)), question)
+    return {"corpus": corpus, "language": question.language, "id": question.id, "route": route_of(text, candidates),
+            "evidence": len(question.evidence) or len(question.evidence_chunk_ids),
+            "ce": [float(ce[d.page_content]) for d in candidates],
+            "use": [float(similarity[d.page_content]) for d in candidates],
+            "relevant": relevant, "held": held, "dense": {"relevant": dense_relevant, "held": dense_held},
+            "factory": retrieval_scores(factory.invoke(text), question, None, k=5, rank_k=K)}  # fmt: skip
+
+
+def record_candidates(corpora: tuple[str, ...] = ALL_CORPORA) -> list[dict]:
+    """`candidate_record` of every answerable gold question of `corpora`; saved as CANDIDATE_FILE."""
+    model, use = OnnxCrossEncoder(), cached_embeddings(get_embeddings("use"))
+    records = []
+    for corpus in corpora:
+        chunks, store, questions = corpus_to_measure(corpus)
+        factory = reranked_hybrid(chunks, store, k=K)
+        records += [candidate_record(corpus, q, chunks, store, model, use, factory) for q in questions]
+        print(f"{corpus}: {len(questions)} questions recorded", flush=True)
+    save(CANDIDATE_FILE, {"candidates": RERANK_CANDIDATES, "records": records})
+    return records
+
+
+# ---- fusion rules replayed offline on the stored candidates (no model runs) ----
+REPLAY_TOP = 5  # recall@5
+ROUTE_SCORES = {"cross-encoder": "ce", "cross-lingual": "use"}  # the reranked routes and the score each reorders by
+ROUTE_DEPTHS = {"cross-encoder": RERANK_CANDIDATES, "cross-lingual": CANDIDATES}  # how deep each reads (the default)
+WEIGHT_GRID = (0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7)
+
+
+def rrf_order(head: list[int], scores: list[float], weight: float, c: int = RRF_C) -> list[int]:
+    """`head` (candidate indexes, first stage's order) by the RRF of that order (`weight`) and the scores' order,
+    as `ScoredCrossEncoderReranker` fuses them (ties keep the first stage's order); weight 0: the scores' order."""
+    by_model = sorted(head, key=lambda i: scores[i], reverse=True)
+    if weight == 0:
+        return by_model
+    fused: dict[int, float] = {}
+    for ranked, share in ((head, weight), (by_model, 1 - weight)):
+        for rank, i in enumerate(ranked, start=1):
+            fused[i] = fused.get(i, 0.0) + share / (c + rank)
+    return sorted(head, key=lambda i: fused[i], reverse=True)
+
+
+def kept_in_top(order: list[int], keep: list[int], place: int) -> list[int]:
+    """`order` with the n-th of `keep` (the first stage's first few) raised to rank `place` + n at worst."""
+    out = list(order)
+    for n, i in enumerate(keep):
+        limit = min(place - 1 + n, len(out) - 1)
+        if out.index(i) > limit:
+            out.remove(i)
+            out.insert(limit, i)
+    return out
+
+
+def margin_order(head: list[int], scores: list[float], weight: float, margin: float) -> list[int]:
+    """The fused order only when the model's best beats the first stage's first by `margin` standard deviations of
+    the head's scores; else the first stage's order."""
+    values = [scores[i] for i in head]
+    mean = sum(values) / len(values)
+    spread = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5 or 1.0
+    if (max(values) - scores[head[0]]) / spread > margin:
+        return rrf_order(head, scores, weight)
+    return list(head)
+
+
+# rule → (what it does, its parameter grid, the order it gives: (head, scores, *parameters) → order); "d" is the
+# depth the route reads (the rest follow in the first stage's order)
+RULES = {
+    "rrf": ("RRF of the first stage's rank (weight w) and the model's (the default's family)", {"w": WEIGHT_GRID},
+            lambda head, s, w: rrf_order(head, s, w)),
+    "rrf-c": ("RRF at weight w with constant c instead of 60", {"w": (0.1, 0.2, 0.3, 0.5), "c": (1, 5, 10, 20)},
+              lambda head, s, w, c: rrf_order(head, s, w, c)),
+    "depth": ("RRF at weight w, the model reading the first stage's top d only", {"w": (0.0, 0.1, 0.2, 0.3, 0.5),
+              "d": (5, 10, 15, 20)}, lambda head, s, w, d: rrf_order(head, s, w)),
+    "keep-top": ("RRF at weight w, then the first stage's top m kept in the top 5", {"w": (0.0, 0.1, 0.2, 0.3, 0.5),
+                 "m": (1, 2)}, lambda head, s, w, m: kept_in_top(rrf_order(head, s, w), head[:m], REPLAY_TOP - m + 1)),
+    "keep-first-at": ("RRF at weight w, the first stage's #1 at rank p or better", {"w": (0.0, 0.1, 0.2, 0.3, 0.5),
+                      "p": (1, 2, 3)}, lambda head, s, w, p: kept_in_top(rrf_order(head, s, w), head[:1], p)),
+    "margin": ("the RRF at weight w only when the model's best beats the first stage's #1 by t standard deviations",
+               {"w": (0.0, 0.2, 0.3), "t": (0.0, 0.5, 1.0, 1.5, 2.0)},
+               lambda head, s, w, t: margin_order(head, s, w, t)),
+    "confident": ("the RRF at weight w only when the model's best score is at least t, else the first stage",
+                  {"w": (0.0, 0.2, 0.3), "t": (0.3, 0.5, 0.7, 0.8, 0.9)},
+                  lambda head, s, w, t: rrf_order(head, s, w) if max(s[i] for i in head) >= t else list(head)),
+}  # fmt: skip
+
+
+def replayed(record: dict, rule: str, parameters: dict) -> list[int]:
+    """The top K candidate indexes `rule` gives one stored question on its route: the first stage's order on the
+    "first stage" route; else the route's scores reorder its depth's head (the rest follow)."""
+    first = list(range(len(record["relevant"])))
+    if record["route"] not in ROUTE_SCORES:
+        return first[:K]
+    depth = parameters.get("d", ROUTE_DEPTHS[record["route"]])
+    head, rest = first[:depth], first[depth:]
+    order = RULES[rule][2](head, record[ROUTE_SCORES[record["route"]]], *parameters.values())
+    return [*order, *rest][:K]
+
+
+def replay_scores(relevant: list[bool], held: list[list[int]], evidence: int, order: list[int]) -> dict[str, float]:
+    """recall@5 (the share of the evidence held by the first five) and MRR@10 of candidates in `order`."""
+    found = {item for i in order[:REPLAY_TOP] for item in held[i]}
+    first = next((rank for rank, i in enumerate(order[:K], start=1) if relevant[i]), None)
+    return {"recall@5": len(found) / evidence if evidence else 0.0, "MRR@10": 1 / first if first else 0.0}
+
+
+def settings_of(rule: str) -> list[dict]:
+    grid = RULES[rule][1]
+    return [dict(zip(grid, values)) for values in product(*grid.values())]
+
+
+def setting_name(rule: str, parameters: dict) -> str:
+    return f"{rule} " + ", ".join(f"{key}={value}" for key, value in parameters.items())
+
+
+def mean_by_cell(records: list[dict], scores_of) -> dict[tuple[str, str], dict[str, float]]:
+    """(corpus, language) → the mean of `scores_of(record)` (recall@5 and MRR@10) over its questions."""
+    rows: dict[tuple[str, str], list] = {}
+    for record in records:
+        rows.setdefault((record["corpus"], record["language"]), []).append(scores_of(record))
+    return {cell: {m: sum(s[m] for s in part) / len(part) for m in METRICS} for cell, part in rows.items()}
+
+
+def cells_of(records: list[dict], order_of) -> dict[tuple[str, str], dict[str, float]]:
+    """(corpus, language) → mean recall@5 and MRR@10 of the candidate orders `order_of(record)` gives."""
+    return mean_by_cell(records, lambda r: replay_scores(r["relevant"], r["held"], r["evidence"], order_of(r)))
+
+
+def merit(cells: dict, plain: dict) -> tuple[int, float]:
+    """How a setting is chosen: fewest (cell, metric) below plain hybrid, then the best mean of both metrics."""
+    below = sum(cells[cell][m] < plain[cell][m] - 1e-9 for cell in cells for m in METRICS)
+    return -below, sum(cells[cell][m] for cell in cells for m in METRICS) / (len(cells) * len(METRICS))
+
+
+def explore_rules(records: list[dict]) -> dict:
+    """Every rule's settings replayed on each reranked route (the cross-encoder's, the cross-lingual one), and per
+    route each rule's setting chosen by leave-one-corpus-out (fit on the route's cells of three corpora, scored on
+    the fourth's) next to its in-sample score; "any rule": the best setting of all rules, chosen the same way."""
+    corpora = list(dict.fromkeys(r["corpus"] for r in records))
+    plain = cells_of(records, lambda r: list(range(K)))
+    dense = mean_by_cell(records, lambda r: replay_scores(r["dense"]["relevant"], r["dense"]["held"], r["evidence"],
+                                                          list(range(K))))  # fmt: skip
+    table = {route: {} for route in ROUTE_SCORES}
+    for route in ROUTE_SCORES:
+        on_route = [r for r in records if r["route"] == route]
+        for rule in RULES:
+            for parameters in settings_of(rule):
+                table[route][setting_name(rule, parameters)] = cells_of(
+                    on_route, lambda r, rule=rule, p=parameters: replayed(r, rule, p)
+                )
+    choices = {}
+    for held_out in corpora:
+        choices[held_out] = {}
+        for route, settings in table.items():
+            cells = next(iter(settings.values()))
+            fit, out = [c for c in cells if c[0] != held_out], [c for c in cells if c[0] == held_out]
+            if not out:
+                continue
+            picks = {}
+            for rule in [*RULES, "any rule"]:
+                names = [n for n in settings if rule == "any rule" or n.split(" ")[0] == rule]
+                chosen = max(names, key=lambda n: merit({c: settings[n][c] for c in fit}, plain))
+                picks[rule] = {"chosen": chosen, "in sample": {c: settings[chosen][c] for c in fit},
+                               "held out": {c: settings[chosen][c] for c in out}}  # fmt: skip
+            choices[held_out][route] = picks
+    return {"plain": plain, "dense": dense, "factory": mean_by_cell(records, lambda r: r["factory"]),
+            "default": setting_name("rrf", {"w": DEFAULT_FIRST_STAGE_WEIGHT}), "table": table,
+            "leave_one_corpus_out": choices, "settings_tried": sum(len(s) for s in table.values())}  # fmt: skip
+
+
+def dense_misses_removed(records: list[dict], cells: dict, dense: dict) -> dict[str, float | None]:
+    """Per corpus: the share of dense's recall@5 misses a pipeline's `cells` remove (its questions pooled)."""
+    out = {}
+    for corpus in dict.fromkeys(r["corpus"] for r in records):
+        sizes = {c: sum((r["corpus"], r["language"]) == c for r in records) for c in cells if c[0] == corpus}
+        total = sum(sizes.values())
+        ours = sum(n * cells[c]["recall@5"] for c, n in sizes.items()) / total
+        theirs = sum(n * dense[c]["recall@5"] for c, n in sizes.items()) / total
+        out[corpus] = round((ours - theirs) / (1 - theirs), 3) if theirs < 1 else None
+    return out
+
+
+def keyed(cells: dict) -> dict[str, dict[str, float]]:
+    return {
+        f"{corpus}/{language}": {m: round(v, 3) for m, v in row.items()} for (corpus, language), row in cells.items()
+    }
+
+
+def pipeline_cells(out: dict, by_route: dict[str, str]) -> dict:
+    """Every cell of the pipeline that takes setting `by_route[route]` on each reranked route (the first stage on
+    the others)."""
+    cells = dict(out["plain"])
+    for route, name in by_route.items():
+        cells.update(out["table"][route][name])
+    return cells
+
+
+def rules_report() -> dict:
+    """`explore_rules` on the saved candidates (run `--record-candidates` first); prints and saves it."""
+    path = RESULTS / f"{CANDIDATE_FILE}.json"
+    if not path.is_file():
+        raise SystemExit(f"no {path}: run `python benchmarks/bench_rerank_fusion.py --record-candidates` first")
+    records = json.loads(path.read_text(encoding="utf-8"))["records"]
+    out = explore_rules(records)
+    default = pipeline_cells(out, dict.fromkeys(ROUTE_SCORES, out["default"]))
+    mismatched = [c for c in out["factory"] if any(abs(default[c][m] - out["factory"][c][m]) > 1e-9 for m in METRICS)]
+    print(f"replayed default ({out['default']}) = the factory run, every cell: {not mismatched} {mismatched}")
+    print(f"{out['settings_tried']} settings of {len(RULES)} rules tried (per route)")
+    print("plain hybrid:", keyed(out["plain"]), "\ndefault:", keyed(default))
+    held_out_pipeline = {}
+    for held_out, routes in out["leave_one_corpus_out"].items():
+        print(f"\n{held_out} held out: route, rule → the setting chosen on the other corpora → its held-out cells")
+        for route, picks in routes.items():
+            for rule, pick in picks.items():
+                inside = [v for row in pick["in sample"].values() for v in row.values()]
+                print(f"  {route:13} {rule:13} {pick['chosen']:22} {keyed(pick['held out'])}"
+                      f"  (in-sample mean {sum(inside) / len(inside):.3f})")  # fmt: skip
+            held_out_pipeline.update(picks["any rule"]["held out"])
+    held_out_pipeline.update({c: out["plain"][c] for c in out["plain"] if c not in held_out_pipeline})
+    below = [f"{c[0]}/{c[1]} {m}" for c in held_out_pipeline for m in METRICS
+             if held_out_pipeline[c][m] < out["plain"][c][m] - 1e-9]  # fmt: skip
+    print("\nthe pipeline chosen by leave-one-corpus-out (any rule, per route), each cell held out:")
+    print(keyed(held_out_pipeline), "\nbelow plain hybrid:", below or "none")
+    dense_removed = {name: dense_misses_removed(records, cells, out["dense"])
+                     for name, cells in (("default", default), ("chosen, held out", held_out_pipeline))}  # fmt: skip
+    print("share of dense's recall@5 misses removed:", dense_removed)
+    result = {"default": out["default"], "settings_tried": out["settings_tried"], "factory_replayed": not mismatched,
+              "rules": {r: RULES[r][0] for r in RULES}, "plain hybrid": keyed(out["plain"]),
+              "dense": keyed(out["dense"]), "default cells": keyed(default),
+              "table": {route: {n: keyed(c) for n, c in settings.items()} for route, settings in out["table"].items()},
+              "leave_one_corpus_out": {held_out: {route: {rule: {**pick, "in sample": keyed(pick["in sample"]),
+                                                                 "held out": keyed(pick["held out"])}
+                                                          for rule, pick in picks.items()}
+                                                  for route, picks in routes.items()}
+                                       for held_out, routes in out["leave_one_corpus_out"].items()},
+              "chosen pipeline, held out": keyed(held_out_pipeline), "chosen pipeline below plain hybrid": below,
+              "share_of_dense_recall_misses_removed": dense_removed}  # fmt: skip
+    save("rerank_fusion_rules", result)
+    return result
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--record-candidates"]:
+        record_candidates(tuple(sys.argv[2].split(",")) if len(sys.argv) == 3 else ALL_CORPORA)
+        sys.exit(0)
+    if sys.argv[1:2] == ["--rules"]:
+        rules_report()
+        sys.exit(0)
     if sys.argv[1:2] == ["--recheck"] and len(sys.argv) == 3:
         sys.exit(1 if recheck(sys.argv[2]) else 0)
     if sys.argv[1:2] == ["--corpus"] and len(sys.argv) == 3:

@@ -48,3 +48,58 @@ def test_the_default_configuration_is_run_once_as_the_default_row():
     pairs = comparisons_to_make()
     assert (DEFAULT, DEFAULT) not in pairs and (DEFAULT, "hybrid (plain)") in pairs
     assert len(pairs) == 2 * len(rows) - 1
+
+
+def test_the_offline_replay_orders_candidates_as_the_reranker_does():
+    import random as rnd
+
+    from langchain_core.documents import Document
+
+    from benchmarks.bench_rerank_fusion import rrf_order
+    from lessons.retrieval.rerank import BaseCrossEncoder, ScoredCrossEncoderReranker
+
+    class Table(BaseCrossEncoder):
+        def __init__(self, by_text):
+            self.by_text = by_text
+
+        def score(self, text_pairs):
+            return [self.by_text[passage] for _, passage in text_pairs]
+
+    generator = rnd.Random(3)
+    for weight in (0.0, 0.2, 0.5):
+        for _ in range(20):
+            scores = [generator.choice([0.0, 1.0, 2.5, -1.0, generator.random()]) for _ in range(12)]  # with ties
+            by_text = {f"chunk {i}": s for i, s in enumerate(scores)}
+            reranker = ScoredCrossEncoderReranker(model=Table(by_text), top_n=12, first_stage_weight=weight)
+            live = reranker.compress_documents([Document(text) for text in by_text], "q")
+            assert [int(d.page_content.split()[1]) for d in live] == rrf_order(list(range(12)), scores, weight)
+
+
+def test_the_replay_keeps_the_first_stage_route_and_reads_each_route_to_its_depth():
+    from benchmarks.bench_rerank_fusion import K, replayed
+
+    record = {"relevant": [False] * 20, "ce": [float(i) for i in range(20)], "use": [float(i) for i in range(20)]}
+    assert replayed({**record, "route": "first stage"}, "rrf", {"w": 0.0}) == list(range(K))
+    # the cross-encoder reads all 20 (the last scores highest); the cross-lingual route reorders the top 10 only
+    assert replayed({**record, "route": "cross-encoder"}, "rrf", {"w": 0.0}) == list(range(19, 9, -1))
+    assert replayed({**record, "route": "cross-lingual"}, "rrf", {"w": 0.0}) == list(range(9, -1, -1))
+    assert replayed({**record, "route": "cross-encoder"}, "depth", {"w": 0.0, "d": 5}) == [4, 3, 2, 1, 0, 5, 6, 7, 8, 9]
+
+
+def test_kept_in_top_raises_the_first_stage_head_only_when_it_fell_below():
+    from benchmarks.bench_rerank_fusion import kept_in_top
+
+    assert kept_in_top([3, 4, 5, 6, 7, 0, 1], [0], 5) == [3, 4, 5, 6, 0, 7, 1]
+    assert kept_in_top([3, 0, 4, 5, 6, 7, 1], [0], 5) == [3, 0, 4, 5, 6, 7, 1]  # already in the top 5
+    assert kept_in_top([3, 4, 5, 6, 7, 0, 1], [0, 1], 4) == [3, 4, 5, 0, 1, 6, 7]
+    assert kept_in_top([3, 4, 5, 6, 7, 0, 1], [0], 1) == [0, 3, 4, 5, 6, 7, 1]
+
+
+def test_replay_scores_count_evidence_in_the_top_five_and_the_first_relevant_rank():
+    from benchmarks.bench_rerank_fusion import replay_scores
+
+    relevant = [False, True, False, False, False, False, True]
+    held = [[], [0], [], [], [], [], [1]]
+    assert replay_scores(relevant, held, 2, [0, 1, 2, 3, 4, 5, 6]) == {"recall@5": 0.5, "MRR@10": 0.5}
+    assert replay_scores(relevant, held, 2, [6, 1, 0, 2, 3, 4, 5]) == {"recall@5": 1.0, "MRR@10": 1.0}
+    assert replay_scores(relevant, held, 2, [0, 2, 3, 4, 5]) == {"recall@5": 0.0, "MRR@10": 0.0}
