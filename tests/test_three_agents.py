@@ -343,7 +343,6 @@ def test_the_relevance_checker_is_chosen_by_name_or_given():
 
 def test_the_registry_s_three_agents_report_the_check_s_verdict_the_outcome_and_the_relevance_label(monkeypatch):
     """What a benchmark reads of notebook 06's "three-agents" pipeline: why it answered or refused."""
-    from types import SimpleNamespace
 
     from lessons.agents import pipelines, three_agents
 
@@ -351,7 +350,7 @@ def test_the_registry_s_three_agents_report_the_check_s_verdict_the_outcome_and_
     replies = {"ResearchDraft": draft, "Verification": OK,
                "Evidence": {"quote": "The gateway listens on port 7420.", "answer": "7420"}}  # fmt: skip
     model = ScriptedChatModel(default=lambda messages, tools: replies[tools[0]] if tools else "yes")
-    monkeypatch.setattr(pipelines, "_hybrid", lambda r, size: SimpleNamespace(invoke=retriever))
+    monkeypatch.setattr(pipelines, "_reranked", lambda r, size: retriever)
     monkeypatch.setattr(three_agents, "relevance_checker", lambda model, relevance: lambda q, d: "CAN_ANSWER")
     resources = pipelines.Resources(chunks=retriever("q"), store=None, llm=model, progress=False)
     run = pipelines.PIPELINES["three-agents"].build(resources)
@@ -364,3 +363,27 @@ def test_the_registry_s_three_agents_report_the_check_s_verdict_the_outcome_and_
     refused = run("Which port does the gateway use?")
     assert refused.abstained and not refused.details["check"].answerable
     assert (refused.details["outcome"], refused.details["relevance"]) == ("cannot_answer", "CAN_ANSWER")
+
+
+def test_the_registry_s_three_agents_read_notebook_05_s_reranked_chunks_not_plain_hybrid(monkeypatch):
+    """Notebook 05 answers from `kb.retrieve` (the hybrid candidates reranked, top k), and the benchmarks compare the
+    workflow with the grading loop's check on the same chunks: the registry's pipeline must retrieve as
+    `gate_retrieval` does, never plain hybrid's top k."""
+    from lessons.agents import pipelines, three_agents
+
+    asked = []
+
+    def reranked(r, size):
+        asked.append(size)
+        return retriever
+
+    def plain(r, size):
+        raise AssertionError("the three agents read plain hybrid, not the reranked chunks notebook 05 reads")
+
+    monkeypatch.setattr(pipelines, "_reranked", reranked)
+    monkeypatch.setattr(pipelines, "_hybrid", plain)
+    monkeypatch.setattr(three_agents, "relevance_checker", lambda model, relevance: lambda q, d: "NO_MATCH")
+    model = ScriptedChatModel(default=lambda messages, tools: "no")
+    resources = pipelines.Resources(chunks=retriever("q"), store=None, llm=model, progress=False, k=3)
+    result = pipelines.PIPELINES["three-agents"].build(resources)("Which port does the gateway use?")
+    assert asked == [3] and result.abstained
