@@ -10,6 +10,8 @@ a chunk, the question's specifics in or around it). Then, per corpus and languag
 - operating points (abstention on out-of-KB, answered in round one) of P(yes) alone (today's gate), the code check
   alone, and the code check with a P(yes) threshold — that threshold chosen on held-out questions (40 seeded
   halvings: fitted on one half, scored on the other) and in-sample (an upper bound);
+- with P(yes) read: the shipped gate's operating point (`DEFAULT_GATE`, fixed, not fitted here) alone and followed by
+  the code check, as /v1/ask and notebook 04 run round one (`shipped_gate`);
 - a transfer table: the threshold fitted on one corpus, scored on the other, per language;
 - the extra calls and tokens per question.
 
@@ -301,6 +303,7 @@ SIGNALS = (
 
 def analyse(rows: list[dict]) -> dict:
     from lessons.agents.grading import (
+        DEFAULT_GATE,
         calibrate_gate,
         gate_operating_point,
         separation_auc,
@@ -346,6 +349,8 @@ def analyse(rows: list[dict]) -> dict:
                 "extra_tokens_per_question": _mean([r["tokens"] for r in inside + outside]),
                 "seconds_per_call": _mean([r["seconds"] for r in inside + outside]),
             }
+            if read_p:  # what the service and notebook 04 run: the shipped gate, then the check on what it admits
+                entry["shipped_gate"] = shipped_gate(inside, outside, DEFAULT_GATE[language])
             for signal in [s for s in SIGNALS if read_p or "p_yes" not in s]:
                 in_kb, out_kb = [_pairs(r, signal) for r in inside], [_pairs(r, signal) for r in outside]
                 gate = calibrate_gate(in_kb, out_kb, MIN_ABSTENTION)
@@ -386,6 +391,25 @@ def analyse(rows: list[dict]) -> dict:
                     }
                 )
     return {"by_cell": report, "transfer": transfer}
+
+
+def shipped_gate(inside: list[dict], outside: list[dict], gate) -> dict:
+    """The operating point of a fixed gate (`DEFAULT_GATE`, not fitted here) on one cell: the relevance gate alone
+    (one chunk's P(yes) reaches the threshold) and the gate then the code check (round one of the grading loop as
+    `default_gate` runs it), with the ids of the answerable questions each refuses."""
+    from lessons.agents.grading import gate_operating_point
+
+    result = {"gate": vars(gate)}
+    for name, signal in (("gate_alone", "p_yes"), ("gate_then_check", "check+p_yes")):
+        in_kb, out_kb = [_pairs(r, signal) for r in inside], [_pairs(r, signal) for r in outside]
+        answered = sum(gate.admits(q) for q in in_kb)
+        refused = sum(not gate.admits(q) for q in out_kb)
+        result[name] = {
+            **gate_operating_point(in_kb, out_kb, gate),
+            "counts": f"answered {answered}/{len(in_kb)}, refused {refused}/{len(out_kb)}",
+            "refused_answerable": [r["id"] for r, q in zip(inside, in_kb) if not gate.admits(q)],
+        }
+    return result
 
 
 def ok(row: dict, variant: str = "check") -> float:
@@ -633,6 +657,12 @@ def main() -> dict:
             f"{name}: {entry['answerable']} answerable / {entry['out_of_kb']} out-of-KB; AUC "
             + ", ".join(f"{k} {v:.2f}" for k, v in entry["auc"].items() if v is not None)
         )
+        if "shipped_gate" in entry:
+            shipped = entry["shipped_gate"]
+            print(
+                f"   DEFAULT_GATE (P(yes) >= {shipped['gate']['p_yes']}) alone: {shipped['gate_alone']['counts']}; "
+                f"then the check: {shipped['gate_then_check']['counts']}"
+            )
         for signal in [s for s in SIGNALS if s in entry]:
             point, half = entry[signal]["in_sample"], entry[signal].get("held_out", {})
             print(

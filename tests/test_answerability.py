@@ -920,3 +920,31 @@ def test_the_benchmark_keeps_rows_of_one_asks_for_setting_and_replay_reports_it(
     report = bench.replay(["new", "old"])
     assert report["new"]["course/en"]["asks_for_enum"] == 1 and report["old"]["course/en"]["asks_for_enum"] == 0
     assert report["new"]["course/en"]["answered"] == report["old"]["course/en"]["answered"] == 1
+
+
+def test_the_benchmark_reports_the_shipped_gate_alone_and_before_the_check(tmp_path, monkeypatch):
+    """With P(yes) read, the analysis reports what round one of the grading loop does with `DEFAULT_GATE` (fixed,
+    not fitted on the rows): the gate alone and the gate then the code check, naming the answerable questions each
+    refuses; without P(yes) there is no such point."""
+    from benchmarks import bench_answerability as bench
+    from lessons.agents.grading import DEFAULT_GATE
+
+    document = {"text": "Atlas Server listens on port 7420 by default.", "context_header": None, "source": "a.md"}
+    row = {"corpus": "course", "language": "en", "subject": [], "documents": [document], "asks_for": "port",
+           "quote": "Atlas Server listens on port 7420 by default.", "answer": "7420", "cross_encoder": [0.5],
+           "evidence_in_top_k": True, "calls": 1, "tokens": 100, "seconds": 1.0}  # fmt: skip
+    threshold = DEFAULT_GATE["en"].p_yes
+    rows = [
+        {**row, "id": "a", "answerable": True, "question": "Which port does Atlas Server use?", "p_yes": [threshold]},
+        {**row, "id": "b", "answerable": True, "question": "On which port does Atlas Server listen?",
+         "p_yes": [threshold - 0.01]},
+        {**row, "id": "c", "answerable": False, "question": "Which port does the Oslo proxy use?", "p_yes": [0.99]},
+    ]  # fmt: skip
+    entry = bench.analyse([bench.verify(r) for r in rows])["by_cell"]["course/en"]
+    shipped = entry["shipped_gate"]
+    assert shipped["gate"] == vars(DEFAULT_GATE["en"])
+    assert shipped["gate_alone"]["counts"] == "answered 1/2, refused 0/1"
+    assert shipped["gate_then_check"]["counts"] == "answered 1/2, refused 1/1"
+    assert shipped["gate_alone"]["refused_answerable"] == shipped["gate_then_check"]["refused_answerable"] == ["b"]
+    unread = bench.analyse([bench.verify({**r, "p_yes": []}) for r in rows])["by_cell"]["course/en"]
+    assert "shipped_gate" not in unread
