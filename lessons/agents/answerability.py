@@ -16,8 +16,7 @@ made to **show its evidence**, and code can check the evidence:
    every specific of the question (`question_specifics`: numbers, versions, years, quarters, dates, quoted terms,
    names, the unit of a "how many" — with their Chinese forms, 第三季度 ↔ Q3, 2026年 ↔ 2026, 9月19日 ↔
    September 19, 几周 ↔ weeks) must occur in or around it: figures, dates, units and quoted terms in the quote's
-   neighbourhood (the chunk's header and `WINDOW_CHARS` either side), names anywhere in the retrieved chunks — save
-   that a quoted table row is no evidence for a name another row of its table holds.
+   neighbourhood (the chunk's header and `WINDOW_CHARS` either side), names anywhere in the retrieved chunks.
    At least `MIN_FOCUS_SHARE` of the question's words among `asks_for` (`focus_terms`; Chinese cut into words) must
    occur there too — or, when `asks_for` names none of them, `MIN_QUESTION_SHARE` of the question's own words — and,
    whatever the judge named, `MIN_FOCUS_SHARE` of the noun that code reads after "which" / "what" / 什么 / 哪个 in a
@@ -226,12 +225,6 @@ _UNITS = {
     "year": ("year", "years", "年"),
 }
 _UNITS_ZH = {"小时": "hour", "分钟": "minute", "天": "day", "周": "week", "星期": "week", "个月": "month", "年": "year"}
-# "多少欧元" is answered by "€45": a currency's symbol and codes count as its name.
-_CURRENCIES = {
-    "欧元": ("欧元", "€", "eur", "euro", "euros"),
-    "美元": ("美元", "$", "usd", "dollar", "dollars"),
-    "人民币": ("人民币", "元", "cny", "rmb", "¥"),
-}
 _HOW_MANY = re.compile(r"\bhow many ([a-z][a-z-]+(?: [a-z][a-z-]+){0,2})", re.IGNORECASE)
 # Where the counted noun phrase of "how many unused leave days can ..." ends: a verb, an auxiliary or a preposition.
 _PHRASE_END = frozenset(
@@ -261,7 +254,7 @@ def _counted(question: str) -> list[Specific]:
     for match in _HOW_MANY_ZH.finditer(question):
         noun = match.group(1)
         unit = _UNITS_ZH.get(noun)
-        found.append(Specific(match.group(0), _UNITS[unit] if unit else _CURRENCIES.get(noun, (noun,)), "unit"))
+        found.append(Specific(match.group(0), _UNITS[unit] if unit else (noun,), "unit"))
     for match in _WHICH_VERSION.finditer(question):  # "which version" is answered by a version number, or not at all
         found.append(Specific(match.group(0), (), "shape", _VERSION_NUMBER))
     # "how long", "多久": a passage around the quote that states no amount at all is no answer
@@ -448,7 +441,7 @@ def locate_quote(
     A table row may be quoted rewritten: its cells joined otherwise ("permissions.sync_interval_minutes: 15" for the
     row `| permissions.sync_interval_minutes | 15 | ... |`), or as a sentence whose other words are the question's
     ("Tickets opened in Q3 2026 were 2,585"). Such a quote is found, in full, when its values are cells of ONE row of
-    a Markdown table in the chunk (`_row_spans`); runs matched in pieces from two rows of a table are not."""
+    a Markdown table in the chunk (`_row_spans`)."""
     needle = _needle(quote)
     if not needle:
         return None
@@ -464,7 +457,7 @@ def locate_quote(
             blocks = [difflib.Match(at, 0, len(needle))]
         else:
             matcher = difflib.SequenceMatcher(None, hay, needle, autojunk=False)
-            blocks = _one_row([b for b in matcher.get_matching_blocks() if b.size >= MIN_MATCH_BLOCK], hay, rows)
+            blocks = [b for b in matcher.get_matching_blocks() if b.size >= MIN_MATCH_BLOCK]
         candidates = []
         if blocks:
             from_chunk = _marks(blocks, len(needle))
@@ -491,13 +484,11 @@ def locate_quote(
 @dataclass(frozen=True)
 class _TableRow:
     """One body row of a Markdown table in a chunk: its cells and the header's (normalised, lower case; the header's
-    empty when the chunk holds no header line for it), the row as the chunk's normalised text holds it, and which of
-    the chunk's tables it belongs to (0, 1, ...)."""
+    empty when the chunk holds no header line for it) and the row as the chunk's normalised text holds it."""
 
     cells: tuple[str, ...]
     header: tuple[str, ...]
     text: str
-    table: int = 0
 
 
 def _table_rows(text: str) -> list[_TableRow]:
@@ -505,7 +496,6 @@ def _table_rows(text: str) -> list[_TableRow]:
     write pipe tables), each with its table's header cells when the header line is in `text`."""
     rows: list[_TableRow] = []
     block: list[list[str]] = []
-    tables = 0
     for line in [*text.splitlines(), ""]:
         cells = table_cells(line)
         if cells is not None:
@@ -516,32 +506,9 @@ def _table_rows(text: str) -> list[_TableRow]:
         for cells in block[2:] if ruled else block:
             if not all(is_rule_row([cell]) or not cell.strip() for cell in cells):
                 normal = tuple(_normal(cell) for cell in cells)
-                rows.append(_TableRow(normal, header, " ".join(c for c in normal if c), tables))
-        tables += bool(block)
+                rows.append(_TableRow(normal, header, " ".join(c for c in normal if c)))
         block = []
     return rows
-
-
-def _one_row(blocks: list, hay: str, rows: Sequence[_TableRow]) -> list:
-    """Common runs of a quote matched in pieces, without those that come from a second row of a table: a quote that
-    takes "Tickets opened" from one row and "1 h 38 min" from the next is no row of the table."""
-    spans = []
-    for row in rows:
-        start = hay.find(row.text, spans[-1][1] if spans else 0)
-        if start >= 0:
-            spans.append((start, start + len(row.text)))
-    if not spans:
-        return blocks
-
-    def row_of(block) -> int | None:
-        return next((i for i, (a, b) in enumerate(spans) if block.a < b and block.a + block.size > a), None)
-
-    touched = [row_of(block) for block in blocks]
-    used = {i for i in touched if i is not None}
-    if len(used) < 2:
-        return blocks
-    most = max(used, key=lambda i: sum(b.size for b, t in zip(blocks, touched) if t == i))
-    return [b for b, t in zip(blocks, touched) if t is None or t == most]
 
 
 def _cell_pattern(cell: str) -> re.Pattern:
@@ -701,24 +668,6 @@ def _window(document: Document, match: QuoteMatch) -> str:
     return (header + " \n " + around).replace("_", " ")
 
 
-def _quoted_row(document: Document, match: QuoteMatch) -> tuple[str, str] | None:
-    """When the located quote lies within one body row of a Markdown table: that row with its table's header and the
-    chunk's section path, and the table's other rows (each as `_missing` looks for names in it, `_haystack`); else
-    None."""
-    text, start = _normal(document.page_content), 0
-    rows = _table_rows(document.page_content)
-    for row in rows:
-        at = text.find(row.text, start)
-        if at < 0:
-            continue
-        start = at + len(row.text)
-        if at <= match.start and match.end <= at + len(row.text):
-            path = str(document.metadata.get(CONTEXT_HEADER) or document.metadata.get("source") or "")
-            others = " \n ".join(r.text for r in rows if r.table == row.table and r is not row)
-            return _haystack(" ".join([row.text, *row.header, path])), _haystack(others)
-    return None
-
-
 def verify_evidence(
     question: str,
     evidence: Evidence,
@@ -811,8 +760,7 @@ def _check_quote(
     if match is None:
         return "quote not in the documents", None, specifics, [], None
     window = _window(documents[match.document], match)
-    row = _quoted_row(documents[match.document], match)
-    missing = _missing(specifics, window, documents, names_near_quote, row)
+    missing = _missing(specifics, window, documents, names_near_quote)
     terms = content_tokens(question)
     coverage = sum(term in window for term in terms) / len(terms) if terms else None
     if match.coverage < min_coverage:
@@ -1023,14 +971,9 @@ def _missing(
     window: str,
     documents: Sequence[Document],
     names_near_quote: bool,
-    row: tuple[str, str] | None = None,
 ) -> list[Specific]:
     """The specifics absent from the evidence: figures, dates and quoted terms from `window`, names (unless
-    `names_near_quote`) from every retrieved chunk. When the quote is one row of a table (`row`: `_quoted_row`), a
-    name that the table's other rows hold is missing unless this row, its header or the chunk's section path holds
-    it too: the table tells its rows apart, so "guard.min_support | 0.6" is no evidence for the default of
-    permissions.sync_interval_minutes, a key of another row. A name the table does not hold ("Which atlas.yaml key")
-    is looked for as any other."""
+    `names_near_quote`) from every retrieved chunk."""
     everywhere = " ".join(_haystack(d.page_content) + " " + _haystack(str(d.metadata.get(CONTEXT_HEADER) or ""))
                           for d in documents)  # fmt: skip
     # A Chinese term cannot be looked for in English evidence (a Chinese question about an English README).
@@ -1041,8 +984,7 @@ def _missing(
     def absent(specific: Specific) -> bool:
         if specific.kind != "name" or names_near_quote:
             return not occurs(specific, window)
-        other_row = row is not None and occurs(specific, row[1]) and not occurs(specific, row[0])
-        return other_row or not occurs(specific, everywhere)
+        return not occurs(specific, everywhere)
 
     return [s for s in checkable if absent(s)]
 
