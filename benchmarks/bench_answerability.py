@@ -71,7 +71,9 @@ run). The course's check (the enum off):
     python benchmarks/bench_answerability.py --answerable-set 9 --near-misses 9 --all --no-p-yes \
         --name answerability-fresh9
 
-(31 of its 80 questions were measured first with the enum option on, 7 Dec 2026: answerability-fresh9-enum*.json.)
+(31 of its 80 questions were measured first with the enum option on, 7 Dec 2026: answerability-fresh9-enum*.json;
+all 80 with the command above the same day: answerability-fresh9.json. The same command without `--no-p-yes` and
+`--name answerability-fresh9-pyes` adds the chat model's P(yes) and the shipped gate's operating point.)
 
 An "extractive" variant (what is asked read from the question itself, and the cross-encoder's best sentences checked
 as quotes when the judge's evidence failed) was measured on sets 3 and 4, answered fewer and refused fewer than the
