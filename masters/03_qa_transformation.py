@@ -51,7 +51,7 @@
 # |---|---|
 # | **你将学到** | 怎样用结构化输出（structured output）替代 LangChain 已经移除的 `DoctranQATransformer`；怎样做一个从不崩溃、从不重复花钱、从不撑爆上下文窗口的 LLM 文档转换器；问题/答案文档到底有没有帮助检索（实测：块 vs QA vs 混合）；doctran 的其他工作——清理 PDF 文本、提取日期、提取属性 |
 # | **前置条件** | notebook 00（结构化输出）和 01（知识库（knowledge base）、块、金标准问题集（gold set）、命中率（hit@k） 和 平均倒数排名（MRR）） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **5.0 分钟**（297 秒，34 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **2.4 分钟**（142 秒，16 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 7 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）和 multilingual-e5-small（4 bit）得出 |
 #
 # 用户问*“同事辞职走人以后，他的各种系统账号最晚什么时候会被停掉？”*；

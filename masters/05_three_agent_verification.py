@@ -54,7 +54,7 @@
 # |---|---|
 # | **你将学到** | 一个文档处理器（Docling、按标题分块（chunking）、BM25 + dense 的混合检索（hybrid retrieval）、由交叉编码器（cross-encoder）重排（reranking）前 20 个结果）怎样给三个做有类型决定的智能体供料：一个**相关性检查器**，它能在写下任何东西之前就叫停（交叉编码器或对话模型（chat model）——两者相互对照测量）；一个**研究智能体**，只根据上下文作答并引用（citation）它用到的块（chunk）；一个**验证智能体**，它看得到问题、草稿和上下文，把缺乏依据的草稿退回去——有次数上限；怎样通过植入错误论断（claim）和藏在文档里的指令来*测试*一个验证器（verifier）；以及这一切在每个问题上的代价 |
 # | **前置条件** | notebook 00（结构化输出，structured output）、01（知识库（knowledge base）及其金标准问题集（gold set））、02（混合检索）、04（评分循环，grading loop） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **7.4 分钟**（442 秒，57 次对话模型调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **7.4 分钟**（446 秒，55 次对话模型调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 7 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）和 multilingual-e5-small（4 bit）得出；下文的每个数字都由它上方的单元格计算 |
 #
 # notebook 04 在生成器*之前*放了一个评分器（grader）。这一次还在它*之后*放一个检查器：
