@@ -49,6 +49,12 @@ _PERF = re.compile(
 )
 
 
+def server_calls(log_text: str) -> list[dict[str, str]]:
+    """Each call in a stretch of a llama-cpp-python server log: its prompt tokens evaluated (`prompt`), generated
+    tokens (`runs`), generation and total milliseconds (`eval_ms`, `total_ms`), in order."""
+    return [m.groupdict() for m in _PERF.finditer(log_text)]
+
+
 def server_speed(log_text: str) -> dict | None:
     """Prompt and generated tokens/s over every call in a llama-cpp-python server log (None: no call).
 
@@ -56,7 +62,7 @@ def server_speed(log_text: str) -> dict | None:
     (it reads ≈ 0 ms), so a call's prompt time is its total time less its generation ("eval") time;
     a prompt prefix the server reused from the previous call is not in the prompt count.
     """
-    calls = [m.groupdict() for m in _PERF.finditer(log_text)]
+    calls = server_calls(log_text)
     if not calls:
         return None
     prompt_tokens = sum(int(c["prompt"]) for c in calls)
@@ -77,7 +83,7 @@ _PREFIX_HIT = re.compile(r"(\d+) prefix-match hit")
 def server_tokens(log_text: str) -> dict:
     """The calls the model server answered in a stretch of its log and their tokens: prompt tokens evaluated, prompt
     tokens reused from the previous call's prefix (the server's prompt cache: not evaluated again), generated."""
-    calls = [m.groupdict() for m in _PERF.finditer(log_text)]
+    calls = server_calls(log_text)
     return {
         "server_calls": len(calls),
         "prompt_tokens_evaluated": sum(int(c["prompt"]) for c in calls),

@@ -41,7 +41,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-RESULTS = Path(__file__).resolve().parent / "results"
+from benchmarks.common import RESULTS
+
 PROXY_PORT = int(os.environ.get("BENCH_PROXY_PORT", "8823"))
 
 
@@ -115,7 +116,7 @@ if os.environ.get("PROMPT_PREFIX_CALL_LOG"):
 def capture(names: list[str]) -> None:
     import tempfile
 
-    from benchmarks.bench_notebooks import select_notebooks, server_log_since, server_tokens
+    from benchmarks.bench_notebooks import select_notebooks, server_log_since, server_log_size, server_tokens
     from tools.notebook_runner import execute_notebook
 
     os.environ.setdefault("AGENTIC_RAG_CACHE_DIR", tempfile.mkdtemp(prefix="prompt-prefix-"))
@@ -142,7 +143,7 @@ def capture(names: list[str]) -> None:
                 with lock:
                     out.write(json.dumps({"notebook_start": path.stem}) + "\n")
                     out.flush()
-                offset = server_log_path().stat().st_size
+                offset = server_log_size()
                 done = execute_notebook(path, out_dir=Path(tempfile.mkdtemp(prefix="prompt-prefix-nb-")))
                 row = {"notebook": path.stem, "passed": done.passed, "llm_calls": done.llm_calls,
                        "cached_calls": done.cached_calls, "error": done.error,
@@ -266,19 +267,18 @@ def replay(prompts: list[list[int]], generated: list[int] | None = None, capacit
     return evaluated
 
 
-_EVALUATED = re.compile(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens")
-
-
 def _records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def check_against_log(prompts: Prompts, requests: Path) -> dict:
     """The replay against the server itself: the requests the server received in a capture run (in order), replayed,
-    against the prompt tokens its log says it evaluated for each."""
+    against the prompt tokens its log says it evaluated for each (`bench_notebooks.server_calls`)."""
+    from benchmarks.bench_notebooks import server_calls
+
     received = [r for r in _records(requests) if "request" in r]
     log = requests.with_name(requests.name.replace("-requests-", "-server-")).with_suffix(".log")
-    logged = [int(n) for n in _EVALUATED.findall(log.read_text(errors="replace"))]
+    logged = [int(call["prompt"]) for call in server_calls(log.read_text(errors="replace"))]
     tokens = [prompts.tokens(r["request"]) for r in received]
     generated = [int((r.get("reply") or {}).get("usage", {}).get("completion_tokens", 0)) for r in received]
     replayed = replay(tokens, generated)
