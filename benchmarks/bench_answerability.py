@@ -357,12 +357,11 @@ def analyse(rows: list[dict]) -> dict:
                 in_kb, out_kb = [_pairs(r, signal) for r in inside], [_pairs(r, signal) for r in outside]
                 gate = calibrate_gate(in_kb, out_kb, MIN_ABSTENTION)
                 point = gate_operating_point(in_kb, out_kb, gate)
-                answered = sum(gate.admits(q) for q in in_kb)
-                refused = sum(not gate.admits(q) for q in out_kb)
+                answered, refused, counts = _counts(in_kb, out_kb, gate)
                 result = {
                     "in_sample_gate": vars(gate),
                     "in_sample": point,
-                    "in_sample_counts": f"answered {answered}/{len(in_kb)}, refused {refused}/{len(out_kb)}",
+                    "in_sample_counts": counts,
                     "answered_interval": wilson_interval(answered, len(in_kb)),
                     "refused_interval": wilson_interval(refused, len(out_kb)),
                 }
@@ -395,6 +394,13 @@ def analyse(rows: list[dict]) -> dict:
     return {"by_cell": report, "transfer": transfer}
 
 
+def _counts(in_kb: list, out_kb: list, gate) -> tuple[int, int, str]:
+    """How many in-KB questions `gate` answers and out-of-KB ones it refuses, and the two as the reports write them."""
+    answered = sum(gate.admits(q) for q in in_kb)
+    refused = sum(not gate.admits(q) for q in out_kb)
+    return answered, refused, f"answered {answered}/{len(in_kb)}, refused {refused}/{len(out_kb)}"
+
+
 def shipped_gate(inside: list[dict], outside: list[dict], gate) -> dict:
     """The operating point of a fixed gate (`DEFAULT_GATE`, not fitted here) on one cell: the relevance gate alone
     (one chunk's P(yes) reaches the threshold) and the gate then the code check (round one of the grading loop as
@@ -404,11 +410,9 @@ def shipped_gate(inside: list[dict], outside: list[dict], gate) -> dict:
     result = {"gate": vars(gate)}
     for name, signal in (("gate_alone", "p_yes"), ("gate_then_check", "check+p_yes")):
         in_kb, out_kb = [_pairs(r, signal) for r in inside], [_pairs(r, signal) for r in outside]
-        answered = sum(gate.admits(q) for q in in_kb)
-        refused = sum(not gate.admits(q) for q in out_kb)
         result[name] = {
             **gate_operating_point(in_kb, out_kb, gate),
-            "counts": f"answered {answered}/{len(in_kb)}, refused {refused}/{len(out_kb)}",
+            "counts": _counts(in_kb, out_kb, gate)[2],
             "refused_answerable": [r["id"] for r, q in zip(inside, in_kb) if not gate.admits(q)],
         }
     return result
