@@ -375,10 +375,10 @@ def build_grading_loop_pipeline(r: Resources) -> Pipeline:
 def build_three_agents(r: Resources) -> Pipeline:
     """Notebook 05's workflow over what notebook 05 retrieves (`kb.retrieve`: the hybrid top `rerank_candidates`,
     reranked, the top k — `gate_retrieval`, the same chunks the grading loop's check reads), with the grading loop's
-    answerability check. `details` holds, as
-    the grading loop's do, the research `rounds` and the check's verdict (`check`; None when the workflow stopped before
-    it: the relevance checker said NO_MATCH, or the research agent found no answer), and the workflow's own `outcome`
-    (answered, unverified, not_in_documents, cannot_answer), the relevance checker's label and the `citations`."""
+    answerability check. `details` holds, as the grading loop's do, the research `rounds` and the check's verdict
+    (`check`; None when the workflow stopped before it: the relevance checker said NO_MATCH — the check runs before the
+    research agent), and the workflow's own `outcome` (answered, unverified, not_in_documents, cannot_answer), the
+    relevance checker's label and the `citations`."""
     from lessons.agents.answerability import AnswerabilityCheck, common_names
     from lessons.agents.three_agents import run_three_agents
 
