@@ -528,6 +528,16 @@ def test_calibrate_sets_the_gate_from_the_test_set_and_the_report_says_on_what(p
     assert (read_table(project["root"] / "out").loc["grading-loop", "abstained (out-of-KB)"] == 1.0).all()
     scores = json.loads((project["root"] / "out" / "gate_calibration.json").read_text(encoding="utf-8"))
     assert sorted((s["question_id"], s["score"]) for s in scores) == [("q1", 1.0), ("q2", 1.0), ("q3", 0.0)]
+    # the thresholds themselves, for AGENTIC_RAG_GATE_FILE (the service and later evaluations), with what they rest on
+    from lessons.agents.grading import DEFAULT_GATE, GateThresholds, load_gate
+
+    assert load_gate(project["root"] / "out" / "gate.json") == {
+        "en": GateThresholds(0.0, 0.5),
+        "zh": DEFAULT_GATE["zh"],
+    }
+    saved = json.loads((project["root"] / "out" / "gate.json").read_text(encoding="utf-8"))["calibrated_on"]
+    assert saved["in_sample"] is True and saved["languages"]["en"] == {"answerable": 1, "out_of_kb": 1}
+    assert saved["languages"]["zh"].startswith("not calibrated")
 
 
 def test_calibration_questions_come_from_outside_the_evaluated_sample_when_there_are_any(project):

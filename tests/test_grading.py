@@ -495,3 +495,46 @@ def test_the_gate_reads_the_score_the_reranker_recorded_and_scores_only_the_rest
     reranked = Document("a", metadata={RELEVANCE_SCORE: 0.93})
     assert gate.cross_encoder_scores("q", [reranked, Document("b")]) == [0.93, 0.5]
     assert [text for _, text in model.pairs] == ["b"]  # the reranked passage was not scored again
+
+
+# --- thresholds calibrated on your documents: the evaluation command writes them, AGENTIC_RAG_GATE_FILE reads them ---
+
+
+def test_a_saved_gate_is_the_gate_every_pipeline_reads_when_the_setting_names_it(tmp_path, fresh_settings, monkeypatch):
+    from lessons.agents.grading import DEFAULT_GATE, GATE_FILE_SOURCE, GateThresholds, load_gate, save_gate
+    from lessons.agents.pipelines import gate_thresholds
+
+    path = tmp_path / "gate.json"
+    mine = {"en": GateThresholds(0.0, 0.42), "zh": GateThresholds(0.3, 0.61)}
+    save_gate(path, mine, {"documents": "my-docs", "in_sample": False})
+    assert load_gate(path) == mine
+    assert gate_thresholds() == (dict(DEFAULT_GATE), gate_thresholds()[1])  # unset: the course corpus's
+    monkeypatch.setenv("AGENTIC_RAG_GATE_FILE", str(path))
+    fresh_settings.cache_clear()
+    assert gate_thresholds() == (mine, GATE_FILE_SOURCE)
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "no such file"),
+        ("{not json", "not a gate file"),
+        ('{"thresholds": {"en": {"cross_encoder": 0, "p_yes": 0.5}}}', "no zh thresholds"),
+        ('{"thresholds": {"en": {"cross_encoder": 0, "p_yes": 5}, "zh": {"cross_encoder": 0, "p_yes": 0.5}}}',
+         "scores between 0 and 1"),
+    ],
+)  # fmt: skip
+def test_a_bad_gate_file_is_an_error_naming_the_file_and_the_fix_never_the_course_thresholds(
+    tmp_path, fresh_settings, monkeypatch, content, says
+):
+    from lessons.agents.pipelines import gate_thresholds
+    from lessons.core.settings import SettingsError
+
+    path = tmp_path / "gate.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    monkeypatch.setenv("AGENTIC_RAG_GATE_FILE", str(path))
+    fresh_settings.cache_clear()
+    with pytest.raises(SettingsError) as error:
+        gate_thresholds()
+    assert str(path) in str(error.value) and says in str(error.value) and "[gate] calibrate" in str(error.value)

@@ -105,6 +105,26 @@ def test_ask_answers_with_citations_and_abstains_honestly(live):
     assert [r["query"] for r in gate["rounds"]][:2] == ["Tell me about the unknown thing", "unknown thing again"]
 
 
+@pytest.fixture
+def strict_gate(tmp_path, fresh_settings, monkeypatch):
+    """AGENTIC_RAG_GATE_FILE naming thresholds no chunk reaches (cross-encoder ≥ 1.0), set in the clean environment
+    `fresh_settings` makes, before the service starts."""
+    from lessons.agents.grading import GateThresholds, save_gate
+
+    path = tmp_path / "gate.json"
+    save_gate(path, {"en": GateThresholds(1.0, 0.5), "zh": GateThresholds(1.0, 0.5)}, {"documents": "test"})
+    monkeypatch.setenv("AGENTIC_RAG_GATE_FILE", str(path))
+    return path
+
+
+def test_ask_uses_the_gate_calibrated_on_your_documents_when_the_setting_names_it(strict_gate, live):
+    _service, _url, client = live
+    add(client, "atlas.md", "atlas-7420")
+    reply = client.post("/v1/ask", json={"question": "What is the marker of atlas?"}).json()
+    assert reply["gate"]["thresholds"] == {"cross_encoder": 1.0, "p_yes": 0.5}  # the file's, not DEFAULT_GATE's
+    assert reply["abstained"] is True and [r["passed"] for r in reply["gate"]["rounds"]] == [0] * DEFAULT_MAX_ROUNDS
+
+
 def test_ask_serves_a_repeated_question_from_the_answer_cache_until_the_documents_change(live):
     service, _url, client = live
     add(client, "atlas.md", "atlas-7420")

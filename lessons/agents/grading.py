@@ -24,10 +24,12 @@ Two graders return the same typed verdict (`GradeDocuments`):
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from langchain_core.documents import Document
@@ -234,6 +236,50 @@ DEFAULT_GATE_SOURCE = N_(  # the English goes into reports; a notebook shows it 
     "the gate calibrated on every gold question of the course corpus by benchmarks/bench_gate.py "
     "(lessons.agents.grading.DEFAULT_GATE)"
 )
+
+
+GATE_FILE_SOURCE = N_(
+    "the gate calibrated on your documents by the evaluation command (the file AGENTIC_RAG_GATE_FILE names)"
+)
+
+
+def save_gate(path: Path, thresholds: Mapping[str, GateThresholds], calibrated_on: Mapping[str, Any]) -> None:
+    """Write the grading loop's gate thresholds (`GateThresholds` per language) as JSON, with what they were calibrated
+    on (`calibrated_on`: documents, question counts), for `load_gate` — the evaluation command's `[gate] calibrate`
+    writes one; `AGENTIC_RAG_GATE_FILE` pointing at it makes the evaluation and the service use it."""
+    data = {"thresholds": {language: vars(gate) for language, gate in sorted(thresholds.items())},
+            "calibrated_on": dict(calibrated_on)}  # fmt: skip
+    Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+
+
+def load_gate(path: Path) -> dict[str, GateThresholds]:
+    """The gate thresholds `save_gate` wrote to `path`. A file that is missing or not such a file raises a
+    `SettingsError` naming it and the fix (never a silent fall-back to the course's thresholds)."""
+    from lessons.core.settings import SettingsError
+
+    fix = ("write it with the evaluation command's `[gate] calibrate = N` (it saves gate.json in its output folder), "
+           "or unset AGENTIC_RAG_GATE_FILE to use the course corpus's thresholds")  # fmt: skip
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SettingsError(f"AGENTIC_RAG_GATE_FILE={path}: no such file — {fix}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SettingsError(f"AGENTIC_RAG_GATE_FILE={path}: not a gate file ({error}) — {fix}") from None
+    thresholds = data.get("thresholds") if isinstance(data, dict) else None
+    gates = {}
+    for language in ("en", "zh"):
+        entry = thresholds.get(language) if isinstance(thresholds, dict) else None
+        try:
+            gate = GateThresholds(float(entry["cross_encoder"]), float(entry["p_yes"]))
+        except (TypeError, KeyError, ValueError):
+            raise SettingsError(
+                f"AGENTIC_RAG_GATE_FILE={path}: no {language} thresholds (cross_encoder, p_yes) — {fix}"
+            ) from None
+        if not (0.0 <= gate.cross_encoder <= 1.0 and 0.0 <= gate.p_yes <= 1.0):
+            raise SettingsError(f"AGENTIC_RAG_GATE_FILE={path}: the {language} thresholds are scores between 0 and 1, "
+                                f"got {vars(gate)} — {fix}")  # fmt: skip
+        gates[language] = gate
+    return gates
 
 
 def default_gate(

@@ -283,10 +283,16 @@ def gate_thresholds() -> tuple[dict[str, Any], str]:
     """The grading loop's gate thresholds (`GateThresholds` per language) and where they come from — the ONE
     place the evaluation reads them.
 
-    Today: `lessons.agents.grading.DEFAULT_GATE` (its comment says where it was calibrated). On any other documents
-    these are thresholds from elsewhere, and reports say so (`threshold_note`)."""
-    from lessons.agents.grading import DEFAULT_GATE, DEFAULT_GATE_SOURCE
+    `lessons.agents.grading.DEFAULT_GATE` (its comment says where it was calibrated), or, when the setting
+    `AGENTIC_RAG_GATE_FILE` names one, the thresholds calibrated on your documents by the evaluation command's
+    `[gate] calibrate` (`load_gate`) — the service and the evaluation then use those. On documents the thresholds were
+    not calibrated on, reports say so (`threshold_note`)."""
+    from lessons.agents.grading import DEFAULT_GATE, DEFAULT_GATE_SOURCE, GATE_FILE_SOURCE, load_gate
+    from lessons.core.settings import get_settings
 
+    path = get_settings().gate_file
+    if path is not None:
+        return load_gate(path), GATE_FILE_SOURCE
     return dict(DEFAULT_GATE), DEFAULT_GATE_SOURCE
 
 

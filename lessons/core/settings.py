@@ -23,6 +23,7 @@ environment variable (or a line in `.env` at the project root):
 | `DEEPSEEK_PRICE_INPUT`, `DEEPSEEK_PRICE_OUTPUT` | DeepSeek's list price per million tokens, when it changed | `lessons.core.usage` |
 | `AGENTIC_RAG_CHECK_LOG` | a file each exercise check appends its result to (JSON lines; the notebook runner sets it) | unset |
 | `AGENTIC_RAG_USAGE_FILE` | a file the process-wide usage meter (`lessons.core.usage.USAGE`) rewrites with its totals (JSON) after each LLM call (the notebook runner sets it) | unset |
+| `AGENTIC_RAG_GATE_FILE` | the grading loop's gate thresholds calibrated on your documents: the `gate.json` the evaluation command's `[gate] calibrate` writes (`lessons.agents.grading.load_gate`); the evaluation command, notebook 06 and the service's `/v1/ask` then use them | unset: the thresholds calibrated on the course corpus (`DEFAULT_GATE`) |
 | `AGENTIC_RAG_PORT` | the port of the local model server `lessons.core.local_server` starts | the last server's port when free, else a free one |
 | `AGENTIC_RAG_NO_LOCAL` | `1` skips the local model runtime (DeepSeek only, no C compiler needed): `scripts/setup.sh` builds no llama.cpp (it reads the environment alone, before the venv exists), `make prewarm` prepares no local model | `0` |
 | `AGENTIC_RAG_LANG` | the course language outside a notebook folder, `en` or `zh` (`lessons.core.i18n`, which reads it itself) | `en` |
@@ -155,6 +156,9 @@ class Settings(EnvModel):
     # where the process-wide `lessons.core.usage.USAGE` writes its totals after each call (the notebook runner sets it);
     # checked here, re-read from the environment at each write (`lessons.core.usage.runner_usage_file`)
     usage_file: Path | None = Field(None, validation_alias="AGENTIC_RAG_USAGE_FILE")
+    # the grading loop's gate thresholds calibrated on your documents (`lessons.agents.grading.save_gate`: the evaluation
+    # command's `[gate] calibrate` writes gate.json into its output folder); None: `DEFAULT_GATE`, the course corpus's
+    gate_file: Path | None = Field(None, validation_alias="AGENTIC_RAG_GATE_FILE")
     # the local model server's port (`lessons.core.local_server`); None: the last server's port when free, else a free one
     port: int | None = Field(None, validation_alias="AGENTIC_RAG_PORT")
     # skip the local model runtime (`tools.prewarm`; `scripts/setup.sh` reads the variable itself, and only `1` counts)
@@ -222,7 +226,9 @@ class Settings(EnvModel):
             return value.strip() == "1"
         return value
 
-    @field_validator("gguf_path", "cache_dir", "model_dir", "llm_cache_file", "check_log", "usage_file", mode="after")
+    @field_validator(
+        "gguf_path", "cache_dir", "model_dir", "llm_cache_file", "check_log", "usage_file", "gate_file", mode="after"
+    )
     @classmethod
     def _home(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None

@@ -14,7 +14,7 @@ file, line by line (a question over `MAX_QUESTION_CHARS` is refused with its lin
 `AGENTIC_RAG_SERVER_URL` must answer before the documents are read; files of
 the folder that cannot be read are listed with the reason and the rest is evaluated; a folder with
 no readable file stops the run before any model call. The run writes `results.json`, `report.md`, `comparison.png` and the test set it
-used into the output folder (and `gate_calibration.json` when it calibrates the gate). Which model and which vector store are used is decided by settings
+used into the output folder (and `gate_calibration.json` and `gate.json` when it calibrates the gate). Which model and which vector store are used is decided by settings
 only (`.env` or the environment): `DEEPSEEK_API_KEY` / `AGENTIC_RAG_MODEL` for DeepSeek or the local
 model, `AGENTIC_RAG_CHROMA_URL` for a Chroma server instead of the embedded store.
 
@@ -29,7 +29,8 @@ from benchmarks/bench_gate.py); on any other documents the report says so plainl
 they travel). `[gate] calibrate = N` calibrates them on your documents instead: N questions of the test set
 that are not evaluated (answerable ones and near misses — questions about your documents that they do not
 answer, `"type": "out_of_kb"` in a questions file), one chat-model call per chunk the gate grades; the report
-says what they were calibrated on and what they refuse there.
+says what they were calibrated on and what they refuse there, and `gate.json` in the output folder holds them:
+`AGENTIC_RAG_GATE_FILE=<output>/gate.json` makes later evaluations and the service's `/v1/ask` use them.
 """
 
 from __future__ import annotations
@@ -571,6 +572,7 @@ def read_documents(config: EvalConfig, progress: bool = True):
 
 def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Run one evaluation as configured; returns the paths written and the comparison table."""
+    from lessons.agents.grading import save_gate
     from lessons.core.models import get_chat_model, model_banner
     from lessons.core.usage import USAGE
     from lessons.core.vectorstore import store_location
@@ -628,6 +630,7 @@ def run(config: EvalConfig, *, limit: int | None = None, progress: bool = True) 
         calibration.scores.to_json(
             config.output / "gate_calibration.json", orient="records", force_ascii=False, indent=1
         )
+        save_gate(config.output / "gate.json", calibration.thresholds, calibration.facts(str(config.documents)))
     gate_line = None
     if "grading-loop" in config.pipelines:
         gate_line = calibration.note(str(config.documents)) if calibration else gate_note(config)

@@ -112,6 +112,19 @@ class GateCalibration:
     scores: pd.DataFrame
     in_sample: bool  # calibrated on the very questions that are evaluated (no others were available)
 
+    def facts(self, documents: str) -> dict[str, Any]:
+        """What the thresholds were calibrated on, as JSON (`save_gate` stores it beside them): the documents, per
+        language the questions (answerable, out-of-KB) or that the language kept the course's thresholds."""
+        languages = {}
+        for language in sorted(self.thresholds):
+            part = self.scores[self.scores["language"] == language]
+            languages[language] = (
+                {"answerable": int(part["answerable"].sum()), "out_of_kb": int((~part["answerable"]).sum())}
+                if language in self.calibrated
+                else "not calibrated: the course corpus's thresholds (no out-of-KB question in this language)"
+            )
+        return {"documents": documents, "in_sample": self.in_sample, "languages": languages}
+
     def note(self, documents: str) -> str:
         """One plain sentence for the report: which thresholds, calibrated on what, and what they refuse there."""
         source = t_marked(_registry.gate_thresholds()[1])
