@@ -28,6 +28,12 @@ are stored; no model call), prints answerable answered and out-of-KB refused per
 each replay in NAME-replay-COMMIT.json (the commit of the code that ran, "-dirty" when lessons/ or this script differ
 from it): the counts and every row's reason.
 
+The relevance gate in front of the check, its P(yes) threshold swept (no model call; thresholds chosen on the
+course's answerable gold questions of gate.json, never on the rows scored; rows without P(yes) take bench_gate's):
+
+    python benchmarks/bench_answerability.py --gate-sweep answerability answerability-heldout-seed1 \
+        answerability-fresh9-pyes     → benchmarks/results/answerability-gate-sweep.json
+
 Answerable questions never tuned on: `--answerable-set` takes them from benchmarks/questions/answerable_<corpus>.jsonl
 (written after the check's rules):
 
@@ -560,6 +566,78 @@ def replay(names: list[str]) -> dict:
     return report
 
 
+GATE_KEEPS = (1.0, 0.95, 0.9)  # shares of the course's answerable gold questions a swept P(yes) threshold keeps
+
+
+def best_p_yes_gold() -> dict[tuple[str, str], float]:
+    """Every gold question's best P(yes) among its top 3 as bench_gate.py measured it (gate.json, gate-packages.json):
+    (corpus, id) -> score. The P(yes) of rows measured with `--no-p-yes` (their chunks are the grading loop's round
+    one too; bench_gate's retrieval of 2 Dec may differ by a chunk)."""
+    scores = {}
+    for corpus, name in (("course", "gate.json"), ("packages", "gate-packages.json")):
+        for q in json.loads((RESULTS / name).read_text(encoding="utf-8"))["questions"]:
+            scores[(corpus, q["id"])] = max(q["p_yes"][:3])
+    return scores
+
+
+def gate_sweep(names: list[str]) -> dict:
+    """The relevance gate in front of the code check, its P(yes) threshold swept (`--gate-sweep`; no model call):
+    the shipped `DEFAULT_GATE` and thresholds that keep `GATE_KEEPS` of the course's answerable gold questions
+    (chosen on gate.json, never on the rows scored). Per results and cell: answerable answered and out-of-KB refused
+    by the check alone and by the gate then the check. Rows without P(yes) take bench_gate's (`best_p_yes_gold`);
+    a row with neither is left out and counted. Writes RESULTS/answerability-gate-sweep.json."""
+    from lessons.agents.grading import DEFAULT_GATE
+
+    gold = json.loads((RESULTS / "gate.json").read_text(encoding="utf-8"))["questions"]
+    gates = {"DEFAULT_GATE": {language: DEFAULT_GATE[language].p_yes for language in ("en", "zh")}}
+    for keep in GATE_KEEPS:
+        gates[f"keeps {keep:.0%} of course gold"] = {}
+        for language in ("en", "zh"):
+            best = sorted(max(q["p_yes"][:3]) for q in gold if q["language"] == language and q["answerable"])
+            gates[f"keeps {keep:.0%} of course gold"][language] = round(
+                best[int((1 - keep) * len(best) + 1e-9)] - 1e-4, 4
+            )
+    stored = best_p_yes_gold()
+    report = {"gates": gates, "results": {}}
+    for name in names:
+        rows = json.loads((RESULTS / f"{name}-rows.json").read_text(encoding="utf-8"))
+        subjects = {corpus: current_subject(corpus) for corpus in {row["corpus"] for row in rows.values()}}
+        result, missing = {}, 0
+        for row in rows.values():
+            best = max(row["p_yes"]) if row.get("p_yes") else stored.get((row["corpus"], row["id"]))
+            if best is None:
+                missing += 1
+                continue
+            passed = verify(row, subjects[row["corpus"]])["reason"] == "answerable"
+            cell = result.setdefault(f"{row['corpus']}/{row['language']}", {"answerable": 0, "out_of_kb": 0})
+            kind = "answerable" if row["answerable"] else "out_of_kb"
+            cell[kind] += 1
+            for gate, thresholds in {"check alone": None, **gates}.items():
+                admitted = passed and (thresholds is None or best >= thresholds[row["language"]])
+                counts = cell.setdefault(gate, {"answered": 0, "refused": 0})
+                counts["answered" if row["answerable"] else "refused"] += (
+                    admitted if row["answerable"] else not admitted
+                )
+        pooled: dict = {"answerable": 0, "out_of_kb": 0}
+        for cell in result.values():
+            for key, value in cell.items():
+                if isinstance(value, dict):
+                    for k, v in value.items():
+                        pooled.setdefault(key, {}).setdefault(k, 0)
+                        pooled[key][k] += v
+                else:
+                    pooled[key] = pooled.get(key, 0) + value
+        report["results"][name] = {"by_cell": result, "pooled": pooled, "rows_without_p_yes": missing,
+                                   "p_yes_from": "the rows" if all(r.get("p_yes") for r in rows.values())
+                                   else "bench_gate (gate.json, gate-packages.json)"}  # fmt: skip
+        print(f"{name}: answered of {pooled['answerable']} answerable / refused of {pooled['out_of_kb']} out-of-KB"
+              f" ({missing} rows without P(yes) left out)")  # fmt: skip
+        for gate in ("check alone", *gates):
+            print(f"   {gate:28} {pooled[gate]['answered']:3} / {pooled[gate]['refused']:3}")
+    save("answerability-gate-sweep", report)
+    return report
+
+
 def main() -> dict:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -598,6 +676,13 @@ def main() -> dict:
         help="re-run the code check over these results' stored rows (no model call), print answered / refused and "
         "record it in NAME-replay-COMMIT.json",
     )
+    parser.add_argument(
+        "--gate-sweep",
+        nargs="+",
+        metavar="NAME",
+        help="the relevance gate's P(yes) threshold swept in front of the code check over these results' rows (no "
+        "model call) → answerability-gate-sweep.json",
+    )
     parser.add_argument("--no-p-yes", action="store_true", help="do not read P(yes): only the check's one call")
     parser.add_argument(
         "--asks-for-enum",
@@ -608,6 +693,8 @@ def main() -> dict:
     args = parser.parse_args()
     if args.replay:
         return replay(args.replay)
+    if args.gate_sweep:
+        return gate_sweep(args.gate_sweep)
     name = args.name or (f"{NAME}-heldout-seed{args.seed}" if args.exclude_dev else NAME)
     dev_path = RESULTS / f"{NAME}-rows.json"
     dev = frozenset(json.loads(dev_path.read_text())) if args.exclude_dev and dev_path.exists() else frozenset()

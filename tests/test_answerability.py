@@ -932,3 +932,43 @@ def test_the_benchmark_reports_the_shipped_gate_alone_and_before_the_check(tmp_p
     assert shipped["gate_alone"]["refused_answerable"] == shipped["gate_then_check"]["refused_answerable"] == ["b"]
     unread = bench.analyse([bench.verify({**r, "p_yes": []}) for r in rows])["by_cell"]["course/en"]
     assert "shipped_gate" not in unread
+
+
+def test_the_gate_sweep_scores_thresholds_chosen_on_course_gold_in_front_of_the_check(tmp_path, monkeypatch):
+    """`--gate-sweep`: each threshold is chosen on gate.json's answerable gold questions (never on the rows scored)
+    and applied in front of the code check; a row without P(yes) takes bench_gate's, or is left out and counted."""
+    import json
+
+    from benchmarks import bench_answerability as bench
+    from lessons.agents.grading import DEFAULT_GATE
+
+    gold = [{"id": f"g{i}", "language": "en", "answerable": True, "p_yes": [0.3 + i / 100, 0.1, 0.1]}
+            for i in range(20)]  # best P(yes) 0.30 … 0.49  # fmt: skip
+    gold += [{"id": "z", "language": "zh", "answerable": True, "p_yes": [0.5]}]
+    (tmp_path / "gate.json").write_text(json.dumps({"questions": gold}), encoding="utf-8")
+    (tmp_path / "gate-packages.json").write_text(json.dumps({"questions": [
+        {"id": "p", "language": "en", "answerable": False, "p_yes": [0.65]}]}), encoding="utf-8")  # fmt: skip
+    document = {"text": "Atlas Server listens on port 7420 by default.", "context_header": None, "source": "a.md"}
+    row = {"corpus": "course", "language": "en", "subject": [], "documents": [document], "asks_for": "port",
+           "quote": "Atlas Server listens on port 7420 by default.", "answer": "7420",
+           "question": "Which port does Atlas Server use?"}  # fmt: skip
+    rows = {
+        "course:a": {**row, "id": "a", "answerable": True, "p_yes": [0.75]},
+        "course:b": {**row, "id": "b", "answerable": True, "p_yes": [0.305]},
+        "packages:p": {**row, "corpus": "packages", "id": "p", "answerable": False},  # P(yes) 0.65 from gold
+        "packages:q": {**row, "corpus": "packages", "id": "q", "answerable": False},
+    }  # none: left out
+    (tmp_path / "x-rows.json").write_text(json.dumps(rows), encoding="utf-8")
+    monkeypatch.setattr(bench, "RESULTS", tmp_path)
+    monkeypatch.setattr(bench, "current_subject", lambda corpus: frozenset())
+    monkeypatch.setattr(bench, "save", lambda name, report: None)
+    report = bench.gate_sweep(["x"])
+    assert report["gates"]["keeps 100% of course gold"]["en"] < 0.3  # the lowest answerable gold question stays in
+    assert 0.31 < report["gates"]["keeps 90% of course gold"]["en"] < 0.32  # 0.30 and 0.31 fall below
+    assert report["gates"]["DEFAULT_GATE"]["en"] == DEFAULT_GATE["en"].p_yes
+    pooled = report["results"]["x"]["pooled"]
+    assert report["results"]["x"]["rows_without_p_yes"] == 1
+    assert pooled["check alone"] == {"answered": 2, "refused": 0}  # the quote answers both: the check passes all
+    assert pooled["keeps 100% of course gold"] == {"answered": 2, "refused": 0}
+    assert pooled["keeps 90% of course gold"] == {"answered": 1, "refused": 0}  # b's 0.305 is below
+    assert pooled["DEFAULT_GATE"] == {"answered": 0, "refused": 1}  # 0.75 and 0.65 are below 0.772
