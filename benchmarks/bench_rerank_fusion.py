@@ -22,8 +22,8 @@ scores below plain hybrid on recall@5 or MRR@10 on either corpus or language.
 
 The first-stage weight and depth are also chosen by leave-one-corpus-out cross-validation: the (depth, weight)
 best on one corpus (mean of English recall@5 and MRR@10) is reported on the other, so the choice is not read off
-the numbers it is judged by. The cross-lingual route cannot be chosen that way: the course corpus has no
-cross-lingual question, so its D and W are reported, not cross-validated.
+the numbers it is judged by. The course corpus has no cross-lingual question: the cross-lingual route is chosen
+by `--cross-lingual` over the three corpora that have such questions (below).
 
     nice -n 10 python benchmarks/bench_rerank_fusion.py     → benchmarks/results/rerank_fusion.json
     nice -n 10 python benchmarks/bench_rerank_fusion.py --corpus heldout   → benchmarks/results/rerank_fusion_heldout.json
@@ -39,13 +39,22 @@ cross-lingual question, so its D and W are reported, not cross-validated.
         re-checks the saved table with another pipeline as the default (no model runs): shows the FAILED block
     nice -n 10 python benchmarks/bench_rerank_fusion.py --record-candidates [course,packages,heldout,heldout2]
         → benchmarks/results/rerank_fusion_candidates.json: for every answerable gold question of the four corpora,
-        the default's 20 candidates with the cross-encoder's score and the USE cosine of each, where the evidence is,
+        the default's 20 candidates with the cross-encoder's score, the USE cosine, the course embedder's cosine and
+        dense's rank of each, where the evidence is,
         dense's top 10's evidence, the question's route and the factory's own scores (cross-encoder scores and
         embeddings come from the cache folder: a re-run is cheap)
     python benchmarks/bench_rerank_fusion.py --rules   → benchmarks/results/rerank_fusion_rules.json
         replays fusion rules (`RULES`, one or two parameters each) on those candidates without running a model
         (checking first that the replayed default equals the factory run on every cell), and chooses each route's
         rule and setting by leave-one-corpus-out over all four corpora: fit on three, scored on the fourth
+    python benchmarks/bench_rerank_fusion.py --cross-lingual   → benchmarks/results/rerank_fusion_cross_lingual.json
+        replays other cross-lingual routes (`CROSS_ROUTES`) on the questions the default routes cross-lingually
+        (packages, heldout and heldout2 Chinese): USE at other depths and weights, dense's own order (the course
+        embedder's cosine), the RRF of dense's and USE's orders, the English cross-encoder; each chosen by
+        leave-one-corpus-out (fit on the other two, scored on the third), by fitting on one corpus and scoring on
+        each other, and the held-out questions pooled against the current route (paired bootstrap). Measured
+        7 Dec 2026 (17 + 16 + 39 questions): no route beats the current one on every held-out corpus, so the
+        default is unchanged
 
 Rows "default (the factory), w=W" run the factory end to end with `default_reranker(first_stage_weight=W)` (both its
 cross-encoder and its cross-lingual route fused at W), for each W of `SWEEP` but the default's own weight
@@ -282,15 +291,19 @@ def paired(frame: pd.DataFrame, corpus: str, language: str, name: str, reference
     cell = frame[(frame.corpus == corpus) & (frame.language == language)]
     ours, theirs = (cell[cell.pipeline == n].set_index("id")[METRICS] for n in (name, reference))
     difference = ours - theirs.loc[ours.index]
-    generator, n = random.Random(0), len(difference)
-    out = {"questions": n}
-    for metric in METRICS:
-        values = difference[metric].tolist()
-        means = sorted(sum(values[generator.randrange(n)] for _ in range(n)) / n for _ in range(BOOTSTRAP))
-        out[metric] = {"higher": int(sum(v > 0 for v in values)), "lower": int(sum(v < 0 for v in values)),
-                       "mean difference": round(sum(values) / n, 3),
-                       "95% interval": [round(means[int(0.025 * BOOTSTRAP)], 3), round(means[int(0.975 * BOOTSTRAP) - 1], 3)]}  # fmt: skip
-    return out
+    generator = random.Random(0)
+    return {"questions": len(difference),
+            **{metric: mean_difference(difference[metric].tolist(), generator) for metric in METRICS}}  # fmt: skip
+
+
+def mean_difference(values: list[float], generator: random.Random) -> dict:
+    """Paired differences (ours - theirs, one per question): how many are above and below 0, their mean, and a
+    bootstrap 95 % interval of the mean (`BOOTSTRAP` resamples drawn with `generator`)."""
+    n = len(values)
+    means = sorted(sum(values[generator.randrange(n)] for _ in range(n)) / n for _ in range(BOOTSTRAP))
+    return {"higher": int(sum(v > 0 for v in values)), "lower": int(sum(v < 0 for v in values)),
+            "mean difference": round(sum(values) / n, 3),
+            "95% interval": [round(means[int(0.025 * BOOTSTRAP)], 3), round(means[int(0.975 * BOOTSTRAP) - 1], 3)]}  # fmt: skip
 
 
 def loco_choices_on(table: dict[str, dict[str, float]], corpus: str) -> dict:
@@ -398,34 +411,47 @@ def evidence_held(documents: list, question) -> tuple[list[bool], list[list[int]
     return relevance(documents, question), held
 
 
-def candidate_record(corpus: str, question, chunks, store, model, use, factory) -> dict:
+def cosines(embeddings, documents: list, text: str) -> list[float]:
+    """Each document's cosine similarity to `text` as `EmbeddingReranker` computes it with `embeddings`."""
+    route = EmbeddingReranker(embeddings=embeddings, depth=len(documents), first_stage_weight=0.0, top_n=len(documents))
+    similarity = {d.page_content: d.metadata["score"] for d in route.compress_documents(documents, text)}
+    return [float(similarity[d.page_content]) for d in documents]
+
+
+def candidate_record(corpus: str, question, chunks, store, model, use, factory, dense_embeddings=None) -> dict:
     """One question's default candidates (plain hybrid's top 10 first, then the deeper fusion's, `RERANK_CANDIDATES`
-    in all) with what each route scores them (the cross-encoder reading what the factory's reads; the USE cosine),
-    their evidence, dense's top 10's evidence, and the factory's own scores (to check a replay against)."""
+    in all) with what each route scores them (the cross-encoder reading what the factory's reads; the USE cosine;
+    with `dense_embeddings`, the course embedder's cosine — what dense ranks by — and each candidate's rank in dense's
+    order of every chunk), their evidence, dense's top 10's evidence, and the factory's own scores (to check a replay
+    against)."""
     text = question.question
     candidates = list(reranked_hybrid_over(chunks, store, K, RERANK_CANDIDATES).invoke(text))
     by_model = cross_encoder_reranker(top_n=len(candidates), model=model).compress_documents(candidates, text)
     ce = {d.page_content: d.metadata[RELEVANCE_SCORE] for d in by_model}
-    by_use = EmbeddingReranker(embeddings=use, depth=len(candidates), first_stage_weight=0.0, top_n=len(candidates))
-    similarity = {d.page_content: d.metadata["score"] for d in by_use.compress_documents(candidates, text)}
+    dense_side = {}
+    if dense_embeddings is not None:
+        ranking = [d.page_content for d in dense_retriever(store, len(chunks)).invoke(text)]
+        rank = {content: n for n, content in enumerate(ranking, start=1)}
+        dense_side = {"dense_cosine": cosines(dense_embeddings, candidates, text),
+                      "dense_rank": [rank.get(d.page_content, len(ranking) + 1) for d in candidates]}  # fmt: skip
     relevant, held = evidence_held(candidates, question)
     dense_relevant, dense_held = evidence_held(list(dense_retriever(store, K).invoke(text)), question)
     return {"corpus": corpus, "language": question.language, "id": question.id, "route": route_of(text, candidates),
             "evidence": len(question.evidence) or len(question.evidence_chunk_ids),
             "ce": [float(ce[d.page_content]) for d in candidates],
-            "use": [float(similarity[d.page_content]) for d in candidates],
+            "use": cosines(use, candidates, text), **dense_side,
             "relevant": relevant, "held": held, "dense": {"relevant": dense_relevant, "held": dense_held},
             "factory": retrieval_scores(factory.invoke(text), question, None, k=5, rank_k=K)}  # fmt: skip
 
 
 def record_candidates(corpora: tuple[str, ...] = ALL_CORPORA) -> list[dict]:
     """`candidate_record` of every answerable gold question of `corpora`; saved as CANDIDATE_FILE."""
-    model, use = OnnxCrossEncoder(), cached_embeddings(get_embeddings("use"))
+    model, use, dense = OnnxCrossEncoder(), cached_embeddings(get_embeddings("use")), cached_embeddings()
     records = []
     for corpus in corpora:
         chunks, store, questions = corpus_to_measure(corpus)
         factory = reranked_hybrid(chunks, store, k=K)
-        records += [candidate_record(corpus, q, chunks, store, model, use, factory) for q in questions]
+        records += [candidate_record(corpus, q, chunks, store, model, use, factory, dense) for q in questions]
         print(f"{corpus}: {len(questions)} questions recorded", flush=True)
     save(CANDIDATE_FILE, {"candidates": RERANK_CANDIDATES, "records": records})
     return records
@@ -649,12 +675,193 @@ def rules_report() -> dict:
     return result
 
 
+# ---- the cross-lingual route replayed: which order should a question none of whose candidates is in its language
+# take? (no model runs; needs candidates recorded with the course embedder's cosine, `--record-candidates`) ----
+CROSS_FILE = "rerank_fusion_cross_lingual"
+CROSS_WEIGHTS_GRID = (0.0, 0.1, 0.2, 0.3, 0.5)
+CROSS_DEPTHS_GRID = (5, 10, 20)
+
+
+def fused_order(head: list[int], lists: list[tuple[list[float] | None, float]], c: int = RRF_C) -> list[int]:
+    """`head` (candidate indexes, first stage's order) by the weighted RRF of several orders: each (scores, weight)
+    ranks `head` by `scores` (None: the first stage's own order); ties keep the first stage's order. One list at full
+    weight is that list's order; `rrf_order` is the two-list case."""
+    fused = dict.fromkeys(head, 0.0)
+    for scores, weight in lists:
+        if weight <= 0:
+            continue
+        ranked = head if scores is None else sorted(head, key=lambda i: scores[i], reverse=True)
+        for rank, i in enumerate(ranked, start=1):
+            fused[i] += weight / (c + rank)
+    return sorted(head, key=lambda i: fused[i], reverse=True)
+
+
+def crossed(scores: str):
+    """A route that reorders the first stage's top d by `scores` (a record's key), fused with the first stage at w."""
+    return lambda r, w, d: fused_order(list(range(d)), [(None, w), (r[scores], 1 - w)])
+
+
+# route → (what it reads, its parameter grid, the candidate order it gives: (record, *parameters) → order); the rest of
+# the candidates follow in the first stage's order. "dense alone" is no reranker: dense's own top 10 (the hybrid
+# first stage replaced, which a reranker of the candidates cannot do; for reference)
+CROSS_ROUTES = {
+    "use": ("the multilingual USE embedder's cosine (the current route's family)",
+            {"w": CROSS_WEIGHTS_GRID, "d": CROSS_DEPTHS_GRID}, crossed("use")),
+    "dense": ("the course embedder's cosine: dense's own order of the candidates",
+              {"w": CROSS_WEIGHTS_GRID, "d": CROSS_DEPTHS_GRID}, crossed("dense_cosine")),
+    "dense+use": ("RRF of dense's order (share a of the rest) and USE's, fused with the first stage at w",
+                  {"w": (0.0, 0.1, 0.2, 0.3), "a": (0.25, 0.5, 0.75), "d": CROSS_DEPTHS_GRID},
+                  lambda r, w, a, d: fused_order(list(range(d)), [(None, w), (r["dense_cosine"], (1 - w) * a),
+                                                                  (r["use"], (1 - w) * (1 - a))])),
+    "cross-encoder": ("the packaged English cross-encoder on the Chinese question and the English passage",
+                      {"w": CROSS_WEIGHTS_GRID, "d": CROSS_DEPTHS_GRID}, crossed("ce")),
+}  # fmt: skip
+CURRENT_CROSS = ("use", {"w": DEFAULT_FIRST_STAGE_WEIGHT, "d": CANDIDATES})  # what `default_reranker` does today
+
+
+def cross_order(record: dict, route: str, parameters: dict) -> list[int]:
+    """The top K candidate indexes `route` at `parameters` gives one stored question."""
+    first = list(range(len(record["relevant"])))
+    head = CROSS_ROUTES[route][2](record, *parameters.values())
+    return [*head, *(i for i in first if i not in head)][:K]
+
+
+def cross_settings() -> list[tuple[str, dict]]:
+    return [(route, dict(zip(spec[1], values))) for route, spec in CROSS_ROUTES.items()
+            for values in product(*spec[1].values())]  # fmt: skip
+
+
+def per_question(records: list[dict], order_of) -> list[dict[str, float]]:
+    return [replay_scores(r["relevant"], r["held"], r["evidence"], order_of(r)) for r in records]
+
+
+def mean_of(scores: list[dict[str, float]]) -> dict[str, float]:
+    return {m: sum(s[m] for s in scores) / len(scores) for m in METRICS}
+
+
+def cross_merit(scores_by_corpus: dict[str, list[dict]], reference: dict[str, list[dict]]) -> tuple:
+    """How a cross-lingual setting is chosen on the fitting corpora: fewest (corpus, metric) below `reference` (the
+    current route), then the best mean of both metrics over the corpora (each corpus weighs the same)."""
+    below = sum(mean_of(scores_by_corpus[c])[m] < mean_of(reference[c])[m] - 1e-9 for c in scores_by_corpus
+                for m in METRICS)  # fmt: skip
+    means = [mean_of(scores_by_corpus[c])[m] for c in scores_by_corpus for m in METRICS]
+    return -below, sum(means) / len(means)
+
+
+def against(ours: list[dict], theirs: list[dict]) -> dict[str, dict[str, int]]:
+    """Question by question: how many score higher and lower than `theirs`, per metric."""
+    return {m: {"higher": sum(a[m] > b[m] + 1e-9 for a, b in zip(ours, theirs)),
+                "lower": sum(a[m] < b[m] - 1e-9 for a, b in zip(ours, theirs))} for m in METRICS}  # fmt: skip
+
+
+def rounded(scores: dict[str, float]) -> dict[str, float]:
+    return {m: round(v, 3) for m, v in scores.items()}
+
+
+def cross_lingual_report() -> dict:
+    """Every cross-lingual route of `CROSS_ROUTES` replayed on the stored candidates of the questions the default
+    routes cross-lingually, chosen by leave-one-corpus-out (fit on the other corpora with such questions, scored on
+    the held-out one) and by fitting on one corpus and scoring on each other; each against the current route and
+    plain hybrid, per cell and question by question. Prints and saves `CROSS_FILE`."""
+    path = RESULTS / f"{CANDIDATE_FILE}.json"
+    records = [r for r in json.loads(path.read_text(encoding="utf-8"))["records"] if r["route"] == "cross-lingual"]
+    if not records or "dense_cosine" not in records[0]:
+        raise SystemExit(f"{path} has no dense cosines: run `python benchmarks/bench_rerank_fusion.py "
+                         "--record-candidates` first")  # fmt: skip
+    corpora = list(dict.fromkeys(r["corpus"] for r in records))
+    by_corpus = {c: [r for r in records if r["corpus"] == c] for c in corpora}
+    sizes = {c: len(part) for c, part in by_corpus.items()}
+    plain = {c: per_question(part, lambda r: list(range(K))) for c, part in by_corpus.items()}
+    dense = {c: [replay_scores(r["dense"]["relevant"], r["dense"]["held"], r["evidence"], list(range(K))) for r in part]
+             for c, part in by_corpus.items()}  # fmt: skip
+    factory = {c: [r["factory"] for r in part] for c, part in by_corpus.items()}
+    settings = cross_settings()
+    scores = {(route, setting_name(route, p)): {c: per_question(part, lambda r, a=route, p=p: cross_order(r, a, p))
+                                                for c, part in by_corpus.items()}
+              for route, p in settings}  # fmt: skip
+    current = scores[(CURRENT_CROSS[0], setting_name(*CURRENT_CROSS))]
+    mismatched = [c for c in corpora if any(abs(mean_of(current[c])[m] - mean_of(factory[c])[m]) > 1e-9
+                                            for m in METRICS)]  # fmt: skip
+    print(f"cross-lingual questions: {sizes}; replayed current route ({setting_name(*CURRENT_CROSS)}) = the factory "
+          f"run, every corpus: {not mismatched} {mismatched}")  # fmt: skip
+    for name, cells in (("plain hybrid", plain), ("dense alone (top 10)", dense), ("current route", current)):
+        print(f"  {name:22} " + "  ".join(f"{c} {rounded(mean_of(cells[c]))}" for c in corpora))
+
+    def choose(fit: list[str], family: str | None) -> str:
+        names = [key for key in scores if family in (None, key[0])]
+        return max(names, key=lambda key: cross_merit({c: scores[key][c] for c in fit}, {c: current[c] for c in fit}))
+
+    def held_out_row(key, corpus: str, fit: list[str]) -> dict:
+        ours = scores[key][corpus]
+        return {"chosen": key[1], "fit on": fit, "questions": sizes[corpus], "held out": rounded(mean_of(ours)),
+                "in sample": {c: rounded(mean_of(scores[key][c])) for c in fit},
+                "current route": rounded(mean_of(current[corpus])), "plain hybrid": rounded(mean_of(plain[corpus])),
+                "vs current route": against(ours, current[corpus]), "vs plain hybrid": against(ours, plain[corpus])}  # fmt: skip
+
+    families = [*CROSS_ROUTES, None]
+    loco, pooled = {}, {}
+    for corpus in corpora:
+        fit = [c for c in corpora if c != corpus]
+        loco[corpus] = {}
+        for family in families:
+            key = choose(fit, family)
+            loco[corpus][family or "any route"] = held_out_row(key, corpus, fit)
+            pooled.setdefault(family or "any route", []).extend(zip(scores[key][corpus], current[corpus]))
+    # every corpus scored by the setting chosen without it, its questions pooled, against the current route
+    pooled = {family: {m: mean_difference([ours[m] - theirs[m] for ours, theirs in pairs], random.Random(0))
+                       for m in METRICS} for family, pairs in pooled.items()}  # fmt: skip
+    pairwise = {}
+    for fitted in corpora:
+        for family in families:
+            key = choose([fitted], family)
+            for corpus in corpora:
+                if corpus != fitted:
+                    pairwise[f"fit on {fitted} → {corpus} | {family or 'any route'}"] = held_out_row(
+                        key, corpus, [fitted]
+                    )
+    for title, table in (("leave one corpus out (fit on the others)", {f"{c} held out | {f}": row for c, rows in
+                                                                        loco.items() for f, row in rows.items()}),
+                         ("fit on one corpus, scored on another", pairwise)):  # fmt: skip
+        print(
+            f"\n{title}: chosen setting → held-out recall@5 / MRR@10 (current route; plain hybrid), "
+            "questions higher/lower than the current route"
+        )
+        for label, row in table.items():
+            versus = row["vs current route"]
+            print(f"  {label:52} {row['chosen']:24} {row['held out']} (current {row['current route']}; plain "
+                  f"{row['plain hybrid']}) r@5 +{versus['recall@5']['higher']}/-{versus['recall@5']['lower']} "
+                  f"MRR +{versus['MRR@10']['higher']}/-{versus['MRR@10']['lower']}")  # fmt: skip
+    print(f"\nleave one corpus out, the {sum(sizes.values())} questions pooled, each scored by the setting chosen "
+          "without its corpus, minus the current route:")  # fmt: skip
+    for family, row in pooled.items():
+        print(f"  {family:14} {row}")
+    wins = {}
+    for family in pooled:
+        rows = [loco[c][family] for c in corpora]
+        wins[family] = all(row["held out"][m] >= row["current route"][m] for row in rows for m in METRICS) and any(
+            row["held out"][m] > row["current route"][m] for row in rows for m in METRICS
+        )
+    print("beats the current route held out (no held-out corpus lower on either metric, one higher):", wins)
+    result = {"questions": sizes, "current route": setting_name(*CURRENT_CROSS), "factory_replayed": not mismatched,
+              "routes": {route: spec[0] for route, spec in CROSS_ROUTES.items()}, "settings_tried": len(settings),
+              "plain hybrid": {c: rounded(mean_of(plain[c])) for c in corpora},
+              "dense alone": {c: rounded(mean_of(dense[c])) for c in corpora},
+              "table": {key[1]: {c: rounded(mean_of(cells[c])) for c in corpora} for key, cells in scores.items()},
+              "leave_one_corpus_out": loco, "leave_one_corpus_out_pooled_vs_current": pooled, "fit_on_one": pairwise,
+              "beats the current route held out": wins}  # fmt: skip
+    save(CROSS_FILE, result)
+    return result
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--record-candidates"]:
         record_candidates(tuple(sys.argv[2].split(",")) if len(sys.argv) == 3 else ALL_CORPORA)
         sys.exit(0)
     if sys.argv[1:2] == ["--rules"]:
         rules_report()
+        sys.exit(0)
+    if sys.argv[1:2] == ["--cross-lingual"]:
+        cross_lingual_report()
         sys.exit(0)
     if sys.argv[1:2] == ["--recheck"] and len(sys.argv) == 3:
         sys.exit(1 if recheck(sys.argv[2]) else 0)

@@ -103,3 +103,50 @@ def test_replay_scores_count_evidence_in_the_top_five_and_the_first_relevant_ran
     assert replay_scores(relevant, held, 2, [0, 1, 2, 3, 4, 5, 6]) == {"recall@5": 0.5, "MRR@10": 0.5}
     assert replay_scores(relevant, held, 2, [6, 1, 0, 2, 3, 4, 5]) == {"recall@5": 1.0, "MRR@10": 1.0}
     assert replay_scores(relevant, held, 2, [0, 2, 3, 4, 5]) == {"recall@5": 0.0, "MRR@10": 0.0}
+
+
+def test_fused_order_is_the_reranker_fusion_for_two_lists_and_one_list_alone_is_its_order():
+    import random as rnd
+
+    from benchmarks.bench_rerank_fusion import fused_order, rrf_order
+
+    generator = rnd.Random(5)
+    head = list(range(12))
+    for weight in (0.0, 0.1, 0.2, 0.5):
+        for _ in range(20):
+            scores = [generator.choice([0.0, 1.0, -1.0, generator.random()]) for _ in head]  # with ties
+            assert fused_order(head, [(None, weight), (scores, 1 - weight)]) == rrf_order(head, scores, weight)
+    assert fused_order(head, [(None, 1.0)]) == head
+    # two score lists at equal shares that disagree: first and last in one, last and first in the other tie (ties keep
+    # the first stage's order) and beat the candidate both rank in the middle; the one both rank last comes last
+    assert fused_order([0, 1, 2, 3], [([0, 3, 2, 1], 0.5), ([0, 1, 2, 3], 0.5)]) == [1, 3, 2, 0]
+
+
+def test_the_cross_lingual_replay_orders_candidates_as_the_embedding_reranker_does():
+    import math
+    import random as rnd
+
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+
+    from benchmarks.bench_rerank_fusion import K, cross_order
+    from lessons.retrieval.rerank import EmbeddingReranker
+
+    class Table(Embeddings):  # unit vectors at angle θ from the question: cosine cos θ
+        def __init__(self, angles):
+            self.angles = angles
+
+        def embed_query(self, text):
+            return [1.0, 0.0]
+
+        def embed_documents(self, texts):
+            return [[math.cos(self.angles[t]), math.sin(self.angles[t])] for t in texts]
+
+    generator = rnd.Random(7)
+    for weight, depth in ((0.0, 10), (0.2, 10), (0.5, 5), (0.3, 20)):
+        angles = {f"chunk {i}": generator.choice([0.1, 0.5, generator.random()]) for i in range(20)}
+        live = EmbeddingReranker(embeddings=Table(angles), depth=depth, first_stage_weight=weight, top_n=K)
+        documents = [Document(text) for text in angles]
+        expected = [int(d.page_content.split()[1]) for d in live.compress_documents(documents, "q")]
+        record = {"relevant": [False] * 20, "use": [math.cos(a) for a in angles.values()]}
+        assert cross_order(record, "use", {"w": weight, "d": depth}) == expected
