@@ -4,6 +4,7 @@ Run on an otherwise idle machine: another busy process on a 2-core machine chang
 `--builds` compares the runtime builds `lessons.core.runtime_build` can install on this CPU (and llama.cpp's
 default `-march=native` build, which the course never installs), each compiled once into the wheel cache and
 measured in-process from its own folder; a build that crashes is recorded with its signal.
+`--name NAME` writes the default measurement to NAME.json instead of local_model.json (another machine's figures).
 `--wait-policy` instead compares OpenMP's default wait policy with PASSIVE for the server, with 0, 1
 and 2 busy cores beside it (stop the course's own server first: `python -m lessons.core.local_server_cli stop`).
 `--grammar` measures structured calls (forced tool calls with the course's own schemas, as the server makes them)
@@ -35,11 +36,12 @@ GEN_TOKENS = 128
 def measure(complete) -> dict:
     """complete(prompt, max_tokens) -> (prompt_tokens, completion_tokens); returns tokens/s."""
     complete("warm up", 4)
+    run = f"Run {time.time_ns()}. "  # a first word no earlier run had: a running server's prompt cache cannot serve it
     start = time.perf_counter()
-    prompt_tokens, _ = complete(LONG_PROMPT, 1)
+    prompt_tokens, _ = complete(run + LONG_PROMPT, 1)
     prompt_s = time.perf_counter() - start
     start = time.perf_counter()
-    short_prompt_tokens, generated = complete(GEN_PROMPT, GEN_TOKENS)
+    short_prompt_tokens, generated = complete(run + GEN_PROMPT, GEN_TOKENS)
     gen_s = time.perf_counter() - start - short_prompt_tokens / (prompt_tokens / prompt_s)
     return {
         "prompt_tokens": prompt_tokens,
@@ -277,7 +279,7 @@ def main():
     local = in_process()
     print("in-process", local)
     save(
-        "local_model",
+        sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else "local_model",  # another machine's file
         {
             "model": resolve_local_model().alias,
             "threads": get_settings().threads,

@@ -260,3 +260,20 @@ def test_an_evaluation_stops_at_a_crashed_server_but_records_other_errors():
 
     with pytest.raises(LocalServerCrashed, match="Segmentation fault"):
         evaluate_item("crashed", crashed, item, ScriptedChatModel(), None)
+
+
+def test_a_benchmark_records_which_cpu_it_ran_on_beyond_its_name(monkeypatch, tmp_path):
+    """`cpu_summary`: the family and model numbers (two VMs both named "AMD EPYC" differed twofold in speed) and the
+    vector features a build could use, AMX included; flags no build reads are left out."""
+    from pathlib import Path
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\ncpu family\t: 25\nmodel\t\t: 1\nmodel name\t: AMD EPYC\n"
+                       "flags\t\t: fpu sse4_2 avx avx2 fma f16c bmi2 amx_tile avx512f\n")  # fmt: skip
+    real = Path.read_text
+    monkeypatch.setattr(
+        Path, "read_text", lambda self, *a, **k: real(cpuinfo if str(self) == "/proc/cpuinfo" else self, *a, **k)
+    )
+    summary = rb.cpu_summary()
+    assert summary == {"model_name": "AMD EPYC", "family": "25", "model": "1",
+                       "vector_features": "amx_tile avx avx2 avx512f bmi2 f16c fma sse4_2"}  # fmt: skip
