@@ -270,17 +270,25 @@ t_labels(search_table, ["question", "rank", "source", "score", "text"])
 # %% [markdown]
 # ## 3. Ask: an answer with citations
 #
-# `POST /v1/ask` retrieves the same way and hands the top chunks to notebook 05's research agent, which answers
-# from them only and cites them; the reply names each cited chunk's file and page. With no supporting chunk
-# the service says so instead of guessing. (The answer is written in the server's process: its model calls
-# are not in this kernel's usage report at the end.)
+# `POST /v1/ask` retrieves the same way and runs notebook 04's grading loop over the top chunks: the relevance
+# gate (the chat model's P(yes)), then the answerability check (the judge quotes its evidence, code verifies it).
+# It answers from the chunks that passed and cites them — the reply names each cited chunk's file and page — or
+# says the documents do not hold the answer, with `answerability` saying why and `gate` how far below its
+# threshold the refusal was. The gate's thresholds were calibrated on the course corpus, and such thresholds do
+# not travel to other documents (`benchmarks/bench_answerability.py --gate-sweep`): for yours, calibrate them with
+# the evaluation command (`[gate] calibrate = N`, notebook 06) and set `AGENTIC_RAG_GATE_FILE` to the `gate.json`
+# it writes. (The answer is written in the server's process: its model calls are not in this kernel's usage
+# report at the end.)
 
-# %% [markdown] lang="zh" translates="87dd2d788fec"
+# %% [markdown] lang="zh" translates="61f4e567d4f8"
 # ## 3. 提问：带引用的回答
 #
-# `POST /v1/ask` 用同样的方式检索，再把排在最前的块交给 notebook 05 的研究智能体：它只根据这些块作答并引用它们；
-# 回复写明每个被引用块的文件和页码。没有能支持回答的块时，服务会直说，而不是去猜。（回答是在服务器进程里写出来的：
-# 它的模型调用不在本内核末尾的用量报告里。）
+# `POST /v1/ask` 用同样的方式检索，再在排在最前的块上运行 notebook 04 的评分循环（grading loop）：先过相关性门控（gate），它读对话模型的
+# P(yes)；再过可答性检查（answerability check）：评审模型引用证据，由代码核对。它根据通过的块作答并引用它们——回复写明每个被引用块的文件和
+# 页码——或者直说文档里没有答案：`answerability` 说明原因，`gate` 说明拒答（abstain）时离阈值差多少。门控的阈值是在课程语料库（corpus）上
+# 校准的，这样的阈值搬到别的文档上并不可靠（`benchmarks/bench_answerability.py --gate-sweep`）：用在你自己的文档上时，
+# 先用评测命令校准（`[gate] calibrate = N`，见 notebook 06），再把 `AGENTIC_RAG_GATE_FILE` 设为它写出的 `gate.json`。
+# （回答是在服务器进程里写出来的：它的模型调用不在本内核末尾的用量报告里。）
 
 # %%
 replies = {}
