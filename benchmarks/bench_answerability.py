@@ -31,8 +31,11 @@ from it): the counts and every row's reason.
 The relevance gate in front of the check, its P(yes) threshold swept (no model call; thresholds chosen on the
 course's answerable gold questions of gate.json, never on the rows scored; rows without P(yes) take bench_gate's):
 
-    python benchmarks/bench_answerability.py --gate-sweep answerability answerability-heldout-seed1 \
-        answerability-fresh9-pyes     → benchmarks/results/answerability-gate-sweep.json
+    python benchmarks/bench_answerability.py --gate-sweep answerability answerability-focus \
+        answerability-heldout-seed1 answerability-fresh9-pyes     → benchmarks/results/answerability-gate-sweep.json
+
+(answerability-heldout-seed1's rows have no `asks_for`: measured before the judge was asked for it, so the code
+check there is weaker than today's; answerability-focus holds the dev questions with it.)
 
 Answerable questions never tuned on: `--answerable-set` takes them from benchmarks/questions/answerable_<corpus>.jsonl
 (written after the check's rules):
