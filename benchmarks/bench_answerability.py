@@ -32,10 +32,15 @@ The relevance gate in front of the check, its P(yes) threshold swept (no model c
 course's answerable gold questions of gate.json, never on the rows scored; rows without P(yes) take bench_gate's):
 
     python benchmarks/bench_answerability.py --gate-sweep answerability answerability-focus \
-        answerability-heldout-seed1 answerability-fresh9-pyes     → benchmarks/results/answerability-gate-sweep.json
+        answerability-heldout-seed1 answerability-heldout-seed1-now answerability-fresh9-pyes
+        → benchmarks/results/answerability-gate-sweep.json
 
 (answerability-heldout-seed1's rows have no `asks_for`: measured before the judge was asked for it, so the code
-check there is weaker than today's; answerability-focus holds the dev questions with it.)
+check there is weaker than today's; answerability-focus holds the dev questions with it, and the same held-out sample
+was measured again with today's judge and P(yes), 7 Dec 2026, on an AVX2-only CPU, empty cache:
+
+    python benchmarks/bench_answerability.py --seed 1 --exclude-dev --answerable 10 --out-of-kb 8 \
+        --name answerability-heldout-seed1-now)
 
 Answerable questions never tuned on: `--answerable-set` takes them from benchmarks/questions/answerable_<corpus>.jsonl
 (written after the check's rules):
