@@ -577,70 +577,67 @@ def replay(names: list[str]) -> dict:
 GATE_KEEPS = (1.0, 0.95, 0.9)  # shares of the course's answerable gold questions a swept P(yes) threshold keeps
 
 
-def best_p_yes_gold() -> dict[tuple[str, str], float]:
-    """Every gold question's best P(yes) among its top 3 as bench_gate.py measured it (gate.json, gate-packages.json):
-    (corpus, id) -> score. The P(yes) of rows measured with `--no-p-yes` (their chunks are the grading loop's round
-    one too; bench_gate's retrieval of 2 Dec may differ by a chunk)."""
-    scores = {}
+def gold_best_p_yes() -> dict[tuple[str, str], tuple[dict, float]]:
+    """Every gold question as bench_gate.py measured it (gate.json, gate-packages.json) with its best P(yes) among its
+    top 3: (corpus, id) -> (question, best P(yes)). It chooses the swept thresholds (the course's answerable ones) and
+    stands in for the P(yes) of rows measured with `--no-p-yes` (their chunks are the grading loop's round one too;
+    bench_gate's retrieval of 2 Dec may differ by a chunk)."""
+    gold = {}
     for corpus, name in (("course", "gate.json"), ("packages", "gate-packages.json")):
         for q in json.loads((RESULTS / name).read_text(encoding="utf-8"))["questions"]:
-            scores[(corpus, q["id"])] = max(q["p_yes"][:3])
-    return scores
+            gold[(corpus, q["id"])] = (q, max(q["p_yes"][:3]))
+    return gold
 
 
 def gate_sweep(names: list[str]) -> dict:
     """The relevance gate in front of the code check, its P(yes) threshold swept (`--gate-sweep`; no model call):
     the shipped `DEFAULT_GATE` and thresholds that keep `GATE_KEEPS` of the course's answerable gold questions
     (chosen on gate.json, never on the rows scored). Per results and cell: answerable answered and out-of-KB refused
-    by the check alone and by the gate then the check. Rows without P(yes) take bench_gate's (`best_p_yes_gold`);
-    a row with neither is left out and counted. Writes RESULTS/answerability-gate-sweep.json."""
-    from lessons.agents.grading import DEFAULT_GATE
+    by the check alone and by the gate then the check (`_pairs(row, "check+p_yes")`, as `shipped_gate` reads round
+    one). Rows without P(yes) take bench_gate's (`gold_best_p_yes`); a row with neither is left out and counted.
+    Writes RESULTS/answerability-gate-sweep.json."""
+    from lessons.agents.grading import DEFAULT_GATE, GateThresholds
 
-    gold = json.loads((RESULTS / "gate.json").read_text(encoding="utf-8"))["questions"]
+    gold = gold_best_p_yes()
     gates = {"DEFAULT_GATE": {language: DEFAULT_GATE[language].p_yes for language in ("en", "zh")}}
     for keep in GATE_KEEPS:
         gates[f"keeps {keep:.0%} of course gold"] = {}
         for language in ("en", "zh"):
-            best = sorted(max(q["p_yes"][:3]) for q in gold if q["language"] == language and q["answerable"])
+            best = sorted(p for (corpus, _), (q, p) in gold.items()
+                          if corpus == "course" and q["language"] == language and q["answerable"])  # fmt: skip
             gates[f"keeps {keep:.0%} of course gold"][language] = round(
                 best[int((1 - keep) * len(best) + 1e-9)] - 1e-4, 4
             )
-    stored = best_p_yes_gold()
+    swept = {"check alone": {"en": 0.0, "zh": 0.0}, **gates}
     report = {"gates": gates, "results": {}}
     for name in names:
         rows = json.loads((RESULTS / f"{name}-rows.json").read_text(encoding="utf-8"))
         subjects = {corpus: current_subject(corpus) for corpus in {row["corpus"] for row in rows.values()}}
-        result, missing = {}, 0
+        cells: dict = {}
+        missing = 0
         for row in rows.values():
-            best = max(row["p_yes"]) if row.get("p_yes") else stored.get((row["corpus"], row["id"]))
-            if best is None:
+            stand_in = gold.get((row["corpus"], row["id"]))
+            p_yes = row.get("p_yes") or ([stand_in[1]] if stand_in else None)
+            if p_yes is None:
                 missing += 1
                 continue
-            passed = verify(row, subjects[row["corpus"]])["reason"] == "answerable"
-            cell = result.setdefault(f"{row['corpus']}/{row['language']}", {"answerable": 0, "out_of_kb": 0})
-            kind = "answerable" if row["answerable"] else "out_of_kb"
-            cell[kind] += 1
-            for gate, thresholds in {"check alone": None, **gates}.items():
-                admitted = passed and (thresholds is None or best >= thresholds[row["language"]])
-                counts = cell.setdefault(gate, {"answered": 0, "refused": 0})
-                counts["answered" if row["answerable"] else "refused"] += (
-                    admitted if row["answerable"] else not admitted
-                )
-        pooled: dict = {"answerable": 0, "out_of_kb": 0}
-        for cell in result.values():
-            for key, value in cell.items():
-                if isinstance(value, dict):
-                    for k, v in value.items():
-                        pooled.setdefault(key, {}).setdefault(k, 0)
-                        pooled[key][k] += v
-                else:
-                    pooled[key] = pooled.get(key, 0) + value
+            pairs = _pairs(verify({**row, "p_yes": p_yes}, subjects[row["corpus"]]), "check+p_yes")
+            cells.setdefault((row["corpus"], row["language"]), ([], []))[0 if row["answerable"] else 1].append(pairs)
+        result = {}
+        for (corpus, language), (in_kb, out_kb) in cells.items():
+            cell = result[f"{corpus}/{language}"] = {"answerable": len(in_kb), "out_of_kb": len(out_kb)}
+            for gate, thresholds in swept.items():
+                answered, refused, _ = _counts(in_kb, out_kb, GateThresholds(0.0, thresholds[language]))
+                cell[gate] = {"answered": answered, "refused": refused}
+        pooled = {kind: sum(cell[kind] for cell in result.values()) for kind in ("answerable", "out_of_kb")}
+        pooled |= {gate: {count: sum(cell[gate][count] for cell in result.values()) for count in ("answered", "refused")}
+                   for gate in swept}  # fmt: skip
         report["results"][name] = {"by_cell": result, "pooled": pooled, "rows_without_p_yes": missing,
                                    "p_yes_from": "the rows" if all(r.get("p_yes") for r in rows.values())
                                    else "bench_gate (gate.json, gate-packages.json)"}  # fmt: skip
         print(f"{name}: answered of {pooled['answerable']} answerable / refused of {pooled['out_of_kb']} out-of-KB"
               f" ({missing} rows without P(yes) left out)")  # fmt: skip
-        for gate in ("check alone", *gates):
+        for gate in swept:
             print(f"   {gate:28} {pooled[gate]['answered']:3} / {pooled[gate]['refused']:3}")
     save("answerability-gate-sweep", report)
     return report

@@ -950,7 +950,7 @@ def test_the_gate_sweep_scores_thresholds_chosen_on_course_gold_in_front_of_the_
         {"id": "p", "language": "en", "answerable": False, "p_yes": [0.65]}]}), encoding="utf-8")  # fmt: skip
     document = {"text": "Atlas Server listens on port 7420 by default.", "context_header": None, "source": "a.md"}
     row = {"corpus": "course", "language": "en", "subject": [], "documents": [document], "asks_for": "port",
-           "quote": "Atlas Server listens on port 7420 by default.", "answer": "7420",
+           "quote": "Atlas Server listens on port 7420 by default.", "answer": "7420", "cross_encoder": [0.5],
            "question": "Which port does Atlas Server use?"}  # fmt: skip
     rows = {
         "course:a": {**row, "id": "a", "answerable": True, "p_yes": [0.75]},
