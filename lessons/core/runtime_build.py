@@ -159,6 +159,11 @@ def build_variants(flags: frozenset[str] | None = None, machine: str | None = No
     return [BuildVariant("native", ()), BuildVariant("portable", ("-DGGML_NATIVE=OFF",))]
 
 
+def build_features(flags: frozenset[str]) -> list[str]:
+    """The CPU flags a build could use, sorted: those `X86_OPTIONS` turn on, and AMX's (which no build uses)."""
+    return sorted(flags & {f for _, needed in X86_OPTIONS for f in needed} | {f for f in flags if "amx" in f})
+
+
 def cpu_summary() -> dict[str, str]:
     """This CPU as a benchmark records it: the model name (VMs often say only "AMD EPYC"), the family and model numbers
     that tell two CPUs of one name apart, and the vector features a build could use (`X86_OPTIONS`, AMX)."""
@@ -170,16 +175,13 @@ def cpu_summary() -> dict[str, str]:
                 info[key.strip()] = value.strip()
     except OSError:
         pass
-    flags = cpu_flags()
-    vector = sorted(flags & {f for _, needed in X86_OPTIONS for f in needed} | {f for f in flags if "amx" in f})
     return {"model_name": cpu_model(), "family": info.get("cpu family", "?"), "model": info.get("model", "?"),
-            "vector_features": " ".join(vector)}  # fmt: skip
+            "vector_features": " ".join(build_features(cpu_flags()))}  # fmt: skip
 
 
 def cpu_fingerprint(flags: frozenset[str] | None = None) -> str:
     """Which CPU this is, as far as a build cares: its model name and the flags any variant could use."""
-    flags = cpu_flags() if flags is None else flags
-    relevant = sorted(flags & {f for _, needed in X86_OPTIONS for f in needed} | {f for f in flags if "amx" in f})
+    relevant = build_features(cpu_flags() if flags is None else flags)
     return hashlib.sha256((cpu_model() + "|" + " ".join(relevant)).encode()).hexdigest()[:12]
 
 
