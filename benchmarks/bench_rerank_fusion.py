@@ -464,17 +464,25 @@ ROUTE_DEPTHS = {"cross-encoder": RERANK_CANDIDATES, "cross-lingual": CANDIDATES}
 WEIGHT_GRID = (0.0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7)
 
 
+def fused_order(head: list[int], lists: list[tuple[list[float] | None, float]], c: int = RRF_C) -> list[int]:
+    """`head` (candidate indexes, first stage's order) by the weighted RRF of several orders: each (scores, weight)
+    ranks `head` by `scores` (None: the first stage's own order); ties keep the first stage's order. One list at full
+    weight is that list's order; `rrf_order` is the two-list case."""
+    fused = dict.fromkeys(head, 0.0)
+    for scores, weight in lists:
+        if weight <= 0:
+            continue
+        ranked = head if scores is None else sorted(head, key=lambda i: scores[i], reverse=True)
+        for rank, i in enumerate(ranked, start=1):
+            fused[i] += weight / (c + rank)
+    return sorted(head, key=lambda i: fused[i], reverse=True)
+
+
 def rrf_order(head: list[int], scores: list[float], weight: float, c: int = RRF_C) -> list[int]:
     """`head` (candidate indexes, first stage's order) by the RRF of that order (`weight`) and the scores' order,
-    as `ScoredCrossEncoderReranker` fuses them (ties keep the first stage's order); weight 0: the scores' order."""
-    by_model = sorted(head, key=lambda i: scores[i], reverse=True)
-    if weight == 0:
-        return by_model
-    fused: dict[int, float] = {}
-    for ranked, share in ((head, weight), (by_model, 1 - weight)):
-        for rank, i in enumerate(ranked, start=1):
-            fused[i] = fused.get(i, 0.0) + share / (c + rank)
-    return sorted(head, key=lambda i: fused[i], reverse=True)
+    as `ScoredCrossEncoderReranker` fuses them (ties keep the first stage's order); weight 0: the scores' order.
+    `fused_order`'s two-list case."""
+    return fused_order(head, [(None, weight), (scores, 1 - weight)], c)
 
 
 def kept_in_top(order: list[int], keep: list[int], place: int) -> list[int]:
@@ -682,23 +690,9 @@ CROSS_WEIGHTS_GRID = (0.0, 0.1, 0.2, 0.3, 0.5)
 CROSS_DEPTHS_GRID = (5, 10, 20)
 
 
-def fused_order(head: list[int], lists: list[tuple[list[float] | None, float]], c: int = RRF_C) -> list[int]:
-    """`head` (candidate indexes, first stage's order) by the weighted RRF of several orders: each (scores, weight)
-    ranks `head` by `scores` (None: the first stage's own order); ties keep the first stage's order. One list at full
-    weight is that list's order; `rrf_order` is the two-list case."""
-    fused = dict.fromkeys(head, 0.0)
-    for scores, weight in lists:
-        if weight <= 0:
-            continue
-        ranked = head if scores is None else sorted(head, key=lambda i: scores[i], reverse=True)
-        for rank, i in enumerate(ranked, start=1):
-            fused[i] += weight / (c + rank)
-    return sorted(head, key=lambda i: fused[i], reverse=True)
-
-
 def crossed(scores: str):
     """A route that reorders the first stage's top d by `scores` (a record's key), fused with the first stage at w."""
-    return lambda r, w, d: fused_order(list(range(d)), [(None, w), (r[scores], 1 - w)])
+    return lambda r, w, d: rrf_order(list(range(d)), r[scores], w)
 
 
 # route → (what it reads, its parameter grid, the candidate order it gives: (record, *parameters) → order); the rest of
