@@ -11,6 +11,7 @@ from lessons.agents.answerability import (
     Evidence,
     asked_terms,
     common_names,
+    contrasted_focus,
     focus_missing,
     focus_terms,
     locate_quote,
@@ -101,6 +102,27 @@ def test_a_floor_on_the_questions_words_refuses_a_quote_about_something_else():
     assert unfocused[0] == "answerable"  # without that and with the floor off (the default)
     reason, *_, coverage = verify_evidence(question, evidence, [chunk], {"matplotlib"}, focus_share=0.0, min_terms=0.15)
     assert reason == "too few of the question's words" and coverage < 0.15
+
+
+def test_a_sibling_of_the_asked_role_is_not_the_role():
+    # gold en-065: two of the three words of "chief financial officer" occur around the quote (enough for the share),
+    # but between the same neighbours the passage names other officers
+    about = Document(
+        "Tidewell Analytics was founded in 2019 by Mara Okafor, its chief executive, and Chen Siyuan, its chief "
+        "technology officer. The company is headquartered in Rotterdam.",
+        metadata={"source": "atlas_whitepaper.pdf"},
+    )
+    quote = about.page_content.split(". The")[0]
+    for asked, reason in (("chief financial officer", "asked-for missing"), ("chief technology officer", "answerable")):
+        evidence = Evidence(asks_for=asked, quote=quote, answer="Mara Okafor")
+        verdict = verify_evidence(f"Who is Tidewell Analytics' {asked}?", evidence, [about], {"tidewell", "analytics"})
+        assert verdict[0] == reason, (asked, verdict)
+    assert focus_missing(["chief", "financial", "officer"], quote.lower()) == []  # the share rule alone passes it
+    # narrow on purpose: a neighbour that is no content word ("head of sales" against "head of marketing") or a
+    # replaced word at the phrase's end is left to the share rule
+    assert contrasted_focus("Who is the head of sales?", ["head", "sale"], "anna is the head of marketing") == []
+    monthly = contrasted_focus("What is the monthly list price?", ["month", "list", "price"], "the annual list price")
+    assert monthly == []
 
 
 def test_near_miss_other_office_is_caught():

@@ -780,6 +780,8 @@ def _check_quote(
     absent = focus_missing(focus, window, share) if focus_share else []
     if not absent and focus_share:  # and the noun of "which X" / 什么X, read by code, whatever the judge named
         absent = focus_missing(asked_terms(question, subject), window, focus_share)
+    if not absent and focus_share:  # enough of them occur, but one is replaced by a sibling: another officer, not it
+        absent = contrasted_focus(question, focus, window)
     if absent:
         return "asked-for missing", match, specifics, [Specific(t, (t,), "focus") for t in absent], coverage
     if min_terms and coverage is not None and coverage < min_terms:
@@ -947,6 +949,35 @@ def focus_missing(terms: Sequence[str], window: str, min_share: float = MIN_FOCU
         and not (t in _ANSWER_SHAPES and _ANSWER_SHAPES[t].search(window))
     ]
     return absent if terms and len(terms) - len(absent) < min_share * len(terms) else []
+
+
+_SLOT_WORD = r"[a-z0-9][a-z0-9-]*"
+_QUESTION_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def contrasted_focus(question: str, terms: Sequence[str], window: str) -> list[str]:
+    """The focus terms absent from the quote's `window` whose place the window fills with another word between the
+    same two neighbours: "Who is the chief financial officer?" against "its chief executive, and Chen Siyuan, its chief
+    technology officer" — two of the three words occur (enough for `focus_missing`), but the passage names a sibling of
+    what is asked, not it. English words only; both neighbours must be content words of the question (not "of", "the").
+    Introduced in notebook 04."""
+    words = _QUESTION_WORD.findall(_normal(question))
+    contrasted = []
+    for term in terms:
+        if _CJK_CHAR.search(term) or term in window:
+            continue
+        for i in range(1, len(words) - 1):
+            before, word, after = words[i - 1], words[i], words[i + 1]
+            if not word.startswith(term) or not content_tokens(before) or not content_tokens(after):
+                continue
+            head = re.escape(after.removesuffix("s"))  # "officer" or "officers"
+            sibling = re.compile(
+                rf"(?<![a-z0-9]){re.escape(before)}[a-z]*\s+(?!{re.escape(term)}){_SLOT_WORD}\s+{head}s?(?![a-z0-9])"
+            )
+            if sibling.search(window):
+                contrasted.append(term)
+                break
+    return contrasted
 
 
 def answer_problem(question: str, answer: str, documents: Sequence[Document]) -> str | None:
