@@ -23,7 +23,7 @@
 # |---|---|
 # | **You will learn** | which chat model answers you and how to switch it; how every LLM call gets a *typed* answer; what an embedding similarity looks like in English and Chinese; how Docling turns a file into Markdown |
 # | **Prerequisites** | the README's setup command has run (it installs everything, offline model included) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **0.3 min** measured (16 s, 3 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All from an empty cache folder: **0.5 min** measured (30 s, 3 chat-model calls; the model server evaluated 32 prompt / 14 generated tokens per second; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M and multilingual-e5-small (4-bit) |
 #
 # Every notebook in this course runs with **no API key and no internet**: a small chat model is served on
@@ -38,14 +38,14 @@
 # | vector store | `lessons.core.vectorstore.open_store()` → Chroma, persistent | locally |
 # | conversion | `lessons.ingest.convert_file()` → Docling | locally |
 
-# %% [markdown] lang="zh" translates="e4d15ed080e5"
+# %% [markdown] lang="zh" translates="cb278c31a8a6"
 # # 00 · 环境准备：确认整套工具能跑通
 #
 # | | |
 # |---|---|
 # | **你将学到** | 是哪个对话模型（chat model）在回答你、怎样切换它；每一次 LLM 调用怎样拿到*有类型的*回答（结构化输出，structured output）；中英文句子的嵌入（embedding）相似度是什么样子；Docling 怎样把一个文件转成 Markdown |
 # | **前置条件** | 已经运行过 README 里的安装命令（它会装好一切，包括离线模型） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **0.3 分钟**（15 秒，3 次对话模型调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **0.3 分钟**（15 秒，3 次对话模型调用；模型服务器每秒读入 91 个输入 token、生成 30 个 token；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M 和 multilingual-e5-small（4 bit）得出 |
 #
 # > **术语说明**：课程里每个术语只用一个中文译法，第一次出现时在括号里注明英文；全部术语和释义见

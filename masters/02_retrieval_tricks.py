@@ -28,7 +28,7 @@
 # |---|---|
 # | **You will learn** | keyword search (BM25) that works for Chinese; hybrid search with reciprocal rank fusion; small-to-big retrieval; reranking with a real cross-encoder — and why a reranker's training data decides where it works (the English model on Chinese questions), fixed by routing by language; why a reranker can lose to its own input, fixed by fusing its rank with the first stage's, and a cross-lingual route for a question whose documents are in another language; the chat model's yes/no probability as a judge, measured against the cross-encoder; HyDE, multi-query and step-back query rewriting; contextual rerank (candidates judged with their neighbours) and context expansion — and how to tell which of them actually helps, on which questions, at what cost |
 # | **Prerequisites** | notebook 00 (the stack works); notebook 01 helps (chunks, the gold set, hit@k and recall@k) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **6.6 min** measured (393 s, 33 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All from an empty cache folder: **8.6 min** measured (513 s, 33 chat-model calls; the model server evaluated 56 prompt / 18 generated tokens per second; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | computed by this run: offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp), multilingual-e5-small (4-bit) and ms-marco-MiniLM-L-12-v2 (ONNX) |
 #
 # Every technique below is a LangChain retriever — a Runnable from a question to ranked chunks — and
@@ -59,14 +59,14 @@
 # per call. Raise `N_LLM_QUESTIONS` in the parameters cell for sturdier LLM numbers (each question costs
 # about a dozen calls).
 
-# %% [markdown] lang="zh" translates="7b1e620af638"
+# %% [markdown] lang="zh" translates="106d3830a71e"
 # # 02 · 检索技巧，每一种都与同一个基线（baseline）比较
 #
 # | | |
 # |---|---|
 # | **你将学到** | 适用于中文的关键词检索（BM25）；用倒数排名融合（RRF）做混合检索（hybrid retrieval）；由小到大检索（small-to-big）；用真正的交叉编码器（cross-encoder）重排（reranking）——以及为什么重排模型的训练数据决定了它在哪里有效（英文模型遇到中文问题），又怎样按语言路由来解决；为什么重排器（reranker）可能输给它自己的输入，又怎样把它的排名与第一阶段的排名融合来解决，以及为文档是另一种语言的问题准备的跨语言路由；把对话模型（chat model）回答 yes/no 的概率当作评审（judge），并与交叉编码器对比衡量；HyDE、多查询（multi-query）和后退一步（step-back）的查询改写（query rewriting）；上下文重排（contextual rerank：连同相邻块（chunk）一起评审候选）和上下文扩展（context expansion）——以及怎样判断其中哪些真正有用、对哪些问题有用、代价多大 |
 # | **前置条件** | notebook 00（整套工具能跑通）；notebook 01 会有帮助（块、金标准问题集（gold set）、命中率（hit@k） 和 召回率（recall@k）） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **6.4 分钟**（386 秒，33 次对话模型调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **6.4 分钟**（386 秒，33 次对话模型调用；模型服务器每秒读入 93 个输入 token、生成 28 个 token；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由本次运行算出：离线使用 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（llama.cpp）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2（ONNX） |
 #
 # 下面的每一种技术都是一个 LangChain 检索器（retriever）——一个从问题到排好序的块的 Runnable——每一种都用同样的方式、

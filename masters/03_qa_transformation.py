@@ -25,7 +25,7 @@
 # |---|---|
 # | **You will learn** | how to replace LangChain's removed `DoctranQATransformer` with structured output; how to make an LLM document transformer that never crashes, never costs twice and never overflows the context window; whether question/answer documents actually help retrieval (measured, chunks vs QA vs hybrid); the other doctran jobs — cleaning PDF text, extracting dates, extracting properties |
 # | **Prerequisites** | notebooks 00 (structured output) and 01 (the knowledge base, chunks, the gold set, hit@k and MRR) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **2.4 min** measured (144 s, 16 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All from an empty cache folder: **3.2 min** measured (194 s, 16 chat-model calls; the model server evaluated 50 prompt / 18 generated tokens per second; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit) |
 #
 # A user asks *"How long do I have to use my leftover holidays in Lisbon?"*; the handbook says *"Up to 5
@@ -44,14 +44,14 @@
 # | date handling | `lessons.transforms.doc_transforms.DateExtractor` — patterns + python-dateutil, English and Chinese | no |
 # | `DoctranPropertyExtractor` | `lessons.transforms.doc_transforms.PropertyExtractor` — structured output into *your* schema | yes |
 
-# %% [markdown] lang="zh" translates="386bba094a06"
+# %% [markdown] lang="zh" translates="5ae403f5b466"
 # # 03 · QA 转换：为你的块（chunk）能回答的问题建索引
 #
 # | | |
 # |---|---|
 # | **你将学到** | 怎样用结构化输出（structured output）替代 LangChain 已经移除的 `DoctranQATransformer`；怎样做一个从不崩溃、从不重复花钱、从不撑爆上下文窗口的 LLM 文档转换器；问题/答案文档到底有没有帮助检索（实测：块 vs QA vs 混合）；doctran 的其他工作——清理 PDF 文本、提取日期、提取属性 |
 # | **前置条件** | notebook 00（结构化输出）和 01（知识库（knowledge base）、块、金标准问题集（gold set）、命中率（hit@k） 和 平均倒数排名（MRR）） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **2.4 分钟**（142 秒，16 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 7 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **2.4 分钟**（142 秒，16 次对话模型（chat model）调用；模型服务器每秒读入 85 个输入 token、生成 20 个 token；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 7 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）和 multilingual-e5-small（4 bit）得出 |
 #
 # 用户问*“同事辞职走人以后，他的各种系统账号最晚什么时候会被停掉？”*；

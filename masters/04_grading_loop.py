@@ -28,7 +28,7 @@
 # |---|---|
 # | **You will learn** | how a relevance gate decides what the generator sees — and why it needs two judges: a relevance model (the cross-encoder) and the chat model's calibrated yes/no probability; how making the judge show its evidence lets code check that a passage states what was asked, which catches the on-topic near miss (the answerability check); why one relevant document is enough to stop; how a query rewrite and a retry cap make a loop that always ends; how an explicit "not in the knowledge base" answer beats one made up from the model's own knowledge — measured against the same pipeline without the gate, with the uncertainty a small sample carries |
 # | **Prerequisites** | notebook 00 (structured output), notebook 01 (the knowledge base and its gold set), notebook 02 (hybrid search, the cross-encoder, P(yes) from log-probabilities) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **6.7 min** measured (404 s, 92 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All from an empty cache folder: **12.5 min** measured (751 s, 64 chat-model calls; the model server evaluated 37 prompt / 13 generated tokens per second; `benchmarks/bench_notebooks.py`, 7 Dec 2026, over the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | computed by this run: offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and ms-marco-MiniLM-L-12-v2 |
 #
 # A retriever always returns *something*. Ask the knowledge base about the CFO's name — which no
@@ -43,14 +43,14 @@
 # 4. at the cap, answer **"the knowledge base has no information on this"** — on its own path, not as a
 #    prompt instruction the model may ignore.
 
-# %% [markdown] lang="zh" translates="1c23e7dd03c8"
+# %% [markdown] lang="zh" translates="7f089aa3d8b9"
 # # 04 · 评分循环（grading loop）：评分（grading）、改写、设上限，以及说出“知识库（knowledge base）里没有”
 #
 # | | |
 # |---|---|
 # | **你将学到** | 相关性门控（gate）怎样决定生成器能看到什么——以及它为什么需要两个评审（judge）：一个相关性模型（交叉编码器，cross-encoder）和对话模型（chat model）经过校准的 yes/no 概率；怎样让评审拿出证据，由代码核对一段话是否说出了问题问的东西，从而抓住话题相同却差之毫厘的问题（可答性检查，answerability check）；为什么有一个相关文档就足以停下；查询改写（query rewriting）加上重试上限，怎样构成一个总会结束的循环；为什么明确回答“知识库里没有”胜过用模型自己的知识编出一个答案——与不带门控的同一条流水线（pipeline）对比测量，并给出小样本带来的不确定性 |
 # | **前置条件** | notebook 00（结构化输出，structured output）、notebook 01（知识库及其金标准问题集，gold set）、notebook 02（混合检索（hybrid retrieval）、交叉编码器、由对数概率得到的 P(yes)） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **6.4 分钟**（385 秒，93 次对话模型调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑（AMD EPYC，只有 AVX2、没有 AVX-512）、从空缓存目录第一次 Run All：实测 **13.9 分钟**（835 秒，64 次对话模型调用；模型服务器每秒读入 34 个输入 token、生成 11 个 token；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 7 日，超出 10 分钟的预算）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由本次运行计算：离线使用 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 |
 #
 # 检索器（retriever）总会返回*一些东西*。向知识库问 CFO 叫什么名字——没有任何文档提到——你照样会拿到与问题最相像的那些块（chunk）。把这些块交给生成器，它往往还是会作答。这个 notebook 在检索和生成之间放了一道**门控**：

@@ -27,7 +27,7 @@
 # |---|---|
 # | **You will learn** | how a document processor (Docling, header chunks, hybrid BM25 + dense search, a cross-encoder reranking the top 20) feeds three agents with typed decisions: a **relevance checker** that can stop before anything is written (the cross-encoder or the chat model — measured against each other), a **research agent** that answers from the context only and cites its chunks, and a **verification agent** that sees the question, the draft and the context and sends unsupported drafts back — capped; how to *test* a verifier by planting false claims and an instruction inside a document; what all this costs per question |
 # | **Prerequisites** | notebook 00 (structured output), 01 (the knowledge base and its gold set), 02 (hybrid retrieval), 04 (the grading loop) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **7.2 min** measured (432 s, 54 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All from an empty cache folder: **8.8 min** measured (528 s, 44 chat-model calls; the model server evaluated 51 prompt / 18 generated tokens per second; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0) and multilingual-e5-small (4-bit); every number below is computed by the cell above it |
 #
 # Notebook 04 put a grader *before* the generator. This one also puts a checker *after* it:
@@ -47,14 +47,14 @@
 # and is advanced by the research step, and the router cannot re-research at the cap, so the loop ends
 # by construction.
 
-# %% [markdown] lang="zh" translates="66396c822a9a"
+# %% [markdown] lang="zh" translates="fd51fb3f6908"
 # # 05 · 三个互相检查的智能体（agent）：相关性、研究、验证
 #
 # | | |
 # |---|---|
 # | **你将学到** | 一个文档处理器（Docling、按标题分块（chunking）、BM25 + dense 的混合检索（hybrid retrieval）、由交叉编码器（cross-encoder）重排（reranking）前 20 个结果）怎样给三个做有类型决定的智能体供料：一个**相关性检查器**，它能在写下任何东西之前就叫停（交叉编码器或对话模型（chat model）——两者相互对照测量）；一个**研究智能体**，只根据上下文作答并引用（citation）它用到的块（chunk）；一个**验证智能体**，它看得到问题、草稿和上下文，把缺乏依据的草稿退回去——有次数上限；怎样通过植入错误论断（claim）和藏在文档里的指令来*测试*一个验证器（verifier）；以及这一切在每个问题上的代价 |
 # | **前置条件** | notebook 00（结构化输出，structured output）、01（知识库（knowledge base）及其金标准问题集（gold set））、02（混合检索）、04（评分循环，grading loop） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **7.4 分钟**（446 秒，55 次对话模型调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 7 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **7.4 分钟**（446 秒，55 次对话模型调用；模型服务器每秒读入 89 个输入 token、生成 26 个 token；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 7 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）和 multilingual-e5-small（4 bit）得出；下文的每个数字都由它上方的单元格计算 |
 #
 # notebook 04 在生成器*之前*放了一个评分器（grader）。这一次还在它*之后*放一个检查器：

@@ -29,7 +29,7 @@
 # |---|---|
 # | **You will learn** | how to make a test set from your own chunks (single-chunk and two-chunk questions, grounded, de-duplicated, with evidence ids) and how it differs from a hand-written one; retrieval metrics without an LLM (hit@k, recall@k, MRR, nDCG), measured on every gold question; answer metrics from an LLM judge with a typed verdict and a reason (factual consistency, completeness) whose failures are counted, not hidden; how to compare the pipelines of notebooks 01–05 on two knowledge bases side by side — quality, latency, LLM calls, tokens, DeepSeek cost — reproducibly; whether a calibrated threshold still works on documents it was not calibrated on; and how to run the same evaluation on your own documents from the command line |
 # | **Prerequisites** | notebooks 01 (gold set, metrics), 02 (hybrid, rerank), 03 (QA index), 04 (grading loop), 05 (three agents) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **5.0 min** measured (301 s, 33 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All from an empty cache folder: **6.3 min** measured (379 s, 26 chat-model calls; the model server evaluated 46 prompt / 14 generated tokens per second; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and the ms-marco-MiniLM-L-12-v2 cross-encoder (ONNX); the judge is the same small chat model — read its verdicts as a rough signal, and re-run with DeepSeek for a stronger judge |
 #
 # Five notebooks, five ideas, each measured on its own. Which one should a team ship? That needs **one run**:
@@ -47,14 +47,14 @@
 # | thresholds away from home | `lessons.evaluation.best_scores`, `threshold_transfer` | the gate: the chat model; cut-offs: locally |
 # | your documents | `python -m lessons.evaluation.cli my_eval.toml` (`--preset packages`) | locally; Chroma server and DeepSeek by settings |
 
-# %% [markdown] lang="zh" translates="61a22a19e79e"
+# %% [markdown] lang="zh" translates="28958e11af82"
 # # 06 · 评测（evaluation）：所有流水线（pipeline）、同一批问题、两个知识库（knowledge base）、一张表
 #
 # | | |
 # |---|---|
 # | **你将学到** | 怎样用你自己的分块（chunking）造一个测试集（单块（chunk）问题和需要两块的问题，有依据、去重、带证据 id），以及它和手写的测试集有什么不同；不用 LLM 的检索指标（hit@k、召回率（recall@k）、平均倒数排名（MRR）、归一化折损累计增益（nDCG）），在每一道金标准问题上测；由 LLM 评审（judge）给出的回答指标，判决有类型、带理由（事实一致性（faithfulness）、完整性（completeness）），评审失败会被计数而不是藏起来；怎样在两个知识库上并排比较 notebook 01–05 的各条流水线——质量、延迟、LLM 调用次数、token、DeepSeek 费用——而且可复现；一个校准过的阈值换到没校准过的文档上是否还管用；以及怎样在命令行上对你自己的文档跑同样的评测 |
 # | **前置条件** | notebook 01（金标准问题集（gold set）、指标）、02（混合检索（hybrid retrieval）、重排（reranking））、03（QA 索引）、04（评分循环，grading loop）、05（三个智能体，agent） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **7.3 分钟**（440 秒，41 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **7.3 分钟**（440 秒，41 次对话模型（chat model）调用；模型服务器每秒读入 80 个输入 token、生成 24 个 token；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（cross-encoder，ONNX）得出；评审就是同一个小型对话模型——把它的判决当作粗略的信号来读，想要更强的评审就换 DeepSeek 重跑 |
 #
 # 五个 notebook，五个想法，每个都单独测过。一个团队该上线哪一个？这需要**一次运行**：

@@ -27,7 +27,7 @@
 # |---|---|
 # | **You will learn** | how to split a chat assistant into a **main agent** that talks to the user and a **knowledge sub-agent** that researches, with isolated contexts; how the main agent rewrites each turn into a **standalone question**; how the sub-agent loops — search, read a whole **page** around a promising chunk, search again, answer — with every step a **forced structured choice** and a step cap that holds by construction; how to read its trace; why its search tool ranks with a **relevance model** (a cross-encoder), not the chat model; the **tool-calling agent** of LangChain 1.x's docs (a `ToolNode` loop) beside the forced choices, and why the offline path decides with typed choices; what the extra steps buy against single-shot hybrid RAG, and what they cost |
 # | **Prerequisites** | notebook 00 (structured output), 02 (hybrid retrieval, neighbour expansion, reranking), 04 (a capped loop), 05 (citations, the contradiction case), 06 (the completeness judge) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **5.0 min** measured (297 s, 32 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All from an empty cache folder: **7.8 min** measured (470 s, 32 chat-model calls; the model server evaluated 47 prompt / 16 generated tokens per second; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and the ms-marco-MiniLM-L-12-v2 cross-encoder (ONNX); every number below is computed by the cell above it |
 #
 # ```
@@ -48,14 +48,14 @@
 # found, names what is still missing, and searches again or reads the page. The local model emits no
 # free tool calls (section 4 measures it with one probe call), so each step is a typed choice the model must fill.
 
-# %% [markdown] lang="zh" translates="36309155b8d9"
+# %% [markdown] lang="zh" translates="f3c23db4cfa3"
 # # 07 · 深度研究（deep research）子智能体（sub-agent）：读整页，而不只是块（chunk）
 #
 # | | |
 # |---|---|
 # | **你将学到** | 怎样把一个聊天助手拆成与用户对话的**主智能体（agent）**和负责研究的**知识子智能体**，两者的上下文相互隔离；主智能体怎样把每一轮对话改写成一个**独立问题**；子智能体怎样循环——检索、读出一个有希望的块所在的整**页**、再检索、作答——每一步都是一次**强制的结构化选择**，步数上限由构造本身保证；怎样读它的轨迹；为什么它的检索工具用一个**相关性模型**（交叉编码器，cross-encoder）而不是对话模型（chat model）来排序；LangChain 1.x 文档里的**工具调用智能体**（一个 `ToolNode` 循环）与强制选择的对比，以及为什么离线路径用有类型的选择来做决定；与单次混合检索（hybrid retrieval）的 RAG 相比，多出来的步骤换来了什么、又花了多少 |
 # | **前置条件** | notebook 00（结构化输出，structured output）、02（混合检索、邻块扩展、重排（reranking））、04（有上限的循环）、05（引用（citation）、矛盾案例）、06（完整性（completeness）评审（judge）） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **6.8 分钟**（407 秒，32 次对话模型调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **6.8 分钟**（407 秒，32 次对话模型调用；模型服务器每秒读入 82 个输入 token、生成 24 个 token；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（ONNX）得出；下面的每个数字都由它上方的单元格计算 |
 #
 # ```

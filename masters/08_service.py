@@ -32,7 +32,7 @@
 # |---|---|
 # | **You will learn** | how the course's pieces become a service other programs call: an HTTP API (FastAPI) that accepts uploads at once and hands them to a **background worker** through **jobs** in a database; why the upload returns a job id and not the answer; how to watch jobs and wait for one with a **timeout and a clear error**; a **live index** whose searches see a document's old chunks or its new ones, never a mix; search (hybrid, then the course's reranker) and ask (an answer with citations) over HTTP; how adding and deleting a document changes the answer; an **idempotent upload** that queues nothing when you run it twice; a **nightly evaluation** that writes questions for the new documents, scores the running service and keeps a trend across runs; how to start and stop it all cleanly |
 # | **Prerequisites** | notebooks 01 (ingestion, chunks), 02 (hybrid retrieval, the cross-encoder), 05 (the research agent's cited answers), 06 (generated test sets, the judges) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **3.8 min** measured (231 s, 40 chat-model calls; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All from an empty cache folder: **5.3 min** measured (318 s, 38 chat-model calls; the model server evaluated 42 prompt / 16 generated tokens per second; `benchmarks/bench_notebooks.py`, 7 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and the ms-marco-MiniLM-L-12-v2 cross-encoder (ONNX); every number below is computed by the cell above it |
 #
 # Seven notebooks ran the pipeline inside a kernel. A team's documents do not arrive that way: people
@@ -53,14 +53,14 @@
 # This notebook drives the real service end to end: a server process on 127.0.0.1, a temporary data
 # folder, an API key made for this run.
 
-# %% [markdown] lang="zh" translates="1d211fca6127"
+# %% [markdown] lang="zh" translates="24afb79914d5"
 # # 08 · 从 notebook 到服务：上传、后台任务、实时索引与夜间评测（nightly evaluation）
 #
 # | | |
 # |---|---|
 # | **你将学到** | 课程的各个部分怎样变成一个供其他程序调用的服务：一个 HTTP API（FastAPI），它立即接受上传，再通过数据库里的**作业**交给**后台工作线程**；为什么上传返回的是作业 id 而不是答案；怎样查看作业，怎样等待一个作业并设好**超时和清楚的错误信息**；一个**实时索引**，它的检索看到的要么是一个文档的旧块（chunk）、要么是新块，绝不会是两者的混合；通过 HTTP 检索（混合检索（hybrid retrieval），再用课程的重排器（reranker））和提问（带引用（citation）的回答）；添加和删除一个文档怎样改变回答；一次**幂等的上传**，运行两遍也不会多排一个作业；一个**夜间评测**，它为新文档出题、给正在运行的服务打分，并在多次运行之间保留趋势；怎样干净地启动和停止这一切 |
 # | **前置条件** | notebook 01（导入、分块（chunking））、02（混合检索、交叉编码器（cross-encoder））、05（研究智能体（agent）带引用的回答）、06（生成的测试集、评审（judge）） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **5.9 分钟**（353 秒，59 次对话模型（chat model）调用；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **5.9 分钟**（353 秒，59 次对话模型（chat model）调用；模型服务器每秒读入 87 个输入 token、生成 26 个 token；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（ONNX）得出；下面的每个数字都由它上方的单元格计算 |
 #
 # 前面七个 notebook 都在一个内核里运行流水线（pipeline）。团队的文档却不是这样来的：人们随时上传文件，别人同时在检索，

@@ -27,12 +27,12 @@ RESULTS = ROOT / "benchmarks" / "results"
 BUDGET_SECONDS = 600
 
 EN = (
-    "offline on a 2-core laptop, a first Run All from an empty cache folder: **{minutes:.1f} min** measured "
-    "({seconds:.0f} s, {calls} chat-model calls; `benchmarks/bench_notebooks.py`, {date}, {budget}{load}); "
+    "offline on a 2-core laptop{cpu}, a first Run All from an empty cache folder: **{minutes:.1f} min** measured "
+    "({seconds:.0f} s, {calls} chat-model calls{speed}; `benchmarks/bench_notebooks.py`, {date}, {budget}{load}); "
     "seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written)"
 )
 ZH = (
-    "离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **{minutes:.1f} 分钟**（{seconds:.0f} 秒，{calls} 次对话模型调用；"
+    "离线、2 核笔记本电脑{cpu}、从空缓存目录第一次 Run All：实测 **{minutes:.1f} 分钟**（{seconds:.0f} 秒，{calls} 次对话模型调用{speed}；"
     "`benchmarks/bench_notebooks.py{flag}`，{date}，{budget}{load}{copy}）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络）"
 )
 BUDGET = {
@@ -48,6 +48,17 @@ ROW = {
     "zh": re.compile(r"^# \| \*\*用时\*\* \| .* \|$", re.MULTILINE),
 }
 LABEL = {"en": "Time", "zh": "用时"}
+# the CPU a run was measured on, when its results file records it (`benchmarks.common.machine`): two machines sold as
+# one kind differ, and an AVX2-only CPU evaluates prompts at about half the speed of an AVX-512 one (README)
+CPU = {"en": " ({name}, {kind})", "zh": "（{name}，{kind}）"}
+KIND = {
+    "en": {"avx512": "AVX-512", "avx2": "AVX2, no AVX-512", "other": "no AVX2"},
+    "zh": {"avx512": "支持 AVX-512", "avx2": "只有 AVX2、没有 AVX-512", "other": "没有 AVX2"},
+}
+SPEED = {
+    "en": "; the model server evaluated {prompt:.0f} prompt / {generated:.0f} generated tokens per second",
+    "zh": "；模型服务器每秒读入 {prompt:.0f} 个输入 token、生成 {generated:.0f} 个 token",
+}
 FIRST_USE = {"对话模型": "（chat model）"}  # the glossary's terms in the Chinese row, glossed on a notebook's first use
 # the "用时" row measured on the English copy (no run of the Chinese one yet) says so
 ENGLISH_COPY = "；测的是英文版，中文版尚未单独实测"
@@ -62,7 +73,8 @@ def measurements(results: Path = RESULTS, language: str = "en") -> dict[str, dic
         data = json.loads(path.read_text(encoding="utf-8"))
         for position, row in enumerate(data.get("notebooks", [])):
             if row.get("passed") and row.get("language", "en") == language:
-                row = {**row, "run": path.stem}  # the file names the notebooks that ran in one cache folder
+                # the file names the notebooks that ran in one cache folder; its machine record, the CPU
+                row = {**row, "run": path.stem, "cpu": data.get("machine", {}).get("cpu")}
                 rows.append((str(row.get("started", "")), path.stat().st_mtime + position / 1000, row))
     latest: dict[str, dict] = {}
     for _, _, row in sorted(rows, key=lambda item: (item[0], item[1])):
@@ -77,6 +89,15 @@ def _date(started: str, language: str) -> str:
     return f"{date} {months[month - 1]} {year}" if language == "en" else f"{year} 年 {month} 月 {date} 日"
 
 
+def cpu_text(cpu: dict | None, language: str) -> str:
+    """The CPU a measurement ran on, as the Time row names it ("" when the results file did not record it)."""
+    if not cpu:
+        return ""
+    features = cpu.get("vector_features", "").split()
+    kind = "avx512" if any(f.startswith("avx512") for f in features) else "avx2" if "avx2" in features else "other"
+    return CPU[language].format(name=cpu.get("model_name", "?"), kind=KIND[language][kind])
+
+
 def row_text(row: dict, language: str, before: str = "") -> str:
     """The Time row's cell for one measurement, in `language`. A glossary term of the Chinese row that the
     Chinese text `before` the row has not used yet gets its English on this first use (docs/GLOSSARY.zh.md).
@@ -84,7 +105,12 @@ def row_text(row: dict, language: str, before: str = "") -> str:
     seconds = float(row["seconds"])
     load = row.get("load_average_before")
     measured_zh = row.get("language", "en") == "zh"
+    speed = row.get("server_speed") or {}
     text = (EN if language == "en" else ZH).format(
+        cpu=cpu_text(row.get("cpu"), language),
+        speed=SPEED[language].format(prompt=speed["prompt_tok_per_s"], generated=speed["generation_tok_per_s"])
+        if speed.get("prompt_tok_per_s") and speed.get("generation_tok_per_s")
+        else "",
         flag=" --zh" if measured_zh else "",
         copy="" if measured_zh else ENGLISH_COPY,
         minutes=seconds / 60,
@@ -206,12 +232,14 @@ def take_home_rank(latest: dict[str, dict]) -> str | None:
 
 
 def run_notebooks(row: dict) -> list[str] | None:
-    """The notebook numbers the row's run named (its results file: `notebooks-00-01-…`); [] for a run of
-    every notebook (`notebooks.json`), None for a row that does not say."""
+    """The notebook numbers the row's run named (its results file: `notebooks-00-01-…`, a word such as the CPU kind
+    in `notebooks-avx2-00-01-…` left out); [] for a run of every notebook (`notebooks.json`), None for a row that
+    does not say."""
     run = row.get("run", "")
     if run == "notebooks":
         return []
-    return run.removeprefix("notebooks-").split("-") if run.startswith("notebooks-") else None
+    parts = run.removeprefix("notebooks-").split("-") if run.startswith("notebooks-") else None
+    return None if parts is None else [part for part in parts if part[:2].isdigit()]
 
 
 def bench_command(row: dict, notebook: str) -> str:

@@ -167,6 +167,8 @@ def test_the_agenda_names_the_command_and_the_shared_folder_of_the_run_that_meas
     assert bench_command(in_order, "04_grading_loop") == "`python benchmarks/bench_notebooks.py 00 01 02 03 04`"
     assert bench_command(whole, "04_grading_loop") == "`python benchmarks/bench_notebooks.py`"
     assert bench_command({}, "04_grading_loop") == "`python benchmarks/bench_notebooks.py 04`"  # a row from before
+    named = {"run": "notebooks-avx2-00-01-02"}  # a results file named for its CPU kind: the word is no notebook
+    assert bench_command(named, "02_retrieval_tricks") == "`python benchmarks/bench_notebooks.py 00 01 02`"
     assert shared_folder(alone) == shared_folder({}) == "a fresh cache folder"
     assert shared_folder(in_order) == shared_folder(whole) == "one fresh cache folder for the notebooks in order"
 
@@ -176,3 +178,21 @@ def test_every_masters_row_and_the_agenda_are_as_the_measurements_render_them():
 
     stale = render(write=False, say=lambda _line: None)
     assert not stale, f"Time rows differ from the measurements: {', '.join(stale)} — run python -m scripts.time_rows"
+
+
+def test_the_row_names_the_cpu_and_the_servers_speed_its_results_file_recorded(tmp_path):
+    cpu = {"model_name": "AMD EPYC", "family": "25", "model": "1", "vector_features": "avx avx2 bmi2 f16c fma sse4_2"}
+    speed = {"server_calls": 51, "prompt_tok_per_s": 46.0, "generation_tok_per_s": 16.0}
+    results = {"machine": {"cpu": cpu}, "notebooks": [{**ROW, "server_speed": speed}]}
+    (tmp_path / "notebooks-09.json").write_text(json.dumps(results))
+    row = measurements(tmp_path)["09_demo"]
+    english = row_text(row, "en")
+    assert "offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All" in english
+    assert "41 chat-model calls; the model server evaluated 46 prompt / 16 generated tokens per second;" in english
+    assert "2 核笔记本电脑（AMD EPYC，只有 AVX2、没有 AVX-512）、从空缓存目录" in row_text(row, "zh")
+    assert "每秒读入 46 个输入 token、生成 16 个 token；" in row_text(row, "zh")
+    wider = {**row, "cpu": {**cpu, "vector_features": "avx avx2 avx512f avx512vnni fma"}}
+    assert "(AMD EPYC, AVX-512)" in row_text(wider, "en")
+    unrecorded = {**ROW}  # an older results file: no machine record, no server speed — nothing is guessed
+    english = row_text(unrecorded, "en")
+    assert "laptop, a first Run All" in english and "tokens per second" not in english
