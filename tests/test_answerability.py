@@ -123,6 +123,10 @@ def test_a_sibling_of_the_asked_role_is_not_the_role():
     assert contrasted_focus("Who is the head of sales?", ["head", "sale"], "anna is the head of marketing") == []
     monthly = contrasted_focus("What is the monthly list price?", ["month", "list", "price"], "the annual list price")
     assert monthly == []
+    # a function word in the slot is no sibling (blind set 10, ans10-packages-en-06, refused by the first version)
+    still = contrasted_focus("Is __pydantic_private__ still set?", ["pydant", "privat", "still", "set"],
+                             "ensure   pydantic private   is set in model construct")  # fmt: skip
+    assert still == []
 
 
 def test_near_miss_other_office_is_caught():

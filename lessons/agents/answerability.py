@@ -959,7 +959,8 @@ def contrasted_focus(question: str, terms: Sequence[str], window: str) -> list[s
     """The focus terms absent from the quote's `window` whose place the window fills with another word between the
     same two neighbours: "Who is the chief financial officer?" against "its chief executive, and Chen Siyuan, its chief
     technology officer" — two of the three words occur (enough for `focus_missing`), but the passage names a sibling of
-    what is asked, not it. English words only; both neighbours must be content words of the question (not "of", "the").
+    what is asked, not it. English words only; both neighbours must be content words of the question (not "of", "the"),
+    and so must the word in the slot ("__pydantic_private__ is set" holds no sibling of "still").
     Introduced in notebook 04."""
     words = _QUESTION_WORD.findall(_normal(question))
     contrasted = []
@@ -972,9 +973,10 @@ def contrasted_focus(question: str, terms: Sequence[str], window: str) -> list[s
                 continue
             head = re.escape(after.removesuffix("s"))  # "officer" or "officers"
             sibling = re.compile(
-                rf"(?<![a-z0-9]){re.escape(before)}[a-z]*\s+(?!{re.escape(term)}){_SLOT_WORD}\s+{head}s?(?![a-z0-9])"
+                rf"(?<![a-z0-9]){re.escape(before)}[a-z]*\s+(?!{re.escape(term)})({_SLOT_WORD})\s+{head}s?(?![a-z0-9])"
             )
-            if sibling.search(window):
+            # the word in the slot must name something ("technology"), not be a function word ("private is set")
+            if any(content_tokens(match.group(1)) for match in sibling.finditer(window)):
                 contrasted.append(term)
                 break
     return contrasted
