@@ -89,6 +89,14 @@ run). The course's check (the enum off):
 all 80 with the command above the same day: answerability-fresh9.json. The same command without `--no-p-yes` and
 `--name answerability-fresh9-pyes` adds the chat model's P(yes) and the shipped gate's operating point.)
 
+Set 10 (answerable_10_<corpus>.jsonl and near_miss_10_<corpus>.jsonl, written blind, committed before it was run; its
+brief asked for role/title near misses, the kind the sibling-role rule `contrasted_focus` was written for — 13 of its 40
+near misses are of that kind), measured 7 Dec 2026 with the check of 4b5fc2c (answerability-fresh10.json, and
+answerability-fresh10-replay-70e2c47.json); the rule's fix after it (e29c81f) is no longer blind there:
+
+    python benchmarks/bench_answerability.py --answerable-set 10 --near-misses 10 --all --no-p-yes \
+        --name answerability-fresh10
+
 An "extractive" variant (what is asked read from the question itself, and the cross-encoder's best sentences checked
 as quotes when the judge's evidence failed) was measured on sets 3 and 4, answered fewer and refused fewer than the
 check on set 4 (30 and 18 of 40, against 33 and 21), and was removed; the results files written before keep its rows.
