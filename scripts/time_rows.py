@@ -51,9 +51,9 @@ LABEL = {"en": "Time", "zh": "用时"}
 # the CPU a run was measured on, when its results file records it (`benchmarks.common.machine`): two machines sold as
 # one kind differ, and an AVX2-only CPU evaluates prompts at about half the speed of an AVX-512 one (README)
 CPU = {"en": " ({name}, {kind})", "zh": "（{name}，{kind}）"}
-KIND = {
-    "en": {"avx512": "AVX-512", "avx2": "AVX2, no AVX-512", "other": "no AVX2"},
-    "zh": {"avx512": "支持 AVX-512", "avx2": "只有 AVX2、没有 AVX-512", "other": "没有 AVX2"},
+KIND = {  # by the fastest build the CPU's recorded features allow (`runtime_build.build_variants`)
+    "en": {"avx512": "AVX-512", "avx2": "AVX2, no AVX-512", "x86-64": "no AVX2"},
+    "zh": {"avx512": "支持 AVX-512", "avx2": "只有 AVX2、没有 AVX-512", "x86-64": "没有 AVX2"},
 }
 SPEED = {
     "en": "; the model server evaluated {prompt:.0f} prompt / {generated:.0f} generated tokens per second",
@@ -91,11 +91,21 @@ def _date(started: str, language: str) -> str:
 
 def cpu_text(cpu: dict | None, language: str) -> str:
     """The CPU a measurement ran on, as the Time row names it ("" when the results file did not record it)."""
+    from lessons.core.runtime_build import build_variants
+
     if not cpu:
         return ""
-    features = cpu.get("vector_features", "").split()
-    kind = "avx512" if any(f.startswith("avx512") for f in features) else "avx2" if "avx2" in features else "other"
-    return CPU[language].format(name=cpu.get("model_name", "?"), kind=KIND[language][kind])
+    features = frozenset(cpu.get("vector_features", "").split())
+    fastest = build_variants(features, machine="x86_64")[0].name
+    return CPU[language].format(name=cpu.get("model_name", "?"), kind=KIND[language][fastest])
+
+
+def speed_text(speed: dict | None, language: str) -> str:
+    """The model server's speed during the run, as the Time row states it ("" when the row did not record it)."""
+    speed = speed or {}
+    if not (speed.get("prompt_tok_per_s") and speed.get("generation_tok_per_s")):
+        return ""
+    return SPEED[language].format(prompt=speed["prompt_tok_per_s"], generated=speed["generation_tok_per_s"])
 
 
 def row_text(row: dict, language: str, before: str = "") -> str:
@@ -105,12 +115,9 @@ def row_text(row: dict, language: str, before: str = "") -> str:
     seconds = float(row["seconds"])
     load = row.get("load_average_before")
     measured_zh = row.get("language", "en") == "zh"
-    speed = row.get("server_speed") or {}
     text = (EN if language == "en" else ZH).format(
         cpu=cpu_text(row.get("cpu"), language),
-        speed=SPEED[language].format(prompt=speed["prompt_tok_per_s"], generated=speed["generation_tok_per_s"])
-        if speed.get("prompt_tok_per_s") and speed.get("generation_tok_per_s")
-        else "",
+        speed=speed_text(row.get("server_speed"), language),
         flag=" --zh" if measured_zh else "",
         copy="" if measured_zh else ENGLISH_COPY,
         minutes=seconds / 60,
@@ -238,8 +245,9 @@ def run_notebooks(row: dict) -> list[str] | None:
     run = row.get("run", "")
     if run == "notebooks":
         return []
-    parts = run.removeprefix("notebooks-").split("-") if run.startswith("notebooks-") else None
-    return None if parts is None else [part for part in parts if part[:2].isdigit()]
+    if not run.startswith("notebooks-"):
+        return None
+    return [part for part in run.removeprefix("notebooks-").split("-") if part[:2].isdigit()]
 
 
 def bench_command(row: dict, notebook: str) -> str:

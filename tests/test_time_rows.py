@@ -191,7 +191,8 @@ def test_the_row_names_the_cpu_and_the_servers_speed_its_results_file_recorded(t
     assert "41 chat-model calls; the model server evaluated 46 prompt / 16 generated tokens per second;" in english
     assert "2 核笔记本电脑（AMD EPYC，只有 AVX2、没有 AVX-512）、从空缓存目录" in row_text(row, "zh")
     assert "每秒读入 46 个输入 token、生成 16 个 token；" in row_text(row, "zh")
-    wider = {**row, "cpu": {**cpu, "vector_features": "avx avx2 avx512f avx512vnni fma"}}
+    avx512 = "avx avx2 avx512bw avx512cd avx512dq avx512f avx512vl avx512_vnni bmi2 f16c fma sse4_2"  # an AVX-512 CPU
+    wider = {**row, "cpu": {**cpu, "vector_features": avx512}}
     assert "(AMD EPYC, AVX-512)" in row_text(wider, "en")
     unrecorded = {**ROW}  # an older results file: no machine record, no server speed — nothing is guessed
     english = row_text(unrecorded, "en")
