@@ -76,7 +76,7 @@ def test_the_sampler_is_seeded_and_balanced_on_the_gold_set():
 
     gold = load_gold()
     sample = balanced_sample(gold, 7, seed=3)
-    assert [q.language for q in sample] == ["en"] * 4 + ["zh"] * 3
+    assert [q.language for q in sample] == ["en"] * 3 + ["zh"] * 4  # Chinese takes the odd one
     assert sample == balanced_sample(gold, 7, seed=3) and sample != balanced_sample(gold, 7, seed=4)
     few = [q for q in gold if q.language == "zh"][:2]
     assert balanced_sample(few, 6, seed=0) == balanced_sample(few, 6, seed=0) and len(balanced_sample(few, 6, 0)) == 2

@@ -64,7 +64,7 @@ def test_sample_is_balanced_by_language_covers_every_type_and_is_repeatable():
 
 def test_small_samples_still_mix_languages():
     sample = stratified_sample(load_gold(), 3, seed=0)
-    assert sorted(q.language for q in sample) == ["en", "en", "zh"]
+    assert sorted(q.language for q in sample) == ["en", "zh", "zh"]  # Chinese takes the odd one
 
 
 def test_included_questions_are_always_in_the_sample():

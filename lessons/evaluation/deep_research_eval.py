@@ -57,7 +57,7 @@ def measure_sample(
     questions: Sequence[GoldQuestion], n_multi_hop: int, n_table: int, seed: int = 0, contradiction: bool = True
 ) -> list[GoldQuestion]:
     """Multi-hop and table questions, each drawn half English and half Chinese by the course's sampler
-    (`lessons.ingest.questions.balanced_sample`: seeded, the reader's language taking the odd one), then the contradiction case
+    (`lessons.ingest.questions.balanced_sample`: seeded, Chinese taking the odd one), then the contradiction case
     asked in the reader's language (`lessons.evaluation.three_agent_eval.contradiction_case`).
 
     Introduced in notebook 07 (deep-research agent).

@@ -7,8 +7,8 @@ language and type, the reference answer, and its evidence (exact quotes, and the
 that hold them). `GoldQuestion` and `TestItem` are this same class under the names the notebooks use.
 
 `balanced_sample` is the one way a notebook or the evaluation command draws a sample of questions
-(or of chunks): seeded and deterministic (the same items, the same seed and course language, the same
-sample), balanced across languages, optionally spread over question types, with named items always taken.
+(or of chunks): seeded and deterministic (the same items and seed, the same sample in every copy of a
+notebook), balanced across languages, optionally spread over question types, with named items always taken.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from pydantic import AliasChoices, BaseModel, Field, ValidationInfo, model_valid
 # "code" and "config" ask about a code block or a configuration setting (the packages gold set).
 QuestionType = Literal["fact", "table", "multi_hop", "paraphrase", "contradiction", "out_of_kb", "code", "config"]
 GOLD_LANGUAGES = ("en", "zh")
+# Who takes the odd item when a sample does not split evenly between languages (`balanced_sample`).
+ODD_SHARE_ORDER = ("zh", "en")
 OUT_OF_KB = "out_of_kb"
 GENERATED_SINGLE = "generated"
 GENERATED_MULTI = "generated_multi"
@@ -122,17 +124,19 @@ def balanced_sample(
     """A seeded sample of `n` items, balanced across languages. The course's one sampler.
 
     - Languages: `n` is split over `languages` (default: the languages present, sorted — "en" before
-      "zh"); when `n` does not divide, the reader's language (`lessons.core.i18n.course_language()`,
-      when present) gets one more, then the others in order: a quick run with `n=1` asks a Chinese
-      question in the Chinese copy and an English one in the English copy. Named `languages` get the
-      odd ones in the order given. A language with fewer items than its share gives all it has (the
-      sample is then smaller than `n`; it is not topped up from another language).
+      "zh"); when `n` does not divide, the odd items go to the languages in `ODD_SHARE_ORDER` (Chinese
+      first), in every copy of a notebook and whatever the reader's language: the English and the Chinese
+      copy draw the same sample, so a quick run with `n=1` asks the same Chinese question in both and the
+      second copy's chat-model calls come from the LLM cache. Chinese first because the Chinese copy shows
+      its reader no English sentence it did not mean to, while an English reader may meet a Chinese question.
+      Named `languages` get the odd ones in the order given. A language with fewer items than its share
+      gives all it has (the sample is then smaller than `n`; it is not topped up from another language).
     - Within a language: a plain seeded draw (`random.Random.sample`); with `by_type`, each question
       type is shuffled and one of each type (in sorted order) is taken in turn, so the sample spreads
       over the types.
     - Items whose `id` is in `include` are always taken (they count towards their language's share).
-    - Deterministic: the same items in the same order, `n`, `seed` and course language give the same sample (the
-      language matters only for an odd share). Pass a `random.Random` as `seed` to draw several samples from one
+    - Deterministic: the same items in the same order, `n` and `seed` give the same sample, in either language's
+      copy of a notebook. Pass a `random.Random` as `seed` to draw several samples from one
       stream (answerable, then out-of-KB).
     - With `n_out_of_kb`, `n` counts answerable items and `n_out_of_kb` out-of-KB ones: two samples
       as above, answerable first, drawn from one seeded stream (what a test set's sample uses).
@@ -151,7 +155,7 @@ def balanced_sample(
     for item in items:
         by_language[language_of(item)].append(item)
     chosen_languages = sorted(by_language) if languages is None else list(languages)
-    odd_first = chosen_languages if languages is not None else _reader_first(chosen_languages)
+    odd_first = chosen_languages if languages is not None else _odd_share_first(chosen_languages)
     sample: list[T] = []
     for language in chosen_languages:  # drawn in this order, so an even `n` gives the same sample in every language
         share = n // len(chosen_languages) + (1 if odd_first.index(language) < n % len(chosen_languages) else 0)
@@ -164,12 +168,10 @@ def balanced_sample(
     return _in_order(items, sample) if in_order else sample
 
 
-def _reader_first(languages: list[str]) -> list[str]:
-    """`languages` with the course language first (when it is one of them): the order the odd items go in."""
-    from lessons.core.i18n import course_language
-
-    reader = course_language()
-    return [reader, *(language for language in languages if language != reader)] if reader in languages else languages
+def _odd_share_first(languages: list[str]) -> list[str]:
+    """`languages` in the order the odd items of a split go to: `ODD_SHARE_ORDER` first, the others after."""
+    first = [language for language in ODD_SHARE_ORDER if language in languages]
+    return [*first, *(language for language in languages if language not in first)]
 
 
 def take_turns(table: Any, by: Sequence[str], n: int | None = None) -> Any:
