@@ -3,7 +3,7 @@
 #   agentic_rag:
 #     quick_parameters:
 #       CANDIDATES: 6
-#       K: 2
+#       K: 1
 #       MAX_ROUNDS: 2
 #       N_CALIBRATION: 2
 #       N_IN_KB: 1

@@ -2,7 +2,7 @@
 # jupyter:
 #   agentic_rag:
 #     quick_parameters:
-#       K: 2
+#       K: 1
 #       N_DRILL: 1
 #       N_IN_KB: 1
 #       N_OUT_OF_KB: 1

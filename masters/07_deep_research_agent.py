@@ -2,7 +2,7 @@
 # jupyter:
 #   agentic_rag:
 #     quick_parameters:
-#       K: 2
+#       K: 1
 #       MAX_STEPS: 2
 #       N_MULTI_HOP: 0
 #       N_SEARCH: 4

@@ -5,7 +5,7 @@
 #       DOCUMENTS:
 #       - release_notes.md
 #       - faq_zh.html
-#       K: 2
+#       K: 1
 #       LATER:
 #       - support_faq.html
 #       NIGHTLY_QUESTIONS: 1
