@@ -3,6 +3,7 @@
     python benchmarks/bench_notebooks.py                       # every solutions/ notebook, in order
     python benchmarks/bench_notebooks.py 02_retrieval_tricks   # some of them
     python benchmarks/bench_notebooks.py --zh 02               # the Chinese learner copies (notebooks/zh/)
+    python benchmarks/bench_notebooks.py --quick               # what the test suite's notebook runs cost
 
 The run starts from an EMPTY cache folder (`AGENTIC_RAG_CACHE_DIR` pointing at a new temporary folder):
 no LLM answers, no QA pairs, no converted documents, no embeddings, no Chroma index — a learner's first
@@ -14,6 +15,11 @@ cores. Run it on an idle machine: another busy process on two cores changes ever
 The Chinese copies (`--zh`) make their own chat-model calls (Chinese prompts, Chinese questions) and keep their
 exercises blank, as a Chinese learner's first Run All does; their rows carry `"language": "zh"` and render the
 "用时" rows (`scripts.time_rows`).
+`--quick` measures the test suite instead of a learner: every solutions/ notebook, then every Chinese copy, at their
+quick sizes (the notebooks' `quick_parameters`), in ONE empty cache folder and in the order `tests/test_notebooks.py`
+runs them — so a Chinese copy's calls that its English copy already made come from the cache, as in CI. Its rows go
+to benchmarks/results/test-suite-notebooks….json, which the Time rows never read (`scripts.time_rows` reads
+notebooks*.json: a learner's first Run All).
 Writes benchmarks/results/notebooks.json (notebooks-zh….json for `--zh`); BENCH_NOTEBOOKS_OUT=<folder> keeps the executed notebooks there.
 Each row also carries the speed the local model server itself reported while that notebook ran
 (`server_speed`, read from the server's log): the same notebook on a laptop twice as fast at prompts
@@ -129,8 +135,14 @@ def select_notebooks(names: list[str], language: str = "en") -> list[Path]:
     return [p for p in notebooks if not names or any(p.stem.startswith(n) for n in names)]
 
 
-def main(names: list[str], name: str = "notebooks", language: str = "en") -> dict:
-    notebooks = select_notebooks(names, language)
+def suite_notebooks(names: list[str]) -> list[Path]:
+    """The notebooks the test suite runs with a model, in its order: every solutions/ notebook, then the Chinese copies
+    (the English learner copies are left out: their calls all come from the solutions' cache)."""
+    return [*select_notebooks(names, "en"), *select_notebooks(names, "zh")]
+
+
+def main(names: list[str], name: str = "notebooks", language: str = "en", quick: bool = False) -> dict:
+    notebooks = suite_notebooks(names) if quick else select_notebooks(names, language)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AGENTIC_RAG_CACHE_DIR"] = str(Path(tmp) / "cache")
@@ -139,11 +151,14 @@ def main(names: list[str], name: str = "notebooks", language: str = "en") -> dic
             load_before = load_average()
             log_offset = server_log_size()
             started = time.time()
-            run = execute_notebook(path, out_dir=Path(os.environ.get("BENCH_NOTEBOOKS_OUT") or Path(tmp) / "executed"))
+            run = execute_notebook(
+                path, quick=quick, out_dir=Path(os.environ.get("BENCH_NOTEBOOKS_OUT") or Path(tmp) / "executed")
+            )
             rows.append(
                 {
                     "notebook": path.stem,
-                    "language": language,
+                    "language": "zh" if path.parent.name == "zh" else "en",
+                    "quick": quick,
                     "passed": run.passed,
                     "seconds": round(run.seconds, 1),
                     "within budget": run.seconds <= BUDGET_SECONDS,
@@ -162,7 +177,8 @@ def main(names: list[str], name: str = "notebooks", language: str = "en") -> dic
                 }
             )
             print(
-                f"{path.stem}: {'passed' if run.passed else 'FAILED'} in {run.seconds:.0f} s, {run.llm_calls} calls "
+                f"{path.parent.name}/{path.stem}: {'passed' if run.passed else 'FAILED'} in {run.seconds:.0f} s, "
+                f"{run.llm_calls} calls "
                 f"({run.cached_calls} from this run's cache), load {load_before:.1f}",
                 flush=True,
             )
@@ -184,15 +200,18 @@ def main(names: list[str], name: str = "notebooks", language: str = "en") -> dic
     }
 
 
-def results_name(names: list[str], language: str) -> str:
-    """The results file of a run: notebooks[-zh][-names…]."""
+def results_name(names: list[str], language: str, quick: bool = False) -> str:
+    """The results file of a run: notebooks[-zh][-names…], or test-suite-notebooks[-names…] for `--quick`."""
+    if quick:
+        return "-".join(["test-suite-notebooks", *names])
     return "-".join(["notebooks", *(["zh"] if language == "zh" else []), *names])
 
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
     language = "zh" if "--zh" in arguments else "en"
-    names = [a for a in arguments if a != "--zh"]
-    select_notebooks(names, language)  # a wrong name stops here, before a results file named after it is written
-    name = results_name(names, language)
-    save(name, main(names, name, language))
+    quick = "--quick" in arguments
+    names = [a for a in arguments if a not in ("--zh", "--quick")]
+    suite_notebooks(names) if quick else select_notebooks(names, language)  # a wrong name stops here, before any file
+    name = results_name(names, language, quick)
+    save(name, main(names, name, language, quick))
