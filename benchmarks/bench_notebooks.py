@@ -189,7 +189,7 @@ def main(names: list[str], name: str = "notebooks", language: str = "en", quick:
         get_settings.cache_clear()
         stop_server()
     total = sum(r["seconds"] for r in rows)
-    print(f"total {total / 60:.1f} min (budget {COURSE_BUDGET_SECONDS / 60:.0f} min)")
+    print(f"total {total / 60:.1f} min" + ("" if quick else f" (budget {COURSE_BUDGET_SECONDS / 60:.0f} min)"))
     os.environ.pop("AGENTIC_RAG_CACHE_DIR", None)
     return {
         "notebooks": rows,
