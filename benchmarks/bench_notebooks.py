@@ -141,8 +141,18 @@ def suite_notebooks(names: list[str]) -> list[Path]:
     return [*select_notebooks(names, "en"), *select_notebooks(names, "zh")]
 
 
+def notebooks_to_run(names: list[str], language: str = "en", quick: bool = False) -> list[Path]:
+    """What a run measures: the suite's notebooks for `quick`, else one language's (a wrong name stops it here)."""
+    return suite_notebooks(names) if quick else select_notebooks(names, language)
+
+
+def language_of(path: Path) -> str:
+    """The language of a measured notebook: the key of the `FOLDERS` entry it lives in."""
+    return next(language for language, folder in FOLDERS.items() if path.parent == folder)
+
+
 def main(names: list[str], name: str = "notebooks", language: str = "en", quick: bool = False) -> dict:
-    notebooks = suite_notebooks(names) if quick else select_notebooks(names, language)
+    notebooks = notebooks_to_run(names, language, quick)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["AGENTIC_RAG_CACHE_DIR"] = str(Path(tmp) / "cache")
@@ -157,7 +167,7 @@ def main(names: list[str], name: str = "notebooks", language: str = "en", quick:
             rows.append(
                 {
                     "notebook": path.stem,
-                    "language": "zh" if path.parent.name == "zh" else "en",
+                    "language": language_of(path),
                     "quick": quick,
                     "passed": run.passed,
                     "seconds": round(run.seconds, 1),
@@ -212,6 +222,6 @@ if __name__ == "__main__":
     language = "zh" if "--zh" in arguments else "en"
     quick = "--quick" in arguments
     names = [a for a in arguments if a not in ("--zh", "--quick")]
-    suite_notebooks(names) if quick else select_notebooks(names, language)  # a wrong name stops here, before any file
+    notebooks_to_run(names, language, quick)  # a wrong name stops here, before a results file named after it is written
     name = results_name(names, language, quick)
     save(name, main(names, name, language, quick))

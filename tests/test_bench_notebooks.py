@@ -65,11 +65,12 @@ def test_server_tokens_count_the_calls_their_prompt_tokens_evaluated_and_reused_
 def test_the_quick_mode_measures_the_suites_runs_in_its_order_and_never_feeds_the_time_rows():
     """`--quick`: every solutions/ notebook, then the Chinese copies (the order tests/test_notebooks.py runs them, so
     a Chinese copy's calls its English copy made come from the cache); saved where scripts.time_rows never reads."""
-    from benchmarks.bench_notebooks import suite_notebooks
+    from benchmarks.bench_notebooks import language_of, suite_notebooks
 
     suite = suite_notebooks(["04", "05"])
     assert [(p.parent.name, p.stem[:2]) for p in suite] == [("solutions", "04"), ("solutions", "05"), ("zh", "04"),
                                                            ("zh", "05")]  # fmt: skip
+    assert [language_of(p) for p in suite] == ["en", "en", "zh", "zh"]
     assert len(suite_notebooks([])) == len(select_notebooks([])) + len(select_notebooks([], "zh"))
     name = results_name(["04"], "en", quick=True)
     assert name == "test-suite-notebooks-04" and not name.startswith("notebooks")  # time_rows globs notebooks*.json

@@ -22,8 +22,7 @@ ITEMS = [item(f"en-{i}", "en", ("fact", "table", "multi_hop")[i % 3]) for i in r
 ]
 
 
-def test_the_sample_is_balanced_across_languages_chinese_taking_the_odd_one(monkeypatch):
-    monkeypatch.setenv("AGENTIC_RAG_LANG", "en")
+def test_the_sample_is_balanced_across_languages_chinese_taking_the_odd_one():
     sample = balanced_sample(ITEMS, 7, seed=3)
     assert [i.language for i in sample] == ["en"] * 3 + ["zh"] * 4
     assert len({i.id for i in sample}) == 7
