@@ -155,3 +155,60 @@ def test_a_collection_made_before_the_wider_search_gets_it_when_opened(tmp_path)
     assert client.get_collection(old.name).configuration["hnsw"]["ef_search"] == widened  # kept for the next run
     fresh = open_store("new", embeddings, client=client)._collection.configuration["hnsw"]["ef_search"]
     assert fresh == widened
+
+
+@pytest.mark.parametrize("locked_times, raises", [(2, False), (5, True)])
+def test_widening_an_old_collection_waits_out_a_briefly_locked_database(tmp_path, monkeypatch, locked_times, raises):
+    """One CI run met SQLite's "database is locked" on that `modify`, right after `create_collection` in a fresh
+    folder: opening waits and tries again, and says so only when the lock outlasts every try."""
+    import chromadb
+
+    from lessons.core import vectorstore
+
+    client = chroma_client(tmp_path)
+    embeddings = get_embeddings("e5")
+    client.create_collection(
+        vectorstore._collection_name("kb", embeddings), configuration={"hnsw": {"space": "cosine"}}
+    )
+    modify, calls, waits = chromadb.Collection.modify, [], []
+
+    def locked_at_first(self, **kwargs):
+        calls.append(kwargs)
+        if len(calls) <= locked_times:
+            raise chromadb.errors.InternalError(
+                "Database error: error returned from database: (code: 5) database is locked"
+            )
+        return modify(self, **kwargs)
+
+    monkeypatch.setattr(chromadb.Collection, "modify", locked_at_first)
+    monkeypatch.setattr(vectorstore.time, "sleep", waits.append)
+    if raises:
+        with pytest.raises(chromadb.errors.InternalError, match="database is locked"):
+            open_store("kb", embeddings, client=client)
+        assert len(calls) == vectorstore.LOCKED_RETRIES
+    else:
+        store = open_store("kb", embeddings, client=client)
+        assert store._collection.configuration["hnsw"]["ef_search"] == vectorstore.SEARCH_EF
+        assert len(calls) == locked_times + 1 and waits == sorted(waits) and len(waits) == locked_times
+
+
+def test_opening_does_not_retry_an_error_other_than_a_lock(tmp_path, monkeypatch):
+    import chromadb
+
+    from lessons.core import vectorstore
+
+    client = chroma_client(tmp_path)
+    embeddings = get_embeddings("e5")
+    client.create_collection(
+        vectorstore._collection_name("kb", embeddings), configuration={"hnsw": {"space": "cosine"}}
+    )
+    calls = []
+
+    def broken(self, **kwargs):
+        calls.append(kwargs)
+        raise chromadb.errors.InternalError("Database error: (code: 8) attempt to write a readonly database")
+
+    monkeypatch.setattr(chromadb.Collection, "modify", broken)
+    with pytest.raises(chromadb.errors.InternalError, match="readonly"):
+        open_store("kb", embeddings, client=client)
+    assert len(calls) == 1

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -116,8 +117,25 @@ def open_store(name: str, embeddings: Embeddings | None = None, client: chromadb
     )
     hnsw = (store._collection.configuration or {}).get("hnsw") or {}
     if hnsw.get("ef_search", 0) < SEARCH_EF:  # made before SEARCH_EF: a search-time setting, so it can change
-        store._collection.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
+        _widen_search(store._collection)
     return store
+
+
+# SQLite answers "database is locked" while another connection writes to the same store; embedded Chroma's own
+# background writes can do that for a moment (one CI run met it right after `create_collection` on a fresh folder).
+LOCKED_RETRIES = 5
+
+
+def _widen_search(collection) -> None:
+    """Set `SEARCH_EF` on `collection`, waiting out a briefly locked database (0.2, 0.4, … 1.6 s) before giving up."""
+    for attempt in range(LOCKED_RETRIES):
+        try:
+            collection.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
+            return
+        except chromadb.errors.InternalError as error:
+            if "database is locked" not in str(error) or attempt == LOCKED_RETRIES - 1:
+                raise
+            time.sleep(0.2 * 2**attempt)
 
 
 @dataclass(frozen=True)
