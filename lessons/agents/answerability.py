@@ -778,10 +778,11 @@ def _check_quote(
     if not focus:  # the judge named nothing of the question ("what it asks for"): the question's own words, fewer
         focus, share = question_focus(question, subject), min(focus_share, MIN_QUESTION_SHARE)
     absent = focus_missing(focus, window, share) if focus_share else []
-    if not absent and focus_share:  # and the noun of "which X" / 什么X, read by code, whatever the judge named
-        absent = focus_missing(asked_terms(question, subject), window, focus_share)
+    asked = asked_terms(question, subject)
+    if not absent and focus_share:  # and the noun of "which X" / 什么X / X是谁, read by code, whatever the judge named
+        absent = focus_missing(asked, window, focus_share)
     if not absent and focus_share:  # enough of them occur, but one is replaced by a sibling: another officer, not it
-        absent = contrasted_focus(question, focus, window)
+        absent = contrasted_focus(question, list(dict.fromkeys([*focus, *asked])), window)
     if absent:
         return "asked-for missing", match, specifics, [Specific(t, (t,), "focus") for t in absent], coverage
     if min_terms and coverage is not None and coverage < min_terms:
@@ -829,8 +830,10 @@ def asked_terms(question: str, subject: Collection[str] = ()) -> list[str]:
     """What a question that asks one thing asks for, read from its wording by code: the noun after "which" / "what"
     ("Which distance metric does ..." -> distance, metric; "What is the default recursion limit of ..." -> default,
     recursion; "Who is the head of ..." -> head), after 什么 / 哪个 / 哪种 / 哪些 ... (哪个厂区 -> 厂区), or before 是什么
-    (网址是什么 -> 网址): at most `ASKED_WORDS` words, content words as `content_tokens` reads them (Chinese as jieba
-    cuts it), less the subject's names. None for a question that asks two things (two question words or two question
+    (网址是什么 -> 网址), before 是谁 (法务负责人是谁 -> 法务, 负责人); and the role a "who" question asks about by its
+    verb ("Who chairs the council?" -> chair; 由谁负责管理 -> 负责, 管理; `ROLE_VERBS`, `ROLE_VERBS_ZH`): at most
+    `ASKED_WORDS` words, content words as `content_tokens` reads them (Chinese as jieba cuts it), less the subject's
+    names. None for a question that asks two things (two question words or two question
     marks: the quote may answer either), for "what is Atlas", "what does ... do", "what happens", "what else", and for
     when / where / why / how questions, "which day", "what year", 哪天, 哪里 (what they ask is a time, a place, an
     amount: no noun to look for; "how many" and "how much" have their own steps). At least `MIN_FOCUS_SHARE` of them must occur around the quote (a quote on
@@ -869,11 +872,26 @@ _ASKED_ZH = ("哪一个", "哪个", "哪种", "哪些", "哪家", "哪位", "哪
 _NOT_ASKED_ZH = ("哪天", "哪年", "哪月", "哪里", "哪儿", "什么时候")  # a time or a place: no noun to look for
 
 
+# A "who" question that asks by its verb asks for the holder of that role: "Who chairs the Jupyter Frontends
+# Council?" is not answered by a list of the project's maintainers (blind set 10, nm10-packages-en-01). Verbs whose
+# role shares their stem (chair, leads, manages ...), as `content_tokens` stems them; "led", "ran", "oversaw" do not.
+ROLE_VERBS = frozenset(
+    ["chair", "chairs", "chaired", "lead", "leads", "head", "heads", "headed", "manage", "manages", "managed",
+     "maintain", "maintains", "maintained", "run", "runs", "own", "owns", "owned", "approve", "approves", "approved",
+     "sign", "signs", "signed", "supervise", "supervises", "supervised", "moderate", "moderates", "moderated",
+     "coordinate", "coordinates", "coordinated", "present", "presents", "presented"]
+)  # fmt: skip
+ROLE_VERBS_ZH = ("负责", "管理", "主持", "领导", "审批", "批准", "签署", "签字", "维护", "主管", "牵头", "分管", "主导")
+
+
 def _asked_en(question: str) -> list[str]:
-    """The words of "which X" / "what (is the) X" / "who is the X" / "whose X", up to the verb (`asked_terms`)."""
+    """The words of "which X" / "what (is the) X" / "who is the X" / "whose X", up to the verb, or the verb of
+    "who chairs ..." (`ROLE_VERBS`) (`asked_terms`)."""
     words = [w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]*(?:[-.+_'][A-Za-z0-9]+)*", question)]
     for i, word in enumerate(words):
         follows = words[i + 1] if i + 1 < len(words) else ""
+        if word == "who" and follows in ROLE_VERBS:
+            return [follows]
         if word not in ("which", "what", "whose") and not (word == "who" and follows in _ASKED_AUX):
             continue
         j = i + 1
@@ -914,6 +932,13 @@ def _asked_zh(question: str) -> list[str]:
         if token == "什么" and last and i >= 1 and tokens[i - 1] == "是":
             return list(itertools.takewhile(content, reversed(tokens[: i - 1])))[:ASKED_WORDS][::-1]
         return []
+    if "谁" in tokens:
+        i = tokens.index("谁")
+        last = i + 1 >= len(tokens) or not _CJK_CHAR.search(tokens[i + 1]) or tokens[i + 1] in ("吗", "呢")
+        if last and i >= 1 and tokens[i - 1] == "是":  # 市场部的负责人是谁 -> 负责人 (的 ends the noun)
+            return list(itertools.takewhile(content, reversed(tokens[: i - 1])))[:ASKED_WORDS][::-1]
+        after = "".join(itertools.takewhile(content, tokens[i + 1 :]))  # 由谁负责管理 -> 负责, 管理
+        return [verb for verb in ROLE_VERBS_ZH if verb in after][:ASKED_WORDS]
     return []
 
 
@@ -965,7 +990,11 @@ def contrasted_focus(question: str, terms: Sequence[str], window: str) -> list[s
     words = _QUESTION_WORD.findall(_normal(question))
     contrasted = []
     for term in terms:
-        if _CJK_CHAR.search(term) or term in window:
+        if term in _unspaced(window) if _CJK_CHAR.search(term) else term in window:
+            continue
+        if _CJK_CHAR.search(term):
+            if _CJK_CHAR.search(window) and _contrasted_zh(question, term, window):
+                contrasted.append(term)
             continue
         for i in range(1, len(words) - 1):
             before, word, after = words[i - 1], words[i], words[i + 1]
@@ -980,6 +1009,30 @@ def contrasted_focus(question: str, terms: Sequence[str], window: str) -> list[s
                 contrasted.append(term)
                 break
     return contrasted
+
+
+ROLE_NOUNS_ZH = ("人", "长", "官", "主任", "经理", "总监", "主席", "总裁", "董事", "主管", "专员", "代表")
+
+
+def _contrasted_zh(question: str, term: str, window: str) -> bool:
+    """Whether the Chinese `window` fills the place of `term` with another word before the same head noun: 法务负责人
+    asked (法务 absent), 各部门负责人 stated (blind set 10, nm10-course-zh-09). The head is the question's next content
+    word after `term` (的 skipped), a role of a person (`ROLE_NOUNS_ZH`: 负责人, 总监, 主任 ...); the word before it in the
+    window must be a content word (jieba), not a function word (的, 和) or punctuation."""
+    from lessons.retrieval.retrievers import tokenize_jieba
+
+    asked = [w for w in tokenize_jieba(_normal(question)) if w.strip() and w != "的"]
+    if term not in asked or asked.index(term) + 1 >= len(asked):
+        return False
+    head = asked[asked.index(term) + 1]
+    if len(head) < 2 or not head.endswith(ROLE_NOUNS_ZH):  # a person's role: 负责人, 总监, 主任, 经理 ...
+        return False
+    stated = [w for w in tokenize_jieba(window) if w.strip()]
+    return any(
+        word == head and k > 0 and _CJK_CHAR.search(stated[k - 1]) and stated[k - 1] not in _ZH_FUNCTION_WORDS
+        and stated[k - 1] != term
+        for k, word in enumerate(stated)
+    )  # fmt: skip
 
 
 def answer_problem(question: str, answer: str, documents: Sequence[Document]) -> str | None:
