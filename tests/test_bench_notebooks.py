@@ -76,3 +76,16 @@ def test_the_quick_mode_measures_the_suites_runs_in_its_order_and_never_feeds_th
     assert name == "test-suite-notebooks-04" and not name.startswith("notebooks")  # time_rows globs notebooks*.json
     with pytest.raises(SystemExit):
         suite_notebooks(["99"])
+
+
+def test_the_quick_mode_follows_the_test_suites_own_list_and_refuses_a_language():
+    """One list of the suite's notebooks (tools.notebook_runner.suite_order) serves tests/test_notebooks.py and
+    `--quick`; `--zh --quick` stops instead of silently measuring both languages."""
+    from benchmarks.bench_notebooks import parse, suite_notebooks
+    from tools.notebook_runner import suite_order
+
+    measured = suite_notebooks([])
+    assert measured == [p for p in suite_order() if p.parent.name != "notebooks"]  # the learner copies are cached
+    assert parse(["--quick", "04"]) == (["04"], "en", True) and parse(["--zh", "02"]) == (["02"], "zh", False)
+    with pytest.raises(SystemExit, match="drop --zh"):
+        parse(["--zh", "--quick"])

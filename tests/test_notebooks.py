@@ -7,18 +7,17 @@ import pytest
 
 from checks.exercises import count_exercises
 from lessons.core.settings import PROJECT_ROOT
-from tools.notebook_runner import execute_notebook
+from tools.notebook_runner import execute_notebook, suite_order
 from tools.zh_outputs import unexplained_findings
 
 pytestmark = pytest.mark.notebook
 
-SOLUTIONS = sorted((PROJECT_ROOT / "solutions").glob("*.ipynb"))
-# The Chinese learner copies (notebooks/zh/, one per translated master) run like the English ones.
-CHINESE = sorted((PROJECT_ROOT / "notebooks" / "zh").glob("*.ipynb"))
+# solutions/, then the English learner copies, then the Chinese ones (notebooks/zh/, one per translated master)
+SUITE = suite_order()
 
 
 def test_there_are_notebooks():
-    assert SOLUTIONS, "no notebooks found in solutions/"
+    assert any(p.parent.name == "solutions" for p in SUITE), "no notebooks found in solutions/"
 
 
 # That notebooks/ and solutions/ are generated from masters/ is tests/test_notebook_sources.py (fast).
@@ -26,7 +25,7 @@ def test_there_are_notebooks():
 
 @pytest.mark.parametrize(
     "path",
-    [*SOLUTIONS, *[PROJECT_ROOT / "notebooks" / p.name for p in SOLUTIONS], *CHINESE],
+    SUITE,
     ids=lambda p: str(p.relative_to(PROJECT_ROOT)),
 )
 def test_notebook_runs_and_its_checks_behave(path: Path, request, tmp_path):

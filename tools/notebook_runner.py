@@ -105,6 +105,15 @@ def _read_json_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def suite_order() -> list[Path]:
+    """The notebooks tests/test_notebooks.py runs, in its order: every solutions/ notebook, then the English learner
+    copies (notebooks/, exercises blank; their chat-model calls come from the solutions' cache), then the Chinese copies
+    (notebooks/zh/). `benchmarks/bench_notebooks.py --quick` measures the same order."""
+    solutions = sorted((PROJECT_ROOT / "solutions").glob("*.ipynb"))
+    learner = [PROJECT_ROOT / "notebooks" / p.name for p in solutions]
+    return [*solutions, *learner, *sorted((PROJECT_ROOT / "notebooks" / "zh").glob("*.ipynb"))]
+
+
 # Seconds one cell may run in a quick (test-size) run before the run fails: a hang must not stall CI.
 # Full-size runs have no per-cell limit by default: with the LLM cache cold, one cell legitimately runs
 # for more than an hour on 2 cores (notebook 02's LLM-technique evaluation did), and `make prewarm` from an empty cache must not fail there.
