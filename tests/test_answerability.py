@@ -163,6 +163,25 @@ def test_a_role_asked_by_its_verb_or_before_shi_shui_must_be_stated():
         assert verify_evidence(question, evidence, [chunk], {"tidewell", "atlas"})[0] == reason, question
 
 
+def test_leading_is_said_in_more_than_one_way():
+    """Blind set 11: "Who leads the Hangzhou Search Lab?" is answered by "led by Lin Xiaowen" (ans11-course-en-02,
+    refused when the rule looked for "lead" only); "Who runs JupyterLab's weekly dev meeting?" is not answered by
+    where its notes are archived (nm11-packages-en-02)."""
+    lab = Document(
+        "The Hangzhou Search Lab, led by Lin Xiaowen, published a Chinese technical note on retrieval quality."
+    )
+    notes = Document("## Weekly dev meeting\n\nNotes are archived on GitHub in the Jupyter Frontends team compass.")
+    for question, chunk, reason in (
+        ("Who leads the Hangzhou Search Lab?", lab, "answerable"),
+        ("Who heads the Hangzhou Search Lab?", lab, "answerable"),
+        ("Who runs JupyterLab's weekly dev meeting?", notes, "asked-for missing"),
+    ):
+        evidence = Evidence(
+            quote=chunk.page_content.split("\n\n")[-1][:60], answer="Lin Xiaowen", asks_for="what it asks for"
+        )
+        assert verify_evidence(question, evidence, [chunk], {"jupyterlab", "tidewell"})[0] == reason, question
+
+
 def test_near_miss_other_office_is_caught():
     check, _ = check_with("Employees in the Rotterdam office receive sixteen weeks of paid parental leave.")
     verdict = check("How many weeks of paid parental leave do employees in the Lisbon office receive?", [HANDBOOK])

