@@ -97,6 +97,15 @@ answerability-fresh10-replay-70e2c47.json); the rule's fix after it (e29c81f) is
     python benchmarks/bench_answerability.py --answerable-set 10 --near-misses 10 --all --no-p-yes \
         --name answerability-fresh10
 
+Set 11 (answerable_11_<corpus>.jsonl and near_miss_11_<corpus>.jsonl, written blind by h34s11 and committed before it
+was run; 11 of its 40 near misses ask for a person or role, in both languages), measured 7 Dec 2026 with the check of
+4c5976c — the role rules of 113cb45 (a role verb, the noun before 是谁, a Chinese sibling role) written on set 10 before
+set 11 existed (answerability-fresh11.json); the fix after it (1f761d8: "led by" answers "who leads") is not blind
+there (answerability-fresh11-replay-1f761d8.json):
+
+    python benchmarks/bench_answerability.py --answerable-set 11 --near-misses 11 --all --no-p-yes \
+        --name answerability-fresh11
+
 An "extractive" variant (what is asked read from the question itself, and the cross-encoder's best sentences checked
 as quotes when the judge's evidence failed) was measured on sets 3 and 4, answered fewer and refused fewer than the
 check on set 4 (30 and 18 of 40, against 33 and 21), and was removed; the results files written before keep its rows.
