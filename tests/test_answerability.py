@@ -182,6 +182,25 @@ def test_leading_is_said_in_more_than_one_way():
         assert verify_evidence(question, evidence, [chunk], {"jupyterlab", "tidewell"})[0] == reason, question
 
 
+def test_a_month_asked_for_is_a_period_the_quote_must_state():
+    """A month named alone is looked for around the quote, like a quarter, not in any retrieved chunk: "August" in
+    another chunk does not make September's figure August's. "May I" is no month, 3 个月 is a duration."""
+    kinds = {s.text: s.kind for s in question_specifics("What was the median response time in August 2026?")}
+    assert kinds == {"August": "month", "2026": "year"}
+    assert [s.kind for s in question_specifics("May I upload a file in May 2026?")] == ["month", "year"]
+    assert "month" not in [s.kind for s in question_specifics("权限要在 3 个月内收回吗？")]
+    october = next(s for s in question_specifics("十月的工单有多少？") if s.kind == "month")
+    assert {"october", "10月", "十月"} <= set(october.forms)
+    september = Document("Support trends\n\nMedian first response time in September is 1 hour 31 minutes.")
+    august = Document("Ticket volume in August fell after the 4.2.1 patch.")
+    for asked, reason in (("August", "specifics missing"), ("September", "answerable")):
+        evidence = Evidence(
+            quote="Median first response time in September is 1 hour 31 minutes", answer="1 hour 31 minutes"
+        )
+        question = f"What was the median first response time in {asked}?"
+        assert verify_evidence(question, evidence, [september, august], set())[0] == reason, asked
+
+
 def test_near_miss_other_office_is_caught():
     check, _ = check_with("Employees in the Rotterdam office receive sixteen weeks of paid parental leave.")
     verdict = check("How many weeks of paid parental leave do employees in the Lisbon office receive?", [HANDBOOK])

@@ -137,6 +137,15 @@ _EN_DATE = re.compile(
     r"\b(\d{1,2})(?:st|nd|rd|th)?\s+(" + "|".join(m[:3] for m in _MONTHS) + r")[a-z]*\b",
     re.IGNORECASE,
 )
+# A month on its own ("in August 2026", 8 月) names a period, as a quarter does: the evidence must state it around the
+# quote, not in some other retrieved chunk (blind set 11, nm11-course-en-04: August asked, September quoted, August in
+# another chunk). "May" counts only before a year (else it is the verb).
+_EN_MONTH = re.compile(
+    r"\b(" + "|".join(m.capitalize() for m in _MONTHS if m != "may") + r"|May(?=,?\s+(?:19|20)\d\d))\b"
+)
+_CN_MONTH = re.compile(
+    r"(?<![\d个])(1[0-2]|[1-9]|十[一二]|[一二三四五六七八九十])\s*月(?!\s*(?:\d{1,2}|[一二三四五六七八九十]+)\s*[日号])"
+)
 _YEAR = re.compile(r"(?<![\d.])((?:19|20)\d\d)(?![\d.])")
 _QUOTED = re.compile(r"\"([^\"]{2,60})\"|“([^”]{2,60})”|「([^」]{2,60})」|『([^』]{2,60})』|‘([^’]{2,60})’")
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-.+_][A-Za-z0-9]+)*")
@@ -302,6 +311,18 @@ def _date(month: int, day: int, text: str) -> Specific:
     return Specific(text, tuple(sorted(forms)), "date")
 
 
+def _month(name: str, text: str) -> Specific:
+    """A month named alone: its English name and abbreviation, N月 and the -MM- of an ISO date."""
+    number = (
+        _MONTHS.index(name.lower()) + 1
+        if name.lower() in _MONTHS
+        else int(name) if name.isdigit() else {**{k: int(v) for k, v in _CN_DIGITS.items()}, "十": 10, "十一": 11, "十二": 12}[name]
+    )  # fmt: skip
+    month = _MONTHS[number - 1]
+    chinese = {v: k for k, v in _CN_DIGITS.items()}.get(str(number)) or {10: "十", 11: "十一", 12: "十二"}[number]
+    return Specific(text, (month, month[:3], f"{number}月", f"{chinese}月", f"-{number:02d}-"), "month")
+
+
 def question_specifics(question: str) -> list[Specific]:
     """What the evidence for `question` must state: quarters, dates, years, other figures and versions, quoted
     terms, names (capitalised, CamelCase, acronyms, identifiers joined by hyphens, dots or underscores, read whole:
@@ -334,6 +355,9 @@ def question_specifics(question: str) -> list[Specific]:
     def free(span: tuple[int, int]) -> bool:
         return all(span[1] <= a or span[0] >= b for a, b in taken)
 
+    for match in [*_EN_MONTH.finditer(text), *_CN_MONTH.finditer(text)]:
+        if free(match.span()):
+            claim(match, _month(match.group(1), match.group(0)))
     for match in _YEAR.finditer(text):
         if free(match.span()):
             claim(match, Specific(match.group(1), (match.group(1),), "year"))
