@@ -201,6 +201,28 @@ def test_a_month_asked_for_is_a_period_the_quote_must_state():
         assert verify_evidence(question, evidence, [september, august], set())[0] == reason, asked
 
 
+def test_a_chinese_role_is_looked_for_in_english_evidence_in_its_english_forms():
+    """Blind set 11 (nm11-packages-zh-01, -02): a Chinese question about an English README asked for a chief executive
+    or a project lead, and the judge quoted the README's tagline; no Chinese word can be looked for in English, so
+    the role went unchecked (ROLES_EN)."""
+    tagline = Document(
+        "# Chroma\n\nChroma - the open-source data infrastructure for AI. Chroma is free and open source."
+    )
+    ceo = Document("# Chroma\n\nChroma is led by Jeff Huber, its chief executive (CEO), from San Francisco.")
+    lead = Document("# Matplotlib\n\nThe Matplotlib project is led by Thomas Caswell and a team of maintainers.")
+    about = Document("# Matplotlib\n\nMatplotlib is a comprehensive library for creating static and interactive plots.")
+    for question, chunk, reason in (
+        ("Chroma 这家公司的首席执行官是谁？", tagline, "asked-for missing"),
+        ("Chroma 这家公司的首席执行官是谁？", ceo, "answerable"),
+        ("Matplotlib 项目的负责人是谁？", about, "asked-for missing"),
+        ("Matplotlib 项目的负责人是谁？", lead, "answerable"),
+    ):
+        evidence = Evidence(
+            quote=chunk.page_content.split("\n\n")[1][:70], answer="a name", asks_for="what it asks for"
+        )
+        assert verify_evidence(question, evidence, [chunk], set())[0] == reason, (question, chunk.page_content[:40])
+
+
 def test_near_miss_other_office_is_caught():
     check, _ = check_with("Employees in the Rotterdam office receive sixteen weeks of paid parental leave.")
     verdict = check("How many weeks of paid parental leave do employees in the Lisbon office receive?", [HANDBOOK])

@@ -993,17 +993,32 @@ def focus_missing(terms: Sequence[str], window: str, min_share: float = MIN_FOCU
     "the vesting schedule of stock options" answered by "You may work from home up to three days per week".
     A Chinese term is not asked of English evidence (a Chinese question about an English README); "version" / "版本"
     is present when the window states a version number."""
-    if not _CJK_CHAR.search(window):
-        terms = [t for t in terms if not _CJK_CHAR.search(t)]
+    english = not _CJK_CHAR.search(window)
+    if english:  # a Chinese role word is looked for in English evidence in its English forms (ROLES_EN)
+        terms = [t for t in terms if not _CJK_CHAR.search(t) or t in ROLES_EN]
     unspaced = _unspaced(window)
     absent = [
         t
         for t in terms
         if (t not in (unspaced if _CJK_CHAR.search(t) else window))
         and not (t in _ANSWER_SHAPES and _ANSWER_SHAPES[t].search(window))
+        and not (english and t in ROLES_EN and re.search(ROLES_EN[t], window))
     ]
     return absent if terms and len(terms) - len(absent) < min_share * len(terms) else []
 
+
+# A Chinese question about an English README asks for a role in Chinese: 负责人, 首席执行官, 组长 (blind set 11,
+# nm11-packages-zh-01 and -02, passed because no Chinese word can be looked for in English). The English forms that
+# name the same role, as regular expressions over the window (lower case). Introduced in notebook 04.
+_LEADING_EN = r"(?<![a-z])(?:lead|led|head|chair|in charge|responsib|maintain|owner|manag|direct)"
+ROLES_EN = {
+    "负责人": _LEADING_EN, "负责": _LEADING_EN, "组长": r"(?<![a-z])(?:lead|led|head)",
+    "首席": r"(?<![a-z])(?:chief|ceo|cto|cfo|coo)(?![a-z])", "执行官": r"(?<![a-z])(?:executive|ceo)(?![a-z])",
+    "总经理": r"general manager|managing director|chief executive|(?<![a-z])ceo(?![a-z])",
+    "经理": r"(?<![a-z])manager", "总监": r"(?<![a-z])(?:director|head)", "主任": r"(?<![a-z])(?:director|head|chair)",
+    "主席": r"(?<![a-z])chair", "维护": r"(?<![a-z])maintain", "主持": r"(?<![a-z])(?:chair|host|run|ran|lead|led)",
+    "管理": r"(?<![a-z])(?:manag|maintain|run|moderat|admin)",
+}  # fmt: skip
 
 _SLOT_WORD = r"[a-z0-9][a-z0-9-]*"
 _QUESTION_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
