@@ -97,6 +97,12 @@ answerability-fresh10-replay-70e2c47.json); the rule's fix after it (e29c81f) is
     python benchmarks/bench_answerability.py --answerable-set 10 --near-misses 10 --all --no-p-yes \
         --name answerability-fresh10
 
+The same set with P(yes) read (the shipped gate's operating point; 7 Dec 2026, 240 more calls, rows of 80 questions
+measured with the check of 2847a07 for the first 23 and 4c5976c after; the analysis re-runs the code check):
+
+    python benchmarks/bench_answerability.py --answerable-set 10 --near-misses 10 --all \
+        --name answerability-fresh10-pyes
+
 Set 11 (answerable_11_<corpus>.jsonl and near_miss_11_<corpus>.jsonl, written blind by h34s11 and committed before it
 was run; 11 of its 40 near misses ask for a person or role, in both languages), measured 7 Dec 2026 with the check of
 4c5976c — the role rules of 113cb45 (a role verb, the noun before 是谁, a Chinese sibling role) written on set 10 before
