@@ -976,11 +976,13 @@ _QUESTION_WORDS = frozenset(["how", "much", "many", "what", "which", "who", "who
 _QUESTION_ZH = re.compile("为什么|多少|什么|哪些|哪个|哪里|哪儿|哪|几|怎么|怎样|如何|是否|谁|吗|呢")
 
 
-# A word that names the kind of answer is stated by an answer of that shape: "which version" by "v0.19.0".
 # Leading a team, a lab or a meeting is said in more than one way: "Who leads the Hangzhou Search Lab?" is answered by
 # "The Hangzhou Search Lab, led by Lin Xiaowen" (blind set 11, ans11-course-en-02, refused by the first version of the
 # role-verb rule, which looked for "lead" only). The asked role verbs of that family (`ROLE_VERBS`) take any of them.
-_LEADS = re.compile(r"(?<![a-z])(?:lead|led|head|chair|run|ran|manag|direct)|in charge")
+_LEADING = ("lead", "led", "head", "chair", "manag", "direct", "in charge")
+_LEADS = re.compile(r"(?<![a-z])(?:" + "|".join((*_LEADING, "run", "ran")) + ")")
+
+# A word that names the kind of answer is stated by an answer of that shape: "which version" by "v0.19.0".
 _ANSWER_SHAPES = {
     "version": re.compile(_VERSION_NUMBER),
     "版本": re.compile(rf"{_VERSION_NUMBER}|\d+(?:\.\d+)*\s*版"),
@@ -1010,7 +1012,7 @@ def focus_missing(terms: Sequence[str], window: str, min_share: float = MIN_FOCU
 # A Chinese question about an English README asks for a role in Chinese: 负责人, 首席执行官, 组长 (blind set 11,
 # nm11-packages-zh-01 and -02, passed because no Chinese word can be looked for in English). The English forms that
 # name the same role, as regular expressions over the window (lower case). Introduced in notebook 04.
-_LEADING_EN = r"(?<![a-z])(?:lead|led|head|chair|in charge|responsib|maintain|owner|manag|direct)"
+_LEADING_EN = r"(?<![a-z])(?:" + "|".join((*_LEADING, "responsib", "maintain", "owner")) + ")"  # a 负责人
 ROLES_EN = {
     "负责人": _LEADING_EN, "负责": _LEADING_EN, "组长": r"(?<![a-z])(?:lead|led|head)",
     "首席": r"(?<![a-z])(?:chief|ceo|cto|cfo|coo)(?![a-z])", "执行官": r"(?<![a-z])(?:executive|ceo)(?![a-z])",
