@@ -311,16 +311,20 @@ def _date(month: int, day: int, text: str) -> Specific:
     return Specific(text, tuple(sorted(forms)), "date")
 
 
+_CN_MONTHS = ("一", "二", "三", "四", "五", "六", "七", "八", "九", "十", "十一", "十二")
+
+
 def _month(name: str, text: str) -> Specific:
-    """A month named alone: its English name and abbreviation, N月 and the -MM- of an ISO date."""
-    number = (
-        _MONTHS.index(name.lower()) + 1
-        if name.lower() in _MONTHS
-        else int(name) if name.isdigit() else {**{k: int(v) for k, v in _CN_DIGITS.items()}, "十": 10, "十一": 11, "十二": 12}[name]
-    )  # fmt: skip
+    """A month named alone: its English name and abbreviation, N月 (digits or Chinese numerals) and the -MM- of an
+    ISO date."""
+    if name.isdigit():
+        number = int(name)
+    elif name in _CN_MONTHS:
+        number = _CN_MONTHS.index(name) + 1
+    else:
+        number = _MONTHS.index(name.lower()) + 1
     month = _MONTHS[number - 1]
-    chinese = {v: k for k, v in _CN_DIGITS.items()}.get(str(number)) or {10: "十", 11: "十一", 12: "十二"}[number]
-    return Specific(text, (month, month[:3], f"{number}月", f"{chinese}月", f"-{number:02d}-"), "month")
+    return Specific(text, (month, month[:3], f"{number}月", f"{_CN_MONTHS[number - 1]}月", f"-{number:02d}-"), "month")
 
 
 def question_specifics(question: str) -> list[Specific]:
@@ -802,7 +806,7 @@ def _check_quote(
     if not focus:  # the judge named nothing of the question ("what it asks for"): the question's own words, fewer
         focus, share = question_focus(question, subject), min(focus_share, MIN_QUESTION_SHARE)
     absent = focus_missing(focus, window, share) if focus_share else []
-    asked = asked_terms(question, subject)
+    asked = asked_terms(question, subject) if focus_share and not absent else []  # read only when it can decide
     if not absent and focus_share:  # and the noun of "which X" / 什么X / X是谁, read by code, whatever the judge named
         absent = focus_missing(asked, window, focus_share)
     if not absent and focus_share:  # enough of them occur, but one is replaced by a sibling: another officer, not it
@@ -978,7 +982,8 @@ _QUESTION_ZH = re.compile("为什么|多少|什么|哪些|哪个|哪里|哪儿|�
 
 # Leading a team, a lab or a meeting is said in more than one way: "Who leads the Hangzhou Search Lab?" is answered by
 # "The Hangzhou Search Lab, led by Lin Xiaowen" (blind set 11, ans11-course-en-02, refused by the first version of the
-# role-verb rule, which looked for "lead" only). The asked role verbs of that family (`ROLE_VERBS`) take any of them.
+# role-verb rule, which looked for "lead" only). Those words, looked for as focus or asked terms (the role verbs of
+# `ROLE_VERBS` and the nouns "head", "chair"), are present when any of them is.
 _LEADING = ("lead", "led", "head", "chair", "manag", "direct", "in charge")
 _LEADS = re.compile(r"(?<![a-z])(?:" + "|".join((*_LEADING, "run", "ran")) + ")")
 
@@ -1034,11 +1039,13 @@ def contrasted_focus(question: str, terms: Sequence[str], window: str) -> list[s
     and so must the word in the slot ("__pydantic_private__ is set" holds no sibling of "still").
     Introduced in notebook 04."""
     words = _QUESTION_WORD.findall(_normal(question))
+    unspaced = _unspaced(window)
     contrasted = []
     for term in terms:
-        if term in _unspaced(window) if _CJK_CHAR.search(term) else term in window:
+        chinese = bool(_CJK_CHAR.search(term))
+        if term in (unspaced if chinese else window):
             continue
-        if _CJK_CHAR.search(term):
+        if chinese:
             if _CJK_CHAR.search(window) and _contrasted_zh(question, term, window):
                 contrasted.append(term)
             continue
