@@ -289,26 +289,28 @@ plt.show()
 # 3. code looks for the question's **specifics** around the quote — figures, versions, years, quarters, months, dates,
 #    names, the unit of a "how many", with their Chinese forms (第三季度 ↔ Q3; `question_specifics`); "which
 #    version" needs a version number, and "how long", "how often" or 多久 an amount (a figure, a number word, "weekly");
+#    a month or quarter asked is missing when the quote's own sentence names another (September's figure does not
+#    answer a question about August, even with "August" a line above: `other_period`);
 # 4. code looks for the **words naming what is asked** around the quote: the question's own words among
 #    `asks_for`, at least half of them (`focus_terms`, `MIN_FOCUS_SHARE`; Chinese cut into words by jieba) — and
 #    when `asks_for` names none of them, a smaller share of the question's own words (`MIN_QUESTION_SHARE`); and,
 #    whatever the judge named, when the question asks one thing, the noun after "which" / "what" or 什么 / 哪个,
-#    before 是什么 / 是谁, or the role a "who" asks by its verb, that code reads from the question (`asked_terms`:
+#    before 是什么 / 是谁 / 是多少, or the role a "who" asks by its verb, that code reads from the question (`asked_terms`:
 #    "which distance metric" needs a distance metric, "Who chairs the council?" a chair); a word the passage puts in
 #    the asked word's place — chief *technology* officer for chief *financial* officer, 各部门负责人 for 法务负责人 —
 #    names another role, not the one asked (`contrasted_focus`).
 #
 # The judge may be wrong about anything except what code verifies. The same two questions as in section 1:
 
-# %% [markdown] lang="zh" translates="cced987aa04d"
+# %% [markdown] lang="zh" translates="1fd3d3d1d36a"
 # ## 3. 证据说出问题问的东西了吗？可答性检查（answerability check）
 #
 # 差之毫厘的问题（near miss）并不离题。问 CFO 是谁，检索器返回的是点名 CEO 和 CTO 的那一段：上面的两个分数都可能很高，因为这段话*确实*在讲公司的管理层。它缺的恰恰是问题问的那一样东西。问一个 1.5B 模型“这段相关吗？”，它会说相关；要它**拿出证据**，它就必须交出代码能核对的东西（`lessons.agents.answerability.AnswerabilityCheck`）：
 #
 # 1. 一次结构化调用 `Evidence`：问题里点明它问什么的词（`asks_for`）、逐字复制的那句话或表格行（`quote`），以及一个简短的答案；
 # 2. 代码在某个检索到的块中找到（几乎）逐字相同的引文（`locate_quote`），而且引文要说出问题本身没有说的东西（评审若把问题本身抄成了引文，就改为核对它的答案）；
-# 3. 代码在引文周围查找问题的**具体内容**——数字、版本、年份、季度、月份、日期、名称、“多少”所计的单位，连同它们的中英文形式（第三季度 ↔ Q3；`question_specifics`）；问“哪个版本”就要有版本号，问“多久”“多少”就要有一个数量（数字或数词，英文里还有 weekly 这样的频率词）；
-# 4. 代码在引文周围查找**点明所问之物的词**：`asks_for` 中属于问题本身的词，至少一半（`focus_terms`、`MIN_FOCUS_SHARE`；中文用 jieba 切成词）——`asks_for` 里一个问题本身的词都没有时，改为要求问题自己的词中较小的一部分（`MIN_QUESTION_SHARE`）；而且不管评审点明了什么，只问一件事的问题里，代码从问题中读出的“哪个”“什么”或 which / what 后面的名词、“是什么”“是谁”前面的名词，或者英文 who 问句用动词问的角色，也必须出现（`asked_terms`：问“哪个厂区”，就要有厂区；问“谁主持这个委员会”（英文 `Who chairs the council?`），就要有 chair）；段落若在所问的词的位置上换了一个词——问首席*财务*官，答的是首席*技术*官；问法务负责人，写的是各部门负责人——说的就是另一个角色，不是所问的那个（`contrasted_focus`）。
+# 3. 代码在引文周围查找问题的**具体内容**——数字、版本、年份、季度、月份、日期、名称、“多少”所计的单位，连同它们的中英文形式（第三季度 ↔ Q3；`question_specifics`）；问“哪个版本”就要有版本号，问“多久”“多少”就要有一个数量（数字或数词，英文里还有 weekly 这样的频率词）；问的月份或季度，若引文所在的那句话写的是另一个月份或季度，就算缺失（9 月的数字回答不了关于 8 月的问题，即使上一行就写着 8 月：`other_period`）；
+# 4. 代码在引文周围查找**点明所问之物的词**：`asks_for` 中属于问题本身的词，至少一半（`focus_terms`、`MIN_FOCUS_SHARE`；中文用 jieba 切成词）——`asks_for` 里一个问题本身的词都没有时，改为要求问题自己的词中较小的一部分（`MIN_QUESTION_SHARE`）；而且不管评审点明了什么，只问一件事的问题里，代码从问题中读出的“哪个”“什么”或 which / what 后面的名词、“是什么”“是谁”“是多少”前面的名词，或者英文 who 问句用动词问的角色，也必须出现（`asked_terms`：问“哪个厂区”，就要有厂区；问“谁主持这个委员会”（英文 `Who chairs the council?`），就要有 chair）；段落若在所问的词的位置上换了一个词——问首席*财务*官，答的是首席*技术*官；问法务负责人，写的是各部门负责人——说的就是另一个角色，不是所问的那个（`contrasted_focus`）。
 #
 # 评审（judge）什么都可能弄错，除了代码核对过的部分。仍是第 1 节的两个问题：
 

@@ -201,6 +201,42 @@ def test_a_month_asked_for_is_a_period_the_quote_must_state():
         assert verify_evidence(question, evidence, [september, august], set())[0] == reason, asked
 
 
+def test_a_period_the_evidence_sentence_states_instead_of_the_asked_one_is_not_it():
+    """Blind set 11, nm11-course-en-04: August asked, the quoted sentence gives September's figure, and "August" stands
+    in the sentence before (inside the window), so the window test passed it. The evidence's own sentence names a
+    month (a quarter) and not the asked one: another period's figure — also when the judge's answer stands in."""
+    trends = Document(
+        "Support trends\n\nTicket volume stayed above August levels. "
+        "Median first response time in September is 1 hour 31 minutes. Q2 churn was 3%."
+    )
+    evidence = Evidence(
+        quote="Median first response time in September is 1 hour 31 minutes", answer="1 hour 31 minutes"
+    )
+    for asked, reason in (("August", "specifics missing"), ("September", "answerable")):
+        question = f"What was the median first response time in {asked}?"
+        assert verify_evidence(question, evidence, [trends], set())[0] == reason, asked
+    churn = Evidence(quote="Q2 churn was 3%", answer="3%")
+    assert verify_evidence("What was churn in Q3?", churn, [trends], set())[0] == "specifics missing"
+    assert verify_evidence("What was churn in the second quarter?", churn, [trends], set())[0] == "answerable"
+
+
+def test_the_noun_before_shi_duoshao_is_what_is_asked():
+    """Blind set 11, nm11-course-zh-09: 首次联系解决率是多少 answered by a sentence on the bank's Curators (the judge's
+    asks_for was not from the question). X是多少 / X有多少 asks for the amount of X: X must be stated around the quote."""
+    assert asked_terms("明湖银行上线 Atlas 以后，首次联系解决率是多少？", {"atlas"}) == ["解决", "率"]
+    assert asked_terms("江南物流每天的工单量有多少？") == ["工单量"]
+    assert asked_terms("把候选数降到 20 以后，P50 延迟大概是多少？") == ["延迟"]  # 大概 names nothing
+    bank = Document("明湖银行\n\n合规部的 12 名员工持有 Curator 角色，负责审核入库文档并维护制度的版本状态。")
+    evidence = Evidence(
+        quote="合规部的 12 名员工持有 Curator 角色，负责审核入库文档", answer="12 名", asks_for="审核入库文档"
+    )
+    question = "明湖银行上线 Atlas 以后，首次联系解决率是多少？"
+    assert verify_evidence(question, evidence, [bank], {"atlas"})[0] == "asked-for missing"
+    stated = Document("明湖银行上线 Atlas 后，首次联系解决率从 61% 提高到 78%。")
+    evidence = Evidence(quote="首次联系解决率从 61% 提高到 78%", answer="78%")
+    assert verify_evidence(question, evidence, [stated], {"atlas"})[0] == "answerable"
+
+
 def test_a_chinese_role_is_looked_for_in_english_evidence_in_its_english_forms():
     """Blind set 11 (nm11-packages-zh-01, -02): a Chinese question about an English README asked for a chief executive
     or a project lead, and the judge quoted the README's tagline; no Chinese word can be looked for in English, so

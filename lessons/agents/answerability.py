@@ -16,13 +16,14 @@ made to **show its evidence**, and code can check the evidence:
    every specific of the question (`question_specifics`: numbers, versions, years, quarters, dates, quoted terms,
    names, the unit of a "how many" — with their Chinese forms, 第三季度 ↔ Q3, 2026年 ↔ 2026, 9月19日 ↔
    September 19, 几周 ↔ weeks) must occur in or around it: figures, dates, units and quoted terms in the quote's
-   neighbourhood (the chunk's header and `WINDOW_CHARS` either side), names anywhere in the retrieved chunks.
+   neighbourhood (the chunk's header and `WINDOW_CHARS` either side), names anywhere in the retrieved chunks; a
+   month or quarter asked must not be contradicted by the quote's own sentence, naming another (`other_period`).
    At least `MIN_FOCUS_SHARE` of the question's words among `asks_for` (`focus_terms`; Chinese cut into words) must
    occur there too — or, when `asks_for` names none of them, `MIN_QUESTION_SHARE` of the question's own words — and,
    whatever the judge named, `MIN_FOCUS_SHARE` of the noun that code reads after "which" / "what" / 什么 / 哪个 in a
-   question that asks one thing (`asked_terms`: "which distance metric" needs a distance metric). "Which
-   version" asks for a version number; "how much / many / long / often", 多少, 多久 for an amount (a figure, a number
-   word or a frequency) around the quote. A quote that repeats the question still counts when the chunk adds a figure
+   question that asks one thing (`asked_terms`: "which distance metric" needs a distance metric; 解决率是多少 a
+   解决率). "Which version" asks for a version number; "how much / many / long / often", 多少, 多久 for an amount
+   (a figure, a number word or a frequency) around the quote. A quote that repeats the question still counts when the chunk adds a figure
    the question lacks; when the judge copied the question as its quote, its answer, if it passes every check as a
    quote, is the evidence — and so is an answer of `MIN_ANSWER_WORDS` or more when the quote was found but failed a
    later check (the judge quoted the wrong sentence). With `check_answer`, the judge's short answer must also say
@@ -389,6 +390,17 @@ def question_specifics(question: str) -> list[Specific]:
     return found
 
 
+def other_period(specifics: Sequence[Specific], sentence: str) -> list[Specific]:
+    """The asked months and quarters that the evidence's own sentence contradicts: it states a period of that kind (a
+    month, or a date, for a month; a quarter for a quarter) and not the asked one. "Median first response time in
+    September is 1 hour 31 minutes" does not answer a question about August, though "August" may stand a few lines
+    away (blind set 11, nm11-course-en-04)."""
+    stated = {s.kind for s in question_specifics(sentence)}
+    said = _haystack(sentence)
+    kinds = {"month": ("month", "date"), "quarter": ("quarter",)}
+    return [s for s in specifics if s.kind in kinds and stated & set(kinds[s.kind]) and not occurs(s, said)]
+
+
 def _haystack(text: str) -> str:
     """Text as the specifics are looked for in it: normalised, lower case, "_" and "/" as spaces."""
     return normalise_for_match(text).casefold().replace("_", " ")
@@ -696,6 +708,18 @@ def _window(document: Document, match: QuoteMatch) -> str:
     return (header + " \n " + around).replace("_", " ")
 
 
+_SENTENCE_END = re.compile(r"[.!?;](?=\s)|[。！？；\n]")
+
+
+def _sentence(document: Document, match: QuoteMatch) -> str:
+    """The sentence (or line) of the chunk that holds the matched quote: from the end of the one before to its own end."""
+    text = normalise_for_match(document.page_content)  # as `_normal`, cased: a month is a capitalised name
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    start = max((e for e in ends if e <= match.start), default=0)
+    end = min((e for e in ends if e >= match.end), default=len(text))
+    return text[start:end]
+
+
 def verify_evidence(
     question: str,
     evidence: Evidence,
@@ -800,6 +824,8 @@ def _check_quote(
     new_figure = any(f in figures(window) and added >= len(f) for f in new)  # the chunk adds at least the figure
     if not new_figure and (match.evidence < MIN_EVIDENCE_SHARE or added < MIN_QUOTE_CHARS):
         return "quote repeats the question", match, specifics, missing, coverage
+    sentence = _sentence(documents[match.document], match)
+    missing += [s for s in other_period(specifics, sentence) if s not in missing]
     if missing:
         return "specifics missing", match, specifics, missing, coverage
     focus, share = focus_terms(question, asks_for, subject), focus_share
@@ -858,8 +884,9 @@ def asked_terms(question: str, subject: Collection[str] = ()) -> list[str]:
     """What a question that asks one thing asks for, read from its wording by code: the noun after "which" / "what"
     ("Which distance metric does ..." -> distance, metric; "What is the default recursion limit of ..." -> default,
     recursion; "Who is the head of ..." -> head), after 什么 / 哪个 / 哪种 / 哪些 ... (哪个厂区 -> 厂区), or before 是什么
-    (网址是什么 -> 网址), before 是谁 (法务负责人是谁 -> 法务, 负责人); and the role a "who" question asks about by its
-    verb ("Who chairs the council?" -> chair; 由谁负责管理 -> 负责, 管理; `ROLE_VERBS`, `ROLE_VERBS_ZH`): at most
+    (网址是什么 -> 网址), before 是谁 (法务负责人是谁 -> 法务, 负责人) or 是多少 / 有多少 (工单量有多少 -> 工单量); and
+    the role a "who" question asks about by its verb ("Who chairs the council?" -> chair; 由谁负责管理 -> 负责, 管理;
+    `ROLE_VERBS`, `ROLE_VERBS_ZH`): at most
     `ASKED_WORDS` words, content words as `content_tokens` reads them (Chinese as jieba cuts it), less the subject's
     names. None for a question that asks two things (two question words or two question
     marks: the quote may answer either), for "what is Atlas", "what does ... do", "what happens", "what else", and for
@@ -960,6 +987,12 @@ def _asked_zh(question: str) -> list[str]:
         if token == "什么" and last and i >= 1 and tokens[i - 1] == "是":
             return list(itertools.takewhile(content, reversed(tokens[: i - 1])))[:ASKED_WORDS][::-1]
         return []
+    if "多少" in tokens:  # 首次联系解决率是多少 -> 解决, 率: the amount of THAT (有多少, 为多少 alike)
+        i = tokens.index("多少")
+        last = i + 1 >= len(tokens) or not _CJK_CHAR.search(tokens[i + 1]) or tokens[i + 1] in ("吗", "呢")
+        if last and i >= 1 and tokens[i - 1] in ("是", "有", "为"):
+            before = [t for t in tokens[: i - 1] if t not in _HEDGES_ZH]  # 延迟大概是多少: 大概 names nothing
+            return list(itertools.takewhile(content, reversed(before)))[:ASKED_WORDS][::-1]
     if "谁" in tokens:
         i = tokens.index("谁")
         last = i + 1 >= len(tokens) or not _CJK_CHAR.search(tokens[i + 1]) or tokens[i + 1] in ("吗", "呢")
@@ -970,6 +1003,9 @@ def _asked_zh(question: str) -> list[str]:
     return []
 
 
+_HEDGES_ZH = frozenset(
+    ["大概", "大约", "约", "一共", "总共", "共", "平均", "最多", "最少", "至少", "分别", "通常", "一般"]
+)
 _ZH_FUNCTION_WORDS = frozenset(
     "的了和与或在是把被对从给地得着过也都就而及其之这那有为以于到会能要可让向将个吗呢啊吧么每该"
 )
