@@ -30,7 +30,7 @@
 # |---|---|
 # | **You will learn** | how to **route** a question to the knowledge base that can answer it — or to neither — with an embedding-similarity router and with the chat model's structured decision, and what each costs; how the chat model turns a question into a **metadata filter** (document, section, language, document type) that is validated against the metadata that exists, and whether filtering beats the unfiltered reranked hybrid; how a **semantic cache** serves the answer of a question close enough to one already answered, why its threshold is calibrated and not guessed, and what its guard on numbers and names catches; where each technique helps and where it does not, on both corpora and in both languages |
 # | **Prerequisites** | notebooks 02 (hybrid retrieval, the reranker), 04 (structured decisions), 06 (the two knowledge bases, retrieval metrics) |
-# | **Time** | offline on a 2-core laptop, a first Run All from an empty cache folder: **4.9 min** measured (295 s, 58 chat-model calls; the model server evaluated 84 prompt / 28 generated tokens per second; `benchmarks/bench_notebooks.py`, 6 Dec 2026, within the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
+# | **Time** | offline on a 2-core laptop (AMD EPYC, AVX2, no AVX-512), a first Run All from an empty cache folder: **15.5 min** measured (931 s, 58 chat-model calls; the model server evaluated 29 prompt / 12 generated tokens per second; `benchmarks/bench_notebooks.py`, 8 Dec 2026, over the 10-minute budget); seconds on a re-run from the LLM cache; with DeepSeek not measured (no network where the course was written) |
 # | **Numbers in the text** | produced offline with Qwen2.5-Coder-1.5B-Instruct Q4_K_M (temperature 0), multilingual-e5-small (4-bit) and the ms-marco-MiniLM-L-12-v2 cross-encoder (ONNX); every number below is computed by the cell above it |
 #
 # The courses this one is compared with teach three techniques this course has not shown yet: **query
@@ -47,14 +47,14 @@
 # | semantic cache | `lessons.retrieval.semantic_cache.SemanticCache` | none (it saves calls) |
 # | Graph RAG (section 4, on the multi-hop questions) | `lessons.retrieval.graph_index.extract_graph`, `GraphExpansionRetriever` | one structured call per chunk, to build the graph |
 
-# %% [markdown] lang="zh" translates="209cfde6f572"
+# %% [markdown] lang="zh" translates="b9d3151864b5"
 # # 09 · 路由（routing）、元数据过滤（metadata filter）和语义缓存（semantic cache），各自实测
 #
 # | | |
 # |---|---|
 # | **你将学到** | 怎样把一个问题**路由**到能回答它的知识库（knowledge base）——或者哪个都不去——分别用嵌入（embedding）相似度路由器和对话模型（chat model）的结构化决策，以及各自的代价；对话模型怎样把问题变成块（chunk）元数据上的**过滤条件**（文档、章节、语言、文档类型），并对照实际存在的元数据做校验，以及过滤是否胜过不过滤的重排（reranking）混合检索（hybrid retrieval）；**语义缓存**怎样把一个足够接近已答问题的问题直接用那份回答作答，为什么它的阈值要校准而不是猜，以及它对数字和名称的防护拦下了什么；每种技术在哪里有用、在哪里没用，在两个语料库（corpus）上、两种语言里 |
 # | **前置条件** | notebook 02（混合检索、重排器，reranker）、04（结构化决策）、06（两个知识库、检索指标） |
-# | **用时** | 离线、2 核笔记本电脑、从空缓存目录第一次 Run All：实测 **4.8 分钟**（288 秒，55 次对话模型调用；模型服务器每秒读入 86 个输入 token、生成 26 个 token；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 6 日，在 10 分钟预算以内）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
+# | **用时** | 离线、2 核笔记本电脑（AMD EPYC，只有 AVX2、没有 AVX-512）、从空缓存目录第一次 Run All：实测 **16.2 分钟**（975 秒，55 次对话模型调用；模型服务器每秒读入 28 个输入 token、生成 12 个 token；`benchmarks/bench_notebooks.py --zh`，2026 年 12 月 7 日，超出 10 分钟的预算）；从 LLM 缓存重跑只需几秒；使用 DeepSeek：未测（编写课程的地方没有网络） |
 # | **文中的数字** | 由离线的 Qwen2.5-Coder-1.5B-Instruct Q4_K_M（温度 0）、multilingual-e5-small（4 bit）和 ms-marco-MiniLM-L-12-v2 交叉编码器（cross-encoder，ONNX）得出；下面的每个数字都由它上方的单元格计算 |
 #
 # 人们拿来和本课程比较的那些课程，教了三种本课程还没讲的技术：**查询路由**、**自查询（self-query，元数据过滤）**
