@@ -112,6 +112,13 @@ there (answerability-fresh11-replay-1f761d8.json):
     python benchmarks/bench_answerability.py --answerable-set 11 --near-misses 11 --all --no-p-yes \
         --name answerability-fresh11
 
+Set 12 (written blind by h34s12, 5e225f2; 12 of its 40 near misses ask for a person or role, 5 for a month), measured
+8 Dec 2026 with the check of 0b64597 — every rule written on set 11 (1f761d8, a28c9d7, 1a1b72d, 0b64597) is blind
+there (answerability-fresh12.json):
+
+    python benchmarks/bench_answerability.py --answerable-set 12 --near-misses 12 --all --no-p-yes \
+        --name answerability-fresh12
+
 An "extractive" variant (what is asked read from the question itself, and the cross-encoder's best sentences checked
 as quotes when the judge's evidence failed) was measured on sets 3 and 4, answered fewer and refused fewer than the
 check on set 4 (30 and 18 of 40, against 33 and 21), and was removed; the results files written before keep its rows.
