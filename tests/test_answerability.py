@@ -970,6 +970,26 @@ def test_how_much_how_long_and_duo_jiu_ask_for_an_amount_that_the_quote_s_window
     assert verify_evidence(zh, evidence, [forum_zh], {"jupyterlab"})[0] == "answerable"
 
 
+def test_a_reference_or_a_version_is_not_the_amount_a_how_much_question_asks_for():
+    """Blind sets 11 and 12 (nm11-packages-en-05, nm12-packages-en-04): "By how much did ... speed up ...?" passed on
+    a changelog line whose only digits were its pull request (#10868), its release (v2.10.4) and date (2024-12-18)."""
+    changelog = Document(
+        "## v2.10.4 (2024-12-18)\n\n### What's Changed\n\n* Improve `__setattr__` performance of Pydantic models by "
+        "caching setter functions by @MarkusSintonen in #10868\n* See pull/11319 for details"
+    )
+    quote = (
+        "Improve `__setattr__` performance of Pydantic models by caching setter functions by @MarkusSintonen in #10868"
+    )
+    evidence = Evidence(quote=quote, answer="performance", asks_for="speed up")
+    question = "By how much did caching setter functions speed up __setattr__ on Pydantic models?"
+    assert verify_evidence(question, evidence, [changelog], {"pydantic"})[0] == "specifics missing"
+    stated = Document(changelog.page_content.replace("setter functions by", "setter functions (about 30 % faster) by"))
+    evidence = Evidence(
+        quote=quote.replace("setter functions by", "setter functions (about 30 % faster) by"), answer="30 %"
+    )
+    assert verify_evidence(question, evidence, [stated], {"pydantic"})[0] == "answerable"
+
+
 # ---------------------------------------------------------------- asks_for from the question (an option, off by default)
 
 

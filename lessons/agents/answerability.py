@@ -23,7 +23,7 @@ made to **show its evidence**, and code can check the evidence:
    whatever the judge named, `MIN_FOCUS_SHARE` of the noun that code reads after "which" / "what" / 什么 / 哪个 in a
    question that asks one thing (`asked_terms`: "which distance metric" needs a distance metric; 解决率是多少 a
    解决率). "Which version" asks for a version number; "how much / many / long / often", 多少, 多久 for an amount
-   (a figure, a number word or a frequency) around the quote. A quote that repeats the question still counts when the chunk adds a figure
+   (a figure, a number word or a frequency; not a reference, a version or a date: #10868, v2.10.4) around the quote. A quote that repeats the question still counts when the chunk adds a figure
    the question lacks; when the judge copied the question as its quote, its answer, if it passes every check as a
    quote, is the evidence — and so is an answer of `MIN_ANSWER_WORDS` or more when the quote was found but failed a
    later check (the judge quoted the wrong sentence). With `check_answer`, the judge's short answer must also say
@@ -284,7 +284,8 @@ _HOW_MUCH = re.compile(
     r"\bhow (?:much|many|long|often|far|big|large|old|fast|soon)\b|多少|多久|多长|几(?!乎)", re.IGNORECASE
 )
 _AMOUNT = (
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
+    # a figure, but not the digits of a reference or a label: #14171, pull/11319, v2.10.4, 2.10.4, 2024-12-18, p50
+    r"(?<![#/A-Za-z0-9_.\-@])(?!\d+\.\d+\.\d)(?!\d{4}-\d\d-\d\d)\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
     r"thousand|million|billion|half|once|twice|daily|weekly|monthly|yearly|annually|quarterly|hourly)\b|"
     r"[一二两三四五六七八九十百千万半]"
 )
