@@ -23,11 +23,12 @@ made to **show its evidence**, and code can check the evidence:
    whatever the judge named, `MIN_FOCUS_SHARE` of the noun that code reads after "which" / "what" / 什么 / 哪个 in a
    question that asks one thing (`asked_terms`: "which distance metric" needs a distance metric; 解决率是多少 a
    解决率). "Which version" asks for a version number; "how much / many / long / often", 多少, 多久 for an amount
-   (a figure, a number word or a frequency; not a reference, a version or a date: #10868, v2.10.4) around the quote. A quote that repeats the question still counts when the chunk adds a figure
-   the question lacks; when the judge copied the question as its quote, its answer, if it passes every check as a
-   quote, is the evidence — and so is an answer of `MIN_ANSWER_WORDS` or more when the quote was found but failed a
-   later check (the judge quoted the wrong sentence). With `check_answer`, the judge's short answer must also say
-   something the question does not, and be stated.
+   (a figure, a number word or a frequency; not a reference, a version or a date: #10868, v2.10.4) around the quote.
+   A quote that repeats the question still counts when the chunk adds a figure the question lacks; when the judge
+   copied the question as its quote, its answer, if it passes every check as a quote, is the evidence — and so is an
+   answer of `MIN_ANSWER_WORDS` or more when the quote was found but failed a later check (the judge quoted the wrong
+   sentence). With `check_answer`, the judge's short answer must also say something the question does not, and be
+   stated.
 3. The relevance signals the pipeline already has — the chat model's P(yes) per chunk, and the
    cross-encoder's score that the reranker records in `metadata[CROSS_ENCODER_KEY]` — must reach the
    language's thresholds (`AnswerabilityThresholds`; 0 switches a signal off). The check never scores again.
@@ -285,7 +286,8 @@ _HOW_MUCH = re.compile(
 )
 _AMOUNT = (
     # a figure, but not the digits of a reference or a label: #14171, pull/11319, v2.10.4, 2.10.4, 2024-12-18, p50
-    r"(?<![#/A-Za-z0-9_.\-@])(?!\d+\.\d+\.\d)(?!\d{4}-\d\d-\d\d)\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
+    r"(?<![#/A-Za-z0-9_.\-@])(?!\d+\.\d+\.\d)(?!\d{4}-\d\d-\d\d)\d|"
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
     r"thousand|million|billion|half|once|twice|daily|weekly|monthly|yearly|annually|quarterly|hourly)\b|"
     r"[一二两三四五六七八九十百千万半]"
 )
@@ -398,8 +400,10 @@ def other_period(specifics: Sequence[Specific], sentence: str) -> list[Specific]
     away (blind set 11, nm11-course-en-04)."""
     stated = {s.kind for s in question_specifics(sentence)}
     said = _haystack(sentence)
-    kinds = {"month": ("month", "date"), "quarter": ("quarter",)}
-    return [s for s in specifics if s.kind in kinds and stated & set(kinds[s.kind]) and not occurs(s, said)]
+    return [s for s in specifics if stated & _PERIOD_KINDS.get(s.kind, set()) and not occurs(s, said)]
+
+
+_PERIOD_KINDS = {"month": {"month", "date"}, "quarter": {"quarter"}}  # an asked period's kind: the kinds that state one
 
 
 def _haystack(text: str) -> str:
@@ -825,8 +829,8 @@ def _check_quote(
     new_figure = any(f in figures(window) and added >= len(f) for f in new)  # the chunk adds at least the figure
     if not new_figure and (match.evidence < MIN_EVIDENCE_SHARE or added < MIN_QUOTE_CHARS):
         return "quote repeats the question", match, specifics, missing, coverage
-    sentence = _sentence(documents[match.document], match)
-    missing += [s for s in other_period(specifics, sentence) if s not in missing]
+    if any(s.kind in _PERIOD_KINDS for s in specifics):  # a month or quarter asked: does its sentence name another?
+        missing += [s for s in other_period(specifics, _sentence(documents[match.document], match)) if s not in missing]
     if missing:
         return "specifics missing", match, specifics, missing, coverage
     focus, share = focus_terms(question, asks_for, subject), focus_share
@@ -978,27 +982,29 @@ def _asked_zh(question: str) -> list[str]:
     def content(token: str) -> bool:
         return bool(_CJK_CHAR.search(token)) and token not in _ZH_FUNCTION_WORDS and not _QUESTION_ZH.fullmatch(token)
 
+    def ends(i: int) -> bool:  # tokens[i] ends the question (吗 / 呢 or punctuation may follow)
+        return i + 1 >= len(tokens) or not _CJK_CHAR.search(tokens[i + 1]) or tokens[i + 1] in ("吗", "呢")
+
+    def noun_before(words: list[str]) -> list[str]:  # the content words at the end of `words`, in order
+        return list(itertools.takewhile(content, reversed(words)))[:ASKED_WORDS][::-1]
+
     for i, token in enumerate(tokens):
         if not (token in _ASKED_ZH or (token.startswith("哪") and len(token) <= 3)):
             continue
         after = list(itertools.takewhile(content, tokens[i + 1 :]))[:ASKED_WORDS]
         if after:
             return after
-        last = i + 1 >= len(tokens) or not _CJK_CHAR.search(tokens[i + 1]) or tokens[i + 1] in ("吗", "呢")
-        if token == "什么" and last and i >= 1 and tokens[i - 1] == "是":
-            return list(itertools.takewhile(content, reversed(tokens[: i - 1])))[:ASKED_WORDS][::-1]
+        if token == "什么" and ends(i) and i >= 1 and tokens[i - 1] == "是":
+            return noun_before(tokens[: i - 1])
         return []
     if "多少" in tokens:  # 首次联系解决率是多少 -> 解决, 率: the amount of THAT (有多少, 为多少 alike)
         i = tokens.index("多少")
-        last = i + 1 >= len(tokens) or not _CJK_CHAR.search(tokens[i + 1]) or tokens[i + 1] in ("吗", "呢")
-        if last and i >= 1 and tokens[i - 1] in ("是", "有", "为"):
-            before = [t for t in tokens[: i - 1] if t not in _HEDGES_ZH]  # 延迟大概是多少: 大概 names nothing
-            return list(itertools.takewhile(content, reversed(before)))[:ASKED_WORDS][::-1]
+        if ends(i) and i >= 1 and tokens[i - 1] in ("是", "有", "为"):  # 延迟大概是多少: 大概 names nothing
+            return noun_before([t for t in tokens[: i - 1] if t not in _HEDGES_ZH])
     if "谁" in tokens:
         i = tokens.index("谁")
-        last = i + 1 >= len(tokens) or not _CJK_CHAR.search(tokens[i + 1]) or tokens[i + 1] in ("吗", "呢")
-        if last and i >= 1 and tokens[i - 1] == "是":  # 市场部的负责人是谁 -> 负责人 (的 ends the noun)
-            return list(itertools.takewhile(content, reversed(tokens[: i - 1])))[:ASKED_WORDS][::-1]
+        if ends(i) and i >= 1 and tokens[i - 1] == "是":  # 市场部的负责人是谁 -> 负责人 (的 ends the noun)
+            return noun_before(tokens[: i - 1])
         after = "".join(itertools.takewhile(content, tokens[i + 1 :]))  # 由谁负责管理 -> 负责, 管理
         return [verb for verb in ROLE_VERBS_ZH if verb in after][:ASKED_WORDS]
     return []
